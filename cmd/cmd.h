@@ -1,0 +1,13 @@
+/*
+ * cmd.h - gavel's subcommands. Each takes the arguments after its name
+ * (argv[0] is the subcommand name) and returns the process exit code.
+ */
+#ifndef GV_CMD_H
+#define GV_CMD_H
+
+int cmd_apply(int argc, char **argv);
+int cmd_test(int argc, char **argv);
+int cmd_jp(int argc, char **argv);
+int cmd_version(int argc, char **argv);
+
+#endif

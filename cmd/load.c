@@ -1,0 +1,707 @@
+#include "cmd/load.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/banned.h"
+
+/* Bound on directory nesting while expanding paths. */
+#define MAX_WALK_DEPTH 64
+
+/*
+ * Cluster-scoped kinds: Kubernetes built-in API resources and the
+ * cluster-scoped kinds of Kyverno and the policy-report API. Everything
+ * else (including custom resources) counts as namespaced, as in the Kyverno
+ * CLI's built-in discovery data.
+ */
+static const char *const cluster_kinds[] = {
+	"APIService",
+	"CSIDriver",
+	"CSINode",
+	"CertificateSigningRequest",
+	"ClusterAdmissionReport",
+	"ClusterBackgroundScanReport",
+	"ClusterCleanupPolicy",
+	"ClusterEphemeralReport",
+	"ClusterPolicy",
+	"ClusterPolicyReport",
+	"ClusterReport",
+	"ClusterRole",
+	"ClusterRoleBinding",
+	"ClusterTrustBundle",
+	"ComponentStatus",
+	"CustomResourceDefinition",
+	"DeletingPolicy",
+	"DeviceClass",
+	"FlowSchema",
+	"GeneratingPolicy",
+	"GlobalContextEntry",
+	"IPAddress",
+	"ImageValidatingPolicy",
+	"IngressClass",
+	"MutatingAdmissionPolicy",
+	"MutatingAdmissionPolicyBinding",
+	"MutatingPolicy",
+	"MutatingWebhookConfiguration",
+	"Namespace",
+	"Node",
+	"PersistentVolume",
+	"PodSecurityPolicy",
+	"PriorityClass",
+	"PriorityLevelConfiguration",
+	"ResourceSlice",
+	"RuntimeClass",
+	"SelfSubjectAccessReview",
+	"SelfSubjectReview",
+	"SelfSubjectRulesReview",
+	"ServiceCIDR",
+	"StorageClass",
+	"StorageVersion",
+	"StorageVersionMigration",
+	"SubjectAccessReview",
+	"TokenReview",
+	"ValidatingAdmissionPolicy",
+	"ValidatingAdmissionPolicyBinding",
+	"ValidatingPolicy",
+	"ValidatingWebhookConfiguration",
+	"VolumeAttachment",
+	"VolumeAttributesClass",
+};
+
+bool load_kind_cluster_scoped(const char *kind)
+{
+	if (!kind)
+		return false;
+	for (size_t i = 0; i < GV_ARRAY_LEN(cluster_kinds); i++)
+		if (!strcmp(kind, cluster_kinds[i]))
+			return true;
+	return false;
+}
+
+/* ---- paths ---- */
+
+void load_paths_add(struct load_paths *p, const char *name)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (!strcmp(p->v[i], name))
+			return;
+	p->v = gv_xrealloc(p->v, (p->n + 1) * sizeof(*p->v));
+	p->v[p->n++] = gv_xstrdup(name);
+}
+
+void load_paths_release(struct load_paths *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->v[i]);
+	free(p->v);
+	p->v = NULL;
+	p->n = 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool has_manifest_ext(const char *name)
+{
+	size_t n = strlen(name);
+	static const char *const exts[] = {".yaml", ".yml", ".json"};
+
+	for (size_t i = 0; i < GV_ARRAY_LEN(exts); i++) {
+		size_t e = strlen(exts[i]);
+		if (n > e && !strcmp(name + n - e, exts[i]))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Walks dir and adds the regular files accepted by `want` (called with the
+ * base name). Entries are visited in name order so output is stable.
+ */
+static enum gv_code walk(const char *dir, bool (*want)(const char *base, const void *arg),
+			 const void *arg, struct load_paths *out, int depth, struct gv_err *err)
+{
+	DIR *d;
+	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0;
+	enum gv_code rc = GV_OK;
+
+	if (depth > MAX_WALK_DEPTH)
+		return gv_err_set(err, GV_ELIMIT, "%s: directories nested deeper than %d levels",
+				  dir, MAX_WALK_DEPTH);
+	d = opendir(dir);
+	if (!d)
+		return gv_err_set(err, errno == ENOENT ? GV_ENOENT : GV_EIO, "%s: %s", dir,
+				  strerror(errno));
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		names = gv_xrealloc(names, (n + 1) * sizeof(*names));
+		names[n++] = gv_xstrdup(de->d_name);
+	}
+	closedir(d);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_str);
+	for (size_t i = 0; i < n && !rc; i++) {
+		size_t dl = strlen(dir);
+		char *full = gv_xasprintf("%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/",
+					  names[i]);
+		struct stat lst, st;
+
+		if (lstat(full, &lst) == 0) {
+			if (S_ISDIR(lst.st_mode)) {
+				rc = walk(full, want, arg, out, depth + 1, err);
+			} else if (stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
+				   want(names[i], arg)) {
+				load_paths_add(out, full);
+			}
+		}
+		free(full);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+static bool want_manifest(const char *base, const void *arg)
+{
+	(void)arg;
+	return has_manifest_ext(base);
+}
+
+static bool want_named(const char *base, const void *arg)
+{
+	return !strcmp(base, (const char *)arg);
+}
+
+static enum gv_code expand_with(const char *path,
+				bool (*want)(const char *base, const void *arg), const void *arg,
+				struct load_paths *out, struct gv_err *err)
+{
+	struct stat st;
+
+	if (!strcmp(path, "-")) {
+		load_paths_add(out, "-");
+		return GV_OK;
+	}
+	if (stat(path, &st) != 0)
+		return gv_err_set(err, errno == ENOENT ? GV_ENOENT : GV_EIO, "%s: %s", path,
+				  strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return walk(path, want, arg, out, 0, err);
+	load_paths_add(out, path);
+	return GV_OK;
+}
+
+enum gv_code load_expand(const char *path, struct load_paths *out, struct gv_err *err)
+{
+	return expand_with(path, want_manifest, NULL, out, err);
+}
+
+enum gv_code load_find(const char *dir, const char *basename, struct load_paths *out,
+		       struct gv_err *err)
+{
+	return expand_with(dir, want_named, basename, out, err);
+}
+
+/* ---- documents ---- */
+
+static const char *skip_space(const char *s, const char *end)
+{
+	while (s < end && isspace((unsigned char)*s))
+		s++;
+	return s;
+}
+
+/*
+ * JSON that YAML cannot read (tabs used for indentation, for example):
+ * one or more JSON values in a row.
+ */
+static enum gv_code load_json_stream(const char *buf, size_t len, const char *name,
+				     struct gv_docs *docs, struct gv_err *err)
+{
+	const char *p = buf, *end = buf + len;
+
+	memset(docs, 0, sizeof(*docs));
+	docs->file = gv_xstrdup(name);
+	for (;;) {
+		json_error_t je;
+		json_t *v;
+
+		p = skip_space(p, end);
+		if (p >= end)
+			break;
+		v = json_loadb(p, (size_t)(end - p), JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK, &je);
+		if (!v) {
+			if (err && !err->code) {
+				snprintf(err->file, sizeof(err->file), "%s", name);
+				err->line = je.line;
+				err->col = je.column;
+			}
+			return gv_err_set(err, GV_EINVAL, "JSON: %s", je.text);
+		}
+		if (json_is_null(v)) {
+			json_decref(v);
+		} else {
+			docs->v = gv_xrealloc(docs->v, (docs->n + 1) * sizeof(*docs->v));
+			docs->v[docs->n].value = v;
+			docs->v[docs->n].map = NULL;
+			docs->v[docs->n].line = 0;
+			docs->n++;
+		}
+		p += je.position;
+	}
+	return GV_OK;
+}
+
+enum gv_code load_docs(const char *path, struct gv_docs *docs, struct gv_err *err)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+	struct gv_err yerr = {0};
+	enum gv_code rc;
+	const char *first;
+
+	memset(docs, 0, sizeof(*docs));
+	rc = gv_read_file(path, &buf, &len, err);
+	if (rc)
+		return rc;
+	rc = gv_yaml_load(buf, len, name, docs, &yerr);
+	first = skip_space(buf, buf + len);
+	if (rc && first < buf + len && (*first == '{' || *first == '[')) {
+		struct gv_docs jdocs;
+		struct gv_err jerr = {0};
+
+		if (load_json_stream(buf, len, name, &jdocs, &jerr) == GV_OK) {
+			gv_docs_release(docs);
+			*docs = jdocs;
+			rc = GV_OK;
+		} else {
+			gv_docs_release(&jdocs);
+		}
+	}
+	if (rc && err && !err->code)
+		*err = yerr;
+	free(buf);
+	return rc;
+}
+
+/* ---- small accessors ---- */
+
+json_t *load_unconst(const json_t *v)
+{
+	union {
+		const json_t *c;
+		json_t *m;
+	} u = {.c = v};
+	return u.m;
+}
+
+const char *load_str(const json_t *v, ...)
+{
+	va_list ap;
+	const char *k;
+
+	va_start(ap, v);
+	while ((k = va_arg(ap, const char *))) {
+		v = json_is_object(v) ? json_object_get(v, k) : NULL;
+		if (!v)
+			break;
+	}
+	va_end(ap);
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+const char *load_res_kind(const json_t *obj)
+{
+	return load_str(obj, "kind", NULL);
+}
+
+const char *load_res_api_version(const json_t *obj)
+{
+	return load_str(obj, "apiVersion", NULL);
+}
+
+const char *load_res_name(const json_t *obj)
+{
+	return load_str(obj, "metadata", "name", NULL);
+}
+
+const char *load_res_namespace(const json_t *obj)
+{
+	return load_str(obj, "metadata", "namespace", NULL);
+}
+
+static void report_err(FILE *errs, const struct gv_err *e)
+{
+	char buf[2200];
+
+	if (errs)
+		fprintf(errs, "%s\n", gv_err_str(e, buf, sizeof(buf)));
+}
+
+/* ---- policies ---- */
+
+static bool is_kyverno_api(const json_t *doc)
+{
+	const char *av = load_str(doc, "apiVersion", NULL);
+
+	return !strncmp(av, "kyverno.io/", 11);
+}
+
+static bool policy_has_validate(const json_t *doc)
+{
+	const json_t *rules = json_object_get(json_object_get(doc, "spec"), "rules");
+	size_t i;
+	json_t *r;
+
+	json_array_foreach(rules, i, r)
+	{
+		const json_t *v = json_object_get(r, "validate");
+		if (v && !json_is_null(v))
+			return true;
+	}
+	return false;
+}
+
+static void add_policy(struct load_policies *lp, const json_t *doc, struct engine_policy *p,
+		       char *error)
+{
+	struct load_policy *e;
+
+	lp->v = gv_xrealloc(lp->v, (lp->n + 1) * sizeof(*lp->v));
+	e = &lp->v[lp->n++];
+	e->name = gv_xstrdup(load_str(doc, "metadata", "name", NULL));
+	e->namespace = gv_xstrdup(load_str(doc, "metadata", "namespace", NULL));
+	e->kind = gv_xstrdup(load_str(doc, "kind", NULL));
+	e->has_validate = policy_has_validate(doc);
+	e->policy = p;
+	e->error = error;
+}
+
+/* Compiles a PolicyException to check it; keeps the document. */
+static void add_exception(struct load_policies *lp, const struct gv_docs *docs, size_t i,
+			  FILE *errs)
+{
+	struct gv_err e = {0};
+	struct engine_exception *x = engine_exception_compile(docs->v[i].value, &e);
+
+	if (!x) {
+		if (!e.code)
+			gv_err_set(&e, GV_EINVAL, "invalid PolicyException");
+		gv_err_prefix(&e, "PolicyException %s: ",
+			      load_str(docs->v[i].value, "metadata", "name", NULL));
+		gv_err_locate(&e, docs->file, docs->v[i].map);
+		report_err(errs, &e);
+		lp->nerrors++;
+		return;
+	}
+	engine_exception_free(x);
+	lp->exceptions = gv_xrealloc(lp->exceptions, (lp->nexceptions + 1) * sizeof(json_t *));
+	lp->exceptions[lp->nexceptions++] = json_incref(docs->v[i].value);
+}
+
+static enum gv_code load_policy_docs(struct load_policies *lp, const char *file, bool policies,
+				     bool warn_others, FILE *errs, struct gv_err *err)
+{
+	struct gv_docs docs;
+	enum gv_code rc;
+
+	rc = load_docs(file, &docs, err);
+	for (size_t i = 0; i < docs.n; i++) {
+		const json_t *doc = docs.v[i].value;
+		const char *kind = load_str(doc, "kind", NULL);
+
+		if (!json_is_object(doc)) {
+			struct gv_err e = {0};
+			gv_err_setp(&e, GV_EINVAL, "", "document %zu is not an object", i + 1);
+			gv_err_locate(&e, docs.file, docs.v[i].map);
+			report_err(errs, &e);
+			lp->nerrors++;
+			continue;
+		}
+		if (policies && is_kyverno_api(doc) &&
+		    (!strcmp(kind, "ClusterPolicy") || !strcmp(kind, "Policy"))) {
+			struct gv_err e = {0};
+			struct engine_policy *p = engine_policy_compile(doc, &e);
+			char buf[2200];
+
+			if (p) {
+				add_policy(lp, doc, p, NULL);
+				continue;
+			}
+			if (!e.code)
+				gv_err_set(&e, GV_EINVAL, "invalid policy");
+			gv_err_locate(&e, docs.file, docs.v[i].map);
+			add_policy(lp, doc, NULL, gv_xstrdup(gv_err_str(&e, buf, sizeof(buf))));
+			report_err(errs, &e);
+			lp->nerrors++;
+			continue;
+		}
+		if (is_kyverno_api(doc) && !strcmp(kind, "PolicyException")) {
+			add_exception(lp, &docs, i, errs);
+			continue;
+		}
+		if (warn_others && errs) {
+			int line = 0, col = 0;
+			gv_srcmap_find(docs.v[i].map, "", &line, &col);
+			fprintf(errs, "%s:%d:%d: warning: ignoring %s %s %s (not a %s)\n",
+				docs.file, line ? line : docs.v[i].line, col ? col : 1,
+				*kind ? kind : "document without kind",
+				load_str(doc, "apiVersion", NULL),
+				load_str(doc, "metadata", "name", NULL),
+				policies ? "ClusterPolicy, Policy or PolicyException"
+					 : "PolicyException");
+		}
+	}
+	gv_docs_release(&docs);
+	return rc;
+}
+
+enum gv_code load_policies_file(struct load_policies *lp, const char *file, bool warn_others,
+				FILE *errs, struct gv_err *err)
+{
+	return load_policy_docs(lp, file, true, warn_others, errs, err);
+}
+
+enum gv_code load_exceptions_file(struct load_policies *lp, const char *file, FILE *errs,
+				  struct gv_err *err)
+{
+	return load_policy_docs(lp, file, false, true, errs, err);
+}
+
+void load_policies_release(struct load_policies *lp)
+{
+	for (size_t i = 0; i < lp->n; i++) {
+		free(lp->v[i].name);
+		free(lp->v[i].namespace);
+		free(lp->v[i].kind);
+		free(lp->v[i].error);
+		if (lp->v[i].policy)
+			engine_policy_unref(lp->v[i].policy);
+	}
+	free(lp->v);
+	for (size_t i = 0; i < lp->nexceptions; i++)
+		json_decref(lp->exceptions[i]);
+	free(lp->exceptions);
+	memset(lp, 0, sizeof(*lp));
+}
+
+struct engine_policyset *load_policyset_new(const struct load_policies *lp,
+					    struct engine_policy *const *policies, size_t n)
+{
+	struct engine_exception **exc = NULL;
+	size_t nexc = 0;
+	struct engine_policyset *set;
+
+	if (lp->nexceptions)
+		exc = gv_xcalloc(lp->nexceptions, sizeof(*exc));
+	for (size_t i = 0; i < lp->nexceptions; i++) {
+		/* Compiled once already at load time, so this cannot fail. */
+		struct engine_exception *x = engine_exception_compile(lp->exceptions[i], NULL);
+		if (x)
+			exc[nexc++] = x;
+	}
+	set = engine_policyset_new(policies, n, exc, nexc);
+	free(exc);
+	return set;
+}
+
+/* ---- resources ---- */
+
+json_t *load_to_reals(const json_t *v)
+{
+	if (json_is_integer(v))
+		return json_real((double)json_integer_value(v));
+	if (json_is_object(v)) {
+		json_t *o = json_object();
+		const char *k;
+		json_t *c;
+		json_object_foreach(load_unconst(v), k, c)
+		{
+			json_object_set_new(o, k, load_to_reals(c));
+		}
+		return o;
+	}
+	if (json_is_array(v)) {
+		json_t *a = json_array();
+		size_t i;
+		json_t *c;
+		json_array_foreach(v, i, c)
+		{
+			json_array_append_new(a, load_to_reals(c));
+		}
+		return a;
+	}
+	return json_incref(load_unconst(v));
+}
+
+/* In place, for trees the caller owns. */
+static void reals_in_place(json_t *v)
+{
+	if (json_is_object(v)) {
+		const char *k;
+		json_t *c;
+		json_object_foreach(v, k, c)
+		{
+			if (json_is_integer(c))
+				json_object_set_new(v, k, json_real((double)json_integer_value(c)));
+			else
+				reals_in_place(c);
+		}
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *c;
+		json_array_foreach(v, i, c)
+		{
+			if (json_is_integer(c))
+				json_array_set_new(v, i, json_real((double)json_integer_value(c)));
+			else
+				reals_in_place(c);
+		}
+	}
+}
+
+void load_resource_prepare(json_t *obj)
+{
+	json_t *md;
+
+	reals_in_place(obj);
+	if (load_kind_cluster_scoped(load_res_kind(obj)))
+		return;
+	md = json_object_get(obj, "metadata");
+	if (!json_is_object(md)) {
+		md = json_object();
+		json_object_set_new(obj, "metadata", md);
+	}
+	if (!*load_str(md, "namespace", NULL))
+		json_object_set_new(md, "namespace", json_string("default"));
+}
+
+static void group_of(const char *api_version, char *out, size_t n)
+{
+	const char *slash = strchr(api_version, '/');
+	size_t l = slash ? (size_t)(slash - api_version) : 0;
+
+	if (l >= n)
+		l = n - 1;
+	memcpy(out, api_version, l);
+	out[l] = '\0';
+}
+
+static bool same_resource(const json_t *a, const json_t *b)
+{
+	char ga[256], gb[256];
+
+	if (strcmp(load_res_kind(a), load_res_kind(b)) || strcmp(load_res_name(a), load_res_name(b)) ||
+	    strcmp(load_res_namespace(a), load_res_namespace(b)))
+		return false;
+	group_of(load_res_api_version(a), ga, sizeof(ga));
+	group_of(load_res_api_version(b), gb, sizeof(gb));
+	return !strcmp(ga, gb);
+}
+
+static void add_resource(struct load_resources *lr, const json_t *src, const char *file, int line,
+			 FILE *errs)
+{
+	json_t *obj = json_deep_copy(src);
+
+	load_resource_prepare(obj);
+	for (size_t i = 0; i < lr->n; i++) {
+		if (same_resource(lr->v[i].obj, obj)) {
+			if (errs)
+				fprintf(errs,
+					"%s:%d: warning: duplicate %s %s/%s ignored (first loaded "
+					"from %s:%d)\n",
+					file, line, load_res_kind(obj), load_res_namespace(obj),
+					load_res_name(obj), lr->v[i].file, lr->v[i].line);
+			json_decref(obj);
+			return;
+		}
+	}
+	lr->v = gv_xrealloc(lr->v, (lr->n + 1) * sizeof(*lr->v));
+	lr->v[lr->n].obj = obj;
+	lr->v[lr->n].file = gv_xstrdup(file);
+	lr->v[lr->n].line = line;
+	lr->n++;
+}
+
+static bool is_list_kind(const char *kind)
+{
+	size_t n = strlen(kind);
+
+	return n >= 4 && !strcmp(kind + n - 4, "List");
+}
+
+enum gv_code load_resources_file(struct load_resources *lr, const char *file, FILE *errs,
+				 struct gv_err *err)
+{
+	struct gv_docs docs;
+	enum gv_code rc, first = GV_OK;
+
+	rc = load_docs(file, &docs, err);
+	for (size_t i = 0; i < docs.n; i++) {
+		const json_t *doc = docs.v[i].value;
+		const char *kind = load_str(doc, "kind", NULL);
+		int line = 0, col = 0;
+		struct gv_err e = {0};
+
+		gv_srcmap_find(docs.v[i].map, "", &line, &col);
+		if (!line)
+			line = docs.v[i].line;
+		if (!json_is_object(doc) || !*kind) {
+			gv_err_setp(&e, GV_EINVAL, "",
+				    json_is_object(doc) ? "resource has no kind"
+							: "resource is not an object");
+		} else if (is_list_kind(kind) && json_is_array(json_object_get(doc, "items"))) {
+			size_t j;
+			json_t *item;
+			json_array_foreach(json_object_get(doc, "items"), j, item)
+			{
+				char ptr[64];
+				int il = 0, ic = 0;
+				if (!json_is_object(item) || !*load_str(item, "kind", NULL)) {
+					snprintf(ptr, sizeof(ptr), "/items/%zu", j);
+					gv_err_setp(&e, GV_EINVAL, ptr, "list item has no kind");
+					break;
+				}
+				snprintf(ptr, sizeof(ptr), "/items/%zu", j);
+				gv_srcmap_find(docs.v[i].map, ptr, &il, &ic);
+				add_resource(lr, item, docs.file, il ? il : line, errs);
+			}
+		} else {
+			add_resource(lr, doc, docs.file, line, errs);
+		}
+		if (e.code) {
+			gv_err_locate(&e, docs.file, docs.v[i].map);
+			report_err(errs, &e);
+			if (!first) {
+				first = e.code;
+				if (err && !err->code)
+					*err = e;
+			}
+		}
+	}
+	gv_docs_release(&docs);
+	return rc ? rc : first;
+}
+
+void load_resources_release(struct load_resources *lr)
+{
+	for (size_t i = 0; i < lr->n; i++) {
+		json_decref(lr->v[i].obj);
+		free(lr->v[i].file);
+	}
+	free(lr->v);
+	memset(lr, 0, sizeof(*lr));
+}

@@ -1,0 +1,165 @@
+/*
+ * load.h - loading helpers shared by `gavel apply` and `gavel test`: path
+ * expansion, policy and PolicyException documents, resource manifests.
+ *
+ * Resources are prepared the way the Kyverno CLI prepares them before
+ * evaluation (../shared/conformance/TEST-FORMAT.md section 5.1 step 2):
+ * namespaced kinds without metadata.namespace get "default" (kinds this
+ * table does not know, e.g. custom resources, count as namespaced),
+ * duplicates by group/kind/namespace/name keep the first, and every integer
+ * becomes a real number.
+ */
+#ifndef GV_CMD_LOAD_H
+#define GV_CMD_LOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <jansson.h>
+
+#include "common/gv.h"
+#include "common/yaml.h"
+#include "engine/engine.h"
+
+/* A list of file names (owned strings). */
+struct load_paths {
+	char **v;
+	size_t n;
+};
+
+/*
+ * Appends to out the files named by path: the file itself, every *.yaml,
+ * *.yml and *.json file below a directory (recursive, sorted by name,
+ * symbolic links to directories not followed), or "-" for stdin. A name
+ * already in out is not added again. Returns GV_ENOENT/GV_EIO with err
+ * set when path cannot be read.
+ */
+enum gv_code load_expand(const char *path, struct load_paths *out, struct gv_err *err);
+
+/*
+ * Appends to out every file named `basename` below dir (recursive, sorted,
+ * hidden directories included, symbolic links to directories not
+ * followed). When dir is a file it is added as it is, whatever its name.
+ */
+enum gv_code load_find(const char *dir, const char *basename, struct load_paths *out,
+		       struct gv_err *err);
+
+/* Appends a copy of name unless it is already there. */
+void load_paths_add(struct load_paths *p, const char *name);
+void load_paths_release(struct load_paths *p);
+
+/*
+ * Parses a file ("-" = stdin) holding YAML documents (multi-document) or
+ * JSON values (one or several in a row). Empty documents are dropped.
+ * On a syntax error returns GV_EINVAL with err "file:line:col: message";
+ * docs then holds the documents before the error. Release with
+ * gv_docs_release().
+ */
+enum gv_code load_docs(const char *path, struct gv_docs *docs, struct gv_err *err);
+
+/* One policy document. */
+struct load_policy {
+	char *name;                   /* owned: metadata.name ("" when absent) */
+	char *namespace;              /* owned: metadata.namespace ("" for ClusterPolicy) */
+	char *kind;                   /* owned: "ClusterPolicy" or "Policy" */
+	bool has_validate;            /* some spec.rules[] has a validate block */
+	struct engine_policy *policy; /* owned reference; NULL when the policy is invalid */
+	char *error;                  /* owned: "file:line:col: /pointer: message" when invalid */
+};
+
+/* Policies and PolicyExceptions loaded from any number of files. */
+struct load_policies {
+	struct load_policy *v; /* owned array */
+	size_t n;
+	json_t **exceptions; /* owned references: valid PolicyException documents */
+	size_t nexceptions;
+	size_t nerrors; /* invalid documents (policies and exceptions) seen */
+};
+
+/*
+ * Loads every document of file into lp. ClusterPolicy/Policy documents are
+ * compiled with engine_policy_compile(); an invalid one is kept with
+ * policy == NULL and its error, and reported on errs (when non-NULL) as one
+ * line. PolicyException documents are compiled to check them and kept as
+ * documents (see load_policyset_new); invalid ones are reported the same
+ * way and dropped. Other kinds are skipped with a warning on errs when
+ * warn_others is true. Returns GV_OK even when some documents were
+ * invalid (count in lp->nerrors); a file that cannot be read or parsed
+ * returns its error (documents before a YAML syntax error are kept).
+ */
+enum gv_code load_policies_file(struct load_policies *lp, const char *file, bool warn_others,
+				FILE *errs, struct gv_err *err);
+
+/*
+ * Loads PolicyException documents only (test `exceptions` files, apply
+ * --exception). Other kinds are skipped with a warning on errs.
+ */
+enum gv_code load_exceptions_file(struct load_policies *lp, const char *file, FILE *errs,
+				  struct gv_err *err);
+
+void load_policies_release(struct load_policies *lp);
+
+/*
+ * Builds a policy set holding the given policies (new references) and
+ * freshly compiled copies of every exception of lp (an engine set owns its
+ * exceptions, so each set gets its own). Returns a set with refcount 1.
+ */
+struct engine_policyset *load_policyset_new(const struct load_policies *lp,
+					    struct engine_policy *const *policies, size_t n);
+
+/* One resource. */
+struct load_resource {
+	json_t *obj; /* owned: prepared object (namespace defaulted, numbers real) */
+	char *file;  /* owned: source file name */
+	int line;    /* line where its document starts (0 = unknown) */
+};
+
+struct load_resources {
+	struct load_resource *v; /* owned array */
+	size_t n;
+};
+
+/*
+ * Loads every document of file as a resource (a document of kind *List
+ * with `items` contributes its items). A document that is not an object
+ * with a kind is an error (GV_EINVAL, reported with its position); a
+ * duplicate of an already loaded group/kind/namespace/name is dropped with
+ * a warning on errs (when non-NULL).
+ */
+enum gv_code load_resources_file(struct load_resources *lr, const char *file, FILE *errs,
+				 struct gv_err *err);
+
+void load_resources_release(struct load_resources *lr);
+
+/* Whether a kind is cluster-scoped in the built-in table (Namespace, Node, ClusterRole, ...). */
+bool load_kind_cluster_scoped(const char *kind);
+
+/*
+ * Prepares obj in place as described at the top (namespace default and
+ * integers to reals). obj must be an object the caller owns.
+ */
+void load_resource_prepare(json_t *obj);
+
+/* Replaces every integer in v (recursively) by a real; returns a new reference. */
+json_t *load_to_reals(const json_t *v);
+
+/*
+ * jansson's iteration and reference counting take non-const pointers; this
+ * is the one place that drops const, for values that are only read.
+ */
+json_t *load_unconst(const json_t *v);
+
+/* String accessors on resources (never NULL, "" when absent; borrowed). */
+const char *load_res_kind(const json_t *obj);
+const char *load_res_api_version(const json_t *obj);
+const char *load_res_name(const json_t *obj);
+const char *load_res_namespace(const json_t *obj);
+
+/*
+ * Follows object keys (a NULL-terminated list) from v and returns the
+ * string found there, or "" when a key is missing or the value is not a
+ * string. Borrowed from v.
+ */
+const char *load_str(const json_t *v, ...);
+
+#endif

@@ -1,0 +1,105 @@
+/*
+ * gv.h - the few things every gavel module shares: the error type, the
+ * aborting allocator, and a growable byte buffer.
+ *
+ * Errors: a fallible function returns an enum gv_code (GV_OK = 0) and takes a
+ * `struct gv_err *err` last, which may be NULL. The first error set wins;
+ * callers add context on the way up with gv_err_prefix().
+ *
+ * Memory: gv_xmalloc and friends abort the process when memory runs out;
+ * gv_init() makes jansson use the same allocator.
+ */
+#ifndef GV_GV_H
+#define GV_GV_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdbool.h>
+
+enum gv_code {
+	GV_OK = 0,
+	GV_EINVAL,   /* malformed input: bad YAML/JSON, bad policy, bad flag */
+	GV_ENOENT,   /* a file or object that was asked for does not exist */
+	GV_EIO,      /* read/write failure */
+	GV_ELIMIT,   /* a bound tripped: depth, size, step budget */
+	GV_EEVAL,    /* evaluation failed (JMESPath, variable substitution) */
+	GV_ENET,     /* network or remote server failure */
+	GV_EINTERNAL /* a bug: an invariant did not hold */
+};
+
+/*
+ * Error detail. `msg` is the human text; `pointer` a JSON pointer into the
+ * document the error is about ("" when none); `file`, `line`, `col` the
+ * source position when the document came from a file (line 0 = unknown).
+ */
+struct gv_err {
+	enum gv_code code;
+	char msg[1024];
+	char pointer[512];
+	char file[512];
+	int line;
+	int col;
+};
+
+/* Sets err (when non-NULL and still empty) and returns code. printf-style. */
+enum gv_code gv_err_set(struct gv_err *err, enum gv_code code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Like gv_err_set, and records a JSON pointer too. */
+enum gv_code gv_err_setp(struct gv_err *err, enum gv_code code, const char *pointer,
+			 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Prepends context ("policy p: ") to an error already set. */
+void gv_err_prefix(struct gv_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Clears err to "no error". */
+void gv_err_clear(struct gv_err *err);
+
+/*
+ * Formats err as one line into buf (size n):
+ *   "file:line:col: /pointer: message"   (parts that are unknown are left out)
+ * Returns buf.
+ */
+const char *gv_err_str(const struct gv_err *err, char *buf, size_t n);
+
+/* Allocation that never returns NULL (aborts on exhaustion). */
+void *gv_xmalloc(size_t n);
+void *gv_xcalloc(size_t nmemb, size_t size);
+void *gv_xrealloc(void *p, size_t n);
+char *gv_xstrdup(const char *s);
+char *gv_xstrndup(const char *s, size_t n);
+/* Returns a new string formatted printf-style; caller frees. */
+char *gv_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Process-wide set-up: jansson allocator and hash seed. Call before threads. */
+void gv_init(void);
+
+/*
+ * Growable buffer. Always NUL-terminated when len > 0 or after any append.
+ * Zero-initialise (`struct gv_buf b = {0};`), append, then gv_buf_release()
+ * or take ownership of `b.data` with gv_buf_detach().
+ */
+struct gv_buf {
+	char *data; /* owned */
+	size_t len;
+	size_t cap;
+};
+
+void gv_buf_add(struct gv_buf *b, const void *data, size_t n);
+void gv_buf_adds(struct gv_buf *b, const char *s);
+void gv_buf_addc(struct gv_buf *b, char c);
+void gv_buf_addf(struct gv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gv_buf_vaddf(struct gv_buf *b, const char *fmt, va_list ap);
+void gv_buf_reset(struct gv_buf *b);
+/* Returns the string (never NULL, "" when empty); the buffer is emptied and the caller frees. */
+char *gv_buf_detach(struct gv_buf *b);
+void gv_buf_release(struct gv_buf *b);
+/* Returns the content as a C string ("" when empty), still owned by b. */
+const char *gv_buf_str(const struct gv_buf *b);
+
+/* Reads a whole file ("-" = stdin). Returns GV_OK and a NUL-terminated *out (caller frees). */
+enum gv_code gv_read_file(const char *path, char **out, size_t *len, struct gv_err *err);
+
+#define GV_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

@@ -1,0 +1,733 @@
+#include "common/yaml.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "common/banned.h"
+
+#define MAX_DEPTH 512
+
+struct srcent {
+	char *pointer; /* owned */
+	int line, col;
+};
+
+struct gv_srcmap {
+	struct srcent *v;
+	size_t n, cap;
+};
+
+struct anchor {
+	char *name;
+	json_t *value;
+};
+
+struct loader {
+	yaml_parser_t parser;
+	yaml_event_t ev;
+	struct gv_srcmap *map;
+	struct gv_buf ptr;
+	struct anchor *anchors;
+	size_t nanchors;
+	const char *file;
+	struct gv_err *err;
+	int depth;
+};
+
+static void map_add(struct gv_srcmap *m, const char *pointer, int line, int col)
+{
+	if (m->n == m->cap) {
+		m->cap = m->cap ? m->cap * 2 : 64;
+		m->v = gv_xrealloc(m->v, m->cap * sizeof(*m->v));
+	}
+	m->v[m->n].pointer = gv_xstrdup(pointer);
+	m->v[m->n].line = line;
+	m->v[m->n].col = col;
+	m->n++;
+}
+
+static void map_free(struct gv_srcmap *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n; i++)
+		free(m->v[i].pointer);
+	free(m->v);
+	free(m);
+}
+
+int gv_srcmap_find(const struct gv_srcmap *map, const char *pointer, int *line, int *col)
+{
+	size_t best = 0, bestlen = 0;
+	int found = 0;
+
+	if (!map)
+		return 0;
+	for (size_t i = 0; i < map->n; i++) {
+		const char *p = map->v[i].pointer;
+		size_t l = strlen(p);
+		if (strncmp(pointer, p, l) != 0)
+			continue;
+		if (pointer[l] != '\0' && pointer[l] != '/' && l != 0)
+			continue;
+		if (!found || l >= bestlen) {
+			best = i;
+			bestlen = l;
+			found = 1;
+		}
+	}
+	if (!found)
+		return 0;
+	*line = map->v[best].line;
+	*col = map->v[best].col;
+	return 1;
+}
+
+void gv_err_locate(struct gv_err *err, const char *file, const struct gv_srcmap *map)
+{
+	if (!err || !err->code)
+		return;
+	if (file && !err->file[0])
+		snprintf(err->file, sizeof(err->file), "%s", file);
+	if (err->line == 0)
+		gv_srcmap_find(map, err->pointer, &err->line, &err->col);
+}
+
+void gv_pointer_add(struct gv_buf *buf, const char *segment)
+{
+	gv_buf_addc(buf, '/');
+	for (const char *s = segment; *s; s++) {
+		if (*s == '~')
+			gv_buf_adds(buf, "~0");
+		else if (*s == '/')
+			gv_buf_adds(buf, "~1");
+		else
+			gv_buf_addc(buf, *s);
+	}
+}
+
+static enum gv_code parse_error(struct loader *ld)
+{
+	yaml_parser_t *p = &ld->parser;
+	size_t line = p->problem_mark.line + 1, col = p->problem_mark.column + 1;
+
+	if (p->error == YAML_MEMORY_ERROR) {
+		fputs("gavel: out of memory\n", stderr);
+		abort();
+	}
+	if (ld->err && !ld->err->code) {
+		snprintf(ld->err->file, sizeof(ld->err->file), "%s", ld->file);
+		ld->err->line = (int)line;
+		ld->err->col = (int)col;
+	}
+	return gv_err_set(ld->err, GV_EINVAL, "YAML: %s%s%s",
+			  p->problem ? p->problem : "syntax error", p->context ? " " : "",
+			  p->context ? p->context : "");
+}
+
+static enum gv_code next(struct loader *ld)
+{
+	yaml_event_delete(&ld->ev);
+	if (!yaml_parser_parse(&ld->parser, &ld->ev))
+		return parse_error(ld);
+	return GV_OK;
+}
+
+static int all_match(const char *s, int (*pred)(int))
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s != '_' && !pred((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+static int isodigit_(int c)
+{
+	return c >= '0' && c <= '7';
+}
+
+static int isbindigit(int c)
+{
+	return c == '0' || c == '1';
+}
+
+/* Integer forms of YAML 1.1 as go-yaml v2 reads them (strconv base 0, '_' allowed). */
+static int resolve_int(const char *s, json_int_t *out)
+{
+	char clean[72];
+	size_t n = 0;
+	const char *p = s;
+	int neg = 0, base = 10;
+	unsigned long long v;
+	char *end;
+
+	if (*p == '+' || *p == '-') {
+		neg = *p == '-';
+		p++;
+	}
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		base = 16;
+		p += 2;
+		if (!all_match(p, isxdigit))
+			return 0;
+	} else if (p[0] == '0' && (p[1] == 'b' || p[1] == 'B')) {
+		base = 2;
+		p += 2;
+		if (!all_match(p, isbindigit))
+			return 0;
+	} else if (p[0] == '0' && (p[1] == 'o' || p[1] == 'O')) {
+		base = 8;
+		p += 2;
+		if (!all_match(p, isodigit_))
+			return 0;
+	} else if (p[0] == '0' && p[1]) {
+		base = 8;
+		p += 1;
+		if (!all_match(p, isodigit_))
+			return 0;
+	} else if (!all_match(p, isdigit)) {
+		return 0;
+	}
+	for (; *p && n + 1 < sizeof(clean); p++)
+		if (*p != '_')
+			clean[n++] = *p;
+	if (*p)
+		return 0;
+	clean[n] = '\0';
+	if (!n)
+		return 0;
+	errno = 0;
+	v = strtoull(clean, &end, base);
+	if (errno || *end)
+		return 0;
+	if (neg) {
+		if (v > (unsigned long long)LLONG_MAX + 1)
+			return 0;
+		*out = (json_int_t)(0 - v);
+	} else {
+		if (v > (unsigned long long)LLONG_MAX)
+			return 0;
+		*out = (json_int_t)v;
+	}
+	return 1;
+}
+
+static int resolve_float(const char *s, double *out)
+{
+	const char *p = s;
+	int digits = 0;
+	char *end;
+
+	if (!strcmp(s, ".inf") || !strcmp(s, ".Inf") || !strcmp(s, ".INF") || !strcmp(s, "+.inf")) {
+		*out = INFINITY;
+		return 1;
+	}
+	if (!strcmp(s, "-.inf") || !strcmp(s, "-.Inf") || !strcmp(s, "-.INF")) {
+		*out = -INFINITY;
+		return 1;
+	}
+	if (!strcmp(s, ".nan") || !strcmp(s, ".NaN") || !strcmp(s, ".NAN")) {
+		*out = NAN;
+		return 1;
+	}
+	/* [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
+	if (*p == '+' || *p == '-')
+		p++;
+	if (*p == '.') {
+		p++;
+		while (isdigit((unsigned char)*p) || *p == '_')
+			p++, digits++;
+		if (!digits)
+			return 0;
+	} else {
+		while (isdigit((unsigned char)*p) || *p == '_')
+			p++, digits++;
+		if (!digits)
+			return 0;
+		if (*p == '.') {
+			p++;
+			while (isdigit((unsigned char)*p) || *p == '_')
+				p++;
+		}
+	}
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!isdigit((unsigned char)*p))
+			return 0;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	if (*p)
+		return 0;
+	{
+		char clean[128];
+		size_t n = 0;
+		for (p = s; *p && n + 1 < sizeof(clean); p++)
+			if (*p != '_')
+				clean[n++] = *p;
+		clean[n] = '\0';
+		*out = strtod(clean, &end);
+		return *end == '\0';
+	}
+}
+
+static json_t *number_value(double d)
+{
+	if (isfinite(d) && d == floor(d) && fabs(d) < 9007199254740992.0)
+		return json_integer((json_int_t)d);
+	return json_real(d);
+}
+
+static json_t *resolve_plain(const char *s)
+{
+	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
+	static const char *const trues[] = {"true", "True", "TRUE", "yes", "Yes", "YES",
+					    "on",   "On",   "ON",   "y",   "Y"};
+	static const char *const falses[] = {"false", "False", "FALSE", "no", "No", "NO",
+					     "off",   "Off",   "OFF",   "n",  "N"};
+	json_int_t i;
+	double d;
+
+	for (size_t k = 0; k < GV_ARRAY_LEN(nulls); k++)
+		if (!strcmp(s, nulls[k]))
+			return json_null();
+	for (size_t k = 0; k < GV_ARRAY_LEN(trues); k++)
+		if (!strcmp(s, trues[k]))
+			return json_true();
+	for (size_t k = 0; k < GV_ARRAY_LEN(falses); k++)
+		if (!strcmp(s, falses[k]))
+			return json_false();
+	if (resolve_int(s, &i))
+		return json_integer(i);
+	if (resolve_float(s, &d))
+		return number_value(d);
+	return json_string(s);
+}
+
+static json_t *scalar_value(const yaml_event_t *ev)
+{
+	const char *s = (const char *)ev->data.scalar.value;
+	const char *tag = (const char *)ev->data.scalar.tag;
+	size_t len = ev->data.scalar.length;
+
+	if (tag) {
+		if (!strcmp(tag, YAML_STR_TAG) || !strcmp(tag, "!"))
+			return json_stringn(s, len);
+		if (!strcmp(tag, YAML_NULL_TAG))
+			return json_null();
+		if (!strcmp(tag, YAML_BOOL_TAG) || !strcmp(tag, YAML_INT_TAG) ||
+		    !strcmp(tag, YAML_FLOAT_TAG)) {
+			json_t *v = resolve_plain(s);
+			if (!json_is_string(v))
+				return v;
+			json_decref(v);
+		}
+	}
+	if (ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return json_stringn(s, len);
+	if (strlen(s) != len) /* embedded NUL: keep as string */
+		return json_stringn(s, len);
+	return resolve_plain(s);
+}
+
+static void remember_anchor(struct loader *ld, const yaml_char_t *name, json_t *v)
+{
+	if (!name)
+		return;
+	ld->anchors = gv_xrealloc(ld->anchors, (ld->nanchors + 1) * sizeof(*ld->anchors));
+	ld->anchors[ld->nanchors].name = gv_xstrdup((const char *)name);
+	ld->anchors[ld->nanchors].value = json_incref(v);
+	ld->nanchors++;
+}
+
+static char *scalar_key_text(const json_t *k)
+{
+	if (json_is_string(k))
+		return gv_xstrdup(json_string_value(k));
+	if (json_is_null(k))
+		return gv_xstrdup("null");
+	return json_dumps(k, JSON_ENCODE_ANY | JSON_COMPACT);
+}
+
+static enum gv_code load_node(struct loader *ld, json_t **out);
+
+static enum gv_code load_mapping(struct loader *ld, json_t **out)
+{
+	json_t *obj = json_object();
+	const yaml_char_t *anchor = ld->ev.data.mapping_start.anchor;
+	char *anchor_name = anchor ? gv_xstrdup((const char *)anchor) : NULL;
+	enum gv_code rc;
+
+	for (;;) {
+		json_t *key = NULL, *val = NULL;
+		char *ktext;
+		size_t base;
+
+		if ((rc = next(ld)))
+			goto fail;
+		if (ld->ev.type == YAML_MAPPING_END_EVENT)
+			break;
+		if (ld->ev.type != YAML_SCALAR_EVENT) {
+			/* complex keys: load and stringify */
+			if ((rc = load_node(ld, &key)))
+				goto fail;
+		} else {
+			key = scalar_value(&ld->ev);
+		}
+		ktext = scalar_key_text(key);
+		json_decref(key);
+		base = ld->ptr.len;
+		gv_pointer_add(&ld->ptr, ktext);
+		if ((rc = next(ld))) {
+			free(ktext);
+			goto fail;
+		}
+		rc = load_node(ld, &val);
+		ld->ptr.len = base;
+		ld->ptr.data[base] = '\0';
+		if (rc) {
+			free(ktext);
+			goto fail;
+		}
+		json_object_set_new(obj, ktext, val);
+		free(ktext);
+	}
+	if (anchor_name)
+		remember_anchor(ld, (const yaml_char_t *)anchor_name, obj);
+	free(anchor_name);
+	*out = obj;
+	return GV_OK;
+fail:
+	free(anchor_name);
+	json_decref(obj);
+	return rc;
+}
+
+static enum gv_code load_sequence(struct loader *ld, json_t **out)
+{
+	json_t *arr = json_array();
+	const yaml_char_t *anchor = ld->ev.data.sequence_start.anchor;
+	char *anchor_name = anchor ? gv_xstrdup((const char *)anchor) : NULL;
+	enum gv_code rc;
+
+	for (size_t i = 0;; i++) {
+		json_t *val = NULL;
+		size_t base;
+		char idx[32];
+
+		if ((rc = next(ld)))
+			goto fail;
+		if (ld->ev.type == YAML_SEQUENCE_END_EVENT)
+			break;
+		base = ld->ptr.len;
+		snprintf(idx, sizeof(idx), "%zu", i);
+		gv_pointer_add(&ld->ptr, idx);
+		rc = load_node(ld, &val);
+		ld->ptr.len = base;
+		ld->ptr.data[base] = '\0';
+		if (rc)
+			goto fail;
+		json_array_append_new(arr, val);
+	}
+	if (anchor_name)
+		remember_anchor(ld, (const yaml_char_t *)anchor_name, arr);
+	free(anchor_name);
+	*out = arr;
+	return GV_OK;
+fail:
+	free(anchor_name);
+	json_decref(arr);
+	return rc;
+}
+
+/* Records the current event's position in the error (first error wins). */
+static void set_pos(struct loader *ld)
+{
+	if (!ld->err || ld->err->code)
+		return;
+	snprintf(ld->err->file, sizeof(ld->err->file), "%s", ld->file);
+	ld->err->line = (int)ld->ev.start_mark.line + 1;
+	ld->err->col = (int)ld->ev.start_mark.column + 1;
+}
+
+/* Loads the node whose first event is ld->ev. */
+static enum gv_code load_node(struct loader *ld, json_t **out)
+{
+	enum gv_code rc;
+
+	if (ld->depth >= MAX_DEPTH) {
+		set_pos(ld);
+		return gv_err_set(ld->err, GV_ELIMIT, "YAML: nesting deeper than %d levels",
+				  MAX_DEPTH);
+	}
+	map_add(ld->map, gv_buf_str(&ld->ptr), (int)ld->ev.start_mark.line + 1,
+		(int)ld->ev.start_mark.column + 1);
+	ld->depth++;
+	switch (ld->ev.type) {
+	case YAML_SCALAR_EVENT:
+		*out = scalar_value(&ld->ev);
+		remember_anchor(ld, ld->ev.data.scalar.anchor, *out);
+		rc = GV_OK;
+		break;
+	case YAML_MAPPING_START_EVENT:
+		rc = load_mapping(ld, out);
+		break;
+	case YAML_SEQUENCE_START_EVENT:
+		rc = load_sequence(ld, out);
+		break;
+	case YAML_ALIAS_EVENT: {
+		const char *name = (const char *)ld->ev.data.alias.anchor;
+		rc = GV_OK;
+		*out = NULL;
+		for (size_t i = ld->nanchors; i-- > 0;)
+			if (!strcmp(ld->anchors[i].name, name)) {
+				*out = json_deep_copy(ld->anchors[i].value);
+				break;
+			}
+		if (!*out) {
+			set_pos(ld);
+			rc = gv_err_set(ld->err, GV_EINVAL, "YAML: unknown anchor '%s'", name);
+		}
+		break;
+	}
+	default:
+		rc = gv_err_set(ld->err, GV_EINVAL, "YAML: unexpected event %d", (int)ld->ev.type);
+	}
+	ld->depth--;
+	return rc;
+}
+
+static void docs_push(struct gv_docs *docs, json_t *v, struct gv_srcmap *map, int line)
+{
+	docs->v = gv_xrealloc(docs->v, (docs->n + 1) * sizeof(*docs->v));
+	docs->v[docs->n].value = v;
+	docs->v[docs->n].map = map;
+	docs->v[docs->n].line = line;
+	docs->n++;
+}
+
+static void free_anchors(struct loader *ld)
+{
+	for (size_t i = 0; i < ld->nanchors; i++) {
+		free(ld->anchors[i].name);
+		json_decref(ld->anchors[i].value);
+	}
+	free(ld->anchors);
+	ld->anchors = NULL;
+	ld->nanchors = 0;
+}
+
+enum gv_code gv_yaml_load(const char *buf, size_t len, const char *file, struct gv_docs *docs,
+			  struct gv_err *err)
+{
+	struct loader ld;
+	enum gv_code rc = GV_OK;
+
+	memset(&ld, 0, sizeof(ld));
+	memset(docs, 0, sizeof(*docs));
+	docs->file = gv_xstrdup(file);
+	ld.file = file;
+	ld.err = err;
+	if (!yaml_parser_initialize(&ld.parser))
+		abort();
+	yaml_parser_set_input_string(&ld.parser, (const unsigned char *)buf, len);
+	ld.ev.type = YAML_NO_EVENT;
+	for (;;) {
+		json_t *v = NULL;
+		int line;
+
+		if ((rc = next(&ld)))
+			break;
+		if (ld.ev.type == YAML_STREAM_END_EVENT)
+			break;
+		if (ld.ev.type != YAML_DOCUMENT_START_EVENT)
+			continue;
+		line = (int)ld.ev.start_mark.line + 1;
+		if ((rc = next(&ld)))
+			break;
+		ld.map = gv_xcalloc(1, sizeof(*ld.map));
+		gv_buf_reset(&ld.ptr);
+		rc = load_node(&ld, &v);
+		free_anchors(&ld);
+		if (!rc)
+			rc = next(&ld); /* DOCUMENT_END */
+		if (rc) {
+			json_decref(v);
+			map_free(ld.map);
+			break;
+		}
+		if (json_is_null(v)) {
+			json_decref(v);
+			map_free(ld.map);
+			continue;
+		}
+		docs_push(docs, v, ld.map, line);
+	}
+	yaml_event_delete(&ld.ev);
+	yaml_parser_delete(&ld.parser);
+	free_anchors(&ld);
+	gv_buf_release(&ld.ptr);
+	return rc;
+}
+
+enum gv_code gv_yaml_load_file(const char *path, struct gv_docs *docs, struct gv_err *err)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	enum gv_code rc;
+	const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+
+	memset(docs, 0, sizeof(*docs));
+	rc = gv_read_file(path, &buf, &len, err);
+	if (rc)
+		return rc;
+	rc = gv_yaml_load(buf, len, name, docs, err);
+	free(buf);
+	return rc;
+}
+
+void gv_docs_release(struct gv_docs *docs)
+{
+	for (size_t i = 0; i < docs->n; i++) {
+		json_decref(docs->v[i].value);
+		map_free(docs->v[i].map);
+	}
+	free(docs->v);
+	free(docs->file);
+	memset(docs, 0, sizeof(*docs));
+}
+
+/* ---- dumping ---- */
+
+static int needs_quotes(const char *s)
+{
+	json_t *r;
+	int reserved;
+	size_t n = strlen(s);
+
+	if (!n)
+		return 1;
+	if (strchr("-?:,[]{}#&*!|>'\"%@`", s[0]) || isspace((unsigned char)s[0]) ||
+	    isspace((unsigned char)s[n - 1]))
+		return 1;
+	if (strstr(s, ": ") || strstr(s, " #") || s[n - 1] == ':')
+		return 1;
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20)
+			return 1;
+	r = resolve_plain(s);
+	reserved = !json_is_string(r);
+	json_decref(r);
+	return reserved;
+}
+
+static void dump_scalar_string(const char *s, struct gv_buf *out)
+{
+	if (!needs_quotes(s)) {
+		gv_buf_adds(out, s);
+		return;
+	}
+	if (!strchr(s, '\n')) {
+		gv_buf_addc(out, '\'');
+		for (const char *p = s; *p; p++) {
+			if (*p == '\'')
+				gv_buf_addc(out, '\'');
+			gv_buf_addc(out, *p);
+		}
+		gv_buf_addc(out, '\'');
+		return;
+	}
+	{
+		char *q = json_dumps(json_string(s), JSON_ENCODE_ANY);
+		gv_buf_adds(out, q ? q : "\"\"");
+		free(q);
+	}
+}
+
+static void indent(struct gv_buf *out, int n)
+{
+	for (int i = 0; i < n; i++)
+		gv_buf_addc(out, ' ');
+}
+
+static void dump_value(const json_t *v, struct gv_buf *out, int ind, int inline_start);
+
+static void dump_scalar(const json_t *v, struct gv_buf *out)
+{
+	if (json_is_string(v)) {
+		dump_scalar_string(json_string_value(v), out);
+	} else {
+		char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17));
+		gv_buf_adds(out, s ? s : "null");
+		free(s);
+	}
+}
+
+static int is_empty_container(const json_t *v)
+{
+	return (json_is_object(v) && json_object_size(v) == 0) ||
+	       (json_is_array(v) && json_array_size(v) == 0);
+}
+
+static void dump_value(const json_t *v, struct gv_buf *out, int ind, int inline_start)
+{
+	if (json_is_object(v) && json_object_size(v)) {
+		const char *k;
+		json_t *c;
+		int first = 1;
+		json_object_foreach((json_t *)v, k, c)
+		{
+			if (!(first && inline_start))
+				indent(out, ind);
+			first = 0;
+			dump_scalar_string(k, out);
+			gv_buf_addc(out, ':');
+			if ((json_is_object(c) || json_is_array(c)) && !is_empty_container(c)) {
+				gv_buf_addc(out, '\n');
+				dump_value(c, out, json_is_array(c) ? ind : ind + 2, 0);
+			} else {
+				gv_buf_addc(out, ' ');
+				dump_value(c, out, ind + 2, 1);
+			}
+		}
+		return;
+	}
+	if (json_is_array(v) && json_array_size(v)) {
+		size_t i;
+		json_t *c;
+		int first = 1;
+		json_array_foreach(v, i, c)
+		{
+			if (!(first && inline_start))
+				indent(out, ind);
+			first = 0;
+			gv_buf_adds(out, "- ");
+			if ((json_is_object(c) || json_is_array(c)) && !is_empty_container(c))
+				dump_value(c, out, ind + 2, 1);
+			else
+				dump_value(c, out, ind + 2, 1);
+		}
+		return;
+	}
+	if (json_is_object(v))
+		gv_buf_adds(out, "{}");
+	else if (json_is_array(v))
+		gv_buf_adds(out, "[]");
+	else
+		dump_scalar(v, out);
+	gv_buf_addc(out, '\n');
+}
+
+void gv_yaml_dump(const json_t *v, struct gv_buf *out)
+{
+	dump_value(v, out, 0, 0);
+}

@@ -1,0 +1,203 @@
+/*
+ * engine.h - gavel's rule engine: Kyverno-compatible ClusterPolicy/Policy
+ * validate rules, loaded and compiled once, evaluated many times.
+ *
+ * Load -> compile -> evaluate -> decide:
+ *   engine_policy_compile()    a policy document -> struct engine_policy
+ *   engine_policyset_new()     policies -> immutable, refcounted snapshot
+ *   engine_evaluate()          one resource/request -> struct engine_report
+ *   engine_decide()            reporting matrix for one rule result
+ *
+ * Nothing here does network I/O or starts threads; evaluation is pure and
+ * thread-safe on a shared policy set. Behaviour follows
+ * ../shared/docs/kyverno-semantics.md (section numbers in comments).
+ */
+#ifndef GV_ENGINE_ENGINE_H
+#define GV_ENGINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "common/gv.h"
+
+/* Rule result statuses (section 8.1); WARN only appears in reports (scored: "false"). */
+enum engine_status { ENGINE_PASS, ENGINE_FAIL, ENGINE_WARN, ENGINE_ERROR, ENGINE_SKIP };
+
+/* "pass", "fail", "warn", "error", "skip". */
+const char *engine_status_name(enum engine_status s);
+
+enum engine_mode { ENGINE_ADMISSION, ENGINE_BACKGROUND };
+
+enum engine_action { ENGINE_AUDIT, ENGINE_ENFORCE };
+
+enum engine_failure_policy { ENGINE_FAILURE_FAIL, ENGINE_FAILURE_IGNORE };
+
+struct engine_policy;    /* compiled, immutable */
+struct engine_policyset; /* immutable, refcounted snapshot of policies */
+struct engine_exception; /* compiled PolicyException */
+
+/*
+ * Compiles one policy document (kyverno.io/v1 or v2beta1 ClusterPolicy or
+ * Policy). Validates it as Kyverno's policy admission does (section 1.8,
+ * 7.1) and expands autogen rules (section 9). On error returns NULL and sets
+ * err with a JSON pointer into the document (err->pointer) and the message
+ * Kyverno uses; the caller adds the file position with gv_err_locate().
+ * `doc` is borrowed; the policy keeps its own reference.
+ */
+struct engine_policy *engine_policy_compile(const json_t *doc, struct gv_err *err);
+
+/* Reference counting (policies are shared by sets). */
+struct engine_policy *engine_policy_ref(struct engine_policy *p);
+void engine_policy_unref(struct engine_policy *p);
+
+/* Accessors. Returned strings and JSON are owned by the policy. */
+const char *engine_policy_name(const struct engine_policy *p);
+/* "" for a ClusterPolicy, the namespace for a namespaced Policy. */
+const char *engine_policy_namespace(const struct engine_policy *p);
+/* "ClusterPolicy" or "Policy". */
+const char *engine_policy_kind(const struct engine_policy *p);
+bool engine_policy_background(const struct engine_policy *p);
+bool engine_policy_admission(const struct engine_policy *p);
+bool engine_policy_emit_warning(const struct engine_policy *p);
+enum engine_failure_policy engine_policy_failure_policy(const struct engine_policy *p);
+/* The policy document as loaded (borrowed). */
+const json_t *engine_policy_doc(const struct engine_policy *p);
+/* Value of annotation key, or NULL. */
+const char *engine_policy_annotation(const struct engine_policy *p, const char *key);
+/* Number of rules after autogen, and their names. */
+size_t engine_policy_rule_count(const struct engine_policy *p);
+const char *engine_policy_rule_name(const struct engine_policy *p, size_t i);
+/*
+ * Whether rule i may run in background mode: false when it uses
+ * admission-only variables (request.userInfo, request.roles,
+ * request.clusterRoles, serviceAccountName, serviceAccountNamespace) or
+ * user-info match/exclude (section 7.1).
+ */
+bool engine_policy_rule_background_safe(const struct engine_policy *p, size_t i);
+
+/*
+ * Compiles a PolicyException (kyverno.io/v2, v2beta1). Returns NULL on error
+ * with err set as for policies.
+ */
+struct engine_exception *engine_exception_compile(const json_t *doc, struct gv_err *err);
+void engine_exception_free(struct engine_exception *e);
+
+/*
+ * Builds a snapshot from policies (each gets a new reference) and exceptions
+ * (ownership moves to the set; the array itself stays the caller's).
+ * Returns a set with refcount 1.
+ */
+struct engine_policyset *engine_policyset_new(struct engine_policy *const *policies, size_t n,
+					      struct engine_exception **exceptions, size_t nexc);
+struct engine_policyset *engine_policyset_ref(struct engine_policyset *s);
+void engine_policyset_unref(struct engine_policyset *s);
+size_t engine_policyset_count(const struct engine_policyset *s);
+const struct engine_policy *engine_policyset_get(const struct engine_policyset *s, size_t i);
+
+/*
+ * Answers context entries that need the outside world (configMap, apiCall,
+ * imageRegistry, globalReference) and injects per-rule values (the CLI's
+ * values files). All callbacks are optional (NULL); ud is passed through.
+ */
+struct engine_hooks {
+	void *ud;
+	/*
+	 * Variables to add to the JSON context of a rule before its context
+	 * entries are processed (CLI values: globalValues, per-resource and
+	 * per-rule values). Returns a new reference to an object mapping
+	 * dotted variable names ("request.operation", "cm.data.key") to
+	 * values, or NULL.
+	 */
+	json_t *(*rule_values)(void *ud, const struct engine_policy *p, const char *rule,
+			       const json_t *resource);
+	/*
+	 * foreach values (CLI foreachValues): a new reference to an object
+	 * mapping a variable name to a list, element i used for foreach
+	 * element i; or NULL.
+	 */
+	json_t *(*foreach_values)(void *ud, const struct engine_policy *p, const char *rule,
+				  const json_t *resource);
+	/*
+	 * Loads a non-variable context entry (entry is the whole context
+	 * item, e.g. {"name": "cm", "configMap": {...}}); `ctx` is the JSON
+	 * context built so far. Returns GV_OK with *out a new reference, or
+	 * an error code (the rule then fails with "failed to load context").
+	 * Returns GV_ENOENT to mean "not available offline": the entry is
+	 * skipped, and a same-named value injected by rule_values stays.
+	 */
+	enum gv_code (*load_context)(void *ud, const json_t *entry, const json_t *ctx,
+				     json_t **out, struct gv_err *err);
+};
+
+/*
+ * One evaluation input: an admission request or a scanned object. All
+ * pointers are borrowed for the duration of engine_evaluate().
+ */
+struct engine_input {
+	const json_t *object;      /* new object; NULL for DELETE */
+	const json_t *old_object;  /* old object (UPDATE, DELETE), else NULL */
+	const char *operation;     /* "CREATE" (default when NULL), "UPDATE", "DELETE", "CONNECT" */
+	const char *namespace;     /* request namespace; NULL = from the object */
+	/* Request kind; NULLs are derived from the object's apiVersion/kind. */
+	const char *group, *version, *kind, *subresource;
+	const json_t *user_info;       /* {username, uid, groups, extra} or NULL */
+	const json_t *roles;           /* array of "ns:role" or NULL */
+	const json_t *cluster_roles;   /* array or NULL */
+	const json_t *namespace_labels; /* labels object of the object's namespace, or NULL */
+	const json_t *request;         /* whole AdmissionRequest for other request.* fields, or NULL */
+	const struct engine_hooks *hooks; /* or NULL */
+};
+
+/* One rule's result (section 8.1). */
+struct engine_rule_result {
+	char *rule;    /* owned: rule name (autogen names included) */
+	enum engine_status status;
+	char *message; /* owned */
+	enum engine_action action; /* effective failure action for this request (section 1.4) */
+	bool exception; /* skipped because of a PolicyException */
+};
+
+/*
+ * All rule results of one policy for one input. A policy that applies to
+ * the input's namespace always has a response, possibly with no rules.
+ */
+struct engine_response {
+	const struct engine_policy *policy; /* borrowed from the set */
+	struct engine_rule_result *rules;   /* owned array */
+	size_t nrules;
+};
+
+struct engine_report {
+	struct engine_response *v; /* owned array, in policy-set order */
+	size_t n;
+};
+
+/*
+ * Evaluates every policy of set against in. In BACKGROUND mode the
+ * operation is CREATE, rules that are not background-safe are skipped (no
+ * result), and policies with background: false are not evaluated.
+ * Failing rules are results, not errors: this returns GV_OK unless the input
+ * itself is unusable (no object at all), with err set.
+ * Release out with engine_report_release().
+ */
+enum gv_code engine_evaluate(const struct engine_policyset *set, const struct engine_input *in,
+			     enum engine_mode mode, struct engine_report *out, struct gv_err *err);
+
+void engine_report_release(struct engine_report *r);
+
+/*
+ * The reporting matrix (DESIGN.md, kyverno-semantics.md section 7.3, 8.2,
+ * 8.4) for one rule result: whether it blocks the admission request, and
+ * whether it goes into a PolicyReport.
+ */
+struct engine_decision {
+	bool blocks;
+	bool reported;
+	bool warns; /* returned as an admission warning */
+};
+
+struct engine_decision engine_decide(const struct engine_policy *p,
+				     const struct engine_rule_result *r, enum engine_mode mode);
+
+#endif

@@ -1,0 +1,889 @@
+/*
+ * evaluate.c - evaluating a policy set against one resource or admission
+ * request (kyverno-semantics.md sections 8 and 10), and the reporting
+ * matrix (DESIGN.md, section 7.3).
+ */
+#include "engine/engine_int.h"
+
+#include <string.h>
+
+#include "common/yaml.h"
+#include "engine/value.h"
+#include "common/banned.h"
+
+#define MAX_FOREACH_DEPTH 8
+
+const char *engine_status_name(enum engine_status s)
+{
+	static const char *const names[] = {"pass", "fail", "warn", "error", "skip"};
+	return (unsigned)s < GV_ARRAY_LEN(names) ? names[s] : "unknown";
+}
+
+/* Everything about one input that does not change from rule to rule. */
+struct eval_state {
+	const struct engine_policyset *set;
+	const struct engine_input *in;
+	enum engine_mode mode;
+	const json_t *object; /* new object, or the old one for DELETE */
+	const char *group, *version, *kind, *sub;
+	char *group_buf, *version_buf;
+	const char *name, *namespace;
+	const char *operation;
+	unsigned op;
+	json_t *root; /* the variable context document */
+	bool delete_op;
+};
+
+/* Outcome of one rule. */
+struct outcome {
+	bool none; /* no rule response at all */
+	enum engine_status status;
+	char *message;
+	bool exception;
+};
+
+static void outcome_set(struct outcome *o, enum engine_status s, char *msg)
+{
+	o->none = false;
+	o->status = s;
+	free(o->message);
+	o->message = msg;
+}
+
+static json_t *request_doc(const struct eval_state *st, const json_t *object,
+			   const json_t *old_object, const char *operation)
+{
+	const struct engine_input *in = st->in;
+	json_t *req = json_is_object(in->request) ? json_copy((json_t *)in->request) : json_object();
+
+	json_object_del(req, "object");
+	json_object_del(req, "oldObject");
+	json_object_set_new(req, "operation", json_string(operation));
+	json_object_set(req, "object", object ? (json_t *)object : json_null());
+	if (st->mode == ENGINE_ADMISSION)
+		json_object_set(req, "oldObject", old_object ? (json_t *)old_object : json_null());
+	json_object_set_new(req, "namespace", json_string(st->namespace));
+	if (in->user_info && st->mode == ENGINE_ADMISSION)
+		json_object_set(req, "userInfo", (json_t *)in->user_info);
+	if (in->roles && st->mode == ENGINE_ADMISSION)
+		json_object_set(req, "roles", (json_t *)in->roles);
+	if (in->cluster_roles && st->mode == ENGINE_ADMISSION)
+		json_object_set(req, "clusterRoles", (json_t *)in->cluster_roles);
+	return req;
+}
+
+static json_t *build_root(const struct eval_state *st, const json_t *object,
+			  const json_t *old_object, const char *operation)
+{
+	json_t *root = json_object();
+	const json_t *ui = st->in->user_info;
+	json_t *images;
+
+	json_object_set_new(root, "request", request_doc(st, object, old_object, operation));
+	if (ui && st->mode == ENGINE_ADMISSION) {
+		const char *user = json_string_value(json_object_get(ui, "username"));
+		const char *pre = "system:serviceaccount:";
+		const char *sa = "", *sans = "";
+		char *nsbuf = NULL;
+		if (user && !strncmp(user, pre, strlen(pre))) {
+			const char *rest = user + strlen(pre);
+			const char *colon = strchr(rest, ':');
+			if (colon) {
+				nsbuf = gv_xstrndup(rest, (size_t)(colon - rest));
+				sans = nsbuf;
+				sa = colon + 1;
+			}
+		}
+		json_object_set_new(root, "serviceAccountName", json_string(sa));
+		json_object_set_new(root, "serviceAccountNamespace", json_string(sans));
+		free(nsbuf);
+	}
+	images = images_extract(object ? object : old_object);
+	if (images)
+		json_object_set_new(root, "images", images);
+	return root;
+}
+
+static const char *str_or(const char *s, const char *def)
+{
+	return s ? s : def;
+}
+
+static enum gv_code state_init(struct eval_state *st, const struct engine_policyset *set,
+			       const struct engine_input *in, enum engine_mode mode,
+			       struct gv_err *err)
+{
+	const json_t *meta;
+	const char *api;
+
+	memset(st, 0, sizeof(*st));
+	st->set = set;
+	st->in = in;
+	st->mode = mode;
+	st->operation = mode == ENGINE_BACKGROUND ? "CREATE" : str_or(in->operation, "CREATE");
+	st->op = match_op_bit(st->operation);
+	st->delete_op = !strcmp(st->operation, "DELETE");
+	st->object = in->object && !json_is_null(in->object) ? in->object : in->old_object;
+	if (!json_is_object(st->object))
+		return gv_err_set(err, GV_EINVAL, "no object to evaluate");
+	meta = json_object_get(st->object, "metadata");
+	api = json_string_value(json_object_get(st->object, "apiVersion"));
+	if (in->kind) {
+		st->group = str_or(in->group, "");
+		st->version = str_or(in->version, "");
+		st->kind = in->kind;
+	} else {
+		const char *slash = api ? strchr(api, '/') : NULL;
+		if (slash) {
+			st->group_buf = gv_xstrndup(api, (size_t)(slash - api));
+			st->version_buf = gv_xstrdup(slash + 1);
+		} else {
+			st->group_buf = gv_xstrdup("");
+			st->version_buf = gv_xstrdup(api ? api : "");
+		}
+		st->group = st->group_buf;
+		st->version = st->version_buf;
+		st->kind = str_or(json_string_value(json_object_get(st->object, "kind")), "");
+	}
+	st->sub = str_or(in->subresource, "");
+	st->name = json_string_value(json_object_get(meta, "name"));
+	if (!st->name || !*st->name)
+		st->name = str_or(json_string_value(json_object_get(meta, "generateName")), "");
+	st->namespace = in->namespace ? in->namespace
+				      : str_or(json_string_value(json_object_get(meta, "namespace")), "");
+	st->root = build_root(st, in->object && !json_is_null(in->object) ? in->object : NULL,
+			      in->old_object, st->operation);
+	return GV_OK;
+}
+
+static void state_release(struct eval_state *st)
+{
+	json_decref(st->root);
+	free(st->group_buf);
+	free(st->version_buf);
+}
+
+static void match_request_init(const struct eval_state *st, const json_t *object,
+			       struct match_request *mr)
+{
+	const json_t *meta = json_object_get(object, "metadata");
+	const char *name = json_string_value(json_object_get(meta, "name"));
+
+	memset(mr, 0, sizeof(*mr));
+	mr->object = object;
+	mr->group = st->group;
+	mr->version = st->version;
+	mr->kind = st->kind;
+	mr->sub = st->sub;
+	mr->name = name && *name ? name
+				 : str_or(json_string_value(json_object_get(meta, "generateName")), "");
+	mr->namespace = st->namespace;
+	mr->labels = json_object_get(meta, "labels");
+	mr->annotations = json_object_get(meta, "annotations");
+	mr->ns_labels = st->in->namespace_labels;
+	mr->op = st->op;
+	if (st->mode == ENGINE_ADMISSION) {
+		mr->user_info = st->in->user_info;
+		mr->roles = st->in->roles;
+		mr->cluster_roles = st->in->cluster_roles;
+	}
+}
+
+static bool rule_selects(const struct eval_state *st, const struct rule *r, const json_t *object)
+{
+	struct match_request mr;
+
+	match_request_init(st, object, &mr);
+	if (!match_block_eval(&r->match, &mr, false))
+		return false;
+	if (r->exclude.n && match_block_eval(&r->exclude, &mr, true))
+		return false;
+	return true;
+}
+
+/* ---- context ---- */
+
+static enum gv_code load_context(const struct eval_state *st, const struct context_entry *c,
+				 size_t n, json_t *root, bool delete_op, struct gv_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct context_entry *e = &c[i];
+		struct var_ctx vc = {.root = root, .delete_op = delete_op};
+		json_t *v = NULL;
+		enum gv_code rc;
+
+		if (!e->is_variable) {
+			const struct engine_hooks *h = st->in->hooks;
+			if (!h || !h->load_context)
+				continue;
+			rc = h->load_context(h->ud, e->raw, root, &v, err);
+			if (rc == GV_ENOENT) {
+				gv_err_clear(err);
+				continue;
+			}
+			if (rc)
+				return gv_err_set(err, rc, "failed to load context entry %s", e->name);
+			json_object_set_new(root, e->name, v);
+			continue;
+		}
+		if (e->value) {
+			rc = vtree_eval(e->value, &vc, &v, err);
+			if (rc)
+				return rc;
+			if (e->jmespath) {
+				struct jp_error je;
+				json_t *data = v;
+				struct gv_err qe = {0};
+				struct var_ctx dc = {.root = data, .delete_op = delete_op};
+				rc = var_query(e->jmespath, &dc, &v, &je, &qe);
+				json_decref(data);
+				if (rc) {
+					if (!e->def)
+						return gv_err_set(err, GV_EEVAL,
+								  "failed to apply jmespath %s to variable %s: %s",
+								  e->jmespath, e->name, qe.msg);
+					v = json_incref(e->def);
+				}
+			}
+		} else if (e->jmespath) {
+			struct jp_error je;
+			struct gv_err qe = {0};
+			rc = var_query(e->jmespath, &vc, &v, &je, &qe);
+			if (rc || json_is_null(v)) {
+				if (!rc)
+					json_decref(v);
+				if (!e->def)
+					return gv_err_set(err, GV_EEVAL,
+							  "failed to evaluate jmespath %s for variable %s: %s",
+							  e->jmespath, e->name,
+							  rc ? qe.msg : "evaluated to nil");
+				v = json_incref(e->def);
+			}
+		} else if (e->def) {
+			v = json_incref(e->def);
+		}
+		if (!v || json_is_null(v)) {
+			json_decref(v);
+			return gv_err_set(err, GV_EEVAL,
+					  "failed to add context entry for variable %s since it evaluated to nil",
+					  e->name);
+		}
+		json_object_set_new(root, e->name, v);
+	}
+	return GV_OK;
+}
+
+/* A copy of root that a rule may write to: top level and `request` copied shallowly. */
+static json_t *root_copy(const json_t *root)
+{
+	json_t *c = json_copy((json_t *)root);
+	json_t *req = json_object_get(c, "request");
+	if (req)
+		json_object_set_new(c, "request", json_copy(req));
+	return c;
+}
+
+static void apply_values(json_t *root, const json_t *values)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)values, k, v) var_set_path(root, k, json_incref(v));
+}
+
+/* ---- bodies ---- */
+
+static char *substitute_message(const struct rule *r, const struct var_ctx *vc, bool *failed,
+				char **errmsg)
+{
+	json_t *m = NULL;
+	struct gv_err e = {0};
+	char *s;
+
+	*failed = false;
+	if (!r->message)
+		return NULL;
+	if (vtree_eval(r->message, vc, &m, &e)) {
+		*failed = true;
+		if (errmsg)
+			*errmsg = gv_xstrdup(e.msg);
+		return NULL;
+	}
+	if (json_is_string(m)) {
+		s = gv_xstrdup(json_string_value(m));
+	} else {
+		struct gv_buf b = {0};
+		char *d = json_dumps(m, JSON_ENCODE_ANY | JSON_COMPACT);
+		gv_buf_adds(&b, d ? d : "");
+		free(d);
+		s = gv_buf_detach(&b);
+	}
+	json_decref(m);
+	return s;
+}
+
+static enum engine_status from_pattern(enum pattern_status s)
+{
+	switch (s) {
+	case PATTERN_PASS:
+		return ENGINE_PASS;
+	case PATTERN_FAIL:
+		return ENGINE_FAIL;
+	case PATTERN_SKIP:
+		return ENGINE_SKIP;
+	default:
+		return ENGINE_ERROR;
+	}
+}
+
+static void eval_pattern(const struct rule *r, const struct body *b, const json_t *resource,
+			 const struct var_ctx *vc, struct outcome *o)
+{
+	struct pattern *tmp = NULL;
+	const struct pattern *p = b->pattern;
+	struct pattern_outcome po = {0};
+	char *msg, *m, *errmsg = NULL;
+	bool failed;
+
+	if (!p) {
+		json_t *sub = NULL;
+		struct gv_err e = {0};
+		if (vtree_eval(b->pattern_vars, vc, &sub, &e)) {
+			outcome_set(o, ENGINE_ERROR, gv_xasprintf("variable substitution failed: %s", e.msg));
+			return;
+		}
+		tmp = pattern_compile(sub, &e);
+		json_decref(sub);
+		if (!tmp) {
+			outcome_set(o, ENGINE_ERROR, gv_xasprintf("invalid pattern: %s", e.msg));
+			return;
+		}
+		p = tmp;
+	}
+	pattern_match(p, resource, &po);
+	if (po.status == PATTERN_PASS || po.status == PATTERN_SKIP) {
+		msg = pattern_message(&po, r->name, NULL);
+	} else {
+		m = substitute_message(r, vc, &failed, &errmsg);
+		if (failed)
+			msg = gv_xasprintf("validation error: variables substitution error in rule %s execution error: %s",
+					   r->name, errmsg);
+		else
+			msg = pattern_message(&po, r->name, m);
+		free(m);
+		free(errmsg);
+	}
+	outcome_set(o, from_pattern(po.status), msg);
+	pattern_outcome_release(&po);
+	pattern_free(tmp);
+}
+
+static void eval_any_pattern(const struct rule *r, const struct body *b, const json_t *resource,
+			     const struct var_ctx *vc, struct outcome *o)
+{
+	struct pattern **pats = b->any;
+	size_t n = b->nany;
+	struct pattern **tmp = NULL;
+	enum pattern_status st;
+	char *m, *msg, *errmsg = NULL;
+	bool failed;
+
+	if (!json_is_array(b->pattern_raw)) {
+		outcome_set(o, ENGINE_ERROR,
+			    gv_xstrdup("failed to deserialize anyPattern, expected type array"));
+		return;
+	}
+	if (b->pattern_vars) {
+		json_t *sub = NULL;
+		struct gv_err e = {0};
+		size_t i;
+		json_t *c;
+		if (vtree_eval(b->pattern_vars, vc, &sub, &e)) {
+			outcome_set(o, ENGINE_ERROR, gv_xasprintf("variable substitution failed: %s", e.msg));
+			return;
+		}
+		n = json_array_size(sub);
+		tmp = gv_xcalloc(n + 1, sizeof(*tmp));
+		json_array_foreach(sub, i, c)
+		{
+			tmp[i] = pattern_compile(c, &e);
+			if (!tmp[i]) {
+				for (size_t k = 0; k < i; k++)
+					pattern_free(tmp[k]);
+				free(tmp);
+				json_decref(sub);
+				outcome_set(o, ENGINE_ERROR, gv_xasprintf("invalid pattern: %s", e.msg));
+				return;
+			}
+		}
+		json_decref(sub);
+		pats = tmp;
+	}
+	m = substitute_message(r, vc, &failed, &errmsg);
+	if (failed)
+		m = NULL;
+	if (n == 0) {
+		outcome_set(o, ENGINE_PASS, gv_xstrdup(r->message_raw ? r->message_raw : ""));
+	} else {
+		msg = pattern_any(pats, n, resource, r->name, m, &st);
+		outcome_set(o, from_pattern(st), msg);
+	}
+	free(m);
+	free(errmsg);
+	if (tmp) {
+		for (size_t i = 0; i < n; i++)
+			pattern_free(tmp[i]);
+		free(tmp);
+	}
+}
+
+static void eval_deny(const struct rule *r, const struct body *b, const struct var_ctx *vc,
+		      struct outcome *o)
+{
+	json_t *msgs = json_array();
+	struct gv_err e = {0};
+	bool denied;
+	struct gv_buf text = {0};
+	size_t i;
+	json_t *c;
+
+	if (conditions_eval(&b->deny, vc, &denied, msgs, &e)) {
+		outcome_set(o, ENGINE_ERROR, gv_xasprintf("failed to check deny conditions: %s", e.msg));
+		json_decref(msgs);
+		return;
+	}
+	if (!denied) {
+		outcome_set(o, ENGINE_PASS, gv_xasprintf("validation rule '%s' passed.", r->name));
+		json_decref(msgs);
+		return;
+	}
+	if (r->message_raw && *r->message_raw)
+		gv_buf_adds(&text, r->message_raw);
+	json_array_foreach(msgs, i, c)
+	{
+		if (text.len)
+			gv_buf_adds(&text, "; ");
+		gv_buf_adds(&text, json_string_value(c));
+	}
+	if (!text.len) {
+		outcome_set(o, ENGINE_FAIL, gv_xasprintf("validation error: rule %s failed", r->name));
+	} else {
+		json_t *m = NULL;
+		struct gv_err me = {0};
+		if (tmpl_eval_string(gv_buf_str(&text), vc, &m, &me)) {
+			struct gv_buf bare = {0};
+			json_array_foreach(msgs, i, c)
+			{
+				if (bare.len)
+					gv_buf_adds(&bare, "; ");
+				gv_buf_adds(&bare, json_string_value(c));
+			}
+			outcome_set(o, ENGINE_FAIL, gv_buf_detach(&bare));
+		} else if (!json_is_string(m)) {
+			outcome_set(o, ENGINE_FAIL,
+				    gv_xstrdup("the produced message didn't resolve to a string, check your policy definition."));
+		} else {
+			outcome_set(o, ENGINE_FAIL, gv_xstrdup(json_string_value(m)));
+		}
+		json_decref(m);
+	}
+	gv_buf_release(&text);
+	json_decref(msgs);
+}
+
+static void eval_body(const struct eval_state *st, const struct rule *r, const struct body *b,
+		      const json_t *resource, json_t *root, int depth, struct outcome *o);
+
+static bool is_unknown_key(const struct jp_error *je)
+{
+	return je->kind == JP_ERR_UNKNOWN_KEY;
+}
+
+/* section 1.7 */
+static void eval_foreach(const struct eval_state *st, const struct rule *r,
+			 const struct foreach *fe, size_t nfe, const json_t *resource,
+			 json_t *root, int depth, struct outcome *o)
+{
+	size_t applied = 0;
+	char *list_err = NULL;
+	json_t *fvalues = NULL;
+
+	if (depth >= MAX_FOREACH_DEPTH) {
+		outcome_set(o, ENGINE_ERROR, gv_xstrdup("foreach nested too deeply"));
+		return;
+	}
+	if (depth == 0 && st->in->hooks && st->in->hooks->foreach_values)
+		fvalues = st->in->hooks->foreach_values(st->in->hooks->ud, NULL, r->name, resource);
+	for (size_t f = 0; f < nfe; f++) {
+		const struct foreach *e = &fe[f];
+		struct var_ctx vc = {.root = root, .delete_op = st->delete_op};
+		struct jp_error je;
+		struct gv_err ge = {0};
+		json_t *list = NULL;
+		size_t i;
+		json_t *elem;
+
+		if (var_query(e->list, &vc, &list, &je, &ge)) {
+			if (!is_unknown_key(&je) && !list_err)
+				list_err = gv_xstrdup(ge.msg);
+			continue;
+		}
+		if (!json_is_array(list)) {
+			json_t *w = json_array();
+			json_array_append_new(w, list);
+			list = w;
+		}
+		json_array_foreach(list, i, elem)
+		{
+			json_t *eroot;
+			struct outcome eo = {.none = true};
+			char key[32];
+			bool ok;
+			struct gv_err pe = {0};
+			const json_t *target = resource;
+
+			if (json_is_null(elem))
+				continue;
+			eroot = root_copy(root);
+			json_object_set(eroot, "element", elem);
+			json_object_set_new(eroot, "elementIndex", json_integer((json_int_t)i));
+			snprintf(key, sizeof(key), "element%d", depth);
+			json_object_set(eroot, key, elem);
+			snprintf(key, sizeof(key), "elementIndex%d", depth);
+			json_object_set_new(eroot, key, json_integer((json_int_t)i));
+			if (fvalues) {
+				const char *k;
+				json_t *lv;
+				json_object_foreach(fvalues, k, lv)
+				{
+					json_t *item = json_array_get(lv, i);
+					if (item)
+						var_set_path(eroot, k, json_incref(item));
+				}
+			}
+			if (load_context(st, e->ctx, e->nctx, eroot, st->delete_op, &pe)) {
+				outcome_set(&eo, ENGINE_ERROR,
+					    gv_xasprintf("failed to load context: %s", pe.msg));
+			} else {
+				struct var_ctx evc = {.root = eroot, .delete_op = st->delete_op};
+				if (conditions_eval(&e->pre, &evc, &ok, NULL, &pe) || !ok) {
+					json_decref(eroot);
+					continue;
+				}
+				if (e->body.kind == BODY_PATTERN || e->body.kind == BODY_ANY_PATTERN) {
+					bool scoped = json_is_object(elem) && e->element_scope != 0;
+					if (e->element_scope == 1 && !json_is_object(elem)) {
+						outcome_set(&eo, ENGINE_ERROR,
+							    gv_xstrdup("failed to evaluate elementScope: element is not an object"));
+						goto element_done;
+					}
+					if (scoped)
+						target = elem;
+				}
+				eval_body(st, r, &e->body, target, eroot, depth + 1, &eo);
+			}
+		element_done:
+			json_decref(eroot);
+			if (eo.none || eo.status == ENGINE_SKIP) {
+				free(eo.message);
+				continue;
+			}
+			if (eo.status == ENGINE_FAIL || eo.status == ENGINE_ERROR) {
+				outcome_set(o, eo.status,
+					    gv_xasprintf("validation failure: %s", eo.message ? eo.message : ""));
+				free(eo.message);
+				json_decref(list);
+				json_decref(fvalues);
+				free(list_err);
+				return;
+			}
+			free(eo.message);
+			applied++;
+		}
+		json_decref(list);
+	}
+	json_decref(fvalues);
+	if (applied) {
+		outcome_set(o, ENGINE_PASS, gv_xstrdup("rule passed"));
+	} else if (list_err) {
+		outcome_set(o, ENGINE_ERROR, gv_xasprintf("failed to evaluate list: %s", list_err));
+	} else {
+		o->none = true;
+	}
+	free(list_err);
+}
+
+static void eval_body(const struct eval_state *st, const struct rule *r, const struct body *b,
+		      const json_t *resource, json_t *root, int depth, struct outcome *o)
+{
+	struct var_ctx vc = {.root = root, .delete_op = st->delete_op};
+
+	switch (b->kind) {
+	case BODY_DENY:
+		eval_deny(r, b, &vc, o);
+		break;
+	case BODY_PATTERN:
+		if (st->delete_op && depth == 0) {
+			o->none = true;
+			break;
+		}
+		eval_pattern(r, b, resource, &vc, o);
+		break;
+	case BODY_ANY_PATTERN:
+		if (st->delete_op && depth == 0) {
+			o->none = true;
+			break;
+		}
+		eval_any_pattern(r, b, resource, &vc, o);
+		break;
+	case BODY_FOREACH:
+		eval_foreach(st, r, b->foreach, b->nforeach, resource, root, depth, o);
+		break;
+	case BODY_NONE:
+		o->none = true;
+		break;
+	}
+}
+
+/* ---- exceptions ---- */
+
+static bool exception_applies(const struct eval_state *st, const struct engine_exception *e,
+			      const struct engine_policy *p, const char *rule, json_t *root)
+{
+	bool named = false;
+	struct match_request mr;
+
+	for (size_t i = 0; i < e->nentries && !named; i++) {
+		const char *pn = e->entries[i].policy;
+		const char *slash = strrchr(pn, '/');
+		char *want;
+		bool ok;
+		if (p->namespace[0])
+			want = gv_xasprintf("%s/%s", p->namespace, p->name);
+		else
+			want = gv_xstrdup(p->name);
+		ok = value_wildcard(pn, want) || (!p->namespace[0] && slash == NULL &&
+						  value_wildcard(pn, p->name));
+		free(want);
+		if (!ok)
+			continue;
+		for (size_t j = 0; j < e->entries[i].nrules; j++)
+			if (value_wildcard(e->entries[i].rules[j], rule))
+				named = true;
+	}
+	if (!named)
+		return false;
+	match_request_init(st, st->object, &mr);
+	if (!match_block_eval(&e->match, &mr, false))
+		return false;
+	if (e->conditions.present) {
+		struct var_ctx vc = {.root = root, .delete_op = st->delete_op};
+		struct gv_err ce = {0};
+		bool ok;
+		if (conditions_eval(&e->conditions, &vc, &ok, NULL, &ce) || !ok)
+			return false;
+	}
+	return true;
+}
+
+/* ---- rules ---- */
+
+static void eval_rule(const struct eval_state *st, const struct engine_policy *p,
+		      const struct rule *r, const json_t *base_root, const json_t *resource,
+		      struct outcome *o)
+{
+	const struct engine_hooks *h = st->in->hooks;
+	json_t *values = h && h->rule_values ? h->rule_values(h->ud, p, r->name, resource) : NULL;
+	json_t *root = root_copy(base_root);
+	struct var_ctx vc = {.root = root, .delete_op = st->delete_op};
+	struct gv_err e = {0};
+	json_t *msgs;
+	bool ok;
+	struct gv_buf exc = {0};
+
+	o->none = true;
+	if (values) {
+		apply_values(root, values);
+		json_decref(values);
+	}
+	if (load_context(st, r->ctx, r->nctx, root, st->delete_op, &e)) {
+		outcome_set(o, ENGINE_ERROR, gv_xasprintf("failed to load context: %s", e.msg));
+		goto out;
+	}
+	msgs = json_array();
+	if (conditions_eval(&r->pre, &vc, &ok, msgs, &e)) {
+		outcome_set(o, ENGINE_ERROR, gv_xasprintf("failed to evaluate preconditions: %s", e.msg));
+		json_decref(msgs);
+		goto out;
+	}
+	if (!ok) {
+		struct gv_buf m = {0};
+		size_t i;
+		json_t *c;
+		gv_buf_adds(&m, "preconditions not met");
+		json_array_foreach(msgs, i, c)
+		{
+			gv_buf_adds(&m, "; ");
+			gv_buf_adds(&m, json_string_value(c));
+		}
+		outcome_set(o, ENGINE_SKIP, gv_buf_detach(&m));
+		json_decref(msgs);
+		goto out;
+	}
+	json_decref(msgs);
+	for (size_t i = 0; i < st->set->nexc; i++) {
+		const struct engine_exception *x = st->set->exc[i];
+		if (!exception_applies(st, x, p, r->name, root))
+			continue;
+		if (exc.len)
+			gv_buf_addc(&exc, ',');
+		if (x->namespace[0])
+			gv_buf_addf(&exc, "%s/%s", x->namespace, x->name);
+		else
+			gv_buf_adds(&exc, x->name);
+	}
+	if (exc.len) {
+		outcome_set(o, ENGINE_SKIP,
+			    gv_xasprintf("rule is skipped due to policy exceptions%s", gv_buf_str(&exc)));
+		o->exception = true;
+		goto out;
+	}
+	eval_body(st, r, &r->body, resource, root, 0, o);
+out:
+	gv_buf_release(&exc);
+	json_decref(root);
+}
+
+/* Re-evaluates an UPDATE's rule against the old object as a CREATE (section 8.5). */
+static bool old_object_fails(const struct eval_state *st, const struct engine_policy *p,
+			     const struct rule *r)
+{
+	struct eval_state old = *st;
+	struct outcome o = {.none = true};
+	bool fails;
+
+	if (!json_is_object(st->in->old_object))
+		return false;
+	old.operation = "CREATE";
+	old.op = OP_CREATE;
+	old.object = st->in->old_object;
+	if (!rule_selects(&old, r, old.object))
+		return false;
+	old.root = build_root(st, st->in->old_object, NULL, "CREATE");
+	eval_rule(&old, p, r, old.root, old.object, &o);
+	fails = !o.none && o.status == ENGINE_FAIL;
+	free(o.message);
+	json_decref(old.root);
+	return fails;
+}
+
+static void push_result(struct engine_response *resp, const char *rule, struct outcome *o,
+			enum engine_action action)
+{
+	struct engine_rule_result *rr;
+
+	resp->rules = gv_xrealloc(resp->rules, (resp->nrules + 1) * sizeof(*resp->rules));
+	rr = &resp->rules[resp->nrules++];
+	rr->rule = gv_xstrdup(rule);
+	rr->status = o->status;
+	rr->message = o->message ? o->message : gv_xstrdup("");
+	rr->action = action;
+	rr->exception = o->exception;
+	o->message = NULL;
+}
+
+static void eval_policy(const struct eval_state *st, const struct engine_policy *p,
+			struct engine_response *resp)
+{
+	resp->policy = p;
+	if (p->namespace[0] && strcmp(p->namespace, st->namespace))
+		return;
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct rule *r = &p->rules[i];
+		struct outcome o = {.none = true};
+		enum engine_action action;
+
+		if (!r->has_validate)
+			continue;
+		if (st->mode == ENGINE_BACKGROUND && !r->background_safe)
+			continue;
+		if (!rule_selects(st, r, st->object))
+			continue;
+		eval_rule(st, p, r, st->root, st->object, &o);
+		if (o.none) {
+			free(o.message);
+			continue;
+		}
+		action = rule_effective_action(p, r, st->namespace, st->in->namespace_labels);
+		if (st->mode == ENGINE_ADMISSION && !strcmp(st->operation, "UPDATE") &&
+		    o.status == ENGINE_FAIL && action == ENGINE_ENFORCE && r->allow_existing &&
+		    old_object_fails(st, p, r))
+			outcome_set(&o, ENGINE_SKIP,
+				    gv_xstrdup("skipping the rule evaluation as pre-existing violations are allowed"));
+		push_result(resp, r->name, &o, action);
+		if (p->apply_one && (resp->rules[resp->nrules - 1].status == ENGINE_PASS ||
+				     resp->rules[resp->nrules - 1].status == ENGINE_FAIL))
+			break;
+	}
+}
+
+enum gv_code engine_evaluate(const struct engine_policyset *set, const struct engine_input *in,
+			     enum engine_mode mode, struct engine_report *out, struct gv_err *err)
+{
+	struct eval_state st;
+	enum gv_code rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = state_init(&st, set, in, mode, err);
+	if (rc) {
+		state_release(&st);
+		return rc;
+	}
+	out->v = gv_xcalloc(set->n + 1, sizeof(*out->v));
+	for (size_t i = 0; i < set->n; i++) {
+		const struct engine_policy *p = set->v[i];
+		if (mode == ENGINE_BACKGROUND && !p->background)
+			continue;
+		if (mode == ENGINE_ADMISSION && !p->admission)
+			continue;
+		eval_policy(&st, p, &out->v[out->n++]);
+	}
+	state_release(&st);
+	return GV_OK;
+}
+
+void engine_report_release(struct engine_report *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		for (size_t j = 0; j < r->v[i].nrules; j++) {
+			free(r->v[i].rules[j].rule);
+			free(r->v[i].rules[j].message);
+		}
+		free(r->v[i].rules);
+	}
+	free(r->v);
+	memset(r, 0, sizeof(*r));
+}
+
+struct engine_decision engine_decide(const struct engine_policy *p,
+				     const struct engine_rule_result *r, enum engine_mode mode)
+{
+	struct engine_decision d = {0};
+	bool bad = r->status == ENGINE_FAIL || r->status == ENGINE_ERROR ||
+		   r->status == ENGINE_WARN;
+
+	if (mode == ENGINE_BACKGROUND) {
+		d.reported = p->background;
+		return d;
+	}
+	if (r->action == ENGINE_ENFORCE) {
+		d.blocks = r->status == ENGINE_FAIL ||
+			   (r->status == ENGINE_ERROR && p->failure_policy == ENGINE_FAILURE_FAIL);
+		d.reported = false;
+		d.warns = bad && !d.blocks;
+	} else {
+		d.reported = true;
+		d.warns = bad && p->emit_warning;
+	}
+	return d;
+}

@@ -1,0 +1,115 @@
+/*
+ * jmespath.h - JMESPath (https://jmespath.org/specification.html) with
+ * Kyverno's dialect and custom functions (kyverno-semantics.md sections 6.3
+ * and 6.4).
+ *
+ * An expression is compiled once and evaluated many times; evaluation is
+ * pure and thread-safe. Numbers in results follow the input: integers stay
+ * integers where the spec allows (jansson integer), arithmetic results are
+ * reals unless integral (then integers); callers compare numbers by value.
+ */
+#ifndef GV_ENGINE_JMESPATH_H
+#define GV_ENGINE_JMESPATH_H
+
+#include <stdbool.h>
+#include <jansson.h>
+
+#include "common/gv.h"
+
+/* Error kinds, named as the JMESPath compliance suite names them. */
+enum jp_error_kind {
+	JP_ERR_NONE = 0,
+	JP_ERR_SYNTAX,
+	JP_ERR_INVALID_ARITY,
+	JP_ERR_INVALID_TYPE,
+	JP_ERR_INVALID_VALUE,
+	JP_ERR_UNKNOWN_FUNCTION,
+	JP_ERR_UNKNOWN_KEY, /* Kyverno dialect: missing map key (section 6.3) */
+	JP_ERR_LIMIT,       /* step budget or depth exceeded */
+	JP_ERR_RUNTIME,     /* any other function failure (bad regex, bad base64, ...) */
+};
+
+/*
+ * Which kind a function failure gets: an argument of the wrong JSON type,
+ * or operands of kinds that do not go together (quantity + duration), is
+ * JP_ERR_INVALID_TYPE; a value of the right type that the function refuses
+ * (zero divisor, non-integer modulo, to_boolean("maybe"), a negative
+ * precision, a zero slice step) is JP_ERR_INVALID_VALUE; content that fails
+ * to parse (regex, base64, JSON, YAML, time, duration, certificate, semver
+ * range, image reference) is JP_ERR_RUNTIME. Kyverno's own messages are
+ * used where they leak into policy results ("JMESPath function 'divide':
+ * Zero divisor passed").
+ */
+
+/* Returns the compliance-suite name of a kind: "syntax", "invalid-type", ... */
+const char *jp_error_kind_name(enum jp_error_kind kind);
+
+struct jp_error {
+	enum jp_error_kind kind;
+	char msg[512]; /* e.g. "Unknown key \"labels\" in path" */
+	int pos;       /* byte offset in the expression for syntax errors, else -1 */
+};
+
+struct jp_expr; /* compiled, immutable */
+
+/*
+ * Options. kyverno: missing map keys raise JP_ERR_UNKNOWN_KEY where Kyverno's
+ * fork does (absorbed by ||, comparators, function arguments, filters,
+ * projections, pipes, multiselects, !, &&), and Kyverno's custom functions
+ * are available. Without it, plain JMESPath (missing key = null, standard
+ * functions only).
+ */
+struct jp_options {
+	bool kyverno;
+	unsigned long max_steps; /* evaluation step budget; 0 = default (1,000,000) */
+};
+
+/*
+ * Compiles src. Unknown function names are syntax-time errors
+ * (JP_ERR_UNKNOWN_FUNCTION); so is a wrong argument count for a known
+ * function (JP_ERR_INVALID_ARITY). Returns NULL and fills *e on error.
+ */
+struct jp_expr *jp_compile(const char *src, const struct jp_options *opt, struct jp_error *e);
+
+void jp_free(struct jp_expr *x);
+
+/* The source text the expression was compiled from (owned by x). */
+const char *jp_source(const struct jp_expr *x);
+
+/*
+ * Evaluates x against data (borrowed). Returns a new reference (json null
+ * for a null result), or NULL with *e filled on error.
+ */
+json_t *jp_eval(const struct jp_expr *x, const json_t *data, struct jp_error *e);
+
+/* Convenience: compile + eval + free. */
+json_t *jp_search(const char *src, const json_t *data, const struct jp_options *opt,
+		  struct jp_error *e);
+
+/*
+ * JMESPath equality: numbers by value (1 == 1.0, integer or real), strings
+ * byte-wise, arrays element-wise, objects key-wise regardless of order.
+ * Both borrowed; NULL equals nothing.
+ */
+bool jp_equal(const json_t *a, const json_t *b);
+
+/* Flags for jp_dump. */
+#define JP_DUMP_SORT_KEYS   0x1u /* object keys in byte order, as Go's encoding/json */
+#define JP_DUMP_HTML_ESCAPE 0x2u /* <, >, & as \u003c..., as Go's json.Marshal */
+
+/*
+ * Appends v (borrowed) to out as compact one-line JSON. Numbers: integers in
+ * decimal; reals in the shortest form that reads back exactly, with an
+ * exponent only outside [1e-6, 1e21) (Go's encoding/json: 1.2, 100, 1e+21).
+ * Strings escape ", \, control characters, and U+2028/U+2029.
+ */
+void jp_dump(const json_t *v, struct gv_buf *out, unsigned flags);
+
+/*
+ * Calls fn(name, signature, ud) for each available function, in name order
+ * (signature like "contains(array|string, any) -> boolean").
+ */
+void jp_list_functions(bool kyverno, void (*fn)(const char *name, const char *signature, void *ud),
+		       void *ud);
+
+#endif

@@ -1,0 +1,632 @@
+/*
+ * variables.c - {{ }} variable substitution (kyverno-semantics.md 6.1, 6.2).
+ *
+ * Strings are split once, at policy compile time, into literal parts and
+ * compiled JMESPath expressions. Evaluation only runs the expressions.
+ */
+#include "engine/engine_int.h"
+
+#include <string.h>
+
+#include "common/yaml.h"
+#include "common/banned.h"
+
+#define MAX_PASSES 10
+
+struct tmpl_part {
+	bool is_expr;
+	char *text;          /* literal text, or the expression as written (trimmed) */
+	struct jp_expr *x;   /* compiled expression */
+	struct jp_expr *xdel; /* expression with request.object -> request.oldObject, or NULL */
+};
+
+struct tmpl {
+	char *src;
+	bool whole;   /* the string is exactly one variable: typed result */
+	bool dynamic; /* nested variables: re-scan at evaluation */
+	bool unescape; /* holds \{{ to turn into {{ */
+	struct tmpl_part *parts;
+	size_t nparts;
+};
+
+enum vt_type { VT_CONST, VT_STRING, VT_OBJECT, VT_ARRAY };
+
+struct vtree {
+	enum vt_type type;
+	json_t *value;   /* VT_CONST */
+	struct tmpl *str; /* VT_STRING */
+	size_t n;
+	struct vtree **items; /* VT_ARRAY, VT_OBJECT values */
+	char **keys;          /* VT_OBJECT raw keys */
+	struct tmpl **tkeys;  /* VT_OBJECT key templates (NULL when constant) */
+};
+
+static const struct jp_options kyverno_opts = {.kyverno = true, .max_steps = 0};
+
+/*
+ * Finds the next variable at or after *pos, as Kyverno's regex
+ * (^|[^\\])(\{\{(?:\{[^{}]*\}|[^{}])*\}\}) does. Returns true with
+ * [*start, *end) covering "{{...}}".
+ */
+static bool next_var(const char *s, size_t len, size_t from, size_t *start, size_t *end)
+{
+	for (size_t i = from; i + 1 < len; i++) {
+		size_t j;
+
+		if (s[i] != '{' || s[i + 1] != '{')
+			continue;
+		if (i > 0 && s[i - 1] == '\\')
+			continue;
+		j = i + 2;
+		while (j < len) {
+			if (s[j] == '{') {
+				size_t k = j + 1;
+				while (k < len && s[k] != '{' && s[k] != '}')
+					k++;
+				if (k >= len || s[k] != '}')
+					goto nomatch;
+				j = k + 1;
+			} else if (s[j] == '}') {
+				if (j + 1 < len && s[j + 1] == '}') {
+					*start = i;
+					*end = j + 2;
+					return true;
+				}
+				goto nomatch;
+			} else {
+				j++;
+			}
+		}
+	nomatch:;
+	}
+	return false;
+}
+
+bool tmpl_has_vars(const char *s)
+{
+	size_t a, b;
+	return strstr(s, "{{") && next_var(s, strlen(s), 0, &a, &b);
+}
+
+static char *trim_dup(const char *s, size_t n)
+{
+	while (n && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r'))
+		s++, n--;
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+		n--;
+	return gv_xstrndup(s, n);
+}
+
+/* Expression text of a variable "{{ expr }}" (leading '-' of {{- }} dropped). */
+static char *var_expr(const char *s, size_t start, size_t end)
+{
+	char *e = trim_dup(s + start + 2, end - start - 4);
+	if (e[0] == '-') {
+		char *t = trim_dup(e + 1, strlen(e + 1));
+		free(e);
+		return t;
+	}
+	return e;
+}
+
+static char *replace_all(const char *s, const char *from, const char *to)
+{
+	struct gv_buf b = {0};
+	size_t fl = strlen(from);
+	const char *p;
+
+	while ((p = strstr(s, from))) {
+		gv_buf_add(&b, s, (size_t)(p - s));
+		gv_buf_adds(&b, to);
+		s = p + fl;
+	}
+	gv_buf_adds(&b, s);
+	return gv_buf_detach(&b);
+}
+
+static enum gv_code compile_expr(const char *expr, struct jp_expr **x, struct jp_expr **xdel,
+				 struct gv_err *err)
+{
+	struct jp_error je;
+
+	*x = jp_compile(expr, &kyverno_opts, &je);
+	if (!*x)
+		return gv_err_set(err, GV_EINVAL, "invalid variable {{%s}}: %s: %s", expr,
+				  jp_error_kind_name(je.kind), je.msg);
+	*xdel = NULL;
+	if (strstr(expr, "request.object")) {
+		char *d = replace_all(expr, "request.object", "request.oldObject");
+		*xdel = jp_compile(d, &kyverno_opts, &je);
+		free(d);
+	}
+	return GV_OK;
+}
+
+static void tmpl_free(struct tmpl *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nparts; i++) {
+		free(t->parts[i].text);
+		jp_free(t->parts[i].x);
+		jp_free(t->parts[i].xdel);
+	}
+	free(t->parts);
+	free(t->src);
+	free(t);
+}
+
+static void add_part(struct tmpl *t, bool is_expr, char *text)
+{
+	t->parts = gv_xrealloc(t->parts, (t->nparts + 1) * sizeof(*t->parts));
+	memset(&t->parts[t->nparts], 0, sizeof(t->parts[0]));
+	t->parts[t->nparts].is_expr = is_expr;
+	t->parts[t->nparts].text = text;
+	t->nparts++;
+}
+
+/* Returns NULL (no error) when s has no variables and no escapes. */
+static struct tmpl *tmpl_compile(const char *s, struct gv_err *err)
+{
+	size_t len = strlen(s), pos = 0, a, b;
+	struct tmpl *t;
+	bool any = false;
+
+	if (!strstr(s, "{{"))
+		return NULL;
+	t = gv_xcalloc(1, sizeof(*t));
+	t->src = gv_xstrdup(s);
+	t->unescape = strstr(s, "\\{{") != NULL;
+	while (next_var(s, len, pos, &a, &b)) {
+		char *expr = var_expr(s, a, b);
+		struct tmpl_part *p;
+
+		any = true;
+		if (a > pos)
+			add_part(t, false, gv_xstrndup(s + pos, a - pos));
+		add_part(t, true, expr);
+		p = &t->parts[t->nparts - 1];
+		if (compile_expr(expr, &p->x, &p->xdel, err)) {
+			tmpl_free(t);
+			return NULL;
+		}
+		pos = b;
+	}
+	if (!any && !t->unescape) {
+		tmpl_free(t);
+		return NULL;
+	}
+	if (pos < len)
+		add_part(t, false, gv_xstrdup(s + pos));
+	t->whole = t->nparts == 1 && t->parts[0].is_expr;
+	/* Literal text that still holds "{{" may form a variable once inner ones resolve. */
+	for (size_t i = 0; i < t->nparts; i++)
+		if (!t->parts[i].is_expr && strstr(t->parts[i].text, "{{") &&
+		    !(t->unescape && !strstr(strstr(t->parts[i].text, "{{") + 2, "}}")))
+			t->dynamic = true;
+	return t;
+}
+
+static void unescape_braces(struct gv_buf *b)
+{
+	size_t w = 0;
+
+	for (size_t r = 0; r < b->len; r++) {
+		if (b->data[r] == '\\' && r + 2 < b->len && b->data[r + 1] == '{' &&
+		    b->data[r + 2] == '{')
+			continue;
+		b->data[w++] = b->data[r];
+	}
+	b->len = w;
+	if (b->data)
+		b->data[w] = '\0';
+}
+
+static enum gv_code run_expr(const struct jp_expr *x, const char *text, const struct var_ctx *ctx,
+			     const char *pointer, json_t **out, struct gv_err *err)
+{
+	struct jp_error je;
+	json_t *v = jp_eval(x, ctx->root, &je);
+
+	if (!v)
+		return gv_err_set(err, GV_EEVAL,
+				  "failed to resolve %s at path %s: JMESPath query failed: %s", text,
+				  pointer, je.msg);
+	*out = v;
+	return GV_OK;
+}
+
+static void append_value(struct gv_buf *b, const json_t *v)
+{
+	if (json_is_string(v)) {
+		gv_buf_add(b, json_string_value(v), json_string_length(v));
+	} else {
+		char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17));
+		gv_buf_adds(b, s ? s : "null");
+		free(s);
+	}
+}
+
+static enum gv_code eval_dynamic(const char *s, const struct var_ctx *ctx, const char *pointer,
+				 int depth, json_t **out, struct gv_err *err);
+
+static enum gv_code tmpl_eval(const struct tmpl *t, const struct var_ctx *ctx, const char *pointer,
+			      json_t **out, struct gv_err *err)
+{
+	struct gv_buf b = {0};
+	enum gv_code rc;
+
+	if (t->whole) {
+		const struct tmpl_part *p = &t->parts[0];
+		const struct jp_expr *x = ctx->delete_op && p->xdel ? p->xdel : p->x;
+		return run_expr(x, p->text, ctx, pointer, out, err);
+	}
+	for (size_t i = 0; i < t->nparts; i++) {
+		const struct tmpl_part *p = &t->parts[i];
+		json_t *v;
+
+		if (!p->is_expr) {
+			gv_buf_adds(&b, p->text);
+			continue;
+		}
+		rc = run_expr(ctx->delete_op && p->xdel ? p->xdel : p->x, p->text, ctx, pointer,
+			      &v, err);
+		if (rc) {
+			gv_buf_release(&b);
+			return rc;
+		}
+		append_value(&b, v);
+		json_decref(v);
+	}
+	if (t->dynamic) {
+		char *s = gv_buf_detach(&b);
+		rc = eval_dynamic(s, ctx, pointer, 1, out, err);
+		free(s);
+		return rc;
+	}
+	if (t->unescape)
+		unescape_braces(&b);
+	*out = json_stringn(gv_buf_str(&b), b.len);
+	gv_buf_release(&b);
+	return GV_OK;
+}
+
+/* Slow path for nested variables: compile and evaluate pass by pass. */
+static enum gv_code eval_dynamic(const char *s, const struct var_ctx *ctx, const char *pointer,
+				 int depth, json_t **out, struct gv_err *err)
+{
+	struct gv_err local = {0};
+	struct tmpl *t;
+	enum gv_code rc;
+
+	if (depth > MAX_PASSES)
+		return gv_err_set(err, GV_ELIMIT, "variable substitution nested deeper than %d",
+				  MAX_PASSES);
+	t = tmpl_compile(s, &local);
+	if (!t) {
+		if (local.code)
+			return gv_err_set(err, GV_EEVAL, "failed to resolve %s at path %s: %s", s,
+					  pointer, local.msg);
+		*out = json_string(s);
+		return GV_OK;
+	}
+	if (t->dynamic && !t->whole) {
+		struct tmpl flat = *t;
+		flat.dynamic = false;
+		json_t *v = NULL;
+		rc = tmpl_eval(&flat, ctx, pointer, &v, err);
+		if (!rc && json_is_string(v) && tmpl_has_vars(json_string_value(v))) {
+			json_t *w = NULL;
+			rc = eval_dynamic(json_string_value(v), ctx, pointer, depth + 1, &w, err);
+			json_decref(v);
+			v = w;
+		}
+		*out = v;
+	} else {
+		rc = tmpl_eval(t, ctx, pointer, out, err);
+	}
+	tmpl_free(t);
+	return rc;
+}
+
+enum gv_code tmpl_eval_string(const char *s, const struct var_ctx *ctx, json_t **out,
+			      struct gv_err *err)
+{
+	struct gv_err local = {0};
+	struct tmpl *t = tmpl_compile(s, &local);
+	enum gv_code rc;
+
+	if (!t) {
+		if (local.code)
+			return gv_err_set(err, GV_EEVAL, "%s", local.msg);
+		*out = json_string(s);
+		return GV_OK;
+	}
+	rc = tmpl_eval(t, ctx, "", out, err);
+	tmpl_free(t);
+	return rc;
+}
+
+struct vtree *vtree_compile(const json_t *tree, struct gv_err *err)
+{
+	struct vtree *t = gv_xcalloc(1, sizeof(*t));
+	bool constant = true;
+
+	if (json_is_string(tree)) {
+		t->str = tmpl_compile(json_string_value(tree), err);
+		if (err && err->code) {
+			free(t);
+			return NULL;
+		}
+		constant = t->str == NULL;
+	} else if (json_is_array(tree)) {
+		size_t i;
+		json_t *c;
+		t->n = json_array_size(tree);
+		t->items = gv_xcalloc(t->n, sizeof(*t->items));
+		json_array_foreach(tree, i, c)
+		{
+			t->items[i] = vtree_compile(c, err);
+			if (!t->items[i]) {
+				t->type = VT_ARRAY;
+				vtree_free(t);
+				return NULL;
+			}
+			if (t->items[i]->type != VT_CONST)
+				constant = false;
+		}
+		t->type = VT_ARRAY;
+	} else if (json_is_object(tree)) {
+		const char *k;
+		json_t *c;
+		size_t i = 0;
+		t->n = json_object_size(tree);
+		t->items = gv_xcalloc(t->n, sizeof(*t->items));
+		t->keys = gv_xcalloc(t->n, sizeof(*t->keys));
+		t->tkeys = gv_xcalloc(t->n, sizeof(*t->tkeys));
+		t->type = VT_OBJECT;
+		json_object_foreach((json_t *)tree, k, c)
+		{
+			t->keys[i] = gv_xstrdup(k);
+			t->tkeys[i] = tmpl_compile(k, err);
+			t->items[i] = t->tkeys[i] || !(err && err->code) ? vtree_compile(c, err) : NULL;
+			if (!t->items[i]) {
+				t->n = i + 1;
+				vtree_free(t);
+				return NULL;
+			}
+			if (t->tkeys[i] || t->items[i]->type != VT_CONST)
+				constant = false;
+			i++;
+		}
+	}
+	if (constant) {
+		/* Drop the children: the subtree is a constant. */
+		enum vt_type ty = t->type;
+		t->type = ty;
+		if (t->items) {
+			for (size_t i = 0; i < t->n; i++)
+				vtree_free(t->items[i]);
+			free(t->items);
+			t->items = NULL;
+		}
+		if (t->keys) {
+			for (size_t i = 0; i < t->n; i++) {
+				free(t->keys[i]);
+				tmpl_free(t->tkeys[i]);
+			}
+			free(t->keys);
+			free(t->tkeys);
+			t->keys = NULL;
+			t->tkeys = NULL;
+		}
+		t->n = 0;
+		t->type = VT_CONST;
+		t->value = json_incref((json_t *)tree);
+	} else if (json_is_string(tree)) {
+		t->type = VT_STRING;
+	}
+	return t;
+}
+
+void vtree_free(struct vtree *t)
+{
+	if (!t)
+		return;
+	json_decref(t->value);
+	tmpl_free(t->str);
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->items)
+			vtree_free(t->items[i]);
+		if (t->keys)
+			free(t->keys[i]);
+		if (t->tkeys)
+			tmpl_free(t->tkeys[i]);
+	}
+	free(t->items);
+	free(t->keys);
+	free(t->tkeys);
+	free(t);
+}
+
+bool vtree_is_const(const struct vtree *t)
+{
+	return t->type == VT_CONST;
+}
+
+const json_t *vtree_const(const struct vtree *t)
+{
+	return t->value;
+}
+
+static enum gv_code vtree_eval_at(const struct vtree *t, const struct var_ctx *ctx,
+				  struct gv_buf *ptr, json_t **out, struct gv_err *err)
+{
+	enum gv_code rc = GV_OK;
+
+	switch (t->type) {
+	case VT_CONST:
+		*out = json_incref(t->value);
+		return GV_OK;
+	case VT_STRING:
+		return tmpl_eval(t->str, ctx, gv_buf_str(ptr), out, err);
+	case VT_ARRAY: {
+		json_t *arr = json_array();
+		for (size_t i = 0; i < t->n; i++) {
+			size_t base = ptr->len;
+			json_t *v = NULL;
+			char idx[24];
+			snprintf(idx, sizeof(idx), "%zu", i);
+			gv_pointer_add(ptr, idx);
+			rc = vtree_eval_at(t->items[i], ctx, ptr, &v, err);
+			ptr->len = base;
+			if (ptr->data)
+				ptr->data[base] = '\0';
+			if (rc) {
+				json_decref(arr);
+				return rc;
+			}
+			json_array_append_new(arr, v);
+		}
+		*out = arr;
+		return GV_OK;
+	}
+	case VT_OBJECT: {
+		json_t *obj = json_object();
+		for (size_t i = 0; i < t->n; i++) {
+			size_t base = ptr->len;
+			json_t *v = NULL, *k = NULL;
+			gv_pointer_add(ptr, t->keys[i]);
+			if (t->tkeys[i]) {
+				rc = tmpl_eval(t->tkeys[i], ctx, gv_buf_str(ptr), &k, err);
+				if (!rc && !json_is_string(k)) {
+					json_t *s = json_string("");
+					struct gv_buf kb = {0};
+					append_value(&kb, k);
+					json_string_setn(s, gv_buf_str(&kb), kb.len);
+					gv_buf_release(&kb);
+					json_decref(k);
+					k = s;
+				}
+			}
+			if (!rc)
+				rc = vtree_eval_at(t->items[i], ctx, ptr, &v, err);
+			ptr->len = base;
+			if (ptr->data)
+				ptr->data[base] = '\0';
+			if (rc) {
+				json_decref(k);
+				json_decref(obj);
+				return rc;
+			}
+			json_object_set_new(obj, k ? json_string_value(k) : t->keys[i], v);
+			json_decref(k);
+		}
+		*out = obj;
+		return GV_OK;
+	}
+	}
+	return GV_EINTERNAL;
+}
+
+enum gv_code vtree_eval(const struct vtree *t, const struct var_ctx *ctx, json_t **out,
+			struct gv_err *err)
+{
+	struct gv_buf ptr = {0};
+	enum gv_code rc = vtree_eval_at(t, ctx, &ptr, out, err);
+	gv_buf_release(&ptr);
+	return rc;
+}
+
+enum gv_code var_query(const char *expr, const struct var_ctx *ctx, json_t **out,
+		       struct jp_error *jerr, struct gv_err *err)
+{
+	json_t *sub = NULL;
+	const char *src = expr;
+	char *del = NULL;
+	enum gv_code rc = GV_OK;
+
+	jerr->kind = JP_ERR_NONE;
+	jerr->msg[0] = '\0';
+	if (tmpl_has_vars(expr)) {
+		rc = tmpl_eval_string(expr, ctx, &sub, err);
+		if (rc)
+			return rc;
+		if (!json_is_string(sub)) {
+			*out = sub;
+			return GV_OK;
+		}
+		src = json_string_value(sub);
+	}
+	if (ctx->delete_op && strstr(src, "request.object")) {
+		del = replace_all(src, "request.object", "request.oldObject");
+		src = del;
+	}
+	*out = jp_search(src, ctx->root, &kyverno_opts, jerr);
+	if (!*out)
+		rc = gv_err_set(err, GV_EEVAL, "%s", jerr->msg);
+	free(del);
+	json_decref(sub);
+	return rc;
+}
+
+static void each_in_string(const char *s, void (*fn)(const char *expr, const char *raw, void *ud),
+			   void *ud)
+{
+	size_t len = strlen(s), pos = 0, a, b;
+
+	while (next_var(s, len, pos, &a, &b)) {
+		char *e = var_expr(s, a, b);
+		char *raw = gv_xstrndup(s + a, b - a);
+		fn(e, raw, ud);
+		free(raw);
+		free(e);
+		pos = b;
+	}
+}
+
+void vars_each(const json_t *tree, void (*fn)(const char *expr, const char *raw, void *ud),
+	       void *ud)
+{
+	if (json_is_string(tree)) {
+		if (strstr(json_string_value(tree), "{{"))
+			each_in_string(json_string_value(tree), fn, ud);
+	} else if (json_is_array(tree)) {
+		size_t i;
+		json_t *c;
+		json_array_foreach(tree, i, c) vars_each(c, fn, ud);
+	} else if (json_is_object(tree)) {
+		const char *k;
+		json_t *c;
+		json_object_foreach((json_t *)tree, k, c)
+		{
+			if (strstr(k, "{{"))
+				each_in_string(k, fn, ud);
+			vars_each(c, fn, ud);
+		}
+	}
+}
+
+void var_set_path(json_t *obj, const char *dotted, json_t *value)
+{
+	const char *dot = strchr(dotted, '.');
+	json_t *child;
+	char *head;
+
+	if (!dot) {
+		json_object_set_new(obj, dotted, value);
+		return;
+	}
+	head = gv_xstrndup(dotted, (size_t)(dot - dotted));
+	child = json_object_get(obj, head);
+	if (!json_is_object(child)) {
+		child = json_object();
+		json_object_set_new(obj, head, child);
+	} else if (child->refcount > 1) {
+		/* shared subtree: copy before writing */
+		child = json_copy(child);
+		json_object_set_new(obj, head, child);
+	}
+	free(head);
+	var_set_path(child, dot + 1, value);
+}

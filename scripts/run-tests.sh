@@ -1,0 +1,46 @@
+#!/bin/sh
+# Runs every test suite of `make test` and prints one summary line at the end:
+#   N passed, N failed
+# Suites: cmocka unit-test binaries (given as arguments), golden cases,
+# conformance corpus (when ../shared/conformance exists).
+set -u
+passed=0
+failed=0
+status=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# add_counts FILE: reads the "N passed, N failed" line a suite printed last.
+add_counts() {
+	line=$(grep -E '^[A-Za-z]*:? ?[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
+	p=$(printf '%s\n' "$line" | sed -E 's/.*[^0-9]?([0-9]+) passed.*/\1/')
+	f=$(printf '%s\n' "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+	passed=$((passed + ${p:-0}))
+	failed=$((failed + ${f:-0}))
+}
+
+for t in "$@"; do
+	echo "== unit: $t"
+	if "$t" >"$log" 2>&1; then :; else status=1; fi
+	cat "$log"
+	# cmocka prints "[  PASSED  ] N test(s)." and "[  FAILED  ] N test(s), listed below:"
+	p=$(grep -E '^\[  PASSED  \] [0-9]+ test' "$log" | sed -E 's/[^0-9]*([0-9]+).*/\1/' | tail -n 1)
+	f=$(grep -E '^\[  FAILED  \] [0-9]+ test' "$log" | sed -E 's/[^0-9]*([0-9]+).*/\1/' | tail -n 1)
+	passed=$((passed + ${p:-0}))
+	failed=$((failed + ${f:-0}))
+	if [ -z "$p" ] && [ -z "$f" ]; then
+		echo "unit: $t printed no cmocka summary (crashed?)"
+		failed=$((failed + 1))
+		status=1
+	fi
+done
+
+for suite in golden conformance; do
+	echo "== $suite"
+	if sh "scripts/$suite.sh" check >"$log" 2>&1; then :; else status=1; fi
+	cat "$log"
+	add_counts "$log"
+done
+
+echo "$passed passed, $failed failed"
+exit $status
