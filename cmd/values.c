@@ -449,7 +449,7 @@ static json_t *hook_rule_values(void *ud, const struct engine_policy *p, const c
 {
 	struct values_eval *ev = ud;
 	json_t *out = json_deep_copy(ev->vars);
-	json_t *rv = values_for_rule(ev->values, engine_policy_name(p), rule);
+	json_t *rv = values_for_rule(ev->values, p ? engine_policy_name(p) : ev->policy, rule);
 
 	(void)resource;
 	if (rv) {
@@ -469,7 +469,8 @@ static json_t *hook_foreach_values(void *ud, const struct engine_policy *p, cons
 	struct values_eval *ev = ud;
 
 	(void)resource;
-	return values_foreach_for_rule(ev->values, engine_policy_name(p), rule);
+	/* p may be NULL: the evaluation is for ev->policy anyway. */
+	return values_foreach_for_rule(ev->values, p ? engine_policy_name(p) : ev->policy, rule);
 }
 
 static enum gv_code hook_load_context(void *ud, const json_t *entry, const json_t *ctx,

@@ -35,9 +35,14 @@ for t in "$@"; do
 	fi
 done
 
-for suite in golden conformance; do
+echo "== golden"
+if sh scripts/golden.sh check >"$log" 2>&1; then :; else status=1; fi
+cat "$log"
+add_counts "$log"
+
+for suite in conformance; do
 	echo "== $suite"
-	if sh "scripts/$suite.sh" check >"$log" 2>&1; then :; else status=1; fi
+	if sh "scripts/$suite.sh" "${CONFORMANCE:-../shared/conformance}" >"$log" 2>&1; then :; else status=1; fi
 	cat "$log"
 	add_counts "$log"
 done

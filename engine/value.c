@@ -1,0 +1,1126 @@
+#include "engine/value.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/banned.h"
+
+__extension__ typedef unsigned __int128 u128;
+
+/* ------------------------------------------------------------------ */
+/* UTF-8 and wildcards                                                 */
+
+/*
+ * Decodes one code point as Go's []rune conversion does: an invalid or
+ * truncated sequence yields U+FFFD and consumes one byte.
+ */
+static uint32_t utf8_next(const unsigned char *s, size_t *len)
+{
+	uint32_t c = s[0], min;
+	size_t n, i;
+
+	if (c < 0x80) {
+		*len = 1;
+		return c;
+	}
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+		c &= 0x1f;
+		min = 0x80;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		c &= 0x0f;
+		min = 0x800;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		c &= 0x07;
+		min = 0x10000;
+	} else {
+		*len = 1;
+		return 0xfffd;
+	}
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80) {
+			*len = 1;
+			return 0xfffd;
+		}
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+		*len = 1;
+		return 0xfffd;
+	}
+	*len = n;
+	return c;
+}
+
+bool value_wildcard(const char *pattern, const char *text)
+{
+	const unsigned char *p = (const unsigned char *)pattern;
+	const unsigned char *t = (const unsigned char *)text;
+	const unsigned char *star_p = NULL, *star_t = NULL;
+	size_t pl, tl;
+	uint32_t pc, tc;
+
+	if (!*p)
+		return !*t;
+	if (p[0] == '*' && !p[1])
+		return true;
+	/*
+	 * Iterative form of go-wildcard's recursive deepMatchRune: on a
+	 * mismatch, let the last '*' absorb one more code point.
+	 */
+	while (*t) {
+		tc = utf8_next(t, &tl);
+		if (*p) {
+			pc = utf8_next(p, &pl);
+			if (pc == '*') {
+				star_p = p;
+				star_t = t;
+				p += pl;
+				continue;
+			}
+			if (pc == '?' || pc == tc) {
+				p += pl;
+				t += tl;
+				continue;
+			}
+		}
+		if (!star_p)
+			return false;
+		p = star_p + 1;
+		utf8_next(star_t, &tl);
+		star_t += tl;
+		t = star_t;
+	}
+	while (*p == '*')
+		p++;
+	return !*p;
+}
+
+bool value_has_wildcard(const char *s)
+{
+	return strpbrk(s, "*?") != NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Quantities                                                          */
+
+#define QTY_NANO_CAP_DIGITS 28
+
+/* (2^63-1) * 10^9: the largest magnitude the slow path keeps, in units of 1n. */
+static u128 qty_cap(void)
+{
+	return (u128)INT64_MAX * 1000000000u;
+}
+
+static int u128_digits(u128 v)
+{
+	int n = 0;
+
+	while (v) {
+		v /= 10;
+		n++;
+	}
+	return n;
+}
+
+static void qty_set(struct value_quantity *q, bool neg, u128 coef, long long exp10, bool binary)
+{
+	while (coef && coef % 10 == 0 && exp10 < LLONG_MAX) {
+		coef /= 10;
+		exp10++;
+	}
+	q->neg = coef ? neg : false;
+	q->coef_hi = (unsigned long long)(coef >> 64);
+	q->coef_lo = (unsigned long long)coef;
+	q->exp10 = coef ? exp10 : 0;
+	q->binary = binary;
+	if (!coef)
+		q->v = 0;
+	else if (exp10 > 5000)
+		q->v = HUGE_VALL;
+	else if (exp10 < -5000)
+		q->v = 0;
+	else
+		q->v = (long double)coef * powl(10.0L, (long double)exp10);
+	if (q->neg)
+		q->v = -q->v;
+}
+
+/*
+ * Slow path of ParseQuantity (the inf.Dec branch): the exact value
+ * digits * 10^dexp * 2^e2, rounded up to a multiple of 1n and capped at
+ * 2^63-1. Returns the magnitude in units of 1n.
+ */
+static u128 qty_slow(const char *num, size_t numlen, const char *den, size_t denlen,
+		     long long dexp, int e2)
+{
+	unsigned char stackbuf[160], *d; /* little-endian decimal digits */
+	size_t cap = numlen + denlen + 24, n = 0, i;
+	long long k, L;
+	u128 nano = 0;
+	bool sticky = false;
+
+	d = cap <= sizeof(stackbuf) ? stackbuf : gv_xmalloc(cap);
+	for (i = denlen; i-- > 0;)
+		d[n++] = (unsigned char)(den[i] - '0');
+	for (i = numlen; i-- > 0;)
+		d[n++] = (unsigned char)(num[i] - '0');
+	while (n && !d[n - 1])
+		n--;
+	if (!n)
+		goto out;
+	/* multiply by 2^e2, at most 2^20 per pass so carries stay small */
+	while (e2 > 0) {
+		int sh = e2 > 20 ? 20 : e2;
+		unsigned long carry = 0;
+
+		for (i = 0; i < n; i++) {
+			unsigned long x = ((unsigned long)d[i] << sh) + carry;
+
+			d[i] = (unsigned char)(x % 10);
+			carry = x / 10;
+		}
+		while (carry) {
+			d[n++] = (unsigned char)(carry % 10);
+			carry /= 10;
+		}
+		e2 -= sh;
+	}
+	k = dexp + 9; /* value in nano units = A * 10^k */
+	L = (long long)n;
+	if (k > QTY_NANO_CAP_DIGITS || L + k > QTY_NANO_CAP_DIGITS) {
+		nano = qty_cap();
+		goto out;
+	}
+	if (k >= 0) {
+		for (i = n; i-- > 0;)
+			nano = nano * 10 + d[i];
+		for (long long j = 0; j < k; j++)
+			nano *= 10;
+	} else {
+		size_t m = (size_t)(-k);
+
+		if (m >= n) {
+			nano = 0;
+			sticky = true; /* the digits are not all zero */
+		} else {
+			for (i = 0; i < m; i++)
+				if (d[i])
+					sticky = true;
+			for (i = n; i-- > m;)
+				nano = nano * 10 + d[i];
+		}
+		if (sticky)
+			nano++;
+	}
+	if (nano > qty_cap())
+		nano = qty_cap();
+out:
+	if (d != stackbuf)
+		free(d);
+	return nano;
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+bool value_parse_quantity(const char *s, struct value_quantity *q)
+{
+	size_t len = strlen(s), pos = 0, num_start, numlen, den_start = 0, denlen = 0, i;
+	const char *num;
+	const char *suffix;
+	size_t suflen;
+	bool neg = false;
+	int base = 10;
+	long long exponent = 0;
+
+	if (len == 0)
+		return false;
+	if (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-';
+		pos++;
+	}
+	while (pos < len && s[pos] == '0')
+		pos++;
+	if (pos >= len) {
+		qty_set(q, false, 0, 0, false);
+		return true;
+	}
+	num_start = pos;
+	while (pos < len && is_digit(s[pos]))
+		pos++;
+	num = s + num_start;
+	numlen = pos - num_start;
+	if (numlen == 0) {
+		num = "0";
+		numlen = 1;
+	}
+	if (pos < len && s[pos] == '.') {
+		pos++;
+		den_start = pos;
+		while (pos < len && is_digit(s[pos]))
+			pos++;
+		denlen = pos - den_start;
+	}
+	suffix = s + pos;
+	while (pos < len && strchr("eEinumkKMGTP", s[pos]))
+		pos++;
+	if (pos < len && (s[pos] == '-' || s[pos] == '+'))
+		pos++;
+	while (pos < len && is_digit(s[pos]))
+		pos++;
+	if (pos < len)
+		return false;
+	suflen = (size_t)(s + len - suffix);
+
+	/* quantitySuffixer.interpret */
+	{
+		static const struct {
+			const char *s;
+			int base, exp;
+		} tab[] = {
+			{"", 10, 0},   {"n", 10, -9},  {"u", 10, -6},  {"m", 10, -3},  {"k", 10, 3},
+			{"M", 10, 6},  {"G", 10, 9},   {"T", 10, 12},  {"P", 10, 15},  {"E", 10, 18},
+			{"Ki", 2, 10}, {"Mi", 2, 20},  {"Gi", 2, 30},  {"Ti", 2, 40},  {"Pi", 2, 50},
+			{"Ei", 2, 60},
+		};
+		bool found = false;
+
+		for (i = 0; i < GV_ARRAY_LEN(tab); i++) {
+			if (strcmp(suffix, tab[i].s) == 0) {
+				base = tab[i].base;
+				exponent = tab[i].exp;
+				found = true;
+				break;
+			}
+		}
+		if (!found) {
+			long long e;
+
+			if (suflen < 2 || (suffix[0] != 'e' && suffix[0] != 'E'))
+				return false;
+			if (!value_parse_go_int(suffix + 1, &e))
+				return false;
+			exponent = (int32_t)(uint32_t)(unsigned long long)e; /* Go's int32() */
+		}
+	}
+
+	if (base == 10) {
+		long long precision = 18 - (long long)(numlen + denlen);
+		long long scale = exponent - (long long)denlen;
+
+		if (precision >= 0 && scale >= -9) {
+			unsigned long long v = 0;
+
+			for (i = 0; i < numlen; i++)
+				v = v * 10 + (unsigned long long)(num[i] - '0');
+			for (i = 0; i < denlen; i++)
+				v = v * 10 + (unsigned long long)(s[den_start + i] - '0');
+			qty_set(q, neg, v, scale, false);
+			return true;
+		}
+		qty_set(q, neg, qty_slow(num, numlen, s + den_start, denlen, exponent, 0), -9,
+			false);
+		return true;
+	}
+	if (denlen == 0) {
+		long long precision = 15 - (long long)numlen - exponent * 3 / 10 - 1;
+
+		if (precision >= 0) {
+			unsigned long long v = 0;
+
+			for (i = 0; i < numlen; i++)
+				v = v * 10 + (unsigned long long)(num[i] - '0');
+			if (v <= ((unsigned long long)INT64_MAX >> exponent)) {
+				qty_set(q, neg, (u128)v << exponent, 0, true);
+				return true;
+			}
+		}
+	}
+	qty_set(q, neg,
+		qty_slow(num, numlen, s + den_start, denlen, -(long long)denlen, (int)exponent),
+		-9, true);
+	return true;
+}
+
+static u128 qty_coef(const struct value_quantity *q)
+{
+	return ((u128)q->coef_hi << 64) | q->coef_lo;
+}
+
+int value_quantity_cmp(const struct value_quantity *a, const struct value_quantity *b)
+{
+	u128 ca = qty_coef(a), cb = qty_coef(b);
+	int sa = ca ? (a->neg ? -1 : 1) : 0;
+	int sb = cb ? (b->neg ? -1 : 1) : 0;
+	int da, db, mag;
+	long long ea, eb;
+
+	if (sa != sb)
+		return sa < sb ? -1 : 1;
+	if (!sa)
+		return 0;
+	da = u128_digits(ca);
+	db = u128_digits(cb);
+	ea = a->exp10 + da;
+	eb = b->exp10 + db;
+	if (ea != eb) {
+		mag = ea < eb ? -1 : 1;
+	} else {
+		/* same magnitude: align the exponents (the gap is < 40 digits) */
+		long long ga = a->exp10, gb = b->exp10;
+
+		while (ga > gb) {
+			ca *= 10;
+			ga--;
+		}
+		while (gb > ga) {
+			cb *= 10;
+			gb--;
+		}
+		mag = ca < cb ? -1 : ca > cb ? 1 : 0;
+	}
+	return sa > 0 ? mag : -mag;
+}
+
+/* ------------------------------------------------------------------ */
+/* Durations (Go time.ParseDuration / Duration.String)                 */
+
+static const struct {
+	const char *name;
+	uint64_t ns;
+} duration_units[] = {
+	{"ns", 1ull},
+	{"us", 1000ull},
+	{"\xc2\xb5s", 1000ull}, /* U+00B5 micro sign */
+	{"\xce\xbcs", 1000ull}, /* U+03BC greek mu */
+	{"ms", 1000000ull},
+	{"s", 1000000000ull},
+	{"m", 60000000000ull},
+	{"h", 3600000000000ull},
+};
+
+bool value_parse_duration(const char *s, long double *ns)
+{
+	const uint64_t lim = 1ull << 63;
+	uint64_t d = 0;
+	bool neg = false;
+
+	if (*s == '-' || *s == '+') {
+		neg = *s == '-';
+		s++;
+	}
+	if (strcmp(s, "0") == 0) {
+		*ns = 0;
+		return true;
+	}
+	if (!*s)
+		return false;
+	while (*s) {
+		uint64_t v = 0, f = 0, unit = 0;
+		double scale = 1;
+		bool pre = false, post = false, overflow = false;
+		size_t ulen = 0, i;
+
+		if (!(*s == '.' || is_digit(*s)))
+			return false;
+		for (; is_digit(*s); s++) {
+			if (v > lim / 10)
+				return false;
+			v = v * 10 + (uint64_t)(*s - '0');
+			if (v > lim)
+				return false;
+			pre = true;
+		}
+		if (*s == '.') {
+			s++;
+			for (; is_digit(*s); s++) {
+				uint64_t y;
+
+				post = true;
+				if (overflow)
+					continue;
+				if (f > (lim - 1) / 10) {
+					overflow = true;
+					continue;
+				}
+				y = f * 10 + (uint64_t)(*s - '0');
+				if (y > lim) {
+					overflow = true;
+					continue;
+				}
+				f = y;
+				scale *= 10;
+			}
+		}
+		if (!pre && !post)
+			return false;
+		while (s[ulen] && s[ulen] != '.' && !is_digit(s[ulen]))
+			ulen++;
+		if (ulen == 0)
+			return false;
+		for (i = 0; i < GV_ARRAY_LEN(duration_units); i++) {
+			if (strlen(duration_units[i].name) == ulen &&
+			    memcmp(duration_units[i].name, s, ulen) == 0) {
+				unit = duration_units[i].ns;
+				break;
+			}
+		}
+		if (!unit)
+			return false;
+		s += ulen;
+		if (v > lim / unit)
+			return false;
+		v *= unit;
+		if (f > 0) {
+			v += (uint64_t)((double)f * ((double)unit / scale));
+			if (v > lim)
+				return false;
+		}
+		d += v;
+		if (d > lim)
+			return false;
+	}
+	if (neg) {
+		*ns = -(long double)d;
+		return true;
+	}
+	if (d > lim - 1)
+		return false;
+	*ns = (long double)d;
+	return true;
+}
+
+/* fmtFrac of Go's time package: writes ".ddd" (trailing zeros dropped) backwards. */
+static size_t dur_frac(char *buf, size_t w, uint64_t *v, int prec)
+{
+	bool print = false;
+
+	for (int i = 0; i < prec; i++) {
+		unsigned digit = (unsigned)(*v % 10);
+
+		print = print || digit != 0;
+		if (print)
+			buf[--w] = (char)('0' + digit);
+		*v /= 10;
+	}
+	if (print)
+		buf[--w] = '.';
+	return w;
+}
+
+static size_t dur_int(char *buf, size_t w, uint64_t v)
+{
+	if (v == 0) {
+		buf[--w] = '0';
+		return w;
+	}
+	while (v > 0) {
+		buf[--w] = (char)('0' + v % 10);
+		v /= 10;
+	}
+	return w;
+}
+
+void value_format_duration(long double ns, struct gv_buf *out)
+{
+	char buf[40];
+	size_t w = sizeof(buf);
+	int64_t d;
+	uint64_t u;
+	bool neg;
+
+	if (ns != ns)
+		d = 0;
+	else if (ns >= 9223372036854775807.0L)
+		d = INT64_MAX;
+	else if (ns <= -9223372036854775808.0L)
+		d = INT64_MIN;
+	else
+		d = (int64_t)ns;
+	neg = d < 0;
+	u = neg ? -(uint64_t)d : (uint64_t)d;
+	if (u < 1000000000ull) {
+		int prec;
+
+		buf[--w] = 's';
+		if (u == 0) {
+			buf[--w] = '0';
+			gv_buf_add(out, buf + w, sizeof(buf) - w);
+			return;
+		} else if (u < 1000ull) {
+			prec = 0;
+			buf[--w] = 'n';
+		} else if (u < 1000000ull) {
+			prec = 3;
+			buf[--w] = '\xb5';
+			buf[--w] = '\xc2';
+		} else {
+			prec = 6;
+			buf[--w] = 'm';
+		}
+		w = dur_frac(buf, w, &u, prec);
+		w = dur_int(buf, w, u);
+	} else {
+		buf[--w] = 's';
+		w = dur_frac(buf, w, &u, 9);
+		w = dur_int(buf, w, u % 60);
+		u /= 60;
+		if (u > 0) {
+			buf[--w] = 'm';
+			w = dur_int(buf, w, u % 60);
+			u /= 60;
+			if (u > 0) {
+				buf[--w] = 'h';
+				w = dur_int(buf, w, u);
+			}
+		}
+	}
+	if (neg)
+		buf[--w] = '-';
+	gv_buf_add(out, buf + w, sizeof(buf) - w);
+}
+
+/* ------------------------------------------------------------------ */
+/* Go number parsing                                                   */
+
+bool value_parse_go_int(const char *s, long long *out)
+{
+	unsigned long long v = 0, lim;
+	bool neg = false;
+
+	if (*s == '-' || *s == '+') {
+		neg = *s == '-';
+		s++;
+	}
+	if (!*s)
+		return false;
+	lim = neg ? (unsigned long long)LLONG_MAX + 1 : (unsigned long long)LLONG_MAX;
+	for (; *s; s++) {
+		if (!is_digit(*s))
+			return false;
+		if (v > (lim - (unsigned long long)(*s - '0')) / 10)
+			return false;
+		v = v * 10 + (unsigned long long)(*s - '0');
+	}
+	if (neg)
+		*out = v == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN : -(long long)v;
+	else
+		*out = (long long)v;
+	return true;
+}
+
+static char lower(char c)
+{
+	return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+}
+
+static bool is_hex(char c)
+{
+	c = lower(c);
+	return is_digit(c) || (c >= 'a' && c <= 'f');
+}
+
+/* strconv.underscoreOK */
+static bool underscore_ok(const char *s)
+{
+	char saw = '^';
+	size_t i = 0, n;
+	bool hex = false;
+
+	if (*s == '-' || *s == '+')
+		s++;
+	n = strlen(s);
+	if (n >= 2 && s[0] == '0' && (lower(s[1]) == 'b' || lower(s[1]) == 'o' || lower(s[1]) == 'x')) {
+		i = 2;
+		saw = '0';
+		hex = lower(s[1]) == 'x';
+	}
+	for (; i < n; i++) {
+		if (is_digit(s[i]) || (hex && is_hex(s[i]))) {
+			saw = '0';
+			continue;
+		}
+		if (s[i] == '_') {
+			if (saw != '0')
+				return false;
+			saw = '_';
+			continue;
+		}
+		if (saw == '_')
+			return false;
+		saw = '!';
+	}
+	return saw != '_';
+}
+
+static bool ieq(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++)
+		if (lower(*a) != lower(*b))
+			return false;
+	return !*a && !*b;
+}
+
+bool value_parse_go_float(const char *s, double *out)
+{
+	const char *p = s;
+	char stackbuf[128], *clean = NULL;
+	bool sign = false, hex = false, digits = false, underscores = false, ok = false;
+	size_t n, j = 0;
+	double v;
+
+	if (*p == '-' || *p == '+') {
+		sign = true;
+		p++;
+	}
+	if (ieq(p, "inf") || ieq(p, "infinity")) {
+		*out = s[0] == '-' ? -HUGE_VAL : HUGE_VAL;
+		return true;
+	}
+	if (!sign && ieq(p, "nan")) {
+		*out = NAN;
+		return true;
+	}
+	/* syntax check (readFloat) */
+	if (p[0] == '0' && lower(p[1]) == 'x') {
+		hex = true;
+		p += 2;
+	}
+	for (; *p; p++) {
+		if (*p == '_') {
+			underscores = true;
+			continue;
+		}
+		if (is_digit(*p) || (hex && is_hex(*p)))
+			digits = true;
+		else
+			break;
+	}
+	if (*p == '.') {
+		for (p++; *p; p++) {
+			if (*p == '_') {
+				underscores = true;
+				continue;
+			}
+			if (is_digit(*p) || (hex && is_hex(*p)))
+				digits = true;
+			else
+				break;
+		}
+	}
+	if (!digits)
+		return false;
+	if ((!hex && lower(*p) == 'e') || (hex && lower(*p) == 'p')) {
+		bool edig = false;
+
+		p++;
+		if (*p == '-' || *p == '+')
+			p++;
+		for (; *p; p++) {
+			if (*p == '_') {
+				underscores = true;
+				continue;
+			}
+			if (!is_digit(*p))
+				break;
+			edig = true;
+		}
+		if (!edig)
+			return false;
+	} else if (hex) {
+		return false; /* hexadecimal mantissa requires a 'p' exponent */
+	}
+	if (*p)
+		return false;
+	if (underscores && !underscore_ok(s))
+		return false;
+	n = strlen(s);
+	clean = n < sizeof(stackbuf) ? stackbuf : gv_xmalloc(n + 1);
+	for (p = s; *p; p++)
+		if (*p != '_')
+			clean[j++] = *p;
+	clean[j] = '\0';
+	errno = 0;
+	v = strtod(clean, NULL);
+	if (errno == ERANGE && isinf(v))
+		goto out;
+	*out = v;
+	ok = true;
+out:
+	if (clean != stackbuf)
+		free(clean);
+	return ok;
+}
+
+/* ------------------------------------------------------------------ */
+/* Go float formatting                                                 */
+
+/*
+ * Shortest decimal digits that round-trip to v (v finite, > 0): fills
+ * digits (no trailing zeros, NUL-terminated) and returns the decimal point
+ * position dp (value = 0.digits * 10^dp).
+ */
+static int float_shortest(double v, char *digits, size_t n)
+{
+	char buf[64];
+	int prec, exp = 0;
+	size_t j = 0;
+	const char *p;
+
+	for (prec = 1; prec <= 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	for (p = buf; *p && *p != 'e'; p++)
+		if (is_digit(*p) && j + 1 < n)
+			digits[j++] = *p;
+	digits[j] = '\0';
+	while (j > 1 && digits[j - 1] == '0')
+		digits[--j] = '\0';
+	if (*p == 'e')
+		exp = (int)strtol(p + 1, NULL, 10);
+	return exp + 1;
+}
+
+static void fmt_e(struct gv_buf *out, const char *digits, int dp, char e)
+{
+	int exp = digits[0] == '0' ? 0 : dp - 1;
+	char tmp[16];
+
+	gv_buf_addc(out, digits[0]);
+	if (digits[1]) {
+		gv_buf_addc(out, '.');
+		gv_buf_adds(out, digits + 1);
+	}
+	snprintf(tmp, sizeof(tmp), "%c%c%02d", e, exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+	gv_buf_adds(out, tmp);
+}
+
+static void fmt_f(struct gv_buf *out, const char *digits, int dp)
+{
+	int nd = (int)strlen(digits), i;
+
+	if (dp <= 0) {
+		gv_buf_addc(out, '0');
+	} else {
+		for (i = 0; i < dp; i++)
+			gv_buf_addc(out, i < nd ? digits[i] : '0');
+	}
+	if (nd > dp) {
+		gv_buf_addc(out, '.');
+		for (i = dp; i < 0; i++)
+			gv_buf_addc(out, '0');
+		for (i = dp < 0 ? 0 : dp; i < nd; i++)
+			gv_buf_addc(out, digits[i]);
+	}
+}
+
+void value_format_float(double v, char fmt, struct gv_buf *out)
+{
+	char digits[32];
+	int dp;
+
+	if (isnan(v)) {
+		gv_buf_adds(out, "NaN");
+		return;
+	}
+	if (isinf(v)) {
+		gv_buf_adds(out, v > 0 ? "+Inf" : "-Inf");
+		return;
+	}
+	if (signbit(v)) {
+		gv_buf_addc(out, '-');
+		v = -v;
+	}
+	if (v == 0) {
+		digits[0] = '0';
+		digits[1] = '\0';
+		dp = 1;
+	} else {
+		dp = float_shortest(v, digits, sizeof(digits));
+	}
+	switch (fmt) {
+	case 'e':
+	case 'E':
+		fmt_e(out, digits, dp, fmt);
+		break;
+	case 'f':
+		fmt_f(out, digits, dp);
+		break;
+	default: {
+		int exp = dp - 1;
+
+		if (v != 0 && (exp < -4 || exp >= 6))
+			fmt_e(out, digits, dp, 'e');
+		else
+			fmt_f(out, digits, v == 0 ? 1 : dp);
+		break;
+	}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Go %v of JSON values                                                */
+
+#define GO_FORMAT_MAX_DEPTH 256
+
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void go_format(const json_t *v, struct gv_buf *out, int depth)
+{
+	if (depth > GO_FORMAT_MAX_DEPTH) {
+		gv_buf_adds(out, "...");
+		return;
+	}
+	switch (v ? json_typeof(v) : JSON_NULL) {
+	case JSON_STRING:
+		gv_buf_add(out, json_string_value(v), json_string_length(v));
+		break;
+	case JSON_INTEGER:
+		gv_buf_addf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		break;
+	case JSON_REAL:
+		value_format_float(json_real_value(v), 'g', out);
+		break;
+	case JSON_TRUE:
+		gv_buf_adds(out, "true");
+		break;
+	case JSON_FALSE:
+		gv_buf_adds(out, "false");
+		break;
+	case JSON_NULL:
+		gv_buf_adds(out, "<nil>");
+		break;
+	case JSON_ARRAY: {
+		size_t i;
+
+		gv_buf_addc(out, '[');
+		for (i = 0; i < json_array_size(v); i++) {
+			if (i)
+				gv_buf_addc(out, ' ');
+			go_format(json_array_get(v, i), out, depth + 1);
+		}
+		gv_buf_addc(out, ']');
+		break;
+	}
+	case JSON_OBJECT: {
+		size_t n = json_object_size(v), i = 0;
+		const char **keys = gv_xcalloc(n ? n : 1, sizeof(*keys));
+		const char *k;
+		json_t *val;
+
+		/* jansson's iterators take non-const objects; nothing is modified */
+		json_t *obj = (json_t *)(uintptr_t)v;
+
+		json_object_foreach(obj, k, val)
+		{
+			(void)val;
+			keys[i++] = k;
+		}
+		qsort(keys, n, sizeof(*keys), key_cmp);
+		gv_buf_adds(out, "map[");
+		for (i = 0; i < n; i++) {
+			if (i)
+				gv_buf_addc(out, ' ');
+			gv_buf_adds(out, keys[i]);
+			gv_buf_addc(out, ':');
+			go_format(json_object_get(v, keys[i]), out, depth + 1);
+		}
+		gv_buf_addc(out, ']');
+		free(keys);
+		break;
+	}
+	}
+}
+
+void value_go_format(const json_t *v, struct gv_buf *out)
+{
+	go_format(v, out, 0);
+}
+
+char *value_go_string(const json_t *v)
+{
+	struct gv_buf b = {0};
+
+	value_go_format(v, &b);
+	return gv_buf_detach(&b);
+}
+
+/* ------------------------------------------------------------------ */
+/* Semantic versions (github.com/blang/semver v4)                      */
+
+static bool semver_num(const char *s, size_t n, long long *out)
+{
+	unsigned long long v = 0;
+	size_t i;
+
+	if (n == 0 || (n > 1 && s[0] == '0'))
+		return false;
+	for (i = 0; i < n; i++) {
+		if (!is_digit(s[i]))
+			return false;
+		if (v > ((unsigned long long)LLONG_MAX - (unsigned long long)(s[i] - '0')) / 10)
+			return false;
+		v = v * 10 + (unsigned long long)(s[i] - '0');
+	}
+	*out = (long long)v;
+	return true;
+}
+
+static bool semver_alnum(char c)
+{
+	return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
+}
+
+/* Checks dot-separated identifiers; numeric ones must not have leading zeros when pre. */
+static bool semver_idents(const char *s, size_t n, bool pre)
+{
+	size_t start = 0, i;
+
+	for (i = 0; i <= n; i++) {
+		if (i < n && s[i] != '.') {
+			if (!semver_alnum(s[i]))
+				return false;
+			continue;
+		}
+		if (i == start)
+			return false;
+		if (pre) {
+			bool numeric = true;
+
+			for (size_t j = start; j < i; j++)
+				if (!is_digit(s[j]))
+					numeric = false;
+			if (numeric && i - start > 1 && s[start] == '0')
+				return false;
+		}
+		start = i + 1;
+	}
+	return true;
+}
+
+bool value_parse_semver(const char *s, struct value_semver *v)
+{
+	const char *dot1, *dot2, *patch, *plus, *dash, *end;
+	size_t plen;
+
+	if (*s == 'v')
+		s++;
+	if (!*s)
+		return false;
+	dot1 = strchr(s, '.');
+	if (!dot1)
+		return false;
+	dot2 = strchr(dot1 + 1, '.');
+	if (!dot2)
+		return false;
+	if (!semver_num(s, (size_t)(dot1 - s), &v->major) ||
+	    !semver_num(dot1 + 1, (size_t)(dot2 - dot1 - 1), &v->minor))
+		return false;
+	patch = dot2 + 1;
+	end = patch + strlen(patch);
+	plus = strchr(patch, '+');
+	if (plus) {
+		if (!semver_idents(plus + 1, (size_t)(end - plus - 1), false))
+			return false;
+		end = plus;
+	}
+	dash = memchr(patch, '-', (size_t)(end - patch));
+	v->pre[0] = '\0';
+	if (dash) {
+		plen = (size_t)(end - dash - 1);
+		if (!semver_idents(dash + 1, plen, true) || plen >= sizeof(v->pre))
+			return false;
+		memcpy(v->pre, dash + 1, plen);
+		v->pre[plen] = '\0';
+		end = dash;
+	}
+	return semver_num(patch, (size_t)(end - patch), &v->patch);
+}
+
+static int cmp_ll(long long a, long long b)
+{
+	return a < b ? -1 : a > b ? 1 : 0;
+}
+
+static bool all_digits(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!is_digit(s[i]))
+			return false;
+	return n > 0;
+}
+
+int value_semver_cmp(const struct value_semver *a, const struct value_semver *b)
+{
+	const char *pa = a->pre, *pb = b->pre;
+	int c;
+
+	if ((c = cmp_ll(a->major, b->major)) || (c = cmp_ll(a->minor, b->minor)) ||
+	    (c = cmp_ll(a->patch, b->patch)))
+		return c;
+	if (!*pa && !*pb)
+		return 0;
+	if (!*pa)
+		return 1;
+	if (!*pb)
+		return -1;
+	for (;;) {
+		size_t na = strcspn(pa, "."), nb = strcspn(pb, ".");
+		bool da = all_digits(pa, na), db = all_digits(pb, nb);
+
+		if (da && db) {
+			/* no leading zeros: longer means bigger */
+			if (na != nb)
+				return na < nb ? -1 : 1;
+			c = memcmp(pa, pb, na);
+		} else if (da != db) {
+			return da ? -1 : 1;
+		} else {
+			c = memcmp(pa, pb, na < nb ? na : nb);
+			if (!c && na != nb)
+				c = na < nb ? -1 : 1;
+		}
+		if (c)
+			return c < 0 ? -1 : 1;
+		pa += na;
+		pb += nb;
+		if (!*pa && !*pb)
+			return 0;
+		if (!*pa)
+			return -1;
+		if (!*pb)
+			return 1;
+		pa++;
+		pb++;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+
+bool value_number(const json_t *v, double *out)
+{
+	if (json_is_integer(v)) {
+		*out = (double)json_integer_value(v);
+		return true;
+	}
+	if (json_is_real(v)) {
+		*out = json_real_value(v);
+		return true;
+	}
+	return false;
+}
