@@ -20,57 +20,57 @@
  * CLI's built-in discovery data.
  */
 static const char *const cluster_kinds[] = {
-	"APIService",
-	"CSIDriver",
-	"CSINode",
-	"CertificateSigningRequest",
-	"ClusterAdmissionReport",
-	"ClusterBackgroundScanReport",
-	"ClusterCleanupPolicy",
-	"ClusterEphemeralReport",
-	"ClusterPolicy",
-	"ClusterPolicyReport",
-	"ClusterReport",
-	"ClusterRole",
-	"ClusterRoleBinding",
-	"ClusterTrustBundle",
-	"ComponentStatus",
-	"CustomResourceDefinition",
-	"DeletingPolicy",
-	"DeviceClass",
-	"FlowSchema",
-	"GeneratingPolicy",
-	"GlobalContextEntry",
-	"IPAddress",
-	"ImageValidatingPolicy",
-	"IngressClass",
-	"MutatingAdmissionPolicy",
-	"MutatingAdmissionPolicyBinding",
-	"MutatingPolicy",
-	"MutatingWebhookConfiguration",
-	"Namespace",
-	"Node",
-	"PersistentVolume",
-	"PodSecurityPolicy",
-	"PriorityClass",
-	"PriorityLevelConfiguration",
-	"ResourceSlice",
-	"RuntimeClass",
-	"SelfSubjectAccessReview",
-	"SelfSubjectReview",
-	"SelfSubjectRulesReview",
-	"ServiceCIDR",
-	"StorageClass",
-	"StorageVersion",
-	"StorageVersionMigration",
-	"SubjectAccessReview",
-	"TokenReview",
-	"ValidatingAdmissionPolicy",
-	"ValidatingAdmissionPolicyBinding",
-	"ValidatingPolicy",
-	"ValidatingWebhookConfiguration",
-	"VolumeAttachment",
-	"VolumeAttributesClass",
+    "APIService",
+    "CSIDriver",
+    "CSINode",
+    "CertificateSigningRequest",
+    "ClusterAdmissionReport",
+    "ClusterBackgroundScanReport",
+    "ClusterCleanupPolicy",
+    "ClusterEphemeralReport",
+    "ClusterPolicy",
+    "ClusterPolicyReport",
+    "ClusterReport",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ClusterTrustBundle",
+    "ComponentStatus",
+    "CustomResourceDefinition",
+    "DeletingPolicy",
+    "DeviceClass",
+    "FlowSchema",
+    "GeneratingPolicy",
+    "GlobalContextEntry",
+    "IPAddress",
+    "ImageValidatingPolicy",
+    "IngressClass",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
+    "MutatingPolicy",
+    "MutatingWebhookConfiguration",
+    "Namespace",
+    "Node",
+    "PersistentVolume",
+    "PodSecurityPolicy",
+    "PriorityClass",
+    "PriorityLevelConfiguration",
+    "ResourceSlice",
+    "RuntimeClass",
+    "SelfSubjectAccessReview",
+    "SelfSubjectReview",
+    "SelfSubjectRulesReview",
+    "ServiceCIDR",
+    "StorageClass",
+    "StorageVersion",
+    "StorageVersionMigration",
+    "SubjectAccessReview",
+    "TokenReview",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "ValidatingPolicy",
+    "ValidatingWebhookConfiguration",
+    "VolumeAttachment",
+    "VolumeAttributesClass",
 };
 
 bool load_kind_cluster_scoped(const char *kind)
@@ -152,8 +152,8 @@ static enum gv_code walk(const char *dir, bool (*want)(const char *base, const v
 		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n && !rc; i++) {
 		size_t dl = strlen(dir);
-		char *full = gv_xasprintf("%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/",
-					  names[i]);
+		char *full =
+		    gv_xasprintf("%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", names[i]);
 		struct stat lst, st;
 
 		if (lstat(full, &lst) == 0) {
@@ -183,9 +183,8 @@ static bool want_named(const char *base, const void *arg)
 	return !strcmp(base, (const char *)arg);
 }
 
-static enum gv_code expand_with(const char *path,
-				bool (*want)(const char *base, const void *arg), const void *arg,
-				struct load_paths *out, struct gv_err *err)
+static enum gv_code expand_with(const char *path, bool (*want)(const char *base, const void *arg),
+				const void *arg, struct load_paths *out, struct gv_err *err)
 {
 	struct stat st;
 
@@ -415,9 +414,15 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 				     bool warn_others, FILE *errs, struct gv_err *err)
 {
 	struct gv_docs docs;
+	struct gv_err lerr = {0};
 	enum gv_code rc;
 
-	rc = load_docs(file, &docs, err);
+	rc = load_docs(file, &docs, &lerr);
+	if (rc) {
+		report_err(errs, &lerr);
+		if (err && !err->code)
+			*err = lerr;
+	}
 	for (size_t i = 0; i < docs.n; i++) {
 		const json_t *doc = docs.v[i].value;
 		const char *kind = load_str(doc, "kind", NULL);
@@ -603,7 +608,8 @@ static bool same_resource(const json_t *a, const json_t *b)
 {
 	char ga[256], gb[256];
 
-	if (strcmp(load_res_kind(a), load_res_kind(b)) || strcmp(load_res_name(a), load_res_name(b)) ||
+	if (strcmp(load_res_kind(a), load_res_kind(b)) ||
+	    strcmp(load_res_name(a), load_res_name(b)) ||
 	    strcmp(load_res_namespace(a), load_res_namespace(b)))
 		return false;
 	group_of(load_res_api_version(a), ga, sizeof(ga));
@@ -647,9 +653,15 @@ enum gv_code load_resources_file(struct load_resources *lr, const char *file, FI
 				 struct gv_err *err)
 {
 	struct gv_docs docs;
+	struct gv_err lerr = {0};
 	enum gv_code rc, first = GV_OK;
 
-	rc = load_docs(file, &docs, err);
+	rc = load_docs(file, &docs, &lerr);
+	if (rc) {
+		report_err(errs, &lerr);
+		if (err && !err->code)
+			*err = lerr;
+	}
 	for (size_t i = 0; i < docs.n; i++) {
 		const json_t *doc = docs.v[i].value;
 		const char *kind = load_str(doc, "kind", NULL);

@@ -59,12 +59,12 @@ enum gv_code load_docs(const char *path, struct gv_docs *docs, struct gv_err *er
 
 /* One policy document. */
 struct load_policy {
-	char *name;                   /* owned: metadata.name ("" when absent) */
-	char *namespace;              /* owned: metadata.namespace ("" for ClusterPolicy) */
-	char *kind;                   /* owned: "ClusterPolicy" or "Policy" */
-	bool has_validate;            /* some spec.rules[] has a validate block */
+	char *name;		      /* owned: metadata.name ("" when absent) */
+	char *namespace;	      /* owned: metadata.namespace ("" for ClusterPolicy) */
+	char *kind;		      /* owned: "ClusterPolicy" or "Policy" */
+	bool has_validate;	      /* some spec.rules[] has a validate block */
 	struct engine_policy *policy; /* owned reference; NULL when the policy is invalid */
-	char *error;                  /* owned: "file:line:col: /pointer: message" when invalid */
+	char *error;		      /* owned: "file:line:col: /pointer: message" when invalid */
 };
 
 /* Policies and PolicyExceptions loaded from any number of files. */
@@ -85,7 +85,8 @@ struct load_policies {
  * way and dropped. Other kinds are skipped with a warning on errs when
  * warn_others is true. Returns GV_OK even when some documents were
  * invalid (count in lp->nerrors); a file that cannot be read or parsed
- * returns its error (documents before a YAML syntax error are kept).
+ * returns its error, also printed on errs (documents before a YAML
+ * syntax error are kept).
  */
 enum gv_code load_policies_file(struct load_policies *lp, const char *file, bool warn_others,
 				FILE *errs, struct gv_err *err);
@@ -122,9 +123,11 @@ struct load_resources {
 /*
  * Loads every document of file as a resource (a document of kind *List
  * with `items` contributes its items). A document that is not an object
- * with a kind is an error (GV_EINVAL, reported with its position); a
+ * with a kind is an error (GV_EINVAL); the other documents still load. A
  * duplicate of an already loaded group/kind/namespace/name is dropped with
- * a warning on errs (when non-NULL).
+ * a warning. Every error (read, syntax, bad document) is printed on errs
+ * (when non-NULL) as one "file:line:col: message" line; err holds the
+ * first.
  */
 enum gv_code load_resources_file(struct load_resources *lr, const char *file, FILE *errs,
 				 struct gv_err *err);

@@ -44,21 +44,21 @@
 
 /* One expected result (results[] entry). */
 struct test_entry {
-	char *policy;    /* owned: part after the last '/' */
-	char *rule;      /* owned: "" = every rule */
-	char *result;    /* owned: expected result */
+	char *policy;	 /* owned: part after the last '/' */
+	char *rule;	 /* owned: "" = every rule */
+	char *result;	 /* owned: expected result */
 	char *operation; /* owned or NULL */
-	char **names;    /* owned: resources[] (+ legacy resource) */
+	char **names;	 /* owned: resources[] (+ legacy resource) */
 	size_t nnames;
-	bool has_resources;   /* `resources` (or legacy `resource`) given */
-	const json_t *specs;  /* borrowed from the test doc: resourceSpecs or NULL */
+	bool has_resources;  /* `resources` (or legacy `resource`) given */
+	const json_t *specs; /* borrowed from the test doc: resourceSpecs or NULL */
 	int line;
 };
 
 /* One rule response as the scorer sees it. */
 struct test_rule {
-	char *name;    /* owned */
-	char *message; /* owned */
+	char *name;		   /* owned */
+	char *message;		   /* owned */
 	enum engine_status status; /* after fail -> warn for scored: "false" */
 };
 
@@ -66,15 +66,15 @@ struct test_rule {
 struct test_cell {
 	bool done;
 	bool responded; /* the engine returned a response for the policy */
-	char *error;    /* owned: evaluation error, or NULL */
+	char *error;	/* owned: evaluation error, or NULL */
 	struct test_rule *rules;
 	size_t n;
 };
 
 struct test_case {
-	const char *file; /* borrowed */
-	char *dir;        /* owned */
-	char *name;       /* owned */
+	const char *file;  /* borrowed */
+	char *dir;	   /* owned */
+	char *name;	   /* owned */
 	const json_t *doc; /* borrowed */
 	const struct gv_srcmap *map;
 	struct load_policies pols;
@@ -143,50 +143,66 @@ static bool key_known(const char *k, const char *const *known, size_t n)
 }
 
 static const char *const test_keys[] = {
-	"apiVersion",	  "kind",	     "metadata",	     "name",
-	"policies",	  "resources",	     "variables",	     "values",
-	"userinfo",	  "results",	     "exceptions",	     "targetResources",
-	"paramResources", "clusterResources", "context",	     "apiCallResponses",
-	"globalContextEntries", "jsonPayloads", "httpPayloads", "envoyPayloads",
-	"jsonPayload",	  "checks",
+    "apiVersion",
+    "kind",
+    "metadata",
+    "name",
+    "policies",
+    "resources",
+    "variables",
+    "values",
+    "userinfo",
+    "results",
+    "exceptions",
+    "targetResources",
+    "paramResources",
+    "clusterResources",
+    "context",
+    "apiCallResponses",
+    "globalContextEntries",
+    "jsonPayloads",
+    "httpPayloads",
+    "envoyPayloads",
+    "jsonPayload",
+    "checks",
 };
 
 /* Test keys that need a cluster, CEL policies or payloads: ignored offline. */
 static const char *const test_unsupported[] = {
-	"targetResources",	"paramResources", "clusterResources", "context",
-	"apiCallResponses",	"globalContextEntries", "jsonPayloads", "httpPayloads",
-	"envoyPayloads",	"jsonPayload",	  "checks",
+    "targetResources",	"paramResources",	"clusterResources", "context",
+    "apiCallResponses", "globalContextEntries", "jsonPayloads",	    "httpPayloads",
+    "envoyPayloads",	"jsonPayload",		"checks",
 };
 
 static const char *const result_keys[] = {
-	"policy",
-	"rule",
-	"resources",
-	"resourceSpecs",
-	"kind",
-	"result",
-	"operation",
-	"patchedResources",
-	"generatedResource",
-	"generatedResources",
-	"cloneSourceResource",
-	"failOnMissingResources",
-	"isValidatingAdmissionPolicy",
-	"isMutatingAdmissionPolicy",
-	"isValidatingPolicy",
-	"isMutatingPolicy",
-	"isGeneratingPolicy",
-	"isDeletingPolicy",
-	"isImageValidatingPolicy",
-	/* legacy (kyverno <= 1.14) */
-	"resource",
-	"status",
-	"namespace",
-	"patchedResource",
+    "policy",
+    "rule",
+    "resources",
+    "resourceSpecs",
+    "kind",
+    "result",
+    "operation",
+    "patchedResources",
+    "generatedResource",
+    "generatedResources",
+    "cloneSourceResource",
+    "failOnMissingResources",
+    "isValidatingAdmissionPolicy",
+    "isMutatingAdmissionPolicy",
+    "isValidatingPolicy",
+    "isMutatingPolicy",
+    "isGeneratingPolicy",
+    "isDeletingPolicy",
+    "isImageValidatingPolicy",
+    /* legacy (kyverno <= 1.14) */
+    "resource",
+    "status",
+    "namespace",
+    "patchedResource",
 };
 
 static void warn_at(const struct test_case *tc, const char *pointer, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void warn_at(const struct test_case *tc, const char *pointer, const char *fmt, ...)
 {
@@ -201,8 +217,7 @@ static void warn_at(const struct test_case *tc, const char *pointer, const char 
 	fputc('\n', stderr);
 }
 
-static enum gv_code str_list(const json_t *v, const char *ptr, const char *what,
-			     struct gv_err *err)
+static enum gv_code str_list(const json_t *v, const char *ptr, const char *what, struct gv_err *err)
 {
 	size_t i;
 	json_t *e;
@@ -464,7 +479,8 @@ static enum gv_code load_case(struct test_case *tc, struct gv_err *err)
 	} else if ((v = get_ci(doc, "variables")) && !json_is_null(v)) {
 		char *path;
 		if (!json_is_string(v))
-			return gv_err_setp(err, GV_EINVAL, "/variables", "variables must be a path");
+			return gv_err_setp(err, GV_EINVAL, "/variables",
+					   "variables must be a path");
 		path = join_path(tc->dir, json_string_value(v));
 		rc = values_load_file(&tc->values, path, err);
 		free(path);
@@ -671,8 +687,7 @@ static void print_message(const char *label, const char *msg)
  * Checks one selected resource for entry e; prints its rows and returns
  * whether every row passed (section 5.2 steps 2-6).
  */
-static bool check_resource(struct test_case *tc, const struct test_entry *e, size_t r,
-			   bool verbose)
+static bool check_resource(struct test_case *tc, const struct test_entry *e, size_t r, bool verbose)
 {
 	size_t o = op_index(tc, e->operation);
 	char id[1024];
@@ -930,7 +945,8 @@ int cmd_test(int argc, char **argv)
 			ndirs++;
 			gv_err_clear(&err);
 			if (load_find(argv[i], TEST_FILE_NAME, &files, &err)) {
-				fprintf(stderr, "gavel test: %s\n", gv_err_str(&err, buf, sizeof(buf)));
+				fprintf(stderr, "gavel test: %s\n",
+					gv_err_str(&err, buf, sizeof(buf)));
 				worst = 2;
 			} else if (files.n == before) {
 				fprintf(stderr, "gavel test: no %s below %s\n", TEST_FILE_NAME,

@@ -187,8 +187,9 @@ static void index_namespaces(struct values *v)
 	/* Full Namespace objects take precedence. */
 	json_array_foreach(json_object_get(v->doc, "namespaces"), i, e)
 	{
-		values_set_namespace_labels(v, load_str(e, "metadata", "name", NULL),
-					    json_object_get(json_object_get(e, "metadata"), "labels"));
+		values_set_namespace_labels(
+		    v, load_str(e, "metadata", "name", NULL),
+		    json_object_get(json_object_get(e, "metadata"), "labels"));
 	}
 }
 
@@ -212,8 +213,9 @@ enum gv_code values_load_file(struct values *v, const char *path, struct gv_err 
 	if (rc)
 		goto out;
 	if (docs.n != 1) {
-		rc = gv_err_set(err, GV_EINVAL, "%s: a values file holds exactly one document, not %zu",
-				docs.file, docs.n);
+		rc = gv_err_set(err, GV_EINVAL,
+				"%s: a values file holds exactly one document, not %zu", docs.file,
+				docs.n);
 		goto out;
 	}
 	rc = values_load_json(v, docs.v[0].value, err);
@@ -396,14 +398,16 @@ enum gv_code values_userinfo_load_file(struct values_userinfo *u, const char *pa
 	if (rc)
 		goto out;
 	if (docs.n != 1) {
-		rc = gv_err_set(err, GV_EINVAL, "%s: a userinfo file holds exactly one document, not %zu",
+		rc = gv_err_set(err, GV_EINVAL,
+				"%s: a userinfo file holds exactly one document, not %zu",
 				docs.file, docs.n);
 		goto out;
 	}
 	doc = docs.v[0].value;
 	if (!json_is_object(doc)) {
 		rc = gv_err_setp(err, GV_EINVAL, "", "userinfo: the document must be an object");
-	} else if (*load_str(doc, "kind", NULL) && strcmp(load_str(doc, "kind", NULL), "UserInfo")) {
+	} else if (*load_str(doc, "kind", NULL) &&
+		   strcmp(load_str(doc, "kind", NULL), "UserInfo")) {
 		rc = gv_err_setp(err, GV_EINVAL, "/kind", "userinfo: kind must be UserInfo, not %s",
 				 load_str(doc, "kind", NULL));
 	} else if ((rc = check_field(doc, "userInfo", is_object, "an object", "", err)) ||
@@ -418,16 +422,16 @@ enum gv_code values_userinfo_load_file(struct values_userinfo *u, const char *pa
 	u->doc = json_object();
 	json_object_set_new(u->doc, "userInfo",
 			    json_is_object(json_object_get(doc, "userInfo"))
-				    ? json_deep_copy(json_object_get(doc, "userInfo"))
-				    : json_object());
+				? json_deep_copy(json_object_get(doc, "userInfo"))
+				: json_object());
 	json_object_set_new(u->doc, "roles",
 			    json_is_array(json_object_get(doc, "roles"))
-				    ? json_deep_copy(json_object_get(doc, "roles"))
-				    : json_array());
+				? json_deep_copy(json_object_get(doc, "roles"))
+				: json_array());
 	json_object_set_new(u->doc, "clusterRoles",
 			    json_is_array(json_object_get(doc, "clusterRoles"))
-				    ? json_deep_copy(json_object_get(doc, "clusterRoles"))
-				    : json_array());
+				? json_deep_copy(json_object_get(doc, "clusterRoles"))
+				: json_array());
 	u->user_info = json_object_get(u->doc, "userInfo");
 	u->roles = json_object_get(u->doc, "roles");
 	u->cluster_roles = json_object_get(u->doc, "clusterRoles");

@@ -41,7 +41,7 @@
 #include "engine/engine.h"
 
 struct values {
-	json_t *doc;       /* owned: the Values document, numbers converted to reals */
+	json_t *doc;	   /* owned: the Values document, numbers converted to reals */
 	json_t *ns_labels; /* owned: namespace name -> labels object */
 };
 
@@ -91,9 +91,9 @@ void values_add_variable(json_t *ctx, const char *name, const json_t *value);
 
 /* `kind: UserInfo` file (section 4.2). */
 struct values_userinfo {
-	json_t *doc;                 /* owned */
-	const json_t *user_info;     /* borrowed from doc: {username, uid, groups, extra}, never NULL */
-	const json_t *roles;         /* borrowed: array, never NULL */
+	json_t *doc;		 /* owned */
+	const json_t *user_info; /* borrowed from doc: {username, uid, groups, extra}, never NULL */
+	const json_t *roles;	 /* borrowed: array, never NULL */
 	const json_t *cluster_roles; /* borrowed: array, never NULL */
 };
 
@@ -118,10 +118,10 @@ struct values_eval {
 	struct engine_input in;
 	struct engine_hooks hooks;
 	const struct values *values; /* borrowed, may be NULL */
-	char *policy;                /* owned: policy name */
-	json_t *vars;                /* owned: global + per-resource variables */
-	json_t *object;              /* owned or NULL */
-	json_t *old_object;          /* owned or NULL */
+	char *policy;		     /* owned: policy name */
+	json_t *vars;		     /* owned: global + per-resource variables */
+	json_t *object;		     /* owned or NULL */
+	json_t *old_object;	     /* owned or NULL */
 	char operation[16];
 	char subresource[128];
 };

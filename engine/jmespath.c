@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "engine/jp_int.h"
+#include "engine/value.h"
 #include "common/banned.h"
 
 /* ------------------------------------------------------------------ */
@@ -237,68 +238,42 @@ json_t *jp_string_lossy(const char *s, size_t n)
 /* ------------------------------------------------------------------ */
 /* Numbers as Go prints them                                            */
 
-/* Shortest %e text of d that reads back (as float when bits == 32). */
-static void shortest_e(double d, int bits, char *buf, size_t n)
+/* Shortest %e text of the float32 nearest d that reads back as that float32. */
+static void shortest_e32(double d, char *buf, size_t n)
 {
-	int prec, max = bits == 32 ? 9 : 17;
+	int prec;
 
-	for (prec = 1; prec <= max; prec++) {
+	for (prec = 1; prec <= 9; prec++) {
 		snprintf(buf, n, "%.*e", prec - 1, d);
-		if (bits == 32 ? (float)strtod(buf, NULL) == (float)d : strtod(buf, NULL) == d)
+		if ((float)strtod(buf, NULL) == (float)d)
 			return;
 	}
 }
 
-void jp_format_double(double d, char fmt, int bits, struct gv_buf *out)
+/* Plain ('f') form of a float32 (Go's FormatFloat(d, 'f', -1, 32)). */
+static void format_float32(double d, struct gv_buf *out)
 {
 	char tmp[64], digits[32];
 	int nd = 0, exp10, i;
-	bool neg;
 	const char *p;
-	double ad;
 
-	if (bits == 32)
-		d = (double)(float)d;
-	if (isnan(d)) {
-		gv_buf_adds(out, "NaN");
+	d = (double)(float)d;
+	if (!isfinite(d) || d == 0) {
+		value_format_float(d, 'f', out);
 		return;
 	}
-	if (isinf(d)) {
-		gv_buf_adds(out, d < 0 ? "-Inf" : "+Inf");
-		return;
-	}
-	if (d == 0) {
-		gv_buf_adds(out, signbit(d) ? "-0" : "0");
-		return;
-	}
-	shortest_e(d, bits, tmp, sizeof(tmp));
+	shortest_e32(d, tmp, sizeof(tmp));
 	p = tmp;
-	neg = *p == '-';
-	if (neg)
+	if (*p == '-') {
+		gv_buf_addc(out, '-');
 		p++;
+	}
 	for (; *p && *p != 'e'; p++)
 		if (isdigit((unsigned char)*p) && nd < (int)sizeof(digits) - 1)
 			digits[nd++] = *p;
-	digits[nd] = '\0';
 	exp10 = *p == 'e' ? (int)strtol(p + 1, NULL, 10) : 0;
 	while (nd > 1 && digits[nd - 1] == '0')
-		digits[--nd] = '\0';
-	if (neg)
-		gv_buf_addc(out, '-');
-	ad = fabs(d);
-	if (fmt == 'j' && (ad < 1e-6 || ad >= 1e21)) {
-		gv_buf_addc(out, digits[0]);
-		if (nd > 1) {
-			gv_buf_addc(out, '.');
-			gv_buf_add(out, digits + 1, (size_t)nd - 1);
-		}
-		/* Go: e+21, e-7 (encoding/json trims e-07 to e-7) */
-		if (exp10 < 0)
-			gv_buf_addf(out, "e-%d", -exp10);
-		else
-			gv_buf_addf(out, "e+%02d", exp10);
-		return;
-	}
+		nd--;
 	if (exp10 < 0) {
 		gv_buf_adds(out, "0.");
 		for (i = 0; i < -exp10 - 1; i++)
@@ -312,6 +287,34 @@ void jp_format_double(double d, char fmt, int bits, struct gv_buf *out)
 		gv_buf_add(out, digits, (size_t)exp10 + 1);
 		gv_buf_addc(out, '.');
 		gv_buf_add(out, digits + exp10 + 1, (size_t)(nd - exp10 - 1));
+	}
+}
+
+void jp_format_double(double d, char fmt, int bits, struct gv_buf *out)
+{
+	double ad = fabs(d);
+	size_t mark;
+
+	if (bits == 32) {
+		format_float32(d, out);
+		return;
+	}
+	if (fmt != 'j') {
+		value_format_float(d, fmt, out);
+		return;
+	}
+	if (ad == 0 || !isfinite(d) || (ad >= 1e-6 && ad < 1e21)) {
+		value_format_float(d, 'f', out);
+		return;
+	}
+	/* encoding/json: exponent form, e-07 trimmed to e-7 */
+	mark = out->len;
+	value_format_float(d, 'e', out);
+	if (out->len - mark >= 4 && out->data[out->len - 4] == 'e' &&
+	    out->data[out->len - 3] == '-' && out->data[out->len - 2] == '0') {
+		out->data[out->len - 2] = out->data[out->len - 1];
+		out->len--;
+		out->data[out->len] = '\0';
 	}
 }
 
@@ -368,7 +371,7 @@ static bool equal_depth(const json_t *a, const json_t *b, int depth)
 	case JSON_OBJECT:
 		if (json_object_size(a) != json_object_size(b))
 			return false;
-		json_object_foreach((json_t *)a, k, va)
+		json_object_foreach(jp_mut(a), k, va)
 		{
 			if (!equal_depth(va, json_object_get(b, k), depth + 1))
 				return false;
@@ -483,7 +486,7 @@ static void dump_depth(const json_t *v, struct gv_buf *out, unsigned flags, int 
 			n = json_object_size(v);
 			keys = gv_xmalloc((n ? n : 1) * sizeof(*keys));
 			i = 0;
-			json_object_foreach((json_t *)v, k, x)
+			json_object_foreach(jp_mut(v), k, x)
 			{
 				keys[i++] = k;
 			}
@@ -498,7 +501,7 @@ static void dump_depth(const json_t *v, struct gv_buf *out, unsigned flags, int 
 			free(keys);
 		} else {
 			i = 0;
-			json_object_foreach((json_t *)v, k, x)
+			json_object_foreach(jp_mut(v), k, x)
 			{
 				if (i++)
 					gv_buf_addc(out, ',');
@@ -2119,7 +2122,7 @@ json_t *jp_eval(const struct jp_expr *x, const json_t *data, struct jp_error *e)
 	ev.depth = 0;
 	ev.e = e;
 	/* The tree is only read; the cast lets references be taken. */
-	rc = eval(&ev, x->root, data ? (json_t *)data : json_null(), &out);
+	rc = eval(&ev, x->root, data ? jp_mut(data) : json_null(), &out);
 	if (rc) {
 		if (e->kind == JP_ERR_NONE) {
 			e->kind = (enum jp_error_kind)rc;

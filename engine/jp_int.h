@@ -108,6 +108,20 @@ struct jp_func {
 	void (*prepare)(struct jp_node *call);
 };
 
+/*
+ * jansson takes non-const pointers even to read (json_object_foreach,
+ * json_incref); values reached through a const pointer are still never
+ * modified, only referenced.
+ */
+static inline json_t *jp_mut(const json_t *v)
+{
+	union {
+		const json_t *c;
+		json_t *m;
+	} u = {v};
+	return u.m;
+}
+
 /* Kyverno's table (jp_functions.c), sorted by name. */
 extern const struct jp_func jp_kyverno_funcs[];
 extern const size_t jp_kyverno_nfuncs;

@@ -19,7 +19,7 @@ __extension__ typedef unsigned __int128 u128;
  * Decodes one code point as Go's []rune conversion does: an invalid or
  * truncated sequence yields U+FFFD and consumes one byte.
  */
-static uint32_t utf8_next(const unsigned char *s, size_t *len)
+static inline uint32_t utf8_next(const unsigned char *s, size_t *len)
 {
 	uint32_t c = s[0], min;
 	size_t n, i;
@@ -119,19 +119,55 @@ static u128 qty_cap(void)
 	return (u128)INT64_MAX * 1000000000u;
 }
 
+/* Number of decimal digits of v (0 for 0), without 128-bit divisions. */
 static int u128_digits(u128 v)
 {
-	int n = 0;
+	u128 p = 10;
+	int n = 1;
 
-	while (v) {
-		v /= 10;
+	if (!v)
+		return 0;
+	if ((uint64_t)(v >> 64) == 0) {
+		uint64_t w = (uint64_t)v, q = 10;
+
+		while (n < 20 && w >= q) {
+			q *= 10;
+			n++;
+		}
+		return n;
+	}
+	while (n < 39 && v >= p) {
+		p *= 10;
 		n++;
 	}
 	return n;
 }
 
+/* 10^e as a long double; exact for the small exponents quantities use. */
+static long double qty_pow10(long long e)
+{
+	static const long double tab[] = {1e0L,	 1e1L,	1e2L,  1e3L,  1e4L,  1e5L,  1e6L,
+					  1e7L,	 1e8L,	1e9L,  1e10L, 1e11L, 1e12L, 1e13L,
+					  1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L, 1e20L};
+
+	if (e >= 0 && e <= 20)
+		return tab[e];
+	if (e < 0 && e >= -20)
+		return 1.0L / tab[-e];
+	return powl(10.0L, (long double)e);
+}
+
 static void qty_set(struct value_quantity *q, bool neg, u128 coef, long long exp10, bool binary)
 {
+	if ((uint64_t)(coef >> 64) == 0) {
+		uint64_t c = (uint64_t)coef;
+
+		while (c && c % 10 == 0 && exp10 < LLONG_MAX) {
+			c /= 10;
+			exp10++;
+		}
+		coef = c;
+	}
 	while (coef && coef % 10 == 0 && exp10 < LLONG_MAX) {
 		coef /= 10;
 		exp10++;
@@ -148,7 +184,7 @@ static void qty_set(struct value_quantity *q, bool neg, u128 coef, long long exp
 	else if (exp10 < -5000)
 		q->v = 0;
 	else
-		q->v = (long double)coef * powl(10.0L, (long double)exp10);
+		q->v = (long double)coef * qty_pow10(exp10);
 	if (q->neg)
 		q->v = -q->v;
 }
@@ -158,8 +194,8 @@ static void qty_set(struct value_quantity *q, bool neg, u128 coef, long long exp
  * digits * 10^dexp * 2^e2, rounded up to a multiple of 1n and capped at
  * 2^63-1. Returns the magnitude in units of 1n.
  */
-static u128 qty_slow(const char *num, size_t numlen, const char *den, size_t denlen,
-		     long long dexp, int e2)
+static u128 qty_slow(const char *num, size_t numlen, const char *den, size_t denlen, long long dexp,
+		     int e2)
 {
 	unsigned char stackbuf[160], *d; /* little-endian decimal digits */
 	size_t cap = numlen + denlen + 24, n = 0, i;
@@ -233,6 +269,27 @@ static bool is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
+static bool is_suffix_char(char c)
+{
+	switch (c) {
+	case 'e':
+	case 'E':
+	case 'i':
+	case 'n':
+	case 'u':
+	case 'm':
+	case 'k':
+	case 'K':
+	case 'M':
+	case 'G':
+	case 'T':
+	case 'P':
+		return true;
+	default:
+		return false;
+	}
+}
+
 bool value_parse_quantity(const char *s, struct value_quantity *q)
 {
 	size_t len = strlen(s), pos = 0, num_start, numlen, den_start = 0, denlen = 0, i;
@@ -272,7 +329,7 @@ bool value_parse_quantity(const char *s, struct value_quantity *q)
 		denlen = pos - den_start;
 	}
 	suffix = s + pos;
-	while (pos < len && strchr("eEinumkKMGTP", s[pos]))
+	while (pos < len && is_suffix_char(s[pos]))
 		pos++;
 	if (pos < len && (s[pos] == '-' || s[pos] == '+'))
 		pos++;
@@ -284,24 +341,22 @@ bool value_parse_quantity(const char *s, struct value_quantity *q)
 
 	/* quantitySuffixer.interpret */
 	{
-		static const struct {
-			const char *s;
-			int base, exp;
-		} tab[] = {
-			{"", 10, 0},   {"n", 10, -9},  {"u", 10, -6},  {"m", 10, -3},  {"k", 10, 3},
-			{"M", 10, 6},  {"G", 10, 9},   {"T", 10, 12},  {"P", 10, 15},  {"E", 10, 18},
-			{"Ki", 2, 10}, {"Mi", 2, 20},  {"Gi", 2, 30},  {"Ti", 2, 40},  {"Pi", 2, 50},
-			{"Ei", 2, 60},
-		};
+		static const char dec[] = "num kMGTPE";
+		static const int dec_exp[] = {-9, -6, -3, 0, 3, 6, 9, 12, 15, 18};
+		static const char bin[] = "KMGTPE";
+		const char *hit;
 		bool found = false;
 
-		for (i = 0; i < GV_ARRAY_LEN(tab); i++) {
-			if (strcmp(suffix, tab[i].s) == 0) {
-				base = tab[i].base;
-				exponent = tab[i].exp;
-				found = true;
-				break;
-			}
+		if (suflen == 0) {
+			found = true;
+		} else if (suflen == 1 && suffix[0] != ' ' && (hit = strchr(dec, suffix[0]))) {
+			exponent = dec_exp[hit - dec];
+			found = true;
+		} else if (suflen == 2 && suffix[1] == 'i' && suffix[0] &&
+			   (hit = strchr(bin, suffix[0]))) {
+			base = 2;
+			exponent = 10 * (hit - bin + 1);
+			found = true;
 		}
 		if (!found) {
 			long long e;
@@ -328,8 +383,7 @@ bool value_parse_quantity(const char *s, struct value_quantity *q)
 			qty_set(q, neg, v, scale, false);
 			return true;
 		}
-		qty_set(q, neg, qty_slow(num, numlen, s + den_start, denlen, exponent, 0), -9,
-			false);
+		qty_set(q, neg, qty_slow(num, numlen, s + den_start, denlen, scale, 0), -9, false);
 		return true;
 	}
 	if (denlen == 0) {
@@ -347,8 +401,8 @@ bool value_parse_quantity(const char *s, struct value_quantity *q)
 		}
 	}
 	qty_set(q, neg,
-		qty_slow(num, numlen, s + den_start, denlen, -(long long)denlen, (int)exponent),
-		-9, true);
+		qty_slow(num, numlen, s + den_start, denlen, -(long long)denlen, (int)exponent), -9,
+		true);
 	return true;
 }
 
@@ -369,6 +423,10 @@ int value_quantity_cmp(const struct value_quantity *a, const struct value_quanti
 		return sa < sb ? -1 : 1;
 	if (!sa)
 		return 0;
+	if (a->exp10 == b->exp10) {
+		mag = ca < cb ? -1 : ca > cb ? 1 : 0;
+		return sa > 0 ? mag : -mag;
+	}
 	da = u128_digits(ca);
 	db = u128_digits(cb);
 	ea = a->exp10 + da;
@@ -397,16 +455,14 @@ int value_quantity_cmp(const struct value_quantity *a, const struct value_quanti
 
 static const struct {
 	const char *name;
+	size_t len;
 	uint64_t ns;
 } duration_units[] = {
-	{"ns", 1ull},
-	{"us", 1000ull},
-	{"\xc2\xb5s", 1000ull}, /* U+00B5 micro sign */
-	{"\xce\xbcs", 1000ull}, /* U+03BC greek mu */
-	{"ms", 1000000ull},
-	{"s", 1000000000ull},
-	{"m", 60000000000ull},
-	{"h", 3600000000000ull},
+    {"ns", 2, 1ull},	       {"us", 2, 1000ull},
+    {"\xc2\xb5s", 3, 1000ull}, /* U+00B5 micro sign */
+    {"\xce\xbcs", 3, 1000ull}, /* U+03BC greek mu */
+    {"ms", 2, 1000000ull},     {"s", 1, 1000000000ull},
+    {"m", 1, 60000000000ull},  {"h", 1, 3600000000000ull},
 };
 
 bool value_parse_duration(const char *s, long double *ns)
@@ -469,7 +525,7 @@ bool value_parse_duration(const char *s, long double *ns)
 		if (ulen == 0)
 			return false;
 		for (i = 0; i < GV_ARRAY_LEN(duration_units); i++) {
-			if (strlen(duration_units[i].name) == ulen &&
+			if (duration_units[i].len == ulen &&
 			    memcmp(duration_units[i].name, s, ulen) == 0) {
 				unit = duration_units[i].ns;
 				break;
@@ -640,7 +696,8 @@ static bool underscore_ok(const char *s)
 	if (*s == '-' || *s == '+')
 		s++;
 	n = strlen(s);
-	if (n >= 2 && s[0] == '0' && (lower(s[1]) == 'b' || lower(s[1]) == 'o' || lower(s[1]) == 'x')) {
+	if (n >= 2 && s[0] == '0' &&
+	    (lower(s[1]) == 'b' || lower(s[1]) == 'o' || lower(s[1]) == 'x')) {
 		i = 2;
 		saw = '0';
 		hex = lower(s[1]) == 'x';

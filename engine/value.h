@@ -39,7 +39,7 @@ struct value_quantity {
 	bool binary;   /* had a binary suffix (Ki, Mi, ...) */
 	bool neg;      /* exact value: sign */
 	unsigned long long coef_hi, coef_lo; /* exact value: coefficient */
-	long long exp10;                     /* exact value: decimal exponent */
+	long long exp10;		     /* exact value: decimal exponent */
 };
 
 /*

@@ -1,0 +1,697 @@
+/*
+ * apply.c - `gavel apply`: evaluates policies against resource manifests
+ * offline, the way the Kyverno CLI does (one evaluation per resource and
+ * policy, values and user info from files, operation CREATE unless the
+ * values say otherwise).
+ *
+ *   gavel apply POLICY... --resource R... [--values-file F] [--userinfo F]
+ *         [--exception F]... [--namespace-labels NS=KEY=VALUE,...]
+ *         [--namespaces F] [-o table|json|yaml|report]
+ *
+ * POLICY and R are files, directories (recursive: *.yaml, *.yml, *.json) or
+ * "-" for stdin. Every argument after --resource up to the next option is a
+ * resource too; --resource also takes comma-separated lists.
+ *
+ * Output (stdout):
+ *   table   one line per rule result: policy, rule, Kind/namespace/name,
+ *           result, message (the header line comes first)
+ *   json    a list of {policy, rule, resource: {apiVersion, kind, namespace,
+ *           name}, result, action, scored, message}
+ *   yaml    the same list as YAML
+ *   report  one wgpolicyk8s.io/v1alpha2 PolicyReport per namespace
+ *           ("polr-ns-<namespace>") and one ClusterPolicyReport
+ *           ("clusterpolicyreport") for cluster-scoped resources, as YAML
+ *           documents. Results follow Kyverno's conventions (source
+ *           "gavel", scored from policies.kyverno.io/scored with an
+ *           unscored fail reported as warn, severity and category from
+ *           the policy annotations, the resource as the only entry of
+ *           `resources`). properties.process is "background scan": offline
+ *           evaluation checks manifests as they stand and never blocks,
+ *           which is what that value means to report consumers (the other
+ *           value Kyverno writes, "admission review", would claim a request
+ *           was made). The summary counts equal the results.
+ *
+ * Exit status: 2 when any input was bad (an invalid policy or exception,
+ * an unreadable or malformed file, a bad flag): each invalid policy is one
+ * line "file:line:col: /json/pointer: message" on stderr and the others
+ * are still evaluated; otherwise 1 when a rule whose failure action is
+ * Enforce failed, else 0.
+ */
+#include "cmd/cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/load.h"
+#include "cmd/values.h"
+#include "common/yaml.h"
+#include "engine/engine.h"
+#include "common/banned.h"
+
+enum apply_output { OUT_TABLE, OUT_JSON, OUT_YAML, OUT_REPORT };
+
+/* One rule result of one (resource, policy) evaluation. */
+struct apply_result {
+	size_t resource; /* index into the loaded resources */
+	size_t policy;	 /* index into the loaded policies */
+	char *rule;	 /* owned */
+	char *message;	 /* owned */
+	enum engine_status status;
+	enum engine_action action;
+};
+
+struct apply_state {
+	struct load_paths policy_paths, resource_paths, exception_paths;
+	const char *values_file, *userinfo_file, *namespaces_file;
+	struct load_policies pols;
+	struct load_resources res;
+	struct values values;
+	struct values_userinfo ui;
+	bool has_ui;
+	enum apply_output out;
+	struct apply_result *results;
+	size_t nresults;
+	bool bad;
+	bool stdin_used;
+};
+
+static void apply_usage(FILE *f)
+{
+	fputs("usage: gavel apply POLICY... --resource R... [options]\n"
+	      "\n"
+	      "Evaluates policies (files, directories, or - for stdin) against resources.\n"
+	      "\n"
+	      "  -r, --resource R...        resource files or directories (also R1,R2)\n"
+	      "  -f, --values-file F        values file (kind: Values)\n"
+	      "  -u, --userinfo F           admission user info (kind: UserInfo)\n"
+	      "  -e, --exception F          PolicyException file or directory (repeatable)\n"
+	      "      --namespace-labels L   namespace labels: NS=KEY=VALUE[,NS=KEY=VALUE...]\n"
+	      "      --namespaces F         Namespace manifests whose labels to use\n"
+	      "  -o, --output FORMAT        table (default), json, yaml or report\n"
+	      "\n"
+	      "Exit status: 0 no Enforce rule failed, 1 one did, 2 bad input.\n",
+	      f);
+}
+
+/* ---- arguments ---- */
+
+static void add_list(struct load_paths *p, const char *arg)
+{
+	const char *s = arg;
+
+	if (!strchr(arg, ',')) {
+		load_paths_add(p, arg);
+		return;
+	}
+	while (*s) {
+		const char *comma = strchr(s, ',');
+		size_t n = comma ? (size_t)(comma - s) : strlen(s);
+		if (n) {
+			char *one = gv_xstrndup(s, n);
+			load_paths_add(p, one);
+			free(one);
+		}
+		s += n + (comma ? 1 : 0);
+	}
+}
+
+/* Matches "--name VALUE", "--name=VALUE" and the short form "-x VALUE". */
+static bool take_opt(int argc, char **argv, int *i, const char *lng, const char *shrt,
+		     const char **val, bool *missing)
+{
+	const char *a = argv[*i];
+	size_t l = strlen(lng);
+
+	if (!strncmp(a, lng, l) && a[l] == '=') {
+		*val = a + l + 1;
+		return true;
+	}
+	if (strcmp(a, lng) && (!shrt || strcmp(a, shrt)))
+		return false;
+	if (*i + 1 >= argc) {
+		*missing = true;
+		return true;
+	}
+	*val = argv[++*i];
+	return true;
+}
+
+static int parse_args(struct apply_state *st, int argc, char **argv, const char ***ns_labels,
+		      size_t *nns_labels)
+{
+	bool in_resources = false;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		bool missing = false;
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			apply_usage(stdout);
+			return 0;
+		}
+		if (take_opt(argc, argv, &i, "--resource", "-r", &v, &missing)) {
+			if (!missing)
+				add_list(&st->resource_paths, v);
+			in_resources = true;
+		} else if (take_opt(argc, argv, &i, "--values-file", "-f", &v, &missing)) {
+			st->values_file = v;
+			in_resources = false;
+		} else if (take_opt(argc, argv, &i, "--userinfo", "-u", &v, &missing)) {
+			st->userinfo_file = v;
+			in_resources = false;
+		} else if (take_opt(argc, argv, &i, "--exception", "-e", &v, &missing)) {
+			if (!missing)
+				add_list(&st->exception_paths, v);
+			in_resources = false;
+		} else if (take_opt(argc, argv, &i, "--namespace-labels", NULL, &v, &missing)) {
+			if (!missing) {
+				*ns_labels =
+				    gv_xrealloc(*ns_labels, (*nns_labels + 1) * sizeof(char *));
+				(*ns_labels)[(*nns_labels)++] = v;
+			}
+			in_resources = false;
+		} else if (take_opt(argc, argv, &i, "--namespaces", NULL, &v, &missing)) {
+			st->namespaces_file = v;
+			in_resources = false;
+		} else if (take_opt(argc, argv, &i, "--output", "-o", &v, &missing)) {
+			in_resources = false;
+			if (missing)
+				;
+			else if (!strcmp(v, "table"))
+				st->out = OUT_TABLE;
+			else if (!strcmp(v, "json"))
+				st->out = OUT_JSON;
+			else if (!strcmp(v, "yaml"))
+				st->out = OUT_YAML;
+			else if (!strcmp(v, "report"))
+				st->out = OUT_REPORT;
+			else {
+				fprintf(stderr, "gavel apply: unknown output format %s\n", v);
+				return 2;
+			}
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "gavel apply: unknown option %s\n", a);
+			apply_usage(stderr);
+			return 2;
+		} else if (in_resources) {
+			add_list(&st->resource_paths, a);
+		} else {
+			load_paths_add(&st->policy_paths, a);
+		}
+		if (missing) {
+			fprintf(stderr, "gavel apply: %s needs a value\n", a);
+			return 2;
+		}
+	}
+	if (!st->policy_paths.n || !st->resource_paths.n) {
+		fprintf(stderr, "gavel apply: %s\n",
+			!st->policy_paths.n ? "no policy given" : "no resource given (--resource)");
+		apply_usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
+/* ---- loading ---- */
+
+static void print_err(const char *what, const struct gv_err *e)
+{
+	char buf[2200];
+
+	fprintf(stderr, "%s%s\n", what, gv_err_str(e, buf, sizeof(buf)));
+}
+
+static bool check_stdin(struct apply_state *st, const char *path)
+{
+	if (strcmp(path, "-"))
+		return true;
+	if (st->stdin_used) {
+		fputs("gavel apply: stdin (-) can be read only once\n", stderr);
+		st->bad = true;
+		return false;
+	}
+	st->stdin_used = true;
+	return true;
+}
+
+/* Expands a path list into files; errors are reported and make the run "bad". */
+static void expand_all(struct apply_state *st, const struct load_paths *in, struct load_paths *out)
+{
+	for (size_t i = 0; i < in->n; i++) {
+		struct gv_err e = {0};
+		if (load_expand(in->v[i], out, &e)) {
+			print_err("", &e);
+			st->bad = true;
+		}
+	}
+}
+
+static void load_inputs(struct apply_state *st)
+{
+	struct load_paths files = {0};
+	struct gv_err e = {0};
+
+	expand_all(st, &st->policy_paths, &files);
+	for (size_t i = 0; i < files.n; i++) {
+		if (!check_stdin(st, files.v[i]))
+			continue;
+		gv_err_clear(&e);
+		if (load_policies_file(&st->pols, files.v[i], true, stderr, &e))
+			st->bad = true; /* already reported on stderr */
+	}
+	load_paths_release(&files);
+
+	expand_all(st, &st->exception_paths, &files);
+	for (size_t i = 0; i < files.n; i++) {
+		if (!check_stdin(st, files.v[i]))
+			continue;
+		gv_err_clear(&e);
+		if (load_exceptions_file(&st->pols, files.v[i], stderr, &e))
+			st->bad = true;
+	}
+	load_paths_release(&files);
+	if (st->pols.nerrors)
+		st->bad = true;
+
+	expand_all(st, &st->resource_paths, &files);
+	for (size_t i = 0; i < files.n; i++) {
+		if (!check_stdin(st, files.v[i]))
+			continue;
+		gv_err_clear(&e);
+		if (load_resources_file(&st->res, files.v[i], stderr, &e))
+			st->bad = true;
+	}
+	load_paths_release(&files);
+}
+
+static void load_namespace_labels(struct apply_state *st, const char **specs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *s = specs[i];
+		while (*s) {
+			const char *comma = strchr(s, ',');
+			size_t len = comma ? (size_t)(comma - s) : strlen(s);
+			char *item = gv_xstrndup(s, len);
+			char *eq1 = strchr(item, '='), *eq2 = eq1 ? strchr(eq1 + 1, '=') : NULL;
+
+			if (!eq1 || !eq2 || eq1 == item || eq2 == eq1 + 1) {
+				fprintf(stderr,
+					"gavel apply: --namespace-labels: \"%s\" is not "
+					"NAMESPACE=KEY=VALUE\n",
+					item);
+				st->bad = true;
+			} else {
+				const json_t *cur;
+				json_t *labels;
+				*eq1 = '\0';
+				*eq2 = '\0';
+				cur = values_namespace_labels(&st->values, item);
+				labels = cur ? json_deep_copy(cur) : json_object();
+				json_object_set_new(labels, eq1 + 1, json_string(eq2 + 1));
+				values_set_namespace_labels(&st->values, item, labels);
+				json_decref(labels);
+			}
+			free(item);
+			s += len + (comma ? 1 : 0);
+		}
+	}
+}
+
+static void load_namespaces_file(struct apply_state *st, const char *file)
+{
+	struct load_resources nss = {0};
+	struct gv_err e = {0};
+
+	if (load_resources_file(&nss, file, stderr, &e))
+		st->bad = true;
+	for (size_t i = 0; i < nss.n; i++) {
+		const json_t *o = nss.v[i].obj;
+		if (strcmp(load_res_kind(o), "Namespace")) {
+			fprintf(stderr, "%s:%d: warning: --namespaces: ignoring %s %s\n",
+				nss.v[i].file, nss.v[i].line, load_res_kind(o), load_res_name(o));
+			continue;
+		}
+		values_set_namespace_labels(
+		    &st->values, load_res_name(o),
+		    json_object_get(json_object_get(o, "metadata"), "labels"));
+	}
+	load_resources_release(&nss);
+}
+
+/* ---- evaluation ---- */
+
+static void evaluate_all(struct apply_state *st)
+{
+	struct engine_policyset **sets = gv_xcalloc(st->pols.n ? st->pols.n : 1, sizeof(*sets));
+
+	for (size_t p = 0; p < st->pols.n; p++)
+		if (st->pols.v[p].policy)
+			sets[p] = load_policyset_new(&st->pols, &st->pols.v[p].policy, 1);
+	for (size_t r = 0; r < st->res.n; r++) {
+		for (size_t p = 0; p < st->pols.n; p++) {
+			struct engine_policy *pol = st->pols.v[p].policy;
+			struct values_eval ev;
+			struct engine_report rep = {0};
+			struct gv_err e = {0};
+
+			if (!pol)
+				continue;
+			if (values_eval_init(&ev, &st->values, st->has_ui ? &st->ui : NULL,
+					     engine_policy_name(pol), st->res.v[r].obj, NULL, &e)) {
+				print_err("gavel apply: ", &e);
+				st->bad = true;
+				continue;
+			}
+			if (engine_evaluate(sets[p], &ev.in, ENGINE_ADMISSION, &rep, &e)) {
+				gv_err_prefix(&e, "%s:%d: %s %s: policy %s: ", st->res.v[r].file,
+					      st->res.v[r].line, load_res_kind(st->res.v[r].obj),
+					      load_res_name(st->res.v[r].obj),
+					      engine_policy_name(pol));
+				print_err("", &e);
+				st->bad = true;
+			}
+			for (size_t i = 0; i < rep.n; i++) {
+				if (rep.v[i].policy != pol)
+					continue;
+				for (size_t j = 0; j < rep.v[i].nrules; j++) {
+					const struct engine_rule_result *rr = &rep.v[i].rules[j];
+					struct apply_result *a;
+					st->results = gv_xrealloc(
+					    st->results, (st->nresults + 1) * sizeof(*st->results));
+					a = &st->results[st->nresults++];
+					a->resource = r;
+					a->policy = p;
+					a->rule = gv_xstrdup(rr->rule ? rr->rule : "");
+					a->message = gv_xstrdup(rr->message ? rr->message : "");
+					a->status = rr->status;
+					a->action = rr->action;
+				}
+			}
+			engine_report_release(&rep);
+			values_eval_release(&ev);
+		}
+	}
+	for (size_t p = 0; p < st->pols.n; p++)
+		if (sets[p])
+			engine_policyset_unref(sets[p]);
+	free(sets);
+}
+
+/* ---- output ---- */
+
+static char *policy_ref(const struct load_policy *lp)
+{
+	if (*lp->namespace && !strcmp(lp->kind, "Policy"))
+		return gv_xasprintf("%s/%s", lp->namespace, lp->name);
+	return gv_xstrdup(lp->name);
+}
+
+static bool unscored(const struct load_policy *lp)
+{
+	const char *s = engine_policy_annotation(lp->policy, "policies.kyverno.io/scored");
+
+	return s && !strcmp(s, "false");
+}
+
+/* Result as reports show it: an unscored fail is a warning. */
+static enum engine_status reported_status(const struct apply_state *st,
+					  const struct apply_result *a)
+{
+	if (a->status == ENGINE_FAIL && unscored(&st->pols.v[a->policy]))
+		return ENGINE_WARN;
+	return a->status;
+}
+
+static char *one_line(const char *s)
+{
+	char *o = gv_xstrdup(s);
+
+	for (char *p = o; *p; p++)
+		if (*p == '\n' || *p == '\r' || *p == '\t')
+			*p = ' ';
+	return o;
+}
+
+static void print_table(const struct apply_state *st)
+{
+	size_t w[4] = {6, 4, 8, 6};
+	char **cols = gv_xcalloc(st->nresults * 3 + 1, sizeof(char *));
+
+	for (size_t i = 0; i < st->nresults; i++) {
+		const struct apply_result *a = &st->results[i];
+		const json_t *o = st->res.v[a->resource].obj;
+		const char *ns = load_res_namespace(o);
+		size_t l;
+
+		cols[i * 3] = policy_ref(&st->pols.v[a->policy]);
+		cols[i * 3 + 1] = gv_xstrdup(a->rule);
+		cols[i * 3 + 2] = gv_xasprintf("%s/%s%s%s", load_res_kind(o), ns, *ns ? "/" : "",
+					       load_res_name(o));
+		for (int c = 0; c < 3; c++) {
+			l = strlen(cols[i * 3 + (size_t)c]);
+			if (l > w[c])
+				w[c] = l;
+		}
+	}
+	printf("%-*s  %-*s  %-*s  %-*s  %s\n", (int)w[0], "POLICY", (int)w[1], "RULE", (int)w[2],
+	       "RESOURCE", (int)w[3], "RESULT", "MESSAGE");
+	for (size_t i = 0; i < st->nresults; i++) {
+		const struct apply_result *a = &st->results[i];
+		char *msg = one_line(a->message);
+		printf("%-*s  %-*s  %-*s  %-*s  %s\n", (int)w[0], cols[i * 3], (int)w[1],
+		       cols[i * 3 + 1], (int)w[2], cols[i * 3 + 2], (int)w[3],
+		       engine_status_name(a->status), msg);
+		free(msg);
+	}
+	for (size_t i = 0; i < st->nresults * 3; i++)
+		free(cols[i]);
+	free(cols);
+}
+
+static json_t *resource_ref(const json_t *o, bool with_uid)
+{
+	json_t *ref = json_object();
+	const char *ns = load_res_namespace(o);
+	const char *uid = load_str(o, "metadata", "uid", NULL);
+
+	json_object_set_new(ref, "apiVersion", json_string(load_res_api_version(o)));
+	json_object_set_new(ref, "kind", json_string(load_res_kind(o)));
+	if (*ns)
+		json_object_set_new(ref, "namespace", json_string(ns));
+	json_object_set_new(ref, "name", json_string(load_res_name(o)));
+	if (with_uid && *uid)
+		json_object_set_new(ref, "uid", json_string(uid));
+	return ref;
+}
+
+static json_t *results_json(const struct apply_state *st)
+{
+	json_t *list = json_array();
+
+	for (size_t i = 0; i < st->nresults; i++) {
+		const struct apply_result *a = &st->results[i];
+		const struct load_policy *lp = &st->pols.v[a->policy];
+		json_t *o = json_object();
+
+		{
+			char *ref = policy_ref(lp);
+			json_object_set_new(o, "policy", json_string(ref));
+			free(ref);
+		}
+		json_object_set_new(o, "rule", json_string(a->rule));
+		json_object_set_new(o, "resource", resource_ref(st->res.v[a->resource].obj, false));
+		json_object_set_new(o, "result", json_string(engine_status_name(a->status)));
+		json_object_set_new(o, "action",
+				    json_string(a->action == ENGINE_ENFORCE ? "Enforce" : "Audit"));
+		json_object_set_new(o, "scored", json_boolean(!unscored(lp)));
+		json_object_set_new(o, "message", json_string(a->message));
+		json_array_append_new(list, o);
+	}
+	return list;
+}
+
+/* One report (PolicyReport for ns, ClusterPolicyReport when ns is ""). */
+static json_t *report_new(const char *ns)
+{
+	json_t *r = json_object(), *md = json_object(), *labels = json_object(), *sum;
+	char name[64];
+
+	json_object_set_new(r, "apiVersion", json_string("wgpolicyk8s.io/v1alpha2"));
+	json_object_set_new(r, "kind", json_string(*ns ? "PolicyReport" : "ClusterPolicyReport"));
+	if (*ns)
+		snprintf(name, sizeof(name), "polr-ns-%s", ns); /* 63 characters at most */
+	else
+		snprintf(name, sizeof(name), "clusterpolicyreport");
+	json_object_set_new(md, "name", json_string(name));
+	if (*ns)
+		json_object_set_new(md, "namespace", json_string(ns));
+	json_object_set_new(labels, "app.kubernetes.io/managed-by", json_string("gavel"));
+	json_object_set_new(md, "labels", labels);
+	json_object_set_new(r, "metadata", md);
+	sum = json_object();
+	json_object_set_new(sum, "pass", json_integer(0));
+	json_object_set_new(sum, "fail", json_integer(0));
+	json_object_set_new(sum, "warn", json_integer(0));
+	json_object_set_new(sum, "error", json_integer(0));
+	json_object_set_new(sum, "skip", json_integer(0));
+	json_object_set_new(r, "summary", sum);
+	json_object_set_new(r, "results", json_array());
+	return r;
+}
+
+static json_t *report_result(const struct apply_state *st, const struct apply_result *a)
+{
+	const struct load_policy *lp = &st->pols.v[a->policy];
+	json_t *o = json_object(), *res = json_array(), *props = json_object();
+	const char *sev = engine_policy_annotation(lp->policy, "policies.kyverno.io/severity");
+	const char *cat = engine_policy_annotation(lp->policy, "policies.kyverno.io/category");
+	char *ref = policy_ref(lp);
+
+	json_object_set_new(o, "source", json_string("gavel"));
+	json_object_set_new(o, "policy", json_string(ref));
+	free(ref);
+	json_object_set_new(o, "rule", json_string(a->rule));
+	json_object_set_new(o, "result", json_string(engine_status_name(reported_status(st, a))));
+	json_object_set_new(o, "scored", json_boolean(!unscored(lp)));
+	if (sev && *sev)
+		json_object_set_new(o, "severity", json_string(sev));
+	if (cat && *cat)
+		json_object_set_new(o, "category", json_string(cat));
+	json_object_set_new(o, "message", json_string(a->message));
+	json_array_append_new(res, resource_ref(st->res.v[a->resource].obj, true));
+	json_object_set_new(o, "resources", res);
+	json_object_set_new(props, "process", json_string("background scan"));
+	json_object_set_new(o, "properties", props);
+	return o;
+}
+
+static void print_reports(const struct apply_state *st)
+{
+	json_t *reports = json_object(); /* namespace -> report, in first-seen order */
+	const char *ns;
+	json_t *rep;
+	bool first = true;
+
+	for (size_t i = 0; i < st->nresults; i++) {
+		const struct apply_result *a = &st->results[i];
+		const char *rns = load_res_namespace(st->res.v[a->resource].obj);
+		json_t *sum;
+		const char *status;
+
+		rep = json_object_get(reports, rns);
+		if (!rep) {
+			rep = report_new(rns);
+			json_object_set_new(reports, rns, rep);
+		}
+		json_array_append_new(json_object_get(rep, "results"), report_result(st, a));
+		sum = json_object_get(rep, "summary");
+		status = engine_status_name(reported_status(st, a));
+		json_object_set_new(
+		    sum, status,
+		    json_integer(json_integer_value(json_object_get(sum, status)) + 1));
+	}
+	json_object_foreach(reports, ns, rep)
+	{
+		struct gv_buf b = {0};
+		gv_yaml_dump(rep, &b);
+		if (!first)
+			fputs("---\n", stdout);
+		first = false;
+		fputs(gv_buf_str(&b), stdout);
+		gv_buf_release(&b);
+	}
+	json_decref(reports);
+}
+
+static void print_results(const struct apply_state *st)
+{
+	json_t *list;
+
+	switch (st->out) {
+	case OUT_TABLE:
+		print_table(st);
+		return;
+	case OUT_REPORT:
+		print_reports(st);
+		return;
+	case OUT_JSON: {
+		char *s;
+		list = results_json(st);
+		s = json_dumps(list, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+		printf("%s\n", s ? s : "[]");
+		free(s);
+		json_decref(list);
+		return;
+	}
+	case OUT_YAML: {
+		struct gv_buf b = {0};
+		list = results_json(st);
+		gv_yaml_dump(list, &b);
+		fputs(gv_buf_str(&b), stdout);
+		gv_buf_release(&b);
+		json_decref(list);
+		return;
+	}
+	}
+}
+
+int cmd_apply(int argc, char **argv)
+{
+	struct apply_state st;
+	const char **ns_labels = NULL;
+	size_t nns_labels = 0;
+	struct gv_err e = {0};
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	rc = parse_args(&st, argc, argv, &ns_labels, &nns_labels);
+	if (rc >= 0)
+		goto out;
+	if (st.values_file) {
+		if (check_stdin(&st, st.values_file) &&
+		    values_load_file(&st.values, st.values_file, &e)) {
+			print_err("", &e);
+			st.bad = true;
+		}
+	}
+	if (st.userinfo_file) {
+		gv_err_clear(&e);
+		if (check_stdin(&st, st.userinfo_file)) {
+			if (values_userinfo_load_file(&st.ui, st.userinfo_file, &e)) {
+				print_err("", &e);
+				st.bad = true;
+			} else {
+				st.has_ui = true;
+			}
+		}
+	}
+	if (st.namespaces_file && check_stdin(&st, st.namespaces_file))
+		load_namespaces_file(&st, st.namespaces_file);
+	load_namespace_labels(&st, ns_labels, nns_labels);
+	load_inputs(&st);
+	evaluate_all(&st);
+	print_results(&st);
+
+	rc = 0;
+	for (size_t i = 0; i < st.nresults; i++)
+		if (st.results[i].status == ENGINE_FAIL && st.results[i].action == ENGINE_ENFORCE)
+			rc = 1;
+	if (st.bad)
+		rc = 2;
+out:
+	for (size_t i = 0; i < st.nresults; i++) {
+		free(st.results[i].rule);
+		free(st.results[i].message);
+	}
+	free(st.results);
+	free(ns_labels);
+	load_paths_release(&st.policy_paths);
+	load_paths_release(&st.resource_paths);
+	load_paths_release(&st.exception_paths);
+	load_policies_release(&st.pols);
+	load_resources_release(&st.res);
+	values_release(&st.values);
+	values_userinfo_release(&st.ui);
+	return rc;
+}

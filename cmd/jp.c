@@ -1,0 +1,228 @@
+/*
+ * jp.c - `gavel jp`: evaluate JMESPath (Kyverno dialect) on a document,
+ * list the functions, and run the JMESPath compliance suite.
+ *
+ *   gavel jp query EXPRESSION [-i FILE] [--plain]
+ *   gavel jp functions [--plain]
+ *   gavel jp compliance [-v] FILE.json...
+ */
+#include "cmd/cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+
+#include "common/gv.h"
+#include "common/yaml.h"
+#include "engine/jmespath.h"
+#include "common/banned.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: gavel jp query EXPRESSION [-i FILE] [--plain]\n"
+	      "       gavel jp functions [--plain]\n"
+	      "       gavel jp compliance [-v] FILE.json...\n"
+	      "\n"
+	      "query       evaluates EXPRESSION on a JSON or YAML document (stdin by default)\n"
+	      "            and prints the result as one line of JSON\n"
+	      "functions   lists the functions with their signatures\n"
+	      "compliance  runs JMESPath compliance-suite files in plain JMESPath mode\n"
+	      "--plain     plain JMESPath: missing keys are null, no Kyverno functions\n",
+	      f);
+}
+
+static void print_error(const struct jp_error *e)
+{
+	fprintf(stderr, "error: %s: %s\n", jp_error_kind_name(e->kind), e->msg);
+}
+
+static int jp_query(int argc, char **argv)
+{
+	const char *expr = NULL, *input = "-";
+	struct jp_options opt = {.kyverno = true};
+	struct gv_docs docs = {0};
+	struct gv_err err = {0};
+	struct gv_buf out = {0};
+	struct jp_error e;
+	struct jp_expr *x = NULL;
+	json_t *res = NULL;
+	int i, rc = 1;
+	char ebuf[2048];
+
+	for (i = 1; i < argc; i++) {
+		if ((strcmp(argv[i], "-i") == 0 || strcmp(argv[i], "--input") == 0) &&
+		    i + 1 < argc) {
+			input = argv[++i];
+		} else if (strcmp(argv[i], "--plain") == 0) {
+			opt.kyverno = false;
+		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			return 0;
+		} else if (!expr) {
+			expr = argv[i];
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!expr) {
+		usage(stderr);
+		return 2;
+	}
+	x = jp_compile(expr, &opt, &e);
+	if (!x) {
+		print_error(&e);
+		goto out;
+	}
+	if (gv_yaml_load_file(input, &docs, &err)) {
+		fprintf(stderr, "error: %s\n", gv_err_str(&err, ebuf, sizeof(ebuf)));
+		rc = 2;
+		goto out;
+	}
+	res = jp_eval(x, docs.n ? docs.v[0].value : json_null(), &e);
+	if (!res) {
+		print_error(&e);
+		goto out;
+	}
+	jp_dump(res, &out, JP_DUMP_SORT_KEYS);
+	printf("%s\n", gv_buf_str(&out));
+	rc = 0;
+out:
+	gv_buf_release(&out);
+	json_decref(res);
+	jp_free(x);
+	gv_docs_release(&docs);
+	return rc;
+}
+
+static void print_function(const char *name, const char *signature, void *ud)
+{
+	(void)name;
+	(void)ud;
+	printf("%s\n", signature);
+}
+
+static int jp_functions(int argc, char **argv)
+{
+	bool kyverno = !(argc > 1 && strcmp(argv[1], "--plain") == 0);
+
+	jp_list_functions(kyverno, print_function, NULL);
+	return 0;
+}
+
+/* Runs one case; returns true when it passes. *got is what happened (owned text). */
+static bool run_case(const char *expr, const json_t *given, const json_t *want_result,
+		     const char *want_error, char **got)
+{
+	struct jp_options opt = {.kyverno = false};
+	struct gv_buf b = {0};
+	struct jp_error e;
+	struct jp_expr *x;
+	json_t *res = NULL;
+	bool ok;
+
+	x = jp_compile(expr, &opt, &e);
+	if (x)
+		res = jp_eval(x, given, &e);
+	jp_free(x);
+	if (!res) {
+		gv_buf_addf(&b, "error: %s: %s", jp_error_kind_name(e.kind), e.msg);
+		ok = want_error && strcmp(want_error, jp_error_kind_name(e.kind)) == 0;
+	} else {
+		jp_dump(res, &b, 0);
+		ok = !want_error && jp_equal(res, want_result);
+	}
+	json_decref(res);
+	*got = gv_buf_detach(&b);
+	return ok;
+}
+
+static int jp_compliance(int argc, char **argv)
+{
+	unsigned long passed = 0, failed = 0;
+	bool verbose = false;
+	int i, rc = 0;
+
+	for (i = 1; i < argc; i++) {
+		const char *file = argv[i];
+		unsigned long fp = 0, ft = 0;
+		json_error_t jerr;
+		json_t *suites, *suite, *c;
+		size_t si, ci;
+
+		if (strcmp(file, "-v") == 0) {
+			verbose = true;
+			continue;
+		}
+		suites = json_load_file(file, JSON_DECODE_ANY, &jerr);
+		if (!suites || !json_is_array(suites)) {
+			fprintf(stderr, "error: %s: %s\n", file,
+				suites ? "not an array of suites" : jerr.text);
+			json_decref(suites);
+			rc = 2;
+			continue;
+		}
+		json_array_foreach(suites, si, suite)
+		{
+			json_t *given = json_object_get(suite, "given");
+
+			json_array_foreach(json_object_get(suite, "cases"), ci, c)
+			{
+				const char *expr = json_string_value(json_object_get(c, "expression"));
+				json_t *want = json_object_get(c, "result");
+				const char *want_err = json_string_value(json_object_get(c, "error"));
+				char *got = NULL;
+				bool ok;
+
+				if (json_object_get(c, "bench") || !expr)
+					continue;
+				ft++;
+				ok = run_case(expr, given, want ? want : json_null(), want_err, &got);
+				if (ok) {
+					fp++;
+				} else if (verbose) {
+					struct gv_buf wb = {0};
+
+					if (want_err)
+						gv_buf_addf(&wb, "error: %s", want_err);
+					else
+						jp_dump(want ? want : json_null(), &wb, 0);
+					printf("  FAIL %s\n    expected: %s\n    got:      %s\n", expr,
+					       gv_buf_str(&wb), got);
+					gv_buf_release(&wb);
+				}
+				free(got);
+			}
+		}
+		json_decref(suites);
+		printf("%s: %lu/%lu\n", file, fp, ft);
+		passed += fp;
+		failed += ft - fp;
+	}
+	printf("%lu passed, %lu failed\n", passed, failed);
+	if (rc)
+		return rc;
+	return failed ? 1 : 0;
+}
+
+int cmd_jp(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "query") == 0)
+		return jp_query(argc - 1, argv + 1);
+	if (strcmp(argv[1], "functions") == 0)
+		return jp_functions(argc - 1, argv + 1);
+	if (strcmp(argv[1], "compliance") == 0)
+		return jp_compliance(argc - 1, argv + 1);
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "gavel jp: unknown subcommand '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

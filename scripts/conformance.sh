@@ -1,0 +1,129 @@
+#!/bin/sh
+# conformance.sh - scores ./gavel against the conformance corpus.
+#
+#   sh scripts/conformance.sh [CORPUS_DIR]      (default ../shared/conformance)
+#
+# Runs `gavel test` on every folder listed in CORPUS_DIR/INDEX.md and prints,
+# per tier, the expected outcomes reproduced and the folders fully passed:
+#
+#   TIER1: 890/902 outcomes (90/93 folders)
+#
+# then the JMESPath compliance score when `gavel jp compliance` exists, and
+# last a line "N passed, N failed" summing outcomes over all tiers.
+# Folders that do not fully pass are listed (all folders with VERBOSE=1).
+# Exits 1 when a tier reproduces fewer outcomes than its floor below, else 0.
+# A missing corpus is not an error: the script says so and exits 0.
+# POSIX sh and awk only.
+
+# Floors: minimum outcomes reproduced per tier (raise them as gavel improves).
+TIER1_FLOOR=0
+TIER2_FLOOR=0
+TIER3_FLOOR=0
+
+# Seconds allowed per test folder (when timeout(1) is available).
+FOLDER_TIMEOUT=${FOLDER_TIMEOUT:-120}
+
+corpus=${1:-../shared/conformance}
+gavel=${GAVEL:-./gavel}
+
+if [ ! -d "$corpus" ]; then
+	echo "conformance: corpus absent ($corpus does not exist); skipping"
+	exit 0
+fi
+index=$corpus/INDEX.md
+if [ ! -f "$index" ]; then
+	echo "conformance: $index not found" >&2
+	exit 1
+fi
+if [ ! -x "$gavel" ]; then
+	echo "conformance: $gavel not found; run make first" >&2
+	exit 1
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gavel-conformance.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp"; exit 130' INT TERM
+
+# "| path | tier | p/f/s/o | features |" -> "path tier expected"
+awk -F'|' '
+/^\| *kyverno-/ {
+	path = $2; tier = $3; counts = $4
+	gsub(/[ \t]/, "", path); gsub(/[ \t]/, "", tier); gsub(/[ \t]/, "", counts)
+	n = split(counts, c, "/")
+	e = 0
+	for (i = 1; i <= n; i++) e += c[i]
+	print path, tier, e
+}' "$index" >"$tmp/rows"
+
+if [ ! -s "$tmp/rows" ]; then
+	echo "conformance: no test folders listed in $index" >&2
+	exit 1
+fi
+
+if command -v timeout >/dev/null 2>&1; then
+	run_timeout="timeout $FOLDER_TIMEOUT"
+else
+	run_timeout=
+fi
+
+: >"$tmp/scores"
+while read -r path tier expected; do
+	$run_timeout "$gavel" test "$corpus/$path" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	# RESULT <status> passed=N failed=N expected=E reproduced=R file=F
+	awk -v tier="$tier" -v want="$expected" -v path="$path" -v rc="$rc" '
+	/^RESULT / {
+		n++
+		status = $2
+		for (i = 3; i <= NF; i++) {
+			split($i, kv, "=")
+			if (kv[1] == "reproduced") r += kv[2]
+		}
+		if (status != "PASS") bad = 1
+	}
+	END {
+		if (r > want) r = want
+		if (n == 0) { bad = 1; status = (rc >= 124 ? "TIMEOUT/CRASH(rc=" rc ")" : "NO-RESULT(rc=" rc ")") }
+		ok = (!bad && r == want) ? 1 : 0
+		print tier, want, r + 0, ok, (ok ? "PASS" : (n ? "FAIL" : status)), path
+	}' "$tmp/out" >>"$tmp/scores"
+done <"$tmp/rows"
+
+awk -v verbose="${VERBOSE:-0}" '
+{
+	tier = $1; e[tier] += $2; r[tier] += $3; f[tier]++; p[tier] += $4
+	if (verbose == 1 || $4 == 0)
+		printf "  %-4s %s %d/%d %s\n", $5, $1, $3, $2, $6
+}
+END {
+	for (i = 1; i <= 9; i++) {
+		t = "TIER" i
+		if (t in f)
+			printf "%s: %d/%d outcomes (%d/%d folders)\n", t, r[t], e[t], p[t], f[t]
+	}
+}' "$tmp/scores"
+
+# JMESPath compliance, when this gavel has it.
+set -- "$corpus"/jmespath/*.json
+if [ -f "$1" ]; then
+	"$gavel" jp compliance "$@" >"$tmp/jp" 2>"$tmp/jperr"
+	jp=$(awk '/^[0-9]+ passed, [0-9]+ failed$/ { p = $1; f = $3 } END { if (p != "") printf "%d/%d cases", p, p + f }' "$tmp/jp")
+	if [ -n "$jp" ]; then
+		echo "JMESPATH: $jp"
+	else
+		echo "JMESPATH: gavel jp compliance not available"
+	fi
+fi
+
+status=0
+for t in TIER1 TIER2 TIER3; do
+	eval floor=\$${t}_FLOOR
+	got=$(awk -v t="$t" '$1 == t { r += $3 } END { print r + 0 }' "$tmp/scores")
+	if [ "$got" -lt "$floor" ]; then
+		echo "conformance: $t reproduced $got outcomes, below its floor of $floor" >&2
+		status=1
+	fi
+done
+
+awk '{ r += $3; e += $2 } END { printf "%d passed, %d failed\n", r, e - r }' "$tmp/scores"
+exit $status
