@@ -448,14 +448,38 @@ void values_userinfo_release(struct values_userinfo *u)
 
 /* ---- one evaluation ---- */
 
+/* Whether name is `prefix` or lies below it ("request.object" or "request.object.x"). */
+static bool under(const char *name, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return !strncmp(name, prefix, n) && (name[n] == '\0' || name[n] == '.');
+}
+
 static json_t *hook_rule_values(void *ud, const struct engine_policy *p, const char *rule,
 				const json_t *resource)
 {
 	struct values_eval *ev = ud;
-	json_t *out = json_deep_copy(ev->vars);
+	json_t *out = json_object();
 	json_t *rv = values_for_rule(ev->values, p ? engine_policy_name(p) : ev->policy, rule);
+	const char *k;
+	json_t *v;
 
 	(void)resource;
+	/*
+	 * The global and per-resource values that shape the request (operation,
+	 * object, oldObject) are already in the engine input. Injecting them
+	 * again would also override the engine's own evaluation of the old
+	 * object as a CREATE (pre-existing violations on UPDATE), which Kyverno
+	 * runs on a context where only the rule's own values are re-added.
+	 */
+	json_object_foreach(ev->vars, k, v)
+	{
+		if (!strcmp(k, "request.operation") || under(k, "request.object") ||
+		    under(k, "request.oldObject"))
+			continue;
+		put_last(out, k, v);
+	}
 	if (rv) {
 		put_all(out, rv);
 		json_decref(rv);

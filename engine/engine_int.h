@@ -221,8 +221,9 @@ struct context_entry {
 	json_t *raw;          /* owned: the whole entry */
 	bool is_variable;     /* variable entry (evaluated); other kinds go to hooks */
 	struct vtree *value;  /* variable.value or NULL */
-	char *jmespath;       /* variable.jmesPath or NULL */
-	json_t *def;          /* variable.default or NULL */
+	char *jmespath;       /* variable.jmesPath or NULL (may hold {{ }}) */
+	struct vtree *def;    /* variable.default or NULL */
+	json_t *def_raw;      /* variable.default as written */
 };
 
 struct foreach;

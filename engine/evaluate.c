@@ -32,6 +32,7 @@ struct eval_state {
 	unsigned op;
 	json_t *root; /* the variable context document */
 	bool delete_op;
+	bool force_create; /* old-object re-evaluation: request.operation stays CREATE */
 };
 
 /* Outcome of one rule. */
@@ -203,6 +204,100 @@ static bool rule_selects(const struct eval_state *st, const struct rule *r, cons
 
 /* ---- context ---- */
 
+/* variable.default, substituted (section 1.5); NULL when absent. */
+static json_t *entry_default(const struct context_entry *e, const struct var_ctx *vc)
+{
+	json_t *v = NULL;
+	struct gv_err de = {0};
+
+	if (!e->def)
+		return NULL;
+	if (vtree_eval(e->def, vc, &v, &de))
+		return json_incref(e->def_raw);
+	return v;
+}
+
+/* The entry's jmesPath with its own {{ }} variables substituted; caller frees. */
+static char *entry_jmespath(const struct context_entry *e, const struct var_ctx *vc,
+			    struct gv_err *err)
+{
+	json_t *s = NULL;
+	char *out;
+
+	if (!tmpl_has_vars(e->jmespath))
+		return gv_xstrdup(e->jmespath);
+	if (tmpl_eval_string(e->jmespath, vc, &s, err))
+		return NULL;
+	out = json_is_string(s) ? gv_xstrdup(json_string_value(s)) : NULL;
+	if (!out)
+		gv_err_set(err, GV_EEVAL, "jmesPath of variable %s did not resolve to a string",
+			   e->name);
+	json_decref(s);
+	return out;
+}
+
+/* A `variable` context entry (section 1.5). *out: new reference. */
+static enum gv_code variable_entry(const struct context_entry *e, const struct var_ctx *vc,
+				   json_t **out, struct gv_err *err)
+{
+	json_t *v = NULL;
+	char *jp = NULL;
+	enum gv_code rc;
+	struct jp_error je;
+	struct gv_err qe = {0};
+
+	*out = NULL;
+	if (e->jmespath) {
+		jp = entry_jmespath(e, vc, err);
+		if (!jp)
+			return GV_EEVAL;
+	}
+	if (e->value) {
+		rc = vtree_eval(e->value, vc, &v, err);
+		if (rc) {
+			free(jp);
+			return rc;
+		}
+		if (jp) {
+			json_t *data = v;
+			v = jp_search(jp, data, &(struct jp_options){.kyverno = true}, &je);
+			json_decref(data);
+			if (!v) {
+				v = entry_default(e, vc);
+				if (!v) {
+					rc = gv_err_set(err, GV_EEVAL,
+							"failed to apply jmespath %s to variable %s: %s",
+							jp, e->name, je.msg);
+					free(jp);
+					return rc;
+				}
+			}
+		}
+	} else if (jp) {
+		struct var_ctx plain = *vc;
+		rc = var_query(jp, &plain, &v, &je, &qe);
+		if (rc || json_is_null(v)) {
+			json_t *d = entry_default(e, vc);
+			if (!rc)
+				json_decref(v);
+			v = NULL;
+			if (!d) {
+				rc = gv_err_set(err, GV_EEVAL,
+						"failed to evaluate jmespath %s for variable %s: %s", jp,
+						e->name, rc ? qe.msg : "evaluated to nil");
+				free(jp);
+				return rc;
+			}
+			v = d;
+		}
+	} else {
+		v = entry_default(e, vc);
+	}
+	free(jp);
+	*out = v;
+	return GV_OK;
+}
+
 static enum gv_code load_context(const struct eval_state *st, const struct context_entry *c,
 				 size_t n, json_t *root, bool delete_op, struct gv_err *err)
 {
@@ -226,42 +321,9 @@ static enum gv_code load_context(const struct eval_state *st, const struct conte
 			json_object_set_new(root, e->name, v);
 			continue;
 		}
-		if (e->value) {
-			rc = vtree_eval(e->value, &vc, &v, err);
-			if (rc)
-				return rc;
-			if (e->jmespath) {
-				struct jp_error je;
-				json_t *data = v;
-				struct gv_err qe = {0};
-				struct var_ctx dc = {.root = data, .delete_op = delete_op};
-				rc = var_query(e->jmespath, &dc, &v, &je, &qe);
-				json_decref(data);
-				if (rc) {
-					if (!e->def)
-						return gv_err_set(err, GV_EEVAL,
-								  "failed to apply jmespath %s to variable %s: %s",
-								  e->jmespath, e->name, qe.msg);
-					v = json_incref(e->def);
-				}
-			}
-		} else if (e->jmespath) {
-			struct jp_error je;
-			struct gv_err qe = {0};
-			rc = var_query(e->jmespath, &vc, &v, &je, &qe);
-			if (rc || json_is_null(v)) {
-				if (!rc)
-					json_decref(v);
-				if (!e->def)
-					return gv_err_set(err, GV_EEVAL,
-							  "failed to evaluate jmespath %s for variable %s: %s",
-							  e->jmespath, e->name,
-							  rc ? qe.msg : "evaluated to nil");
-				v = json_incref(e->def);
-			}
-		} else if (e->def) {
-			v = json_incref(e->def);
-		}
+		rc = variable_entry(e, &vc, &v, err);
+		if (rc)
+			return rc;
 		if (!v || json_is_null(v)) {
 			json_decref(v);
 			return gv_err_set(err, GV_EEVAL,
@@ -570,16 +632,15 @@ static void eval_foreach(const struct eval_state *st, const struct rule *r,
 					json_decref(eroot);
 					continue;
 				}
-				if (e->body.kind == BODY_PATTERN || e->body.kind == BODY_ANY_PATTERN) {
-					bool scoped = json_is_object(elem) && e->element_scope != 0;
-					if (e->element_scope == 1 && !json_is_object(elem)) {
-						outcome_set(&eo, ENGINE_ERROR,
-							    gv_xstrdup("failed to evaluate elementScope: element is not an object"));
-						goto element_done;
-					}
-					if (scoped)
-						target = elem;
+				if (e->element_scope == 1 && !json_is_object(elem)) {
+					outcome_set(&eo, ENGINE_ERROR,
+						    gv_xasprintf("cannot use elementScope=true foreach rules for elements that are not maps, expected type=map got type=%s",
+								 json_is_array(elem) ? "array" : json_is_string(elem) ? "string" : "scalar"));
+					goto element_done;
 				}
+				if ((e->body.kind == BODY_PATTERN || e->body.kind == BODY_ANY_PATTERN) &&
+				    json_is_object(elem) && e->element_scope != 0)
+					target = elem;
 				eval_body(st, r, &e->body, target, eroot, depth + 1, &eo);
 			}
 		element_done:
@@ -705,6 +766,8 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 	if (values) {
 		apply_values(root, values);
 		json_decref(values);
+		if (st->force_create)
+			var_set_path(root, "request.operation", json_string("CREATE"));
 	}
 	if (load_context(st, r->ctx, r->nctx, root, st->delete_op, &e)) {
 		outcome_set(o, ENGINE_ERROR, gv_xasprintf("failed to load context: %s", e.msg));
@@ -766,6 +829,7 @@ static bool old_object_fails(const struct eval_state *st, const struct engine_po
 		return false;
 	old.operation = "CREATE";
 	old.op = OP_CREATE;
+	old.force_create = true;
 	old.object = st->in->old_object;
 	if (!rule_selects(&old, r, old.object))
 		return false;

@@ -144,7 +144,8 @@ void context_release(struct context_entry *c, size_t n)
 		json_decref(c[i].raw);
 		vtree_free(c[i].value);
 		free(c[i].jmespath);
-		json_decref(c[i].def);
+		vtree_free(c[i].def);
+		json_decref(c[i].def_raw);
 	}
 	free(c);
 }
@@ -196,7 +197,15 @@ enum gv_code context_compile(const json_t *j, struct context_entry **out, size_t
 				}
 			}
 			e->jmespath = jp ? gv_xstrdup(jp) : NULL;
-			e->def = def ? json_incref((json_t *)def) : NULL;
+			if (def) {
+				e->def_raw = json_incref((json_t *)def);
+				e->def = vtree_compile(def, err);
+				if (!e->def) {
+					rc = GV_EINVAL;
+					ptr_pop(ptr, base);
+					break;
+				}
+			}
 		}
 		ptr_pop(ptr, base);
 	}

@@ -607,17 +607,36 @@ void vars_each(const json_t *tree, void (*fn)(const char *expr, const char *raw,
 	}
 }
 
+/* Length of the first segment of a dotted path; '.' inside "..." does not split. */
+static size_t segment_len(const char *p)
+{
+	bool quoted = false;
+	size_t i;
+
+	for (i = 0; p[i]; i++) {
+		if (p[i] == '"')
+			quoted = !quoted;
+		else if (p[i] == '.' && !quoted)
+			break;
+	}
+	return i;
+}
+
 void var_set_path(json_t *obj, const char *dotted, json_t *value)
 {
-	const char *dot = strchr(dotted, '.');
-	json_t *child;
+	size_t n = segment_len(dotted);
 	char *head;
+	json_t *child;
 
-	if (!dot) {
-		json_object_set_new(obj, dotted, value);
+	if (n >= 2 && dotted[0] == '"' && dotted[n - 1] == '"')
+		head = gv_xstrndup(dotted + 1, n - 2);
+	else
+		head = gv_xstrndup(dotted, n);
+	if (!dotted[n]) {
+		json_object_set_new(obj, head, value);
+		free(head);
 		return;
 	}
-	head = gv_xstrndup(dotted, (size_t)(dot - dotted));
 	child = json_object_get(obj, head);
 	if (!json_is_object(child)) {
 		child = json_object();
@@ -628,5 +647,5 @@ void var_set_path(json_t *obj, const char *dotted, json_t *value)
 		json_object_set_new(obj, head, child);
 	}
 	free(head);
-	var_set_path(child, dot + 1, value);
+	var_set_path(child, dotted + n + 1, value);
 }

@@ -215,7 +215,7 @@ int main(int argc, char **argv)
 	json_t **pods;
 	struct engine_policyset *set;
 	double t0, parse_s, eval_s;
-	long rss_before, rss_after;
+	long rss_before, rss_parsed, rss_after;
 	size_t bytes = 0, results = 0, fails = 0;
 
 	gv_init();
@@ -255,6 +255,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < npods; i++)
 		pods[i] = json_loads(texts[i], 0, NULL);
 	parse_s = now() - t0;
+	rss_parsed = peak_rss_kib();
 	set = engine_policyset_new(pl.v, pl.n, NULL, 0);
 	t0 = now();
 	for (int i = 0; i < npods; i++) {
@@ -278,8 +279,10 @@ int main(int argc, char **argv)
 	printf("engine: JSON parse only %.0f pods/s (%.2f us per pod)\n", npods / parse_s,
 	       parse_s * 1e6 / npods);
 	printf("engine: ratio evaluation/parse %.2f\n", eval_s / parse_s);
-	printf("engine: peak RSS %.1f MiB (%.1f MiB before parsing the input)\n",
-	       (double)rss_after / 1024.0, (double)rss_before / 1024.0);
+	printf("engine: peak RSS %.1f MiB: %.1f MiB before the parsed input, %.1f MiB with it, "
+	       "%.1f MiB added by evaluation\n",
+	       (double)rss_after / 1024.0, (double)rss_before / 1024.0, (double)rss_parsed / 1024.0,
+	       (double)(rss_after - rss_parsed) / 1024.0);
 	for (int i = 0; i < npods; i++) {
 		json_decref(pods[i]);
 		free(texts[i]);
