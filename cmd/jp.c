@@ -169,16 +169,19 @@ static int jp_compliance(int argc, char **argv)
 
 			json_array_foreach(json_object_get(suite, "cases"), ci, c)
 			{
-				const char *expr = json_string_value(json_object_get(c, "expression"));
+				const char *expr =
+				    json_string_value(json_object_get(c, "expression"));
 				json_t *want = json_object_get(c, "result");
-				const char *want_err = json_string_value(json_object_get(c, "error"));
+				const char *want_err =
+				    json_string_value(json_object_get(c, "error"));
 				char *got = NULL;
 				bool ok;
 
 				if (json_object_get(c, "bench") || !expr)
 					continue;
 				ft++;
-				ok = run_case(expr, given, want ? want : json_null(), want_err, &got);
+				ok = run_case(expr, given, want ? want : json_null(), want_err,
+					      &got);
 				if (ok) {
 					fp++;
 				} else if (verbose) {
@@ -188,8 +191,8 @@ static int jp_compliance(int argc, char **argv)
 						gv_buf_addf(&wb, "error: %s", want_err);
 					else
 						jp_dump(want ? want : json_null(), &wb, 0);
-					printf("  FAIL %s\n    expected: %s\n    got:      %s\n", expr,
-					       gv_buf_str(&wb), got);
+					printf("  FAIL %s\n    expected: %s\n    got:      %s\n",
+					       expr, gv_buf_str(&wb), got);
 					gv_buf_release(&wb);
 				}
 				free(got);

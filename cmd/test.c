@@ -237,7 +237,8 @@ static enum gv_code str_list(const json_t *v, const char *ptr, const char *what,
 	return GV_OK;
 }
 
-static const char *opt_str(const json_t *o, const char *key, const char *ptr, bool *bad)
+/* String field (case-insensitive key), NULL when absent; *bad when not a string. */
+static const char *opt_str(const json_t *o, const char *key, bool *bad)
 {
 	const json_t *v = get_ci(o, key);
 
@@ -247,7 +248,6 @@ static const char *opt_str(const json_t *o, const char *key, const char *ptr, bo
 		*bad = true;
 		return NULL;
 	}
-	(void)ptr;
 	return json_string_value(v);
 }
 
@@ -281,12 +281,12 @@ static enum gv_code parse_entry(struct test_case *tc, const json_t *r, size_t id
 			warn_at(tc, sub, "unknown result field %s ignored", k);
 		}
 	}
-	policy = opt_str(r, "policy", ptr, &bad);
-	rule = opt_str(r, "rule", ptr, &bad);
-	result = opt_str(r, "result", ptr, &bad);
-	status = opt_str(r, "status", ptr, &bad);
-	op = opt_str(r, "operation", ptr, &bad);
-	legacy_res = opt_str(r, "resource", ptr, &bad);
+	policy = opt_str(r, "policy", &bad);
+	rule = opt_str(r, "rule", &bad);
+	result = opt_str(r, "result", &bad);
+	status = opt_str(r, "status", &bad);
+	op = opt_str(r, "operation", &bad);
+	legacy_res = opt_str(r, "resource", &bad);
 	if (bad)
 		return gv_err_setp(err, GV_EINVAL, ptr,
 				   "policy, rule, result, status, operation and resource must be "

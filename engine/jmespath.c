@@ -359,7 +359,7 @@ static bool equal_depth(const json_t *a, const json_t *b, int depth)
 	case JSON_STRING:
 		return json_string_length(a) == json_string_length(b) &&
 		       memcmp(json_string_value(a), json_string_value(b), json_string_length(a)) ==
-			       0;
+			   0;
 	case JSON_ARRAY:
 		n = json_array_size(a);
 		if (n != json_array_size(b))
@@ -410,7 +410,8 @@ static void dump_string(const char *s, size_t n, struct gv_buf *out, unsigned fl
 			esc = "\\r";
 		else if (c == '\t')
 			esc = "\\t";
-		else if (c < 0x20 || ((flags & JP_DUMP_HTML_ESCAPE) && (c == '<' || c == '>' || c == '&'))) {
+		else if (c < 0x20 ||
+			 ((flags & JP_DUMP_HTML_ESCAPE) && (c == '<' || c == '>' || c == '&'))) {
 			u[0] = '\\';
 			u[1] = 'u';
 			u[2] = '0';
@@ -558,35 +559,35 @@ enum tok {
 static const char *tok_name(enum tok t)
 {
 	static const char *names[] = {
-		[T_EOF] = "end of expression",
-		[T_UNQUOTED] = "identifier",
-		[T_QUOTED] = "quoted identifier",
-		[T_LITERAL] = "literal",
-		[T_NUMBER] = "number",
-		[T_DOT] = "'.'",
-		[T_STAR] = "'*'",
-		[T_FLATTEN] = "'[]'",
-		[T_FILTER] = "'[?'",
-		[T_LBRACKET] = "'['",
-		[T_RBRACKET] = "']'",
-		[T_LBRACE] = "'{'",
-		[T_RBRACE] = "'}'",
-		[T_LPAREN] = "'('",
-		[T_RPAREN] = "')'",
-		[T_COMMA] = "','",
-		[T_COLON] = "':'",
-		[T_PIPE] = "'|'",
-		[T_OR] = "'||'",
-		[T_AND] = "'&&'",
-		[T_NOT] = "'!'",
-		[T_EXPREF] = "'&'",
-		[T_CURRENT] = "'@'",
-		[T_EQ] = "'=='",
-		[T_NE] = "'!='",
-		[T_LT] = "'<'",
-		[T_LE] = "'<='",
-		[T_GT] = "'>'",
-		[T_GE] = "'>='",
+	    [T_EOF] = "end of expression",
+	    [T_UNQUOTED] = "identifier",
+	    [T_QUOTED] = "quoted identifier",
+	    [T_LITERAL] = "literal",
+	    [T_NUMBER] = "number",
+	    [T_DOT] = "'.'",
+	    [T_STAR] = "'*'",
+	    [T_FLATTEN] = "'[]'",
+	    [T_FILTER] = "'[?'",
+	    [T_LBRACKET] = "'['",
+	    [T_RBRACKET] = "']'",
+	    [T_LBRACE] = "'{'",
+	    [T_RBRACE] = "'}'",
+	    [T_LPAREN] = "'('",
+	    [T_RPAREN] = "')'",
+	    [T_COMMA] = "','",
+	    [T_COLON] = "':'",
+	    [T_PIPE] = "'|'",
+	    [T_OR] = "'||'",
+	    [T_AND] = "'&&'",
+	    [T_NOT] = "'!'",
+	    [T_EXPREF] = "'&'",
+	    [T_CURRENT] = "'@'",
+	    [T_EQ] = "'=='",
+	    [T_NE] = "'!='",
+	    [T_LT] = "'<'",
+	    [T_LE] = "'<='",
+	    [T_GT] = "'>'",
+	    [T_GE] = "'>='",
 	};
 	return names[t];
 }
@@ -611,7 +612,7 @@ struct parser {
 };
 
 static int syntax_error(struct parser *p, enum jp_error_kind kind, int pos, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static int syntax_error(struct parser *p, enum jp_error_kind kind, int pos, const char *fmt, ...)
 {
@@ -701,7 +702,8 @@ static int lex_raw_string(struct parser *p, size_t *ip)
 	v = json_stringn(gv_buf_str(&b), b.len);
 	gv_buf_release(&b);
 	if (!v)
-		return syntax_error(p, JP_ERR_SYNTAX, (int)i, "invalid UTF-8 in raw string literal");
+		return syntax_error(p, JP_ERR_SYNTAX, (int)i,
+				    "invalid UTF-8 in raw string literal");
 	k = tok_push(p, T_LITERAL, (int)i);
 	k->lit = v;
 	*ip = end;
@@ -733,7 +735,8 @@ static int lex_json_literal(struct parser *p, size_t *ip)
 			       &jerr);
 	gv_buf_release(&b);
 	if (!v)
-		return syntax_error(p, JP_ERR_SYNTAX, (int)i, "invalid JSON literal: %s", jerr.text);
+		return syntax_error(p, JP_ERR_SYNTAX, (int)i, "invalid JSON literal: %s",
+				    jerr.text);
 	k = tok_push(p, T_LITERAL, (int)i);
 	k->lit = v;
 	*ip = end;
@@ -935,8 +938,8 @@ static int node_add(struct parser *p, struct jp_node *n, struct jp_node *kid)
 	if (kid && kid->height + 1 > n->height)
 		n->height = kid->height + 1;
 	if (n->height > JP_MAX_AST_DEPTH)
-		return syntax_error(p, JP_ERR_LIMIT, n->pos, "expression nested too deeply (limit %d)",
-				    JP_MAX_AST_DEPTH);
+		return syntax_error(p, JP_ERR_LIMIT, n->pos,
+				    "expression nested too deeply (limit %d)", JP_MAX_AST_DEPTH);
 	return 0;
 }
 
@@ -1212,7 +1215,8 @@ static int parse_dot_rhs(struct parser *p, int rbp, struct jp_node **out)
 		advance(p);
 		return parse_multi_hash(p, pos, out);
 	default:
-		return syntax_error(p, JP_ERR_SYNTAX, pos, "expected an identifier, '*', '[' or '{' after '.', got %s",
+		return syntax_error(p, JP_ERR_SYNTAX, pos,
+				    "expected an identifier, '*', '[' or '{' after '.', got %s",
 				    tok_name(cur(p)));
 	}
 }
@@ -1260,8 +1264,8 @@ fail:
 }
 
 /* A projection of left over rhs parsed at rbp (left taken). */
-static int make_projection(struct parser *p, enum jp_node_type type, struct jp_node *left,
-			   int rbp, int pos, struct jp_node **out)
+static int make_projection(struct parser *p, enum jp_node_type type, struct jp_node *left, int rbp,
+			   int pos, struct jp_node **out)
 {
 	struct jp_node *right;
 	int rc;
@@ -1445,7 +1449,8 @@ static int led(struct parser *p, struct jp_node *left, struct jp_node **out)
 	case T_DOT:
 		if (cur(p) == T_STAR) {
 			advance(p);
-			return make_projection(p, JN_VALUE_PROJECTION, left, bp_of(T_DOT), pos, out);
+			return make_projection(p, JN_VALUE_PROJECTION, left, bp_of(T_DOT), pos,
+					       out);
 		}
 		rc = parse_dot_rhs(p, bp_of(T_DOT), &right);
 		if (rc)
@@ -1474,8 +1479,12 @@ static int led(struct parser *p, struct jp_node *left, struct jp_node **out)
 			goto fail;
 		rc = node_make(p, JN_CMP, pos, out, left, right, NULL);
 		if (!rc)
-			(*out)->op = t == T_EQ ? JC_EQ : t == T_NE ? JC_NE : t == T_LT ? JC_LT
-				   : t == T_LE ? JC_LE : t == T_GT ? JC_GT : JC_GE;
+			(*out)->op = t == T_EQ	 ? JC_EQ
+				     : t == T_NE ? JC_NE
+				     : t == T_LT ? JC_LT
+				     : t == T_LE ? JC_LE
+				     : t == T_GT ? JC_GT
+						 : JC_GE;
 		return rc;
 	case T_FLATTEN:
 		rc = node_make(p, JN_FLATTEN, pos, &right, left, NULL, NULL);
@@ -1536,7 +1545,7 @@ static int parse_expr(struct parser *p, int rbp, struct jp_node **out)
 /* Compiled expressions                                                 */
 
 struct jp_expr {
-	char *src; /* owned */
+	char *src;	      /* owned */
 	struct jp_node *root; /* owned */
 	bool kyverno;
 	unsigned long max_steps;
@@ -1561,7 +1570,8 @@ struct jp_expr *jp_compile(const char *src, const struct jp_options *opt, struct
 	p.kyverno = opt && opt->kyverno;
 	p.e = e;
 	if (p.n > JP_MAX_SRC_LEN) {
-		syntax_error(&p, JP_ERR_LIMIT, 0, "expression longer than %u bytes", JP_MAX_SRC_LEN);
+		syntax_error(&p, JP_ERR_LIMIT, 0, "expression longer than %u bytes",
+			     JP_MAX_SRC_LEN);
 		goto out;
 	}
 	rc = lex(&p);
@@ -1811,8 +1821,8 @@ static int check_arg_type(struct jp_ev *ev, const struct jp_func *fn, int i, str
 	int nt = fn->max_args < 0 ? fn->min_args : fn->max_args;
 	unsigned mask = fn->types[i < nt ? i : nt - 1], have;
 	struct gv_buf want = {0};
-	static const char *names[] = {"null", "boolean", "number", "string",
-				      "array", "object", "expression"};
+	static const char *names[] = {"null",  "boolean", "number",    "string",
+				      "array", "object",  "expression"};
 	unsigned bit;
 	int rc;
 
@@ -1879,6 +1889,10 @@ static int eval_call(struct jp_ev *ev, const struct jp_node *n, json_t *cur, jso
 	}
 	*out = NULL;
 	rc = fn->fn(ev, n, args, n->nkids, out);
+	if (rc && *out) { /* a function may fail (budget) after building its result */
+		json_decref(*out);
+		*out = NULL;
+	}
 	if (!rc && !*out)
 		rc = jp_fail(ev, JP_ERR_RUNTIME, "%s(): result is not representable in JSON",
 			     fn->name);
@@ -1954,7 +1968,7 @@ static int eval_node(struct jp_ev *ev, const struct jp_node *n, json_t *cur, jso
 		len = json_array_size(a);
 		for (i = 0; i < len && !rc; i++) {
 			el = json_array_get(a, i);
-			rc = jp_charge(ev, 1);
+			rc = jp_charge(ev, 1 + json_array_size(el));
 			if (json_is_array(el))
 				json_array_extend(res, el);
 			else
@@ -2232,8 +2246,8 @@ static int number_array(struct jp_ev *ev, const char *fname, json_t *a)
 	{
 		if (!is_number(v))
 			return jp_fail(ev, JP_ERR_INVALID_TYPE,
-				       "%s(): expected an array of numbers, element %zu is %s", fname,
-				       i, jp_type_name(v));
+				       "%s(): expected an array of numbers, element %zu is %s",
+				       fname, i, jp_type_name(v));
 	}
 	return jp_charge(ev, json_array_size(a));
 }
@@ -2285,8 +2299,8 @@ static bool str_contains(const char *h, size_t hn, const char *n, size_t nn)
 	return false;
 }
 
-static int fn_contains(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		       int nargs, json_t **out)
+static int fn_contains(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		       json_t **out)
 {
 	size_t i;
 	json_t *v;
@@ -2316,8 +2330,8 @@ static int fn_ends_with(struct jp_ev *ev, const struct jp_node *call, struct jp_
 {
 	size_t a = json_string_length(ARG(0)), b = json_string_length(ARG(1));
 
-	*out = json_boolean(b <= a && memcmp(json_string_value(ARG(0)) + a - b,
-					     json_string_value(ARG(1)), b) == 0);
+	*out = json_boolean(
+	    b <= a && memcmp(json_string_value(ARG(0)) + a - b, json_string_value(ARG(1)), b) == 0);
 	return 0;
 }
 
@@ -2326,8 +2340,8 @@ static int fn_starts_with(struct jp_ev *ev, const struct jp_node *call, struct j
 {
 	size_t a = json_string_length(ARG(0)), b = json_string_length(ARG(1));
 
-	*out = json_boolean(b <= a && memcmp(json_string_value(ARG(0)), json_string_value(ARG(1)),
-					     b) == 0);
+	*out = json_boolean(b <= a &&
+			    memcmp(json_string_value(ARG(0)), json_string_value(ARG(1)), b) == 0);
 	return 0;
 }
 
@@ -2386,8 +2400,8 @@ static int fn_values(struct jp_ev *ev, const struct jp_node *call, struct jp_arg
 	return jp_charge(ev, json_array_size(res));
 }
 
-static int fn_length(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		     int nargs, json_t **out)
+static int fn_length(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		     json_t **out)
 {
 	json_t *a = ARG(0);
 	size_t n;
@@ -2517,14 +2531,14 @@ out:
 	return rc;
 }
 
-static int fn_max_by(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		     int nargs, json_t **out)
+static int fn_max_by(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		     json_t **out)
 {
 	return by_minmax(ev, "max_by", args, true, out);
 }
 
-static int fn_min_by(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		     int nargs, json_t **out)
+static int fn_min_by(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		     json_t **out)
 {
 	return by_minmax(ev, "min_by", args, false, out);
 }
@@ -2546,8 +2560,8 @@ static int fn_merge(struct jp_ev *ev, const struct jp_node *call, struct jp_arg 
 	return 0;
 }
 
-static int fn_not_null(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		       int nargs, json_t **out)
+static int fn_not_null(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		       json_t **out)
 {
 	int i;
 
@@ -2561,8 +2575,8 @@ static int fn_not_null(struct jp_ev *ev, const struct jp_node *call, struct jp_a
 	return 0;
 }
 
-static int fn_reverse(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		      int nargs, json_t **out)
+static int fn_reverse(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		      json_t **out)
 {
 	json_t *a = ARG(0), *res;
 	size_t i, n, k;
@@ -2615,8 +2629,8 @@ static int fn_sort(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *
 	return rc;
 }
 
-static int fn_sort_by(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		      int nargs, json_t **out)
+static int fn_sort_by(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		      json_t **out)
 {
 	size_t i, n = json_array_size(ARG(0));
 	struct sort_item *v;
@@ -2662,8 +2676,8 @@ static int fn_sum(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *a
 	return 0;
 }
 
-static int fn_to_array(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		       int nargs, json_t **out)
+static int fn_to_array(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		       json_t **out)
 {
 	if (json_is_array(ARG(0))) {
 		*out = json_incref(ARG(0));
@@ -2687,7 +2701,8 @@ static bool parse_number(const char *s, size_t n, json_t **out)
 		return false;
 	for (i = 0; i < n; i++) {
 		char c = s[i];
-		if (isdigit((unsigned char)c) || ((c == '-' || c == '+') && (i == 0 || s[i - 1] == 'e' || s[i - 1] == 'E')))
+		if (isdigit((unsigned char)c) ||
+		    ((c == '-' || c == '+') && (i == 0 || s[i - 1] == 'e' || s[i - 1] == 'E')))
 			continue;
 		if (c == '.' || c == 'e' || c == 'E') {
 			integral = false;
@@ -2720,7 +2735,8 @@ static int fn_to_number(struct jp_ev *ev, const struct jp_node *call, struct jp_
 
 	if (is_number(a))
 		*out = json_incref(a);
-	else if (!json_is_string(a) || !parse_number(json_string_value(a), json_string_length(a), out))
+	else if (!json_is_string(a) ||
+		 !parse_number(json_string_value(a), json_string_length(a), out))
 		*out = json_null();
 	return 0;
 }
@@ -2752,43 +2768,68 @@ static int fn_type(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *
 
 #define T(x) JT_##x
 static const struct jp_func std_funcs[] = {
-	{"abs", "abs(number) -> number", 1, 1, {T(NUMBER)}, fn_abs, NULL},
-	{"avg", "avg(array[number]) -> number", 1, 1, {T(ARRAY)}, fn_avg, NULL},
-	{"ceil", "ceil(number) -> number", 1, 1, {T(NUMBER)}, fn_ceil, NULL},
-	{"contains", "contains(array|string, any) -> boolean", 2, 2, {T(ARRAY) | T(STRING), T(ANY)},
-	 fn_contains, NULL},
-	{"ends_with", "ends_with(string, string) -> boolean", 2, 2, {T(STRING), T(STRING)},
-	 fn_ends_with, NULL},
-	{"floor", "floor(number) -> number", 1, 1, {T(NUMBER)}, fn_floor, NULL},
-	{"join", "join(string, array[string]) -> string", 2, 2, {T(STRING), T(ARRAY)}, fn_join,
-	 NULL},
-	{"keys", "keys(object) -> array[string]", 1, 1, {T(OBJECT)}, fn_keys, NULL},
-	{"length", "length(string|array|object) -> number", 1, 1,
-	 {T(STRING) | T(ARRAY) | T(OBJECT)}, fn_length, NULL},
-	{"map", "map(&expression, array) -> array", 2, 2, {T(EXPREF), T(ARRAY)}, fn_map, NULL},
-	{"max", "max(array[number]|array[string]) -> number|string", 1, 1, {T(ARRAY)}, fn_max,
-	 NULL},
-	{"max_by", "max_by(array, &expression) -> any", 2, 2, {T(ARRAY), T(EXPREF)}, fn_max_by,
-	 NULL},
-	{"merge", "merge(object, ...) -> object", 1, -1, {T(OBJECT)}, fn_merge, NULL},
-	{"min", "min(array[number]|array[string]) -> number|string", 1, 1, {T(ARRAY)}, fn_min,
-	 NULL},
-	{"min_by", "min_by(array, &expression) -> any", 2, 2, {T(ARRAY), T(EXPREF)}, fn_min_by,
-	 NULL},
-	{"not_null", "not_null(any, ...) -> any", 1, -1, {T(ANY)}, fn_not_null, NULL},
-	{"reverse", "reverse(array|string) -> array|string", 1, 1, {T(ARRAY) | T(STRING)},
-	 fn_reverse, NULL},
-	{"sort", "sort(array[number]|array[string]) -> array", 1, 1, {T(ARRAY)}, fn_sort, NULL},
-	{"sort_by", "sort_by(array, &expression) -> array", 2, 2, {T(ARRAY), T(EXPREF)},
-	 fn_sort_by, NULL},
-	{"starts_with", "starts_with(string, string) -> boolean", 2, 2, {T(STRING), T(STRING)},
-	 fn_starts_with, NULL},
-	{"sum", "sum(array[number]) -> number", 1, 1, {T(ARRAY)}, fn_sum, NULL},
-	{"to_array", "to_array(any) -> array", 1, 1, {T(ANY)}, fn_to_array, NULL},
-	{"to_number", "to_number(any) -> number", 1, 1, {T(ANY)}, fn_to_number, NULL},
-	{"to_string", "to_string(any) -> string", 1, 1, {T(ANY)}, fn_to_string, NULL},
-	{"type", "type(any) -> string", 1, 1, {T(ANY)}, fn_type, NULL},
-	{"values", "values(object) -> array", 1, 1, {T(OBJECT)}, fn_values, NULL},
+    {"abs", "abs(number) -> number", 1, 1, {T(NUMBER)}, fn_abs, NULL},
+    {"avg", "avg(array[number]) -> number", 1, 1, {T(ARRAY)}, fn_avg, NULL},
+    {"ceil", "ceil(number) -> number", 1, 1, {T(NUMBER)}, fn_ceil, NULL},
+    {"contains",
+     "contains(array|string, any) -> boolean",
+     2,
+     2,
+     {T(ARRAY) | T(STRING), T(ANY)},
+     fn_contains,
+     NULL},
+    {"ends_with",
+     "ends_with(string, string) -> boolean",
+     2,
+     2,
+     {T(STRING), T(STRING)},
+     fn_ends_with,
+     NULL},
+    {"floor", "floor(number) -> number", 1, 1, {T(NUMBER)}, fn_floor, NULL},
+    {"join", "join(string, array[string]) -> string", 2, 2, {T(STRING), T(ARRAY)}, fn_join, NULL},
+    {"keys", "keys(object) -> array[string]", 1, 1, {T(OBJECT)}, fn_keys, NULL},
+    {"length",
+     "length(string|array|object) -> number",
+     1,
+     1,
+     {T(STRING) | T(ARRAY) | T(OBJECT)},
+     fn_length,
+     NULL},
+    {"map", "map(&expression, array) -> array", 2, 2, {T(EXPREF), T(ARRAY)}, fn_map, NULL},
+    {"max", "max(array[number]|array[string]) -> number|string", 1, 1, {T(ARRAY)}, fn_max, NULL},
+    {"max_by", "max_by(array, &expression) -> any", 2, 2, {T(ARRAY), T(EXPREF)}, fn_max_by, NULL},
+    {"merge", "merge(object, ...) -> object", 1, -1, {T(OBJECT)}, fn_merge, NULL},
+    {"min", "min(array[number]|array[string]) -> number|string", 1, 1, {T(ARRAY)}, fn_min, NULL},
+    {"min_by", "min_by(array, &expression) -> any", 2, 2, {T(ARRAY), T(EXPREF)}, fn_min_by, NULL},
+    {"not_null", "not_null(any, ...) -> any", 1, -1, {T(ANY)}, fn_not_null, NULL},
+    {"reverse",
+     "reverse(array|string) -> array|string",
+     1,
+     1,
+     {T(ARRAY) | T(STRING)},
+     fn_reverse,
+     NULL},
+    {"sort", "sort(array[number]|array[string]) -> array", 1, 1, {T(ARRAY)}, fn_sort, NULL},
+    {"sort_by",
+     "sort_by(array, &expression) -> array",
+     2,
+     2,
+     {T(ARRAY), T(EXPREF)},
+     fn_sort_by,
+     NULL},
+    {"starts_with",
+     "starts_with(string, string) -> boolean",
+     2,
+     2,
+     {T(STRING), T(STRING)},
+     fn_starts_with,
+     NULL},
+    {"sum", "sum(array[number]) -> number", 1, 1, {T(ARRAY)}, fn_sum, NULL},
+    {"to_array", "to_array(any) -> array", 1, 1, {T(ANY)}, fn_to_array, NULL},
+    {"to_number", "to_number(any) -> number", 1, 1, {T(ANY)}, fn_to_number, NULL},
+    {"to_string", "to_string(any) -> string", 1, 1, {T(ANY)}, fn_to_string, NULL},
+    {"type", "type(any) -> string", 1, 1, {T(ANY)}, fn_type, NULL},
+    {"values", "values(object) -> array", 1, 1, {T(OBJECT)}, fn_values, NULL},
 };
 #undef T
 

@@ -53,17 +53,16 @@
 
 __extension__ typedef unsigned __int128 u128;
 
-#define ARGV(i)  (args[i].v)
-#define STR(i)   json_string_value(args[i].v)
-#define SLEN(i)  json_string_length(args[i].v)
-#define MAX_OUT  (16u << 20) /* largest string a function may build */
+#define ARGV(i) (args[i].v)
+#define STR(i)	json_string_value(args[i].v)
+#define SLEN(i) json_string_length(args[i].v)
+#define MAX_OUT (16u << 20) /* largest string a function may build */
 
 /* "JMESPath function 'name': message", Kyverno's error prefix. */
-static int kfail(struct jp_ev *ev, enum jp_error_kind kind, const char *fname, const char *fmt,
-		 ...) __attribute__((format(printf, 4, 5)));
+static int kfail(struct jp_ev *ev, enum jp_error_kind kind, const char *fname, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-static int kfail(struct jp_ev *ev, enum jp_error_kind kind, const char *fname, const char *fmt,
-		 ...)
+static int kfail(struct jp_ev *ev, enum jp_error_kind kind, const char *fname, const char *fmt, ...)
 {
 	char msg[400];
 	va_list ap;
@@ -259,8 +258,8 @@ static int map_case(struct jp_ev *ev, const char *fname, struct jp_arg *args, bo
 /* ------------------------------------------------------------------ */
 /* String functions                                                     */
 
-static int fn_compare(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		      int nargs, json_t **out)
+static int fn_compare(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		      json_t **out)
 {
 	size_t a = SLEN(0), b = SLEN(1);
 	int c = memcmp(STR(0), STR(1), a < b ? a : b);
@@ -333,8 +332,8 @@ static int replace_n(struct jp_ev *ev, const char *fname, struct jp_arg *args, l
 	return out_buf(ev, fname, &b, out);
 }
 
-static int fn_replace(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		      int nargs, json_t **out)
+static int fn_replace(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		      json_t **out)
 {
 	double d = json_number_value(ARGV(3));
 
@@ -351,14 +350,14 @@ static int fn_replace_all(struct jp_ev *ev, const struct jp_node *call, struct j
 	return replace_n(ev, "replace_all", args, -1, out);
 }
 
-static int fn_to_upper(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		       int nargs, json_t **out)
+static int fn_to_upper(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		       json_t **out)
 {
 	return map_case(ev, "to_upper", args, true, out);
 }
 
-static int fn_to_lower(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		       int nargs, json_t **out)
+static int fn_to_lower(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		       json_t **out)
 {
 	return map_case(ev, "to_lower", args, false, out);
 }
@@ -458,8 +457,8 @@ static int fn_split(struct jp_ev *ev, const struct jp_node *call, struct jp_arg 
 }
 
 /* Kyverno slices the Go string by bytes; a split code point becomes U+FFFD. */
-static int fn_truncate(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		       int nargs, json_t **out)
+static int fn_truncate(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		       json_t **out)
 {
 	double len = json_number_value(ARGV(1));
 	size_t n = SLEN(0);
@@ -803,8 +802,8 @@ out:
 	return rc;
 }
 
-static int fn_regex_replace_all(struct jp_ev *ev, const struct jp_node *call,
-				struct jp_arg *args, int nargs, json_t **out)
+static int fn_regex_replace_all(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
+				int nargs, json_t **out)
 {
 	return regex_replace(ev, "regex_replace_all", call, args, false, out);
 }
@@ -849,8 +848,8 @@ static int fn_label_match(struct jp_ev *ev, const struct jp_node *call, struct j
 /* ------------------------------------------------------------------ */
 /* Collections and documents                                            */
 
-static int fn_lookup(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		     int nargs, json_t **out)
+static int fn_lookup(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		     json_t **out)
 {
 	json_t *v;
 	long long i;
@@ -864,10 +863,11 @@ static int fn_lookup(struct jp_ev *ev, const struct jp_node *call, struct jp_arg
 		return 0;
 	}
 	if (!json_is_number(ARGV(1)))
-		return kfail(ev, JP_ERR_INVALID_TYPE, "lookup", "2 argument is expected of Number type");
+		return kfail(ev, JP_ERR_INVALID_TYPE, "lookup",
+			     "2 argument is expected of Number type");
 	if (!int_number(ARGV(1), &i))
-		return kfail(ev, JP_ERR_INVALID_VALUE, "lookup", "expected an integer number but got: %g",
-			     json_number_value(ARGV(1)));
+		return kfail(ev, JP_ERR_INVALID_VALUE, "lookup",
+			     "expected an integer number but got: %g", json_number_value(ARGV(1)));
 	if (i < 0 || (size_t)i >= json_array_size(ARGV(0)))
 		*out = json_null();
 	else
@@ -924,8 +924,8 @@ static int fn_items(struct jp_ev *ev, const struct jp_node *call, struct jp_arg 
 	return 0;
 }
 
-static int fn_object_from_lists(struct jp_ev *ev, const struct jp_node *call,
-				struct jp_arg *args, int nargs, json_t **out)
+static int fn_object_from_lists(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
+				int nargs, json_t **out)
 {
 	json_t *res = json_object(), *k;
 	struct gv_buf key = {0};
@@ -941,7 +941,8 @@ static int fn_object_from_lists(struct jp_ev *ev, const struct jp_node *call,
 			return kfail(ev, JP_ERR_INVALID_TYPE, "object_from_lists",
 				     "%zu argument is expected of StringArray type", i);
 		}
-		json_object_set(res, gv_buf_str(&key), i < nv ? json_array_get(ARGV(1), i) : json_null());
+		json_object_set(res, gv_buf_str(&key),
+				i < nv ? json_array_get(ARGV(1), i) : json_null());
 	}
 	gv_buf_release(&key);
 	rc = jp_charge(ev, json_array_size(ARGV(0)));
@@ -966,8 +967,8 @@ static int fn_parse_json(struct jp_ev *ev, const struct jp_node *call, struct jp
 	if (!v)
 		v = json_loadb(STR(0), SLEN(0), JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &jerr);
 	if (!v)
-		return kfail(ev, JP_ERR_RUNTIME, "parse_json", "%s at line %d, column %d", jerr.text,
-			     jerr.line, jerr.column);
+		return kfail(ev, JP_ERR_RUNTIME, "parse_json", "%s at line %d, column %d",
+			     jerr.text, jerr.line, jerr.column);
 	*out = v;
 	return 0;
 }
@@ -1004,11 +1005,11 @@ enum operand_kind { OPD_SCALAR, OPD_QUANTITY, OPD_DURATION };
 
 struct operand {
 	enum operand_kind kind;
-	double f;        /* scalar */
-	struct dec q;    /* quantity value */
-	bool binary;     /* quantity format BinarySI */
-	int scale;       /* quantity: inf.Dec scale of AsDec() */
-	long long ns;    /* duration */
+	double f;     /* scalar */
+	struct dec q; /* quantity value */
+	bool binary;  /* quantity format BinarySI */
+	int scale;    /* quantity: inf.Dec scale of AsDec() */
+	long long ns; /* duration */
 };
 
 static void dec_norm(struct dec *d)
@@ -1320,8 +1321,7 @@ enum arith_op { AR_ADD, AR_SUB, AR_MUL, AR_DIV, AR_MOD };
 
 static const char *arith_name[] = {"add", "subtract", "multiply", "divide", "modulo"};
 
-static int arith(struct jp_ev *ev, enum arith_op op, const json_t *x, const json_t *y,
-		 json_t **out)
+static int arith(struct jp_ev *ev, enum arith_op op, const json_t *x, const json_t *y, json_t **out)
 {
 	const char *fname = arith_name[op];
 	struct operand a, b;
@@ -1368,15 +1368,16 @@ static int arith(struct jp_ev *ev, enum arith_op op, const json_t *x, const json
 		if (a.kind == OPD_DURATION)
 			return out_duration(duration_of(duration_seconds(a.ns) * b.f * 1e9), out);
 		if (!scalar_quantity(b.f, &t, &scale))
-			return kfail(ev, JP_ERR_INVALID_VALUE, fname, "cannot convert %g to a quantity",
-				     b.f);
+			return kfail(ev, JP_ERR_INVALID_VALUE, fname,
+				     "cannot convert %g to a quantity", b.f);
 		if (!dec_mul(a.q, t, &r))
 			return range_error(ev, fname);
 		return out_quantity(ev, &r, a.binary, out);
 	case AR_DIV:
 		if (a.kind == OPD_SCALAR && b.kind == OPD_SCALAR) {
 			if (b.f == 0)
-				return kfail(ev, JP_ERR_INVALID_VALUE, fname, "Zero divisor passed");
+				return kfail(ev, JP_ERR_INVALID_VALUE, fname,
+					     "Zero divisor passed");
 			*out = jp_number(a.f / b.f);
 			return 0;
 		}
@@ -1384,13 +1385,15 @@ static int arith(struct jp_ev *ev, enum arith_op op, const json_t *x, const json
 			double dv = dec_double(&b.q);
 
 			if (dv == 0)
-				return kfail(ev, JP_ERR_INVALID_VALUE, fname, "Zero divisor passed");
+				return kfail(ev, JP_ERR_INVALID_VALUE, fname,
+					     "Zero divisor passed");
 			*out = jp_number(dec_double(&a.q) / dv);
 			return 0;
 		}
 		if (a.kind == OPD_DURATION && b.kind == OPD_DURATION) {
 			if (duration_seconds(b.ns) == 0)
-				return kfail(ev, JP_ERR_INVALID_VALUE, fname, "Zero divisor passed");
+				return kfail(ev, JP_ERR_INVALID_VALUE, fname,
+					     "Zero divisor passed");
 			*out = jp_number(duration_seconds(a.ns) / duration_seconds(b.ns));
 			return 0;
 		}
@@ -1401,8 +1404,8 @@ static int arith(struct jp_ev *ev, enum arith_op op, const json_t *x, const json
 		if (a.kind == OPD_DURATION)
 			return out_duration(duration_of(duration_seconds(a.ns) / b.f * 1e9), out);
 		if (!scalar_quantity(b.f, &t, &scale))
-			return kfail(ev, JP_ERR_INVALID_VALUE, fname, "cannot convert %g to a quantity",
-				     b.f);
+			return kfail(ev, JP_ERR_INVALID_VALUE, fname,
+				     "cannot convert %g to a quantity", b.f);
 		if (!dec_quo(a.q, t, a.scale > scale ? a.scale : scale, &r))
 			return range_error(ev, fname);
 		return out_quantity(ev, &r, a.binary, out);
@@ -1411,7 +1414,8 @@ static int arith(struct jp_ev *ev, enum arith_op op, const json_t *x, const json
 			break;
 		if (a.kind == OPD_DURATION) {
 			if (b.ns == 0)
-				return kfail(ev, JP_ERR_INVALID_VALUE, fname, "Zero divisor passed");
+				return kfail(ev, JP_ERR_INVALID_VALUE, fname,
+					     "Zero divisor passed");
 			if (b.ns == -1)
 				return out_duration(0, out);
 			return out_duration((long double)(a.ns % b.ns), out);
@@ -1420,13 +1424,15 @@ static int arith(struct jp_ev *ev, enum arith_op op, const json_t *x, const json
 			double f2 = b.kind == OPD_SCALAR ? b.f : dec_double(&b.q);
 			long long i1, i2;
 
-			if (f1 != trunc(f1) || f2 != trunc(f2) || fabs(f1) > 9.2e18 || fabs(f2) > 9.2e18)
+			if (f1 != trunc(f1) || f2 != trunc(f2) || fabs(f1) > 9.2e18 ||
+			    fabs(f2) > 9.2e18)
 				return kfail(ev, JP_ERR_INVALID_VALUE, fname,
 					     "Non-integer argument(s) passed for modulo");
 			i1 = (long long)f1;
 			i2 = (long long)f2;
 			if (i2 == 0)
-				return kfail(ev, JP_ERR_INVALID_VALUE, fname, "Zero divisor passed");
+				return kfail(ev, JP_ERR_INVALID_VALUE, fname,
+					     "Zero divisor passed");
 			if (a.kind == OPD_SCALAR) {
 				*out = jp_number(i2 == -1 ? 0.0 : (double)(i1 % i2));
 				return 0;
@@ -1448,26 +1454,26 @@ static int fn_add(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *a
 	return arith(ev, AR_ADD, ARGV(0), ARGV(1), out);
 }
 
-static int fn_subtract(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		       int nargs, json_t **out)
+static int fn_subtract(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		       json_t **out)
 {
 	return arith(ev, AR_SUB, ARGV(0), ARGV(1), out);
 }
 
-static int fn_multiply(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		       int nargs, json_t **out)
+static int fn_multiply(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		       json_t **out)
 {
 	return arith(ev, AR_MUL, ARGV(0), ARGV(1), out);
 }
 
-static int fn_divide(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		     int nargs, json_t **out)
+static int fn_divide(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		     json_t **out)
 {
 	return arith(ev, AR_DIV, ARGV(0), ARGV(1), out);
 }
 
-static int fn_modulo(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		     int nargs, json_t **out)
+static int fn_modulo(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		     json_t **out)
 {
 	return arith(ev, AR_MOD, ARGV(0), ARGV(1), out);
 }
@@ -1532,7 +1538,8 @@ static int fn_base64_encode(struct jp_ev *ev, const struct jp_node *call, struct
 	int len, rc;
 
 	if (n > MAX_OUT)
-		return kfail(ev, JP_ERR_LIMIT, "base64_encode", "input larger than %u bytes", MAX_OUT);
+		return kfail(ev, JP_ERR_LIMIT, "base64_encode", "input larger than %u bytes",
+			     MAX_OUT);
 	rc = jp_charge(ev, 1 + n / 8);
 	if (rc)
 		return rc;
@@ -1548,7 +1555,7 @@ static int fn_base64_decode(struct jp_ev *ev, const struct jp_node *call, struct
 			    int nargs, json_t **out)
 {
 	static const char alphabet[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	const char *s = STR(0);
 	size_t n = SLEN(0), i, m = 0, pad = 0;
 	unsigned char *clean, *buf;
@@ -1574,8 +1581,8 @@ static int fn_base64_decode(struct jp_ev *ev, const struct jp_node *call, struct
 	}
 	if (m % 4 != 0 || pad > 2) {
 		free(clean);
-		return kfail(ev, JP_ERR_RUNTIME, "base64_decode", "illegal base64 data at input byte %zu",
-			     m);
+		return kfail(ev, JP_ERR_RUNTIME, "base64_decode",
+			     "illegal base64 data at input byte %zu", m);
 	}
 	buf = gv_xmalloc(m / 4 * 3 + 1);
 	len = m ? EVP_DecodeBlock(buf, clean, (int)m) : 0;
@@ -1606,8 +1613,8 @@ static int digest_hex(struct jp_ev *ev, const EVP_MD *md, struct jp_arg *args, j
 	return 0;
 }
 
-static int fn_sha256(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		     int nargs, json_t **out)
+static int fn_sha256(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		     json_t **out)
 {
 	return digest_hex(ev, EVP_sha256(), args, out);
 }
@@ -1695,7 +1702,7 @@ static bool semver_op_of(const char *op, enum semver_op *out)
 	static const struct {
 		const char *s;
 		enum semver_op op;
-	} ops[] = {{"", SV_EQ},  {"=", SV_EQ},  {"==", SV_EQ}, {"!", SV_NE}, {"!=", SV_NE},
+	} ops[] = {{"", SV_EQ},	 {"=", SV_EQ},	{"==", SV_EQ}, {"!", SV_NE}, {"!=", SV_NE},
 		   {">", SV_GT}, {">=", SV_GE}, {"<", SV_LT},  {"<=", SV_LE}};
 	size_t i;
 
@@ -1830,8 +1837,8 @@ static int fn_semver_compare(struct jp_ev *ev, const struct jp_node *call, struc
 	/* splitORParts */
 	for (i = 0; i < n; i++) {
 		if (strcmp(parts[i].text, "||") == 0 && (i == 0 || i == n - 1)) {
-			rc = kfail(ev, JP_ERR_RUNTIME, "semver_compare", "%s element in range is '||'",
-				   i == 0 ? "First" : "Last");
+			rc = kfail(ev, JP_ERR_RUNTIME, "semver_compare",
+				   "%s element in range is '||'", i == 0 ? "First" : "Last");
 			goto out;
 		}
 	}
@@ -1847,7 +1854,8 @@ static int fn_semver_compare(struct jp_ev *ev, const struct jp_node *call, struc
 
 			if (k < 0) {
 				rc = kfail(ev, JP_ERR_RUNTIME, "semver_compare",
-					   "Could not get version from string: \"%s\"", parts[i].text);
+					   "Could not get version from string: \"%s\"",
+					   parts[i].text);
 				goto out;
 			}
 			ne += k;
@@ -1863,8 +1871,8 @@ static int fn_semver_compare(struct jp_ev *ev, const struct jp_node *call, struc
 
 		if (i == ne || strcmp(exp[i].text, "||") == 0) {
 			if (!group_open) {
-				rc = kfail(ev, JP_ERR_RUNTIME, "semver_compare", "empty range in '%s'",
-					   STR(1));
+				rc = kfail(ev, JP_ERR_RUNTIME, "semver_compare",
+					   "empty range in '%s'", STR(1));
 				goto out;
 			}
 			any = any || all;
@@ -1879,15 +1887,16 @@ static int fn_semver_compare(struct jp_ev *ev, const struct jp_node *call, struc
 			goto out;
 		}
 		if (!semver_op_of(op, &sop)) {
-			rc = kfail(ev, JP_ERR_RUNTIME, "semver_compare",
-				   "Could not parse Range \"%s\": Could not parse comparator \"%s\"",
-				   exp[i].text, op);
+			rc =
+			    kfail(ev, JP_ERR_RUNTIME, "semver_compare",
+				  "Could not parse Range \"%s\": Could not parse comparator \"%s\"",
+				  exp[i].text, op);
 			goto out;
 		}
 		if (!semver_parse(ver, &w)) {
 			rc = kfail(ev, JP_ERR_RUNTIME, "semver_compare",
-				   "Could not parse Range \"%s\": invalid version \"%s\"", exp[i].text,
-				   ver);
+				   "Could not parse Range \"%s\": invalid version \"%s\"",
+				   exp[i].text, ver);
 			goto out;
 		}
 		all = all && semver_holds(sop, &v, &w);
@@ -2222,8 +2231,8 @@ static void rnd_alt(struct rnd *r, bool emit)
 	r->p = end;
 }
 
-static int fn_random(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		     int nargs, json_t **out)
+static int fn_random(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		     json_t **out)
 {
 	struct rnd r;
 	int rc;
@@ -2304,13 +2313,13 @@ static json_t *name_json(const X509_NAME *name)
 		int nid;
 		const char *field;
 	} fields[] = {
-		{NID_countryName, "Country"},
-		{NID_organizationName, "Organization"},
-		{NID_organizationalUnitName, "OrganizationalUnit"},
-		{NID_localityName, "Locality"},
-		{NID_stateOrProvinceName, "Province"},
-		{NID_streetAddress, "StreetAddress"},
-		{NID_postalCode, "PostalCode"},
+	    {NID_countryName, "Country"},
+	    {NID_organizationName, "Organization"},
+	    {NID_organizationalUnitName, "OrganizationalUnit"},
+	    {NID_localityName, "Locality"},
+	    {NID_stateOrProvinceName, "Province"},
+	    {NID_streetAddress, "StreetAddress"},
+	    {NID_postalCode, "PostalCode"},
 	};
 	json_t *o = json_object(), *names = json_array();
 	int i, n = X509_NAME_entry_count(name);
@@ -2471,9 +2480,9 @@ static int go_key_usage(uint32_t ku)
 		uint32_t ossl;
 		int go;
 	} map[] = {
-		{KU_DIGITAL_SIGNATURE, 1}, {KU_NON_REPUDIATION, 2}, {KU_KEY_ENCIPHERMENT, 4},
-		{KU_DATA_ENCIPHERMENT, 8}, {KU_KEY_AGREEMENT, 16},  {KU_KEY_CERT_SIGN, 32},
-		{KU_CRL_SIGN, 64},         {KU_ENCIPHER_ONLY, 128}, {KU_DECIPHER_ONLY, 256},
+	    {KU_DIGITAL_SIGNATURE, 1}, {KU_NON_REPUDIATION, 2}, {KU_KEY_ENCIPHERMENT, 4},
+	    {KU_DATA_ENCIPHERMENT, 8}, {KU_KEY_AGREEMENT, 16},	{KU_KEY_CERT_SIGN, 32},
+	    {KU_CRL_SIGN, 64},	       {KU_ENCIPHER_ONLY, 128}, {KU_DECIPHER_ONLY, 256},
 	};
 	int r = 0;
 
@@ -2490,11 +2499,11 @@ static json_t *ext_key_usage_json(X509 *cert)
 	static const struct {
 		int nid, go;
 	} map[] = {
-		{NID_anyExtendedKeyUsage, 0}, {NID_server_auth, 1},  {NID_client_auth, 2},
-		{NID_code_sign, 3},           {NID_email_protect, 4}, {NID_ipsecEndSystem, 5},
-		{NID_ipsecTunnel, 6},         {NID_ipsecUser, 7},     {NID_time_stamp, 8},
-		{NID_OCSP_sign, 9},           {NID_ms_sgc, 10},       {NID_ns_sgc, 11},
-		{NID_ms_code_com, 12},
+	    {NID_anyExtendedKeyUsage, 0}, {NID_server_auth, 1},	  {NID_client_auth, 2},
+	    {NID_code_sign, 3},		  {NID_email_protect, 4}, {NID_ipsecEndSystem, 5},
+	    {NID_ipsecTunnel, 6},	  {NID_ipsecUser, 7},	  {NID_time_stamp, 8},
+	    {NID_OCSP_sign, 9},		  {NID_ms_sgc, 10},	  {NID_ns_sgc, 11},
+	    {NID_ms_code_com, 12},
 	};
 	EXTENDED_KEY_USAGE *eku = X509_get_ext_d2i(cert, NID_ext_key_usage, NULL, NULL);
 	json_t *a;
@@ -2532,7 +2541,8 @@ static json_t *url_json(const char *s)
 	json_object_set_new(o, "RawPath", json_string(""));
 	json_object_set_new(o, "OmitHost", json_false());
 	json_object_set_new(o, "ForceQuery", json_false());
-	json_object_set_new(o, "RawQuery", q ? json_stringn(q + 1, strcspn(q + 1, "#")) : json_string(""));
+	json_object_set_new(o, "RawQuery",
+			    q ? json_stringn(q + 1, strcspn(q + 1, "#")) : json_string(""));
 	json_object_set_new(o, "Fragment", f ? json_string(f + 1) : json_string(""));
 	json_object_set_new(o, "RawFragment", json_string(""));
 	free(scheme);
@@ -2548,7 +2558,8 @@ static json_t *ip_json(const ASN1_OCTET_STRING *ip)
 	if (n == 4) {
 		snprintf(buf, sizeof(buf), "%u.%u.%u.%u", b[0], b[1], b[2], b[3]);
 	} else if (n == 16) {
-		static const unsigned char v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+		static const unsigned char v4mapped[12] = {0, 0, 0, 0, 0,    0,
+							   0, 0, 0, 0, 0xff, 0xff};
 		unsigned g[8];
 		int best = -1, best_len = 0, i, run;
 		struct gv_buf t = {0};
@@ -2645,8 +2656,9 @@ static json_t *extensions_json(X509 *cert)
 
 		json_object_set_new(e, "Id", oid_json(X509_EXTENSION_get_object(ext)));
 		json_object_set_new(e, "Critical", json_boolean(X509_EXTENSION_get_critical(ext)));
-		json_object_set_new(e, "Value", b64_json(ASN1_STRING_get0_data(data),
-							 (size_t)ASN1_STRING_length(data)));
+		json_object_set_new(
+		    e, "Value",
+		    b64_json(ASN1_STRING_get0_data(data), (size_t)ASN1_STRING_length(data)));
 		json_array_append_new(a, e);
 	}
 	return a;
@@ -2665,7 +2677,8 @@ static json_t *access_json(X509 *cert, int method_nid)
 			continue;
 		if (json_is_null(a))
 			a = json_array();
-		json_array_append_new(a, asn1_string_json(ad->location->d.uniformResourceIdentifier));
+		json_array_append_new(a,
+				      asn1_string_json(ad->location->d.uniformResourceIdentifier));
 	}
 	AUTHORITY_INFO_ACCESS_free(aia);
 	return a;
@@ -2770,9 +2783,11 @@ static json_t *x509_object(X509 *cert)
 	pathlen = X509_get_pathlen(cert);
 	json_object_set_new(o, "BasicConstraintsValid", json_boolean(flags & EXFLAG_BCONS));
 	json_object_set_new(o, "IsCA", json_boolean(flags & EXFLAG_CA));
-	json_object_set_new(o, "MaxPathLen",
-			    json_integer((flags & EXFLAG_BCONS) ? (pathlen < 0 ? -1 : pathlen) : 0));
-	json_object_set_new(o, "MaxPathLenZero", json_boolean((flags & EXFLAG_BCONS) && pathlen == 0));
+	json_object_set_new(
+	    o, "MaxPathLen",
+	    json_integer((flags & EXFLAG_BCONS) ? (pathlen < 0 ? -1 : pathlen) : 0));
+	json_object_set_new(o, "MaxPathLenZero",
+			    json_boolean((flags & EXFLAG_BCONS) && pathlen == 0));
 	json_object_set_new(o, "SubjectKeyId", octets_or_null(X509_get0_subject_key_id(cert)));
 	json_object_set_new(o, "AuthorityKeyId", octets_or_null(X509_get0_authority_key_id(cert)));
 	json_object_set_new(o, "OCSPServer", access_json(cert, NID_ad_OCSP));
@@ -2936,7 +2951,8 @@ static int fn_image_normalize(struct jp_ev *ev, const struct jp_node *call, stru
 	int rc = 0;
 
 	if (n == 0 || memchr(img, '\0', n))
-		return kfail(ev, JP_ERR_RUNTIME, "image_normalize", "repository name must have at least one component");
+		return kfail(ev, JP_ERR_RUNTIME, "image_normalize",
+			     "repository name must have at least one component");
 	/* addDefaultRegistry */
 	slash = memchr(img, '/', n);
 	if (!slash) {
@@ -2961,7 +2977,8 @@ static int fn_image_normalize(struct jp_ev *ev, const struct jp_node *call, stru
 		digest_len = name_len - (size_t)(at - name) - 1;
 		name_len = (size_t)(at - name);
 		if (!ref_digest_ok(digest, digest_len)) {
-			rc = kfail(ev, JP_ERR_RUNTIME, "image_normalize", "invalid reference format");
+			rc = kfail(ev, JP_ERR_RUNTIME, "image_normalize",
+				   "invalid reference format");
 			goto out;
 		}
 	}
@@ -2975,12 +2992,14 @@ static int fn_image_normalize(struct jp_ev *ev, const struct jp_node *call, stru
 		tag_len = name_len - (size_t)(colon - name) - 1;
 		name_len = (size_t)(colon - name);
 		if (!ref_tag_ok(tag, tag_len)) {
-			rc = kfail(ev, JP_ERR_RUNTIME, "image_normalize", "invalid reference format");
+			rc = kfail(ev, JP_ERR_RUNTIME, "image_normalize",
+				   "invalid reference format");
 			goto out;
 		}
 	}
 	if (name_len > 255) {
-		rc = kfail(ev, JP_ERR_RUNTIME, "image_normalize", "repository name must not be more than 255 characters");
+		rc = kfail(ev, JP_ERR_RUNTIME, "image_normalize",
+			   "repository name must not be more than 255 characters");
 		goto out;
 	}
 	slash = memchr(name, '/', name_len);
@@ -2993,8 +3012,9 @@ static int fn_image_normalize(struct jp_ev *ev, const struct jp_node *call, stru
 		bool upper = false;
 		for (i = 0; i < name_len; i++)
 			upper = upper || isupper((unsigned char)name[i]);
-		rc = kfail(ev, JP_ERR_RUNTIME, "image_normalize", "%s",
-			   upper ? "repository name must be lowercase" : "invalid reference format");
+		rc =
+		    kfail(ev, JP_ERR_RUNTIME, "image_normalize", "%s",
+			  upper ? "repository name must be lowercase" : "invalid reference format");
 		goto out;
 	}
 	if (digest) {
@@ -3042,8 +3062,9 @@ static bool parse_ipv4(const char *s, unsigned char ip[4])
 
 static bool ipv4_internal(const unsigned char ip[4])
 {
-	return ip[0] == 127 || ip[0] == 10 || ip[0] == 0 || (ip[0] == 172 && (ip[1] & 0xF0) == 16) ||
-	       (ip[0] == 192 && ip[1] == 168) || (ip[0] == 169 && ip[1] == 254);
+	return ip[0] == 127 || ip[0] == 10 || ip[0] == 0 ||
+	       (ip[0] == 172 && (ip[1] & 0xF0) == 16) || (ip[0] == 192 && ip[1] == 168) ||
+	       (ip[0] == 169 && ip[1] == 254);
 }
 
 static bool host_suffix(const char *h, const char *suffix)
@@ -3083,10 +3104,11 @@ static int fn_is_external_url(struct jp_ev *ev, const struct jp_node *call, stru
 		memcpy(h, host + 1, hn);
 		h[hn] = '\0';
 		/* ::1 loopback, fc00::/7 unique local, fe80::/10 link local, :: unspecified */
-		*out = json_boolean(!(strcmp(h, "::1") == 0 || strcmp(h, "::") == 0 ||
-				      strncasecmp(h, "fc", 2) == 0 || strncasecmp(h, "fd", 2) == 0 ||
-				      strncasecmp(h, "fe8", 3) == 0 || strncasecmp(h, "fe9", 3) == 0 ||
-				      strncasecmp(h, "fea", 3) == 0 || strncasecmp(h, "feb", 3) == 0));
+		*out =
+		    json_boolean(!(strcmp(h, "::1") == 0 || strcmp(h, "::") == 0 ||
+				   strncasecmp(h, "fc", 2) == 0 || strncasecmp(h, "fd", 2) == 0 ||
+				   strncasecmp(h, "fe8", 3) == 0 || strncasecmp(h, "fe9", 3) == 0 ||
+				   strncasecmp(h, "fea", 3) == 0 || strncasecmp(h, "feb", 3) == 0));
 		return 0;
 	}
 	hn = strcspn(host, ":/?#");
@@ -3117,12 +3139,12 @@ struct gotime {
 	int off; /* seconds east of UTC */
 };
 
-#define RFC3339 "2006-01-02T15:04:05Z07:00"
+#define RFC3339		    "2006-01-02T15:04:05Z07:00"
 #define SECONDS_TO_YEAR_ONE 62135596800LL /* Go's zero time is 0001-01-01 UTC */
 
-static const char *long_months[] = {"January", "February", "March",     "April",
-				    "May",     "June",     "July",      "August",
-				    "September", "October", "November", "December"};
+static const char *long_months[] = {"January",	 "February", "March",	 "April",
+				    "May",	 "June",     "July",	 "August",
+				    "September", "October",  "November", "December"};
 static const char *long_days[] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
 				  "Thursday", "Friday", "Saturday"};
 
@@ -3219,10 +3241,10 @@ enum std {
 	STD_PM,
 	STD_PM_LOWER,
 	STD_TZ,
-	STD_ISO_TZ,      /* Z0700 family: 'Z' or a numeric offset */
-	STD_NUM_TZ,      /* -0700 family */
-	STD_FRAC0,       /* .000 */
-	STD_FRAC9,       /* .999 */
+	STD_ISO_TZ, /* Z0700 family: 'Z' or a numeric offset */
+	STD_NUM_TZ, /* -0700 family */
+	STD_FRAC0,  /* .000 */
+	STD_FRAC9,  /* .999 */
 };
 
 struct chunk {
@@ -3270,8 +3292,9 @@ static void std_at(const char *s, struct chunk *c)
 		break;
 	case '0':
 		if (s[1] >= '1' && s[1] <= '6') {
-			static const enum std t[] = {STD_ZERO_MONTH, STD_ZERO_DAY, STD_ZERO_HOUR12,
-						     STD_ZERO_MINUTE, STD_ZERO_SECOND, STD_YEAR};
+			static const enum std t[] = {STD_ZERO_MONTH,  STD_ZERO_DAY,
+						     STD_ZERO_HOUR12, STD_ZERO_MINUTE,
+						     STD_ZERO_SECOND, STD_YEAR};
 			c->std = t[s[1] - '1'];
 			c->len = 2;
 			return;
@@ -3472,7 +3495,8 @@ static bool go_time_parse(const char *layout, const char *value, struct gotime *
 			for (int i = 0; i < 4; i++)
 				if (!isdigit((unsigned char)v[i]))
 					goto bad;
-			year = (v[0] - '0') * 1000 + (v[1] - '0') * 100 + (v[2] - '0') * 10 + (v[3] - '0');
+			year = (v[0] - '0') * 1000 + (v[1] - '0') * 100 + (v[2] - '0') * 10 +
+			       (v[3] - '0');
 			v += 4;
 			break;
 		case STD_MONTH:
@@ -3510,7 +3534,8 @@ static bool go_time_parse(const char *layout, const char *value, struct gotime *
 		case STD_ZERO_YEARDAY:
 			for (int i = 0; i < 2 && c.std == STD_UNDER_YEARDAY && *v == ' '; i++)
 				v++;
-			if (!getnum3(&v, c.std == STD_ZERO_YEARDAY, &yday) || yday < 1 || yday > 366)
+			if (!getnum3(&v, c.std == STD_ZERO_YEARDAY, &yday) || yday < 1 ||
+			    yday > 366)
 				goto range;
 			break;
 		case STD_HOUR:
@@ -3548,7 +3573,8 @@ static bool go_time_parse(const char *layout, const char *value, struct gotime *
 		}
 		case STD_PM:
 		case STD_PM_LOWER: {
-			const char *pm = c.std == STD_PM ? "PM" : "pm", *am = c.std == STD_PM ? "AM" : "am";
+			const char *pm = c.std == STD_PM ? "PM" : "pm",
+				   *am = c.std == STD_PM ? "AM" : "am";
 			if (strncmp(v, pm, 2) == 0)
 				pm_set = true;
 			else if (strncmp(v, am, 2) == 0)
@@ -3773,8 +3799,8 @@ static int time_cmp(const struct gotime *a, const struct gotime *b)
 	return a->nsec < b->nsec ? -1 : a->nsec > b->nsec;
 }
 
-static int fn_time_now(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		       int nargs, json_t **out)
+static int fn_time_now(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		       json_t **out)
 {
 	struct gotime t;
 
@@ -3808,8 +3834,8 @@ static int fn_time_since(struct jp_ev *ev, const struct jp_node *call, struct jp
 	return out_duration(time_sub(&t2, &t1), out);
 }
 
-static int fn_time_add(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		       int nargs, json_t **out)
+static int fn_time_add(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		       json_t **out)
 {
 	struct gotime t;
 	long long ns;
@@ -3847,8 +3873,8 @@ static int fn_time_parse(struct jp_ev *ev, const struct jp_node *call, struct jp
 	return out_time(&t, out);
 }
 
-static int fn_time_utc(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
-		       int nargs, json_t **out)
+static int fn_time_utc(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
+		       json_t **out)
 {
 	struct gotime t;
 	int rc = time_arg(ev, "time_utc", args, 0, NULL, &t);
@@ -3970,86 +3996,186 @@ static int fn_time_to_cron(struct jp_ev *ev, const struct jp_node *call, struct 
 /* The table, sorted by name                                            */
 
 #define T(x) JT_##x
-#define S T(STRING)
-#define N T(NUMBER)
+#define S    T(STRING)
+#define N    T(NUMBER)
 const struct jp_func jp_kyverno_funcs[] = {
-	{"add", "add(number|quantity|duration, number|quantity|duration) -> number|string", 2, 2,
-	 {T(ANY), T(ANY)}, fn_add, NULL},
-	{"base64_decode", "base64_decode(string) -> string", 1, 1, {S}, fn_base64_decode, NULL},
-	{"base64_encode", "base64_encode(string) -> string", 1, 1, {S}, fn_base64_encode, NULL},
-	{"compare", "compare(string, string) -> number", 2, 2, {S, S}, fn_compare, NULL},
-	{"divide", "divide(number|quantity|duration, number|quantity|duration) -> number|string", 2,
-	 2, {T(ANY), T(ANY)}, fn_divide, NULL},
-	{"equal_fold", "equal_fold(string, string) -> boolean", 2, 2, {S, S}, fn_equal_fold, NULL},
-	{"image_normalize", "image_normalize(string) -> string", 1, 1, {S}, fn_image_normalize,
-	 NULL},
-	{"is_external_url", "is_external_url(string) -> boolean", 1, 1, {S}, fn_is_external_url,
-	 NULL},
-	{"items", "items(object|array, string, string) -> array", 3, 3,
-	 {T(OBJECT) | T(ARRAY), S, S}, fn_items, NULL},
-	{"label_match", "label_match(object, object) -> boolean", 2, 2, {T(OBJECT), T(OBJECT)},
-	 fn_label_match, NULL},
-	{"lookup", "lookup(object|array, string|number) -> any", 2, 2,
-	 {T(OBJECT) | T(ARRAY), S | N}, fn_lookup, NULL},
-	{"md5", "md5(string) -> string", 1, 1, {S}, fn_md5, NULL},
-	{"modulo", "modulo(number|quantity|duration, number|quantity|duration) -> number|string", 2,
-	 2, {T(ANY), T(ANY)}, fn_modulo, NULL},
-	{"multiply", "multiply(number|quantity|duration, number) -> number|string", 2, 2,
-	 {T(ANY), T(ANY)}, fn_multiply, NULL},
-	{"object_from_lists", "object_from_lists(array, array) -> object", 2, 2,
-	 {T(ARRAY), T(ARRAY)}, fn_object_from_lists, NULL},
-	{"parse_json", "parse_json(string) -> any", 1, 1, {S}, fn_parse_json, NULL},
-	{"parse_yaml", "parse_yaml(string) -> any", 1, 1, {S}, fn_parse_yaml, NULL},
-	{"path_canonicalize", "path_canonicalize(string) -> string", 1, 1, {S},
-	 fn_path_canonicalize, NULL},
-	{"pattern_match", "pattern_match(string, string|number) -> boolean", 2, 2, {S, S | N},
-	 fn_pattern_match, NULL},
-	{"random", "random(string) -> string", 1, 1, {S}, fn_random, NULL},
-	{"regex_match", "regex_match(string, string|number) -> boolean", 2, 2, {S, S | N},
-	 fn_regex_match, re_prepare},
-	{"regex_replace_all", "regex_replace_all(string, string|number, string|number) -> string",
-	 3, 3, {S, S | N, S | N}, fn_regex_replace_all, re_prepare},
-	{"regex_replace_all_literal",
-	 "regex_replace_all_literal(string, string|number, string|number) -> string", 3, 3,
-	 {S, S | N, S | N}, fn_regex_replace_all_literal, re_prepare},
-	{"replace", "replace(string, string, string, number) -> string", 4, 4, {S, S, S, N},
-	 fn_replace, NULL},
-	{"replace_all", "replace_all(string, string, string) -> string", 3, 3, {S, S, S},
-	 fn_replace_all, NULL},
-	{"round", "round(number, number) -> number", 2, 2, {N, N}, fn_round, NULL},
-	{"semver_compare", "semver_compare(string, string) -> boolean", 2, 2, {S, S},
-	 fn_semver_compare, NULL},
-	{"sha1", "sha1(string) -> string", 1, 1, {S}, fn_sha1, NULL},
-	{"sha256", "sha256(string) -> string", 1, 1, {S}, fn_sha256, NULL},
-	{"split", "split(string, string) -> array[string]", 2, 2, {S, S}, fn_split, NULL},
-	{"subtract", "subtract(number|quantity|duration, number|quantity|duration) -> number|string",
-	 2, 2, {T(ANY), T(ANY)}, fn_subtract, NULL},
-	{"sum", "sum(array[number]|array[quantity]|array[duration]) -> number|string", 1, 1,
-	 {T(ARRAY)}, fn_sum, NULL},
-	{"time_add", "time_add(string, string) -> string", 2, 2, {S, S}, fn_time_add, NULL},
-	{"time_after", "time_after(string, string) -> boolean", 2, 2, {S, S}, fn_time_after, NULL},
-	{"time_before", "time_before(string, string) -> boolean", 2, 2, {S, S}, fn_time_before,
-	 NULL},
-	{"time_between", "time_between(string, string, string) -> boolean", 3, 3, {S, S, S},
-	 fn_time_between, NULL},
-	{"time_diff", "time_diff(string, string) -> string", 2, 2, {S, S}, fn_time_diff, NULL},
-	{"time_now", "time_now() -> string", 0, 0, {0}, fn_time_now, NULL},
-	{"time_now_utc", "time_now_utc() -> string", 0, 0, {0}, fn_time_now_utc, NULL},
-	{"time_parse", "time_parse(string, string) -> string", 2, 2, {S, S}, fn_time_parse, NULL},
-	{"time_since", "time_since(string, string, string) -> string", 3, 3, {S, S, S},
-	 fn_time_since, NULL},
-	{"time_to_cron", "time_to_cron(string) -> string", 1, 1, {S}, fn_time_to_cron, NULL},
-	{"time_truncate", "time_truncate(string, string) -> string", 2, 2, {S, S},
-	 fn_time_truncate, NULL},
-	{"time_utc", "time_utc(string) -> string", 1, 1, {S}, fn_time_utc, NULL},
-	{"to_boolean", "to_boolean(string) -> boolean", 1, 1, {S}, fn_to_boolean, NULL},
-	{"to_lower", "to_lower(string) -> string", 1, 1, {S}, fn_to_lower, NULL},
-	{"to_upper", "to_upper(string) -> string", 1, 1, {S}, fn_to_upper, NULL},
-	{"trim", "trim(string, string) -> string", 2, 2, {S, S}, fn_trim, NULL},
-	{"trim_prefix", "trim_prefix(string, string) -> string", 2, 2, {S, S}, fn_trim_prefix,
-	 NULL},
-	{"truncate", "truncate(string, number) -> string", 2, 2, {S, N}, fn_truncate, NULL},
-	{"x509_decode", "x509_decode(string) -> object", 1, 1, {S}, fn_x509_decode, NULL},
+    {"add",
+     "add(number|quantity|duration, number|quantity|duration) -> number|string",
+     2,
+     2,
+     {T(ANY), T(ANY)},
+     fn_add,
+     NULL},
+    {"base64_decode", "base64_decode(string) -> string", 1, 1, {S}, fn_base64_decode, NULL},
+    {"base64_encode", "base64_encode(string) -> string", 1, 1, {S}, fn_base64_encode, NULL},
+    {"compare", "compare(string, string) -> number", 2, 2, {S, S}, fn_compare, NULL},
+    {"divide",
+     "divide(number|quantity|duration, number|quantity|duration) -> number|string",
+     2,
+     2,
+     {T(ANY), T(ANY)},
+     fn_divide,
+     NULL},
+    {"equal_fold", "equal_fold(string, string) -> boolean", 2, 2, {S, S}, fn_equal_fold, NULL},
+    {"image_normalize", "image_normalize(string) -> string", 1, 1, {S}, fn_image_normalize, NULL},
+    {"is_external_url", "is_external_url(string) -> boolean", 1, 1, {S}, fn_is_external_url, NULL},
+    {"items",
+     "items(object|array, string, string) -> array",
+     3,
+     3,
+     {T(OBJECT) | T(ARRAY), S, S},
+     fn_items,
+     NULL},
+    {"label_match",
+     "label_match(object, object) -> boolean",
+     2,
+     2,
+     {T(OBJECT), T(OBJECT)},
+     fn_label_match,
+     NULL},
+    {"lookup",
+     "lookup(object|array, string|number) -> any",
+     2,
+     2,
+     {T(OBJECT) | T(ARRAY), S | N},
+     fn_lookup,
+     NULL},
+    {"md5", "md5(string) -> string", 1, 1, {S}, fn_md5, NULL},
+    {"modulo",
+     "modulo(number|quantity|duration, number|quantity|duration) -> number|string",
+     2,
+     2,
+     {T(ANY), T(ANY)},
+     fn_modulo,
+     NULL},
+    {"multiply",
+     "multiply(number|quantity|duration, number) -> number|string",
+     2,
+     2,
+     {T(ANY), T(ANY)},
+     fn_multiply,
+     NULL},
+    {"object_from_lists",
+     "object_from_lists(array, array) -> object",
+     2,
+     2,
+     {T(ARRAY), T(ARRAY)},
+     fn_object_from_lists,
+     NULL},
+    {"parse_json", "parse_json(string) -> any", 1, 1, {S}, fn_parse_json, NULL},
+    {"parse_yaml", "parse_yaml(string) -> any", 1, 1, {S}, fn_parse_yaml, NULL},
+    {"path_canonicalize",
+     "path_canonicalize(string) -> string",
+     1,
+     1,
+     {S},
+     fn_path_canonicalize,
+     NULL},
+    {"pattern_match",
+     "pattern_match(string, string|number) -> boolean",
+     2,
+     2,
+     {S, S | N},
+     fn_pattern_match,
+     NULL},
+    {"random", "random(string) -> string", 1, 1, {S}, fn_random, NULL},
+    {"regex_match",
+     "regex_match(string, string|number) -> boolean",
+     2,
+     2,
+     {S, S | N},
+     fn_regex_match,
+     re_prepare},
+    {"regex_replace_all",
+     "regex_replace_all(string, string|number, string|number) -> string",
+     3,
+     3,
+     {S, S | N, S | N},
+     fn_regex_replace_all,
+     re_prepare},
+    {"regex_replace_all_literal",
+     "regex_replace_all_literal(string, string|number, string|number) -> string",
+     3,
+     3,
+     {S, S | N, S | N},
+     fn_regex_replace_all_literal,
+     re_prepare},
+    {"replace",
+     "replace(string, string, string, number) -> string",
+     4,
+     4,
+     {S, S, S, N},
+     fn_replace,
+     NULL},
+    {"replace_all",
+     "replace_all(string, string, string) -> string",
+     3,
+     3,
+     {S, S, S},
+     fn_replace_all,
+     NULL},
+    {"round", "round(number, number) -> number", 2, 2, {N, N}, fn_round, NULL},
+    {"semver_compare",
+     "semver_compare(string, string) -> boolean",
+     2,
+     2,
+     {S, S},
+     fn_semver_compare,
+     NULL},
+    {"sha1", "sha1(string) -> string", 1, 1, {S}, fn_sha1, NULL},
+    {"sha256", "sha256(string) -> string", 1, 1, {S}, fn_sha256, NULL},
+    {"split", "split(string, string) -> array[string]", 2, 2, {S, S}, fn_split, NULL},
+    {"subtract",
+     "subtract(number|quantity|duration, number|quantity|duration) -> number|string",
+     2,
+     2,
+     {T(ANY), T(ANY)},
+     fn_subtract,
+     NULL},
+    {"sum",
+     "sum(array[number]|array[quantity]|array[duration]) -> number|string",
+     1,
+     1,
+     {T(ARRAY)},
+     fn_sum,
+     NULL},
+    {"time_add", "time_add(string, string) -> string", 2, 2, {S, S}, fn_time_add, NULL},
+    {"time_after", "time_after(string, string) -> boolean", 2, 2, {S, S}, fn_time_after, NULL},
+    {"time_before", "time_before(string, string) -> boolean", 2, 2, {S, S}, fn_time_before, NULL},
+    {"time_between",
+     "time_between(string, string, string) -> boolean",
+     3,
+     3,
+     {S, S, S},
+     fn_time_between,
+     NULL},
+    {"time_diff", "time_diff(string, string) -> string", 2, 2, {S, S}, fn_time_diff, NULL},
+    {"time_now", "time_now() -> string", 0, 0, {0}, fn_time_now, NULL},
+    {"time_now_utc", "time_now_utc() -> string", 0, 0, {0}, fn_time_now_utc, NULL},
+    {"time_parse", "time_parse(string, string) -> string", 2, 2, {S, S}, fn_time_parse, NULL},
+    {"time_since",
+     "time_since(string, string, string) -> string",
+     3,
+     3,
+     {S, S, S},
+     fn_time_since,
+     NULL},
+    {"time_to_cron", "time_to_cron(string) -> string", 1, 1, {S}, fn_time_to_cron, NULL},
+    {"time_truncate",
+     "time_truncate(string, string) -> string",
+     2,
+     2,
+     {S, S},
+     fn_time_truncate,
+     NULL},
+    {"time_utc", "time_utc(string) -> string", 1, 1, {S}, fn_time_utc, NULL},
+    {"to_boolean", "to_boolean(string) -> boolean", 1, 1, {S}, fn_to_boolean, NULL},
+    {"to_lower", "to_lower(string) -> string", 1, 1, {S}, fn_to_lower, NULL},
+    {"to_upper", "to_upper(string) -> string", 1, 1, {S}, fn_to_upper, NULL},
+    {"trim", "trim(string, string) -> string", 2, 2, {S, S}, fn_trim, NULL},
+    {"trim_prefix", "trim_prefix(string, string) -> string", 2, 2, {S, S}, fn_trim_prefix, NULL},
+    {"truncate", "truncate(string, number) -> string", 2, 2, {S, N}, fn_truncate, NULL},
+    {"x509_decode", "x509_decode(string) -> object", 1, 1, {S}, fn_x509_decode, NULL},
 };
 #undef T
 #undef S

@@ -20,28 +20,28 @@
 #define JP_MAX_AST_DEPTH     256  /* nesting of the compiled tree */
 #define JP_MAX_EVAL_DEPTH    512  /* evaluator recursion, exprefs included */
 #define JP_MAX_VALUE_DEPTH   4096 /* recursion into values (equality, dump) */
-#define JP_MAX_SRC_LEN       (1u << 20)
+#define JP_MAX_SRC_LEN	     (1u << 20)
 
 enum jp_node_type {
-	JN_CURRENT,          /* @, and the implicit left side of a projection */
-	JN_FIELD,            /* name on the current object */
-	JN_CHAIN,            /* kids[0] then kids[1] on its result, ...: a.b[0].c */
-	JN_INDEX,            /* [idx] on the current array */
-	JN_SLICE,            /* [start:stop:step] on the current array */
-	JN_PROJECTION,       /* kids[0] a list, kids[1] on each element */
+	JN_CURRENT,	     /* @, and the implicit left side of a projection */
+	JN_FIELD,	     /* name on the current object */
+	JN_CHAIN,	     /* kids[0] then kids[1] on its result, ...: a.b[0].c */
+	JN_INDEX,	     /* [idx] on the current array */
+	JN_SLICE,	     /* [start:stop:step] on the current array */
+	JN_PROJECTION,	     /* kids[0] a list, kids[1] on each element */
 	JN_VALUE_PROJECTION, /* kids[0] an object, kids[1] on each value */
-	JN_FLATTEN,          /* kids[0] a list, one level flattened */
-	JN_FILTER,           /* kids[0] a list, kids[2] the condition, kids[1] on kept */
-	JN_MULTI_LIST,       /* [kids...] */
-	JN_MULTI_HASH,       /* {keys[i]: kids[i]} */
-	JN_LITERAL,          /* lit */
-	JN_PIPE,             /* kids[0] | kids[1] */
-	JN_OR,               /* kids[0] || kids[1] */
-	JN_AND,              /* kids[0] && kids[1] */
-	JN_NOT,              /* !kids[0] */
-	JN_CMP,              /* kids[0] op kids[1] */
-	JN_FUNCTION,         /* fn(kids...) */
-	JN_EXPREF,           /* &kids[0] */
+	JN_FLATTEN,	     /* kids[0] a list, one level flattened */
+	JN_FILTER,	     /* kids[0] a list, kids[2] the condition, kids[1] on kept */
+	JN_MULTI_LIST,	     /* [kids...] */
+	JN_MULTI_HASH,	     /* {keys[i]: kids[i]} */
+	JN_LITERAL,	     /* lit */
+	JN_PIPE,	     /* kids[0] | kids[1] */
+	JN_OR,		     /* kids[0] || kids[1] */
+	JN_AND,		     /* kids[0] && kids[1] */
+	JN_NOT,		     /* !kids[0] */
+	JN_CMP,		     /* kids[0] op kids[1] */
+	JN_FUNCTION,	     /* fn(kids...) */
+	JN_EXPREF,	     /* &kids[0] */
 };
 
 enum jp_cmp { JC_EQ, JC_NE, JC_LT, JC_LE, JC_GT, JC_GE };
@@ -54,16 +54,16 @@ struct jp_node {
 	int height; /* 1 + height of the tallest kid */
 	int nkids;
 	struct jp_node **kids; /* owned */
-	char **keys;           /* owned, JN_MULTI_HASH */
-	json_t *lit;           /* owned, JN_LITERAL */
-	char *name;            /* owned, JN_FIELD */
+	char **keys;	       /* owned, JN_MULTI_HASH */
+	json_t *lit;	       /* owned, JN_LITERAL */
+	char *name;	       /* owned, JN_FIELD */
 	size_t name_len;
-	long long idx;              /* JN_INDEX */
-	long long slice[3];         /* JN_SLICE: start, stop, step */
-	bool has[3];                /* JN_SLICE: which parts were given */
-	enum jp_cmp op;             /* JN_CMP */
-	const struct jp_func *fn;   /* JN_FUNCTION, borrowed from a static table */
-	void *aux;                  /* owned, function-specific compiled data */
+	long long idx;		  /* JN_INDEX */
+	long long slice[3];	  /* JN_SLICE: start, stop, step */
+	bool has[3];		  /* JN_SLICE: which parts were given */
+	enum jp_cmp op;		  /* JN_CMP */
+	const struct jp_func *fn; /* JN_FUNCTION, borrowed from a static table */
+	void *aux;		  /* owned, function-specific compiled data */
 	void (*aux_free)(void *aux);
 };
 
@@ -77,19 +77,19 @@ struct jp_ev {
 
 /* One evaluated function argument: a value, or an expression reference. */
 struct jp_arg {
-	json_t *v;                 /* owned reference; NULL when ref is set */
+	json_t *v;		   /* owned reference; NULL when ref is set */
 	const struct jp_node *ref; /* JN_EXPREF's expression, borrowed */
 };
 
 /* Argument type masks for signatures. */
-#define JT_NULL   0x01u
-#define JT_BOOL   0x02u
+#define JT_NULL	  0x01u
+#define JT_BOOL	  0x02u
 #define JT_NUMBER 0x04u
 #define JT_STRING 0x08u
 #define JT_ARRAY  0x10u
 #define JT_OBJECT 0x20u
 #define JT_EXPREF 0x40u
-#define JT_ANY    0x3fu
+#define JT_ANY	  0x3fu
 
 /*
  * A function. Arguments are type-checked against types[] (the last entry
@@ -128,7 +128,7 @@ extern const size_t jp_kyverno_nfuncs;
 
 /* Sets ev->e (first error wins) and returns kind. printf-style. */
 int jp_fail(struct jp_ev *ev, enum jp_error_kind kind, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Charges n steps against the budget; JP_ERR_LIMIT when it runs out. */
 int jp_charge(struct jp_ev *ev, unsigned long n);
@@ -165,10 +165,11 @@ void jp_utf8_put(struct gv_buf *b, unsigned cp);
 json_t *jp_string_lossy(const char *s, size_t n);
 
 /*
- * Shortest decimal text that reads back as d, formatted like Go's
- * strconv.FormatFloat(d, fmt, -1, bits): fmt 'f' (no exponent), 'g'-like
- * JSON ('j': exponent outside [1e-6, 1e21) as Go's encoding/json does).
- * bits 32 rounds to float32 first (Kyverno's ifaceToString).
+ * Go's strconv.FormatFloat(d, fmt, -1, bits): the shortest decimal text that
+ * reads back as d. fmt 'f', 'e', 'g' as value_format_float (bits 64); 'j' is
+ * encoding/json's choice (exponent form outside [1e-6, 1e21), "e-07" trimmed
+ * to "e-7"). bits 32 first rounds d to a float32 and supports 'f' only (the
+ * form Kyverno's ifaceToString uses for numbers).
  */
 void jp_format_double(double d, char fmt, int bits, struct gv_buf *out);
 

@@ -183,7 +183,6 @@ for attempt in 1 2 3; do
 	start_bg kube-apiserver "$DIR/kube-apiserver.log" "$KUBE_APISERVER" \
 		--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
 		--secure-port="$APISERVER_PORT" \
-		--insecure-port=0 \
 		--bind-address=127.0.0.1 \
 		--advertise-address=127.0.0.1 \
 		--cert-dir="$DIR/certs" \

@@ -44,8 +44,7 @@ static void lines_split(char *text, struct lines *l)
 }
 
 /* Runs one block; returns true when it passes, printing why when not. */
-static bool run_block(size_t line, bool fail, const char *expr, const char *input,
-		      const char *want)
+static bool run_block(size_t line, bool fail, const char *expr, const char *input, const char *want)
 {
 	struct jp_options opt = {.kyverno = true};
 	struct gv_buf got = {0};
@@ -79,8 +78,8 @@ static bool run_block(size_t line, bool fail, const char *expr, const char *inpu
 		ok = fail && strncmp(gv_buf_str(&got), want, strlen(want)) == 0;
 	}
 	if (!ok)
-		printf("%s:%zu: %s\n  expected: %s\n  got:      %s\n", GOLDEN_FILE, line, expr, want,
-		       gv_buf_str(&got));
+		printf("%s:%zu: %s\n  expected: %s\n  got:      %s\n", GOLDEN_FILE, line, expr,
+		       want, gv_buf_str(&got));
 	gv_buf_release(&got);
 	json_decref(res);
 	json_decref(expected);
@@ -143,7 +142,7 @@ static void test_golden_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_golden_file),
+	    cmocka_unit_test(test_golden_file),
 	};
 
 	gv_init();
