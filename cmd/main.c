@@ -16,6 +16,8 @@ static const struct {
 	{"apply", cmd_apply, "evaluate policies against resource files"},
 	{"test", cmd_test, "run kyverno-test.yaml suites"},
 	{"jp", cmd_jp, "evaluate JMESPath expressions (query, functions)"},
+	{"serve", cmd_serve, "serve the validating admission webhook"},
+	{"certs", cmd_certs, "generate and inject TLS material"},
 	{"version", cmd_version, "print the version"},
 };
 
