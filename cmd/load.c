@@ -126,7 +126,8 @@ static bool has_manifest_ext(const char *name)
  * base name). Entries are visited in name order so output is stable.
  */
 static enum gv_code walk(const char *dir, bool (*want)(const char *base, const void *arg),
-			 const void *arg, struct load_paths *out, int depth, struct gv_err *err)
+			 const void *arg, bool hidden, struct load_paths *out, int depth,
+			 struct gv_err *err)
 {
 	DIR *d;
 	struct dirent *de;
@@ -144,6 +145,8 @@ static enum gv_code walk(const char *dir, bool (*want)(const char *base, const v
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		if (!hidden && de->d_name[0] == '.')
+			continue;
 		names = gv_xrealloc(names, (n + 1) * sizeof(*names));
 		names[n++] = gv_xstrdup(de->d_name);
 	}
@@ -158,7 +161,7 @@ static enum gv_code walk(const char *dir, bool (*want)(const char *base, const v
 
 		if (lstat(full, &lst) == 0) {
 			if (S_ISDIR(lst.st_mode)) {
-				rc = walk(full, want, arg, out, depth + 1, err);
+				rc = walk(full, want, arg, hidden, out, depth + 1, err);
 			} else if (stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
 				   want(names[i], arg)) {
 				load_paths_add(out, full);
@@ -184,7 +187,8 @@ static bool want_named(const char *base, const void *arg)
 }
 
 static enum gv_code expand_with(const char *path, bool (*want)(const char *base, const void *arg),
-				const void *arg, struct load_paths *out, struct gv_err *err)
+				const void *arg, bool hidden, struct load_paths *out,
+				struct gv_err *err)
 {
 	struct stat st;
 
@@ -196,20 +200,20 @@ static enum gv_code expand_with(const char *path, bool (*want)(const char *base,
 		return gv_err_set(err, errno == ENOENT ? GV_ENOENT : GV_EIO, "%s: %s", path,
 				  strerror(errno));
 	if (S_ISDIR(st.st_mode))
-		return walk(path, want, arg, out, 0, err);
+		return walk(path, want, arg, hidden, out, 0, err);
 	load_paths_add(out, path);
 	return GV_OK;
 }
 
 enum gv_code load_expand(const char *path, struct load_paths *out, struct gv_err *err)
 {
-	return expand_with(path, want_manifest, NULL, out, err);
+	return expand_with(path, want_manifest, NULL, false, out, err);
 }
 
 enum gv_code load_find(const char *dir, const char *basename, struct load_paths *out,
 		       struct gv_err *err)
 {
-	return expand_with(dir, want_named, basename, out, err);
+	return expand_with(dir, want_named, basename, true, out, err);
 }
 
 /* ---- documents ---- */
@@ -416,6 +420,9 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 	struct gv_docs docs;
 	struct gv_err lerr = {0};
 	enum gv_code rc;
+	size_t nother = 0;
+	int other_line = 0;
+	char *other_desc = NULL;
 
 	rc = load_docs(file, &docs, &lerr);
 	if (rc) {
@@ -457,18 +464,33 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 			add_exception(lp, &docs, i, errs);
 			continue;
 		}
-		if (warn_others && errs) {
-			int line = 0, col = 0;
-			gv_srcmap_find(docs.v[i].map, "", &line, &col);
-			fprintf(errs, "%s:%d:%d: warning: ignoring %s %s %s (not a %s)\n",
-				docs.file, line ? line : docs.v[i].line, col ? col : 1,
-				*kind ? kind : "document without kind",
-				load_str(doc, "apiVersion", NULL),
-				load_str(doc, "metadata", "name", NULL),
-				policies ? "ClusterPolicy, Policy or PolicyException"
-					 : "PolicyException");
+		/* Other kinds: remembered, then one warning per file. */
+		if (!nother++) {
+			int col = 0;
+			gv_srcmap_find(docs.v[i].map, "", &other_line, &col);
+			if (!other_line)
+				other_line = docs.v[i].line;
+			other_desc = gv_xasprintf("%s %s", *kind ? kind : "(no kind)",
+						  load_str(doc, "metadata", "name", NULL));
 		}
 	}
+	if (nother && warn_others && errs) {
+		if (nother == 1)
+			fprintf(errs, "%s:%d: warning: ignoring %s (not a %s)\n", docs.file,
+				other_line, other_desc,
+				policies ? "ClusterPolicy, Policy or PolicyException"
+					 : "PolicyException");
+		else
+			fprintf(
+			    errs,
+			    "%s:%d: warning: ignoring %zu documents that are not a %s (the first "
+			    "is %s)\n",
+			    docs.file, other_line, nother,
+			    policies ? "ClusterPolicy, Policy or PolicyException"
+				     : "PolicyException",
+			    other_desc);
+	}
+	free(other_desc);
 	gv_docs_release(&docs);
 	return rc;
 }

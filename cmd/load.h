@@ -29,7 +29,8 @@ struct load_paths {
 
 /*
  * Appends to out the files named by path: the file itself, every *.yaml,
- * *.yml and *.json file below a directory (recursive, sorted by name,
+ * *.yml and *.json file below a directory (recursive, sorted by name;
+ * hidden files and directories such as .git or test folders are skipped,
  * symbolic links to directories not followed), or "-" for stdin. A name
  * already in out is not added again. Returns GV_ENOENT/GV_EIO with err
  * set when path cannot be read.

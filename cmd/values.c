@@ -456,11 +456,35 @@ static bool under(const char *name, const char *prefix)
 	return !strncmp(name, prefix, n) && (name[n] == '\0' || name[n] == '.');
 }
 
+/*
+ * Adds name = value to out as leaf assignments: a non-empty object value
+ * becomes one dotted name per member (keys holding a dot are quoted), so
+ * an engine that assigns each name merges objects the way Kyverno's
+ * AddVariable does (`request: {operation: UPDATE}` keeps request.object).
+ */
+static void put_flat(json_t *out, const char *name, const json_t *value, int depth)
+{
+	const char *k;
+	json_t *v;
+
+	if (!json_is_object(value) || !json_object_size(value) || depth > 64) {
+		put_last(out, name, value);
+		return;
+	}
+	json_object_foreach(load_unconst(value), k, v)
+	{
+		char *child = strchr(k, '.') ? gv_xasprintf("%s.\"%s\"", name, k)
+					     : gv_xasprintf("%s.%s", name, k);
+		put_flat(out, child, v, depth + 1);
+		free(child);
+	}
+}
+
 static json_t *hook_rule_values(void *ud, const struct engine_policy *p, const char *rule,
 				const json_t *resource)
 {
 	struct values_eval *ev = ud;
-	json_t *out = json_object();
+	json_t *out = json_object(), *flat = json_object();
 	json_t *rv = values_for_rule(ev->values, p ? engine_policy_name(p) : ev->policy, rule);
 	const char *k;
 	json_t *v;
@@ -475,13 +499,21 @@ static json_t *hook_rule_values(void *ud, const struct engine_policy *p, const c
 	 */
 	json_object_foreach(ev->vars, k, v)
 	{
+		put_flat(flat, k, v, 0);
+	}
+	json_object_foreach(flat, k, v)
+	{
 		if (!strcmp(k, "request.operation") || under(k, "request.object") ||
 		    under(k, "request.oldObject"))
 			continue;
 		put_last(out, k, v);
 	}
+	json_decref(flat);
 	if (rv) {
-		put_all(out, rv);
+		json_object_foreach(rv, k, v)
+		{
+			put_flat(out, k, v, 0);
+		}
 		json_decref(rv);
 	}
 	if (!json_object_size(out)) {

@@ -243,6 +243,7 @@ struct body {
 
 struct foreach {
 	char *list; /* JMESPath (may contain {{ }}) */
+	struct jp_expr *list_x; /* compiled list when it holds no {{ }} */
 	struct context_entry *ctx;
 	size_t nctx;
 	struct conditions pre;
@@ -280,6 +281,7 @@ struct engine_policy {
 	json_t *doc; /* owned */
 	char *name, *namespace, *kind;
 	bool background, admission, emit_warning, apply_one;
+	bool uses_images; /* some variable reads `images` (section 6.5) */
 	enum engine_action action;
 	enum engine_failure_policy failure_policy;
 	struct override *overrides;
@@ -302,6 +304,7 @@ struct engine_policyset {
 	size_t n;
 	struct engine_exception **exc;
 	size_t nexc;
+	bool uses_images; /* some policy reads `images`: build it per evaluation */
 };
 
 /* Generates autogen rules (section 9): returns a new rules array (new reference). */

@@ -99,9 +99,11 @@ static json_t *build_root(const struct eval_state *st, const json_t *object,
 		json_object_set_new(root, "serviceAccountNamespace", json_string(sans));
 		free(nsbuf);
 	}
-	images = images_extract(object ? object : old_object);
-	if (images)
-		json_object_set_new(root, "images", images);
+	if (st->set->uses_images) {
+		images = images_extract(object ? object : old_object);
+		if (images)
+			json_object_set_new(root, "images", images);
+	}
 	return root;
 }
 
@@ -585,7 +587,14 @@ static void eval_foreach(const struct eval_state *st, const struct rule *r,
 		size_t i;
 		json_t *elem;
 
-		if (var_query(e->list, &vc, &list, &je, &ge)) {
+		if (e->list_x && !(st->delete_op && strstr(e->list, "request.object"))) {
+			list = jp_eval(e->list_x, root, &je);
+			if (!list)
+				gv_err_set(&ge, GV_EEVAL, "%s", je.msg);
+		} else {
+			var_query(e->list, &vc, &list, &je, &ge);
+		}
+		if (!list) {
 			if (!is_unknown_key(&je) && !list_err)
 				list_err = gv_xstrdup(ge.msg);
 			continue;
@@ -606,7 +615,7 @@ static void eval_foreach(const struct eval_state *st, const struct rule *r,
 
 			if (json_is_null(elem))
 				continue;
-			eroot = root_copy(root);
+			eroot = e->nctx || fvalues ? root_copy(root) : json_copy(root);
 			json_object_set(eroot, "element", elem);
 			json_object_set_new(eroot, "elementIndex", json_integer((json_int_t)i));
 			snprintf(key, sizeof(key), "element%d", depth);
@@ -755,7 +764,8 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 {
 	const struct engine_hooks *h = st->in->hooks;
 	json_t *values = h && h->rule_values ? h->rule_values(h->ud, p, r->name, resource) : NULL;
-	json_t *root = root_copy(base_root);
+	/* The shared root is read-only: copy it only when this rule writes variables. */
+	json_t *root = values || r->nctx ? root_copy(base_root) : json_incref((json_t *)base_root);
 	struct var_ctx vc = {.root = root, .delete_op = st->delete_op};
 	struct gv_err e = {0};
 	json_t *msgs;

@@ -67,7 +67,13 @@ struct jp_options {
 /*
  * Compiles src. Unknown function names are syntax-time errors
  * (JP_ERR_UNKNOWN_FUNCTION); so is a wrong argument count for a known
- * function (JP_ERR_INVALID_ARITY). Returns NULL and fills *e on error.
+ * function (JP_ERR_INVALID_ARITY), and a zero slice step
+ * (JP_ERR_INVALID_VALUE). Syntax errors set e->pos to the byte offset of the
+ * offending token and end e->msg with "at position N". Bounds: source up to
+ * 1 MiB, nesting up to 256 levels (parentheses, operators, pipes), else
+ * JP_ERR_LIMIT. Regular expressions given as literals are compiled here.
+ * Returns NULL and fills *e (may be NULL) on error; opt may be NULL (plain
+ * JMESPath, default budget).
  */
 struct jp_expr *jp_compile(const char *src, const struct jp_options *opt, struct jp_error *e);
 
@@ -77,8 +83,26 @@ void jp_free(struct jp_expr *x);
 const char *jp_source(const struct jp_expr *x);
 
 /*
- * Evaluates x against data (borrowed). Returns a new reference (json null
- * for a null result), or NULL with *e filled on error.
+ * Evaluates x against data (borrowed, never modified; NULL is null).
+ * Returns a new reference (json null for a null result; values taken from
+ * data are shared, not copied), or NULL with *e filled on error (e->pos is
+ * -1). Every node visited and every element a projection, flatten, sort or
+ * function walks costs a step, and strings built cost a step per 16 bytes;
+ * past opt->max_steps evaluation stops with JP_ERR_LIMIT, as it does past
+ * 512 nested evaluations or a regular expression's backtracking limit.
+ *
+ * Kyverno functions follow Kyverno's Go code (functions.go, arithmetic.go,
+ * time.go) with these limits: regular expressions run on PCRE2 (Go RE2
+ * syntax in practice); to_upper/to_lower/equal_fold know ASCII, Latin,
+ * Greek, Cyrillic, Armenian and fullwidth letters; random() supports
+ * literals, escapes, ".", classes, groups with |, and * + ? {n,m}
+ * (unbounded repeats stop at 10 more), up to 4096 characters;
+ * is_external_url() does no DNS lookup (IP literals by range; localhost,
+ * *.local, *.svc, *.cluster.local and dot-less names are internal);
+ * x509_decode() fills the x509.Certificate fields policies use (names,
+ * validity, keys with an RSA modulus as a decimal string, extensions, SANs,
+ * key usages, basic constraints), name constraints are null; time_now()
+ * reports UTC.
  */
 json_t *jp_eval(const struct jp_expr *x, const json_t *data, struct jp_error *e);
 

@@ -1914,12 +1914,15 @@ out:
 #define RND_MAX_LEN    4096
 #define RND_MAX_REPEAT 10
 #define RND_MAX_DEPTH  32
+#define RND_MAX_WORK   200000
 
 struct rnd {
 	const char *p, *end;
 	struct gv_buf out;
 	int depth;
+	unsigned long work; /* atoms visited, bounded by RND_MAX_WORK */
 	const char *err;
+	bool limit; /* err is a bound, not a syntax error */
 };
 
 static unsigned rnd_below(unsigned n)
@@ -2035,6 +2038,11 @@ static void rnd_atom(struct rnd *r, bool emit)
 	char c = *r->p;
 
 	memset(&set, 0, sizeof(set));
+	if (++r->work > RND_MAX_WORK) {
+		r->err = "pattern too complex";
+		r->limit = true;
+		return;
+	}
 	if (c == '(') {
 		r->p++;
 		if (r->p + 1 < r->end && r->p[0] == '?' && r->p[1] == ':')
@@ -2189,6 +2197,7 @@ static void rnd_seq(struct rnd *r, bool emit)
 				rnd_atom(r, true);
 				if (r->out.len > RND_MAX_LEN) {
 					r->err = "result too long";
+					r->limit = true;
 					return;
 				}
 			}
@@ -2246,8 +2255,13 @@ static int fn_random(struct jp_ev *ev, const struct jp_node *call, struct jp_arg
 	if (!r.err && r.p < r.end)
 		r.err = "unexpected )";
 	if (r.err) {
-		rc = kfail(ev, r.out.len > RND_MAX_LEN ? JP_ERR_LIMIT : JP_ERR_RUNTIME, "random",
+		rc = kfail(ev, r.limit ? JP_ERR_LIMIT : JP_ERR_RUNTIME, "random",
 			   "%s in pattern '%s'", r.err, STR(0));
+		gv_buf_release(&r.out);
+		return rc;
+	}
+	rc = jp_charge(ev, r.work / 8);
+	if (rc) {
 		gv_buf_release(&r.out);
 		return rc;
 	}
@@ -3641,15 +3655,17 @@ static bool go_time_parse(const char *layout, const char *value, struct gotime *
 				v = p;
 				break;
 			}
+			/* Go's parseTimeZone: 3 upper-case letters, 4 ending in T (or
+			 * WITA), 5 ending in T, or the special ChST and MeST */
+			if (strncmp(v, "ChST", 4) == 0 || strncmp(v, "MeST", 4) == 0) {
+				v += 4;
+				off = 0;
+				break;
+			}
 			while (v[n] >= 'A' && v[n] <= 'Z')
 				n++;
-			if (n < 3 && !(strncmp(v, "ChST", 4) == 0 || strncmp(v, "MeST", 4) == 0))
-				goto bad;
-			if (n < 3)
-				n = 4;
-			else if (n == 4 && v[3] == 'T') /* e.g. AEST */
-				n = 4;
-			else if (n > 5)
+			if (!(n == 3 || (n == 4 && (v[3] == 'T' || strncmp(v, "WITA", 4) == 0)) ||
+			      (n == 5 && v[4] == 'T')))
 				goto bad;
 			v += n;
 			off = 0;

@@ -223,6 +223,7 @@ static void foreach_release(struct foreach *f, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		free(f[i].list);
+		jp_free(f[i].list_x);
 		context_release(f[i].ctx, f[i].nctx);
 		conditions_release(&f[i].pre);
 		body_release(&f[i].body);
@@ -401,7 +402,7 @@ static enum gv_code foreach_compile(const json_t *arr, struct foreach **out, siz
 							 "invalid foreach list %s: %s: %s", list,
 							 jp_error_kind_name(je.kind), je.msg);
 				}
-				jp_free(x);
+				f->list_x = x;
 			}
 		}
 		if (!rc) {
@@ -925,6 +926,14 @@ json_t *autogen_rules(const json_t *doc)
 
 /* ---- policies ---- */
 
+static void scan_images(const char *expr, const char *raw, void *ud)
+{
+	bool *uses = ud;
+	(void)raw;
+	if (strstr(expr, "images"))
+		*uses = true;
+}
+
 static void policy_free(struct engine_policy *p)
 {
 	for (size_t i = 0; i < p->nrules; i++)
@@ -1108,6 +1117,7 @@ struct engine_policy *engine_policy_compile(const json_t *doc, struct gv_err *er
 			}
 		}
 	}
+	vars_each(spec, scan_images, &p->uses_images);
 	json_decref(gen);
 	gv_buf_release(&ptr);
 	return p;
@@ -1287,8 +1297,10 @@ struct engine_policyset *engine_policyset_new(struct engine_policy *const *polic
 
 	atomic_init(&s->refs, 1);
 	s->v = gv_xcalloc(n + 1, sizeof(*s->v));
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		s->v[s->n++] = engine_policy_ref(policies[i]);
+		s->uses_images |= policies[i]->uses_images;
+	}
 	s->exc = gv_xcalloc(nexc + 1, sizeof(*s->exc));
 	for (size_t i = 0; i < nexc; i++)
 		s->exc[s->nexc++] = exceptions[i];

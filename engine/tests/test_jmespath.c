@@ -518,6 +518,7 @@ static void test_misc_functions(void **state)
 	    ERR("random('(?=x)')", "null", JP_ERR_RUNTIME),
 	    ERR("random(`1`)", "null", JP_ERR_INVALID_TYPE),
 	    ERR("random('.{1000}.{1000}.{1000}.{1000}.{1000}')", "null", JP_ERR_LIMIT),
+	    ERR("random('((){0,1000}){0,1000}')", "null", JP_ERR_LIMIT),
 	    OK("image_normalize('busybox@sha256:"
 	       "1111111111111111111111111111111111111111111111111111111111111111')",
 	       "null",
@@ -576,6 +577,10 @@ static void test_time_functions(void **state)
 	    ERR("time_parse('1136239445', '1.5')", "null", JP_ERR_RUNTIME),
 	    ERR("time_parse('2006-01-02', '2023-1-2')", "null", JP_ERR_RUNTIME),
 	    ERR("time_parse('Jan 2', 'Foo 2')", "null", JP_ERR_RUNTIME),
+	    OK("time_parse('15:04 MST', '10:00 CEST')", "null", "\"0000-01-01T10:00:00Z\""),
+	    OK("time_parse('15:04 MST', '10:00 WITA')", "null", "\"0000-01-01T10:00:00Z\""),
+	    ERR("time_parse('15:04 MST', '10:00 ABCD')", "null", JP_ERR_RUNTIME),
+	    ERR("time_parse('15:04 MST', '10:00 Z')", "null", JP_ERR_RUNTIME),
 	    ERR("time_parse('2006', '')", "null", JP_ERR_RUNTIME),
 	    OK("time_utc('2024-01-01T01:00:00+01:00')", "null", "\"2024-01-01T00:00:00Z\""),
 	    OK("time_utc('2024-01-01T00:00:00Z')", "null", "\"2024-01-01T00:00:00Z\""),
