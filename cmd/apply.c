@@ -8,9 +8,13 @@
  *         [--exception F]... [--namespace-labels NS=KEY=VALUE,...]
  *         [--namespaces F] [-o table|json|yaml|report]
  *
- * POLICY and R are files, directories (recursive: *.yaml, *.yml, *.json) or
- * "-" for stdin. Every argument after --resource up to the next option is a
- * resource too; --resource also takes comma-separated lists.
+ * POLICY and R are files, directories (recursive: *.yaml, *.yml, *.json,
+ * hidden entries skipped) or "-" for stdin. Every argument after --resource
+ * up to the next option is a resource too; --resource also takes
+ * comma-separated lists. Documents of other kinds in a policy file are
+ * ignored with a warning, but a policy file named on the command line that
+ * holds no policy at all is an invalid policy (the engine's "not a policy"
+ * error).
  *
  * Output (stdout):
  *   table   one line per rule result: policy, rule, Kind/namespace/name,
@@ -257,7 +261,10 @@ static void load_inputs(struct apply_state *st)
 		if (!check_stdin(st, files.v[i]))
 			continue;
 		gv_err_clear(&e);
-		if (load_policies_file(&st->pols, files.v[i], true, stderr, &e))
+		/* A file named on the command line must hold a policy; files found in a directory
+		 * need not. */
+		if (load_policies_file(&st->pols, files.v[i],
+				       load_paths_has(&st->policy_paths, files.v[i]), stderr, &e))
 			st->bad = true; /* already reported on stderr */
 	}
 	load_paths_release(&files);

@@ -94,6 +94,14 @@ void load_paths_add(struct load_paths *p, const char *name)
 	p->v[p->n++] = gv_xstrdup(name);
 }
 
+bool load_paths_has(const struct load_paths *p, const char *name)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (!strcmp(p->v[i], name))
+			return true;
+	return false;
+}
+
 void load_paths_release(struct load_paths *p)
 {
 	for (size_t i = 0; i < p->n; i++)
@@ -414,13 +422,34 @@ static void add_exception(struct load_policies *lp, const struct gv_docs *docs, 
 	lp->exceptions[lp->nexceptions++] = json_incref(docs->v[i].value);
 }
 
+/* A file named as a policy file that holds no policy: the engine says why its first document is not
+ * one. */
+static void not_a_policy(struct load_policies *lp, const struct gv_docs *docs, size_t i, FILE *errs)
+{
+	struct gv_err e = {0};
+	struct engine_policy *p = engine_policy_compile(docs->v[i].value, &e);
+	char buf[2200];
+
+	if (p) {
+		engine_policy_unref(p);
+		gv_err_clear(&e);
+	}
+	if (!e.code)
+		gv_err_setp(&e, GV_EINVAL, "/kind", "not a policy: kind is \"%s\"",
+			    load_str(docs->v[i].value, "kind", NULL));
+	gv_err_locate(&e, docs->file, docs->v[i].map);
+	add_policy(lp, docs->v[i].value, NULL, gv_xstrdup(gv_err_str(&e, buf, sizeof(buf))));
+	report_err(errs, &e);
+	lp->nerrors++;
+}
+
 static enum gv_code load_policy_docs(struct load_policies *lp, const char *file, bool policies,
-				     bool warn_others, FILE *errs, struct gv_err *err)
+				     bool require_policy, FILE *errs, struct gv_err *err)
 {
 	struct gv_docs docs;
 	struct gv_err lerr = {0};
 	enum gv_code rc;
-	size_t nother = 0;
+	size_t nother = 0, nfound = 0, first_other = 0;
 	int other_line = 0;
 	char *other_desc = NULL;
 
@@ -436,6 +465,7 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 
 		if (!json_is_object(doc)) {
 			struct gv_err e = {0};
+			nfound++;
 			gv_err_setp(&e, GV_EINVAL, "", "document %zu is not an object", i + 1);
 			gv_err_locate(&e, docs.file, docs.v[i].map);
 			report_err(errs, &e);
@@ -448,6 +478,7 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 			struct engine_policy *p = engine_policy_compile(doc, &e);
 			char buf[2200];
 
+			nfound++;
 			if (p) {
 				add_policy(lp, doc, p, NULL);
 				continue;
@@ -461,11 +492,13 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 			continue;
 		}
 		if (is_kyverno_api(doc) && !strcmp(kind, "PolicyException")) {
+			nfound++;
 			add_exception(lp, &docs, i, errs);
 			continue;
 		}
 		/* Other kinds: remembered, then one warning per file. */
 		if (!nother++) {
+			first_other = i;
 			int col = 0;
 			gv_srcmap_find(docs.v[i].map, "", &other_line, &col);
 			if (!other_line)
@@ -474,7 +507,9 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 						  load_str(doc, "metadata", "name", NULL));
 		}
 	}
-	if (nother && warn_others && errs) {
+	if (nother && !nfound && require_policy && policies) {
+		not_a_policy(lp, &docs, first_other, errs);
+	} else if (nother && errs) {
 		if (nother == 1)
 			fprintf(errs, "%s:%d: warning: ignoring %s (not a %s)\n", docs.file,
 				other_line, other_desc,
@@ -495,10 +530,10 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 	return rc;
 }
 
-enum gv_code load_policies_file(struct load_policies *lp, const char *file, bool warn_others,
+enum gv_code load_policies_file(struct load_policies *lp, const char *file, bool require_policy,
 				FILE *errs, struct gv_err *err)
 {
-	return load_policy_docs(lp, file, true, warn_others, errs, err);
+	return load_policy_docs(lp, file, true, require_policy, errs, err);
 }
 
 enum gv_code load_exceptions_file(struct load_policies *lp, const char *file, FILE *errs,

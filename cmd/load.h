@@ -47,6 +47,8 @@ enum gv_code load_find(const char *dir, const char *basename, struct load_paths 
 
 /* Appends a copy of name unless it is already there. */
 void load_paths_add(struct load_paths *p, const char *name);
+/* Whether name is in p. */
+bool load_paths_has(const struct load_paths *p, const char *name);
 void load_paths_release(struct load_paths *p);
 
 /*
@@ -83,13 +85,17 @@ struct load_policies {
  * policy == NULL and its error, and reported on errs (when non-NULL) as one
  * line. PolicyException documents are compiled to check them and kept as
  * documents (see load_policyset_new); invalid ones are reported the same
- * way and dropped. Other kinds are skipped with a warning on errs when
- * warn_others is true. Returns GV_OK even when some documents were
+ * way and dropped. Other kinds are skipped with one warning per file on
+ * errs; but when require_policy is true and the file holds no ClusterPolicy,
+ * Policy or PolicyException at all, the file is itself an invalid policy:
+ * its first document is kept as one (policy == NULL) with the engine's
+ * reason ("not a policy ...") and reported. Returns GV_OK even when some
+ * documents were
  * invalid (count in lp->nerrors); a file that cannot be read or parsed
  * returns its error, also printed on errs (documents before a YAML
  * syntax error are kept).
  */
-enum gv_code load_policies_file(struct load_policies *lp, const char *file, bool warn_others,
+enum gv_code load_policies_file(struct load_policies *lp, const char *file, bool require_policy,
 				FILE *errs, struct gv_err *err);
 
 /*

@@ -411,7 +411,7 @@ static enum gv_code load_list(struct test_case *tc, const char *key, enum file_k
 	for (i = 0; i < files.n && !rc; i++) {
 		switch (fk) {
 		case FK_POLICY:
-			rc = load_policies_file(&tc->pols, files.v[i], true, stderr, err);
+			rc = load_policies_file(&tc->pols, files.v[i], false, stderr, err);
 			break;
 		case FK_EXCEPTION:
 			rc = load_exceptions_file(&tc->pols, files.v[i], stderr, err);

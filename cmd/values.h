@@ -109,7 +109,13 @@ void values_userinfo_release(struct values_userinfo *u);
  * struct must stay where it is until values_eval_release().
  *
  * Hooks: rule_values returns the global + per-resource variables followed
- * by the rule's own values; foreach_values the rule's foreachValues;
+ * by the rule's own values, as leaf assignments (an object value is split
+ * into one dotted name per member, so assigning them one by one merges
+ * objects as Kyverno's AddVariable does). The request.operation,
+ * request.object* and request.oldObject* variables of the global and
+ * per-resource values are left out: they are already applied to the input
+ * (operation, object, old_object). foreach_values returns the rule's
+ * foreachValues;
  * load_context answers GV_ENOENT for every configMap, apiCall,
  * imageRegistry and globalReference entry (offline: not loaded, so a value
  * injected by rule_values stays).

@@ -77,6 +77,14 @@ const char *engine_policy_rule_name(const struct engine_policy *p, size_t i);
 bool engine_policy_rule_background_safe(const struct engine_policy *p, size_t i);
 
 /*
+ * True when kind names a cluster-scoped Kubernetes kind (built-in API
+ * resources and the cluster-scoped kinds of Kyverno and the policy-report
+ * API); every other kind, custom resources included, counts as namespaced,
+ * as in the Kyverno CLI's built-in discovery data.
+ */
+bool engine_kind_cluster_scoped(const char *kind);
+
+/*
  * Compiles a PolicyException (kyverno.io/v2, v2beta1). Returns NULL on error
  * with err set as for policies.
  */

@@ -258,6 +258,243 @@ static enum gv_code pattern_err(struct gv_err *err, struct gv_buf *ptr)
 static enum gv_code foreach_compile(const json_t *arr, struct foreach **out, size_t *n,
 				    struct gv_buf *ptr, struct gv_err *err);
 
+/* ---- $(...) references inside patterns (section 3.10) ---- */
+
+/* Strips an anchor wrapper: "=(name)" -> "name". Returns a new string. */
+static char *anchor_inner(const char *k)
+{
+	size_t n = strlen(k);
+	const char *p = k;
+
+	if (n >= 3 && strchr("<=X^+", k[0]) && k[1] == '(' && k[n - 1] == ')')
+		return gv_xstrndup(k + 2, n - 3);
+	if (n >= 2 && p[0] == '(' && k[n - 1] == ')')
+		return gv_xstrndup(k + 1, n - 2);
+	return gv_xstrdup(k);
+}
+
+/* Looks up a '/'-separated path in the pattern root, ignoring anchor wrappers. */
+static const json_t *ref_lookup(const json_t *root, const char *path)
+{
+	const json_t *cur = root;
+	char *copy = gv_xstrdup(path), *seg = copy, *slash;
+
+	while (cur && seg && *seg) {
+		slash = strchr(seg, '/');
+		if (slash)
+			*slash = '\0';
+		if (*seg) {
+			if (json_is_array(cur)) {
+				char *end;
+				long idx = strtol(seg, &end, 10);
+				cur = *end ? NULL : json_array_get(cur, (size_t)idx);
+			} else if (json_is_object(cur)) {
+				const char *k;
+				json_t *v;
+				const json_t *next = NULL;
+				json_object_foreach((json_t *)cur, k, v)
+				{
+					char *inner = anchor_inner(k);
+					bool eq = !strcmp(inner, seg);
+					free(inner);
+					if (eq) {
+						next = v;
+						break;
+					}
+				}
+				cur = next;
+			} else {
+				cur = NULL;
+			}
+		}
+		seg = slash ? slash + 1 : NULL;
+	}
+	free(copy);
+	return cur;
+}
+
+/* path.Join(base, rel) with "." and ".." cleaned. Returns a new string. */
+static char *ref_join(const char *base, const char *rel)
+{
+	char *segs[256];
+	size_t n = 0;
+	char *all = rel[0] == '/' ? gv_xstrdup(rel) : gv_xasprintf("%s/%s", base, rel);
+	char *p = all, *slash;
+	struct gv_buf out = {0};
+
+	while (p) {
+		slash = strchr(p, '/');
+		if (slash)
+			*slash = '\0';
+		if (!strcmp(p, "..")) {
+			if (n)
+				n--;
+		} else if (*p && strcmp(p, ".") && n < GV_ARRAY_LEN(segs)) {
+			segs[n++] = p;
+		}
+		p = slash ? slash + 1 : NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		gv_buf_addc(&out, '/');
+		gv_buf_adds(&out, segs[i]);
+	}
+	free(all);
+	return gv_buf_detach(&out);
+}
+
+/* Resolves the $(...) references of one string at location `here`. */
+static enum gv_code ref_string(const json_t *root, const char *here, const char *s, json_t **out,
+			       struct gv_err *err)
+{
+	struct gv_buf b = {0};
+	const char *p = s;
+	bool changed = false;
+
+	while (*p) {
+		const char *start = strstr(p, "$(");
+		const char *close;
+		if (!start) {
+			gv_buf_adds(&b, p);
+			break;
+		}
+		if (start > s && start[-1] == '\\') {
+			gv_buf_add(&b, p, (size_t)(start - 1 - p));
+			gv_buf_adds(&b, "$(");
+			p = start + 2;
+			changed = true;
+			continue;
+		}
+		close = strchr(start, ')');
+		if (!close) {
+			gv_buf_adds(&b, p);
+			break;
+		}
+		gv_buf_add(&b, p, (size_t)(start - p));
+		{
+			char *inner = gv_xstrndup(start + 2, (size_t)(close - start - 2));
+			const char *path = inner;
+			char op[3] = "";
+			char *abs;
+			const json_t *v;
+			static const char *const ops[] = {">=", "<=", ">", "<", "!"};
+			for (size_t i = 0; i < GV_ARRAY_LEN(ops); i++)
+				if (!strncmp(path, ops[i], strlen(ops[i]))) {
+					snprintf(op, sizeof(op), "%s", ops[i]);
+					path += strlen(ops[i]);
+					break;
+				}
+			abs = ref_join(here, path);
+			v = ref_lookup(root, abs);
+			gv_buf_adds(&b, op);
+			if (json_is_string(v)) {
+				gv_buf_adds(&b, json_string_value(v));
+			} else if (json_is_integer(v)) {
+				gv_buf_addf(&b, "%lld", (long long)json_integer_value(v));
+			} else if (json_is_real(v)) {
+				gv_buf_addf(&b, "%f", json_real_value(v));
+			} else {
+				gv_err_set(err, GV_EINVAL,
+					   "failed to resolve reference $(%s): the path %s does not hold a string or number",
+					   inner, abs);
+				free(inner);
+				free(abs);
+				gv_buf_release(&b);
+				return GV_EINVAL;
+			}
+			free(inner);
+			free(abs);
+		}
+		changed = true;
+		p = close + 1;
+	}
+	*out = changed ? json_string(gv_buf_str(&b)) : NULL;
+	gv_buf_release(&b);
+	return GV_OK;
+}
+
+/* Returns a new tree with $(...) references resolved, or NULL when it has none. */
+static json_t *ref_tree(const json_t *root, const json_t *node, struct gv_buf *here,
+			struct gv_err *err, bool *failed)
+{
+	if (json_is_string(node)) {
+		json_t *r = NULL;
+		if (!strstr(json_string_value(node), "$("))
+			return NULL;
+		if (ref_string(root, gv_buf_str(here), json_string_value(node), &r, err))
+			*failed = true;
+		return r;
+	}
+	if (json_is_object(node)) {
+		json_t *copy = NULL;
+		const char *k;
+		json_t *v;
+		json_object_foreach((json_t *)node, k, v)
+		{
+			size_t base = here->len;
+			char *inner = anchor_inner(k);
+			json_t *r;
+			gv_buf_addc(here, '/');
+			gv_buf_adds(here, inner);
+			free(inner);
+			r = ref_tree(root, v, here, err, failed);
+			here->len = base;
+			here->data[base] = '\0';
+			if (*failed) {
+				json_decref(r);
+				json_decref(copy);
+				return NULL;
+			}
+			if (r) {
+				if (!copy)
+					copy = json_copy((json_t *)node);
+				json_object_set_new(copy, k, r);
+			}
+		}
+		return copy;
+	}
+	if (json_is_array(node)) {
+		json_t *copy = NULL;
+		size_t i;
+		json_t *v;
+		json_array_foreach(node, i, v)
+		{
+			size_t base = here->len;
+			json_t *r;
+			gv_buf_addf(here, "/%zu", i);
+			r = ref_tree(root, v, here, err, failed);
+			here->len = base;
+			here->data[base] = '\0';
+			if (*failed) {
+				json_decref(r);
+				json_decref(copy);
+				return NULL;
+			}
+			if (r) {
+				if (!copy)
+					copy = json_copy((json_t *)node);
+				json_array_set_new(copy, i, r);
+			}
+		}
+		return copy;
+	}
+	return NULL;
+}
+
+/* The pattern with references resolved: a new reference (the input when none). */
+static json_t *resolve_refs(const json_t *pattern, struct gv_err *err)
+{
+	struct gv_buf here = {0};
+	bool failed = false;
+	json_t *r;
+
+	gv_buf_adds(&here, "");
+	r = ref_tree(pattern, pattern, &here, err, &failed);
+	gv_buf_release(&here);
+	if (failed)
+		return NULL;
+	return r ? r : json_incref((json_t *)pattern);
+}
+
 /* Compiles the body fields of a validate (or foreach) object. */
 static enum gv_code body_compile_fields(const json_t *v, struct body *b, bool in_foreach,
 					struct gv_buf *ptr, struct gv_err *err)
@@ -290,9 +527,16 @@ static enum gv_code body_compile_fields(const json_t *v, struct body *b, bool in
 			rc = conditions_compile(conds, &b->deny, ptr, err);
 		}
 	} else if (pattern) {
+		json_t *resolved = resolve_refs(pattern, err);
 		b->kind = BODY_PATTERN;
 		ptr_push(ptr, "pattern");
-		b->pattern_raw = json_incref((json_t *)pattern);
+		if (!resolved) {
+			rc = GV_EINVAL;
+			snprintf(err->pointer, sizeof(err->pointer), "%s", gv_buf_str(ptr));
+			goto body_out;
+		}
+		pattern = resolved;
+		b->pattern_raw = resolved; /* owns the resolved tree */
 		b->pattern_vars = vtree_compile(pattern, err);
 		if (!b->pattern_vars) {
 			rc = GV_EINVAL;
@@ -350,6 +594,7 @@ static enum gv_code body_compile_fields(const json_t *v, struct body *b, bool in
 		b->kind = BODY_NONE; /* cel / podSecurity / manifests: not evaluated */
 	}
 	(void)in_foreach;
+body_out:
 	ptr_pop(ptr, base);
 	if (rc)
 		body_release(b);
@@ -926,6 +1171,57 @@ json_t *autogen_rules(const json_t *doc)
 
 /* ---- policies ---- */
 
+/* A namespaced Policy may not select cluster-scoped kinds (section 1.6). */
+static enum gv_code check_namespaced_kinds(const json_t *rule, struct gv_buf *ptr,
+					   struct gv_err *err)
+{
+	static const char *const blocks[] = {"match", "exclude"};
+	static const char *const lists[] = {"any", "all"};
+	size_t base = ptr->len;
+
+	for (size_t b = 0; b < 2; b++) {
+		const json_t *blk = json_object_get(rule, blocks[b]);
+		for (size_t l = 0; l < 3; l++) {
+			const json_t *filters = l < 2 ? json_object_get(blk, lists[l]) : NULL;
+			size_t nf = l < 2 ? json_array_size(filters) : 1;
+			for (size_t f = 0; f < nf; f++) {
+				const json_t *res = l < 2 ? json_object_get(json_array_get(filters, f),
+									    "resources")
+							  : json_object_get(blk, "resources");
+				size_t k;
+				json_t *kind;
+				json_array_foreach(json_object_get(res, "kinds"), k, kind)
+				{
+					struct kind_sel sel;
+					bool cluster;
+					if (!json_is_string(kind))
+						continue;
+					kind_sel_parse(json_string_value(kind), &sel);
+					cluster = engine_kind_cluster_scoped(sel.kind);
+					if (cluster) {
+						ptr_push(ptr, blocks[b]);
+						if (l < 2) {
+							ptr_push(ptr, lists[l]);
+							ptr_pushi(ptr, f);
+						}
+						ptr_push(ptr, "resources");
+						ptr_push(ptr, "kinds");
+						ptr_pushi(ptr, k);
+						gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
+							    "Cluster wide resource '%s' not allowed in namespaced policy",
+							    sel.kind);
+						ptr_pop(ptr, base);
+					}
+					kind_sel_release(&sel);
+					if (cluster)
+						return GV_EINVAL;
+				}
+			}
+		}
+	}
+	return GV_OK;
+}
+
 static void scan_images(const char *expr, const char *raw, void *ud)
 {
 	bool *uses = ud;
@@ -1085,6 +1381,8 @@ struct engine_policy *engine_policy_compile(const json_t *doc, struct gv_err *er
 		if (rc)
 			goto fail;
 		p->nrules++;
+		if (!strcmp(kind, "Policy") && !is_gen && check_namespaced_kinds(rj, &ptr, err))
+			goto fail;
 		if (!strcmp(kind, "Policy")) {
 			for (size_t f = 0; f < rule->match.n; f++)
 				if (rule->match.f[f].nnamespaces) {

@@ -199,11 +199,18 @@ static struct tmpl *tmpl_compile(const char *s, struct gv_err *err)
 	if (pos < len)
 		add_part(t, false, gv_xstrdup(s + pos));
 	t->whole = t->nparts == 1 && t->parts[0].is_expr;
-	/* Literal text that still holds "{{" may form a variable once inner ones resolve. */
-	for (size_t i = 0; i < t->nparts; i++)
-		if (!t->parts[i].is_expr && strstr(t->parts[i].text, "{{") &&
-		    !(t->unescape && !strstr(strstr(t->parts[i].text, "{{") + 2, "}}")))
-			t->dynamic = true;
+	/*
+	 * Literal text that still holds an unescaped "{{" may form a variable
+	 * once inner ones resolve (nested variables): re-scan at evaluation.
+	 */
+	for (size_t i = 0; i < t->nparts; i++) {
+		const char *txt = t->parts[i].text;
+		if (t->parts[i].is_expr)
+			continue;
+		for (const char *q = strstr(txt, "{{"); q; q = strstr(q + 1, "{{"))
+			if (q == txt || q[-1] != '\\')
+				t->dynamic = true;
+	}
 	return t;
 }
 

@@ -32,15 +32,59 @@ struct kube_config {
  * in-cluster (KUBERNETES_SERVICE_HOST/PORT, the service-account token, CA and
  * namespace files), else ~/.kube/config. Uses the kubeconfig's
  * current-context. Returns GV_EINVAL / GV_ENOENT with a one-line reason.
+ *
+ * $KUBECONFIG may be a ':'-separated list: the first file that exists is
+ * used (no merging). In-cluster: server "https://HOST:PORT" (IPv6 in []),
+ * token_file, ca_file and namespace from
+ * /var/run/secrets/kubernetes.io/serviceaccount/.
  */
 enum gv_code kube_config_load(const char *path, struct kube_config **out, struct gv_err *err);
+
+/*
+ * Parses a kubeconfig (YAML or JSON, `v1` Config) from buf (len bytes).
+ * `file` names it in errors; relative certificate-authority, client-certificate,
+ * client-key and tokenFile paths are taken relative to `dir` (NULL = as is).
+ * `context` picks a context by name (NULL = current-context). Supported:
+ * cluster server, certificate-authority[-data], insecure-skip-tls-verify;
+ * user token, tokenFile, client-certificate[-data], client-key[-data];
+ * context namespace (NULL when unset). `*-data` is base64 of PEM. Users with
+ * exec, auth-provider or username/password are rejected (GV_EINVAL), as are a
+ * missing context/cluster/user, a server that is not http(s)://, and bad base64.
+ */
+enum gv_code kube_config_parse(const char *buf, size_t len, const char *file, const char *dir,
+			       const char *context, struct kube_config **out, struct gv_err *err);
 void kube_config_free(struct kube_config *c);
 
 struct kube_client;
 
-/* Creates a client (copies cfg). Never fails except on bad TLS material (NULL + err). */
+/*
+ * Creates a client (copies cfg). Never fails except on bad TLS material (NULL + err):
+ * a CA, certificate or key (file or data) that does not parse as PEM, a key
+ * that does not match the certificate, or a certificate without a key.
+ * Defaults: connect timeout 10 s, request timeout 60 s, watch timeoutSeconds
+ * 300, 5 retries, backoff 200 ms doubling up to 5 s. Free only when no other
+ * thread uses the client (informers stopped).
+ */
 struct kube_client *kube_client_new(const struct kube_config *cfg, struct gv_err *err);
 void kube_client_free(struct kube_client *c);
+
+/*
+ * Tuning (call before sharing the client between threads). Retries: at most
+ * max_retries (clamped to 0..10) further attempts after the first; the wait
+ * before attempt n is kube_backoff_ms(n, base_ms, cap_ms), or the server's
+ * Retry-After (capped at 30 s) when larger. Timeouts in ms (0 = keep);
+ * watch_s is the watch's timeoutSeconds (0 = keep).
+ */
+void kube_client_set_retries(struct kube_client *c, int max_retries, unsigned base_ms,
+			     unsigned cap_ms);
+void kube_client_set_timeouts(struct kube_client *c, long connect_ms, long request_ms,
+			      int watch_s);
+
+/*
+ * Capped exponential backoff with jitter for attempt n (1 = first retry):
+ * d = min(cap_ms, base_ms * 2^(n-1)); returns a value in [d/2, d].
+ */
+unsigned kube_backoff_ms(unsigned attempt, unsigned base_ms, unsigned cap_ms);
 
 /* The Kubernetes Status of a failed request. */
 struct kube_status {
@@ -62,6 +106,18 @@ enum gv_code kube_request(struct kube_client *c, const char *method, const char 
 			  const json_t *body, json_t **out, struct kube_status *st,
 			  struct gv_err *err);
 
+/*
+ * A PATCH with an explicit type: merge patch (application/merge-patch+json,
+ * RFC 7386), JSON patch (application/json-patch+json, RFC 6902: body is an
+ * array of ops) or server-side apply (application/apply-patch+yaml with a
+ * JSON body; the path must carry fieldManager=...). Same results as kube_request.
+ */
+enum kube_patch_type { KUBE_PATCH_MERGE, KUBE_PATCH_JSON, KUBE_PATCH_APPLY };
+
+enum gv_code kube_patch(struct kube_client *c, const char *path, enum kube_patch_type type,
+			const json_t *body, json_t **out, struct kube_status *st,
+			struct gv_err *err);
+
 /* A resolved API resource (discovery). Strings owned. */
 struct kube_resource {
 	char *group, *version, *kind, *resource; /* resource: plural, e.g. "pods" */
@@ -72,12 +128,25 @@ struct kube_resource {
  * Resolves kind (optionally group/version; NULL = any, preferring the
  * preferred version) through discovery (cached per client). GV_ENOENT when
  * the kind is not served.
+ *
+ * Walks /api, /api/<v>, /apis and /apis/<g>/<v> (legacy discovery, as on
+ * 1.20). With group NULL the core group is tried first, then the groups in
+ * the server's order. Only top-level resources count (names without '/').
+ * Groups whose discovery fails (an aggregated API answering 503) are
+ * skipped. Each group/version is cached for 10 minutes; a miss refetches
+ * once when the cache is older than 10 s (a CRD just created). group ""
+ * is the core group. out is filled only on GV_OK (release it).
  */
 enum gv_code kube_discover(struct kube_client *c, const char *group, const char *version,
 			   const char *kind, struct kube_resource *out, struct gv_err *err);
 void kube_resource_release(struct kube_resource *r);
 
-/* Builds a path: ns NULL/"" = all namespaces (or cluster-scoped); name NULL = collection. */
+/*
+ * Builds a path: ns NULL/"" = all namespaces (or cluster-scoped); name NULL = collection.
+ * "/api/v1/namespaces/NS/configmaps/NAME", "/apis/G/V/RESOURCE"; ns is
+ * ignored for cluster-scoped resources; ns and name are percent-encoded.
+ * Caller frees.
+ */
 char *kube_path(const struct kube_resource *r, const char *ns, const char *name);
 
 /*
@@ -85,6 +154,12 @@ char *kube_path(const struct kube_resource *r, const char *ns, const char *name)
  * item (borrowed); fn returns non-zero to stop. Restarts from the beginning
  * on 410 Gone. *resource_version (may be NULL) receives the list's
  * resourceVersion (caller frees).
+ *
+ * limit <= 0 asks for everything in one response. path may carry a query
+ * (labelSelector=...). Items get "apiVersion" and "kind" (the list's kind
+ * without "List") when the server left them out, as list items usually are.
+ * After a restart fn sees items again from the first page (at most 3
+ * restarts, then GV_ENET). Memory is bounded by one page.
  */
 enum gv_code kube_list(struct kube_client *c, const char *path, int limit,
 		       int (*fn)(const json_t *item, void *ud), void *ud, char **resource_version,
@@ -95,6 +170,14 @@ enum gv_code kube_list(struct kube_client *c, const char *path, int limit,
  * (bookmarks, resume from the last resourceVersion, relist on 410, backoff
  * on errors), on its own thread. on_change is called (from that thread)
  * after the initial list and after each change, with no lock held.
+ *
+ * path is a collection path (kube_path with name NULL), optionally with a
+ * query (labelSelector=...). Lists use limit=500; the watch is
+ * `?watch=1&allowWatchBookmarks=true&resourceVersion=RV&timeoutSeconds=W`.
+ * "After each change" means after each batch of events that arrived
+ * together: several changes may be reported by one call. Objects are stored
+ * by "namespace/name" ("name" when cluster-scoped). c must outlive the
+ * informer. Returns NULL only when no thread can be created.
  */
 struct kube_informer;
 
@@ -102,9 +185,27 @@ struct kube_informer *kube_informer_start(struct kube_client *c, const char *pat
 					  void (*on_change)(void *ud), void *ud);
 /* True once the initial list completed. */
 bool kube_informer_synced(const struct kube_informer *inf);
-/* A new reference to an array of all objects now known (a consistent copy). */
+/* Waits up to timeout_ms for the initial list; returns kube_informer_synced(). */
+bool kube_informer_wait_synced(struct kube_informer *inf, long timeout_ms);
+/*
+ * A new reference to an array of all objects now known (a consistent copy),
+ * sorted by namespace/name. The objects are shared with the informer: read only.
+ */
 json_t *kube_informer_list(struct kube_informer *inf);
-/* Stops the thread and frees. */
+/* A new reference to one object (shared, read only), or NULL. ns NULL/"" = cluster-scoped. */
+json_t *kube_informer_get(struct kube_informer *inf, const char *ns, const char *name);
+/*
+ * Stops the thread and frees. Returns within about a second (an idle watch
+ * is aborted). Must not be called from on_change.
+ */
 void kube_informer_stop(struct kube_informer *inf);
+
+/*
+ * Base64 (RFC 4648, standard alphabet, padded) as Secret data and caBundle
+ * use it. Encode: caller frees. Decode skips whitespace; GV_EINVAL on bad
+ * input; *out is NUL-terminated (caller frees), *len may be NULL.
+ */
+char *kube_base64_encode(const void *data, size_t n);
+enum gv_code kube_base64_decode(const char *s, char **out, size_t *len, struct gv_err *err);
 
 #endif

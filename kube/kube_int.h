@@ -1,5 +1,5 @@
 /*
- * kube_int.h - internals shared by kube/*.c and kube/tests: the request
+ * kube_int.h - internals shared by the kube/ sources and kube/tests: the request
  * engine with streaming and abort hooks, the watch event splitter, Status
  * parsing, and the in-cluster configuration reader.
  */
@@ -9,6 +9,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
+#include <time.h>
 #include <jansson.h>
 
 #include "common/gv.h"
@@ -22,6 +24,32 @@
 #define KUBE_TOKEN_TTL      60          /* s: a token file is re-read after this long */
 #define KUBE_DISCOVERY_TTL  600         /* s: discovery results are refetched after this long */
 #define KUBE_DISCOVERY_MISS 10          /* s: a miss refetches when the cache is older than this */
+
+/* One curl easy handle, owned by one thread, listed in its client for kube_client_free. */
+struct kube_handle {
+	void *curl;                /* owned CURL * */
+	struct kube_client *c;     /* borrowed */
+	struct kube_handle *next;  /* in c->handles */
+	struct kube_handle **pprev;
+};
+
+struct kube_client {
+	struct kube_config cfg; /* owned strings */
+	pthread_key_t key;      /* -> struct kube_handle of the calling thread */
+	pthread_mutex_t mu;     /* handles, token */
+	struct kube_handle *handles;
+	char *token; /* owned: token read from cfg.token_file */
+	time_t token_read;
+	long connect_ms, request_ms;
+	int watch_s;
+	int max_retries;
+	unsigned base_ms, cap_ms;
+	/* discovery cache (discovery.c), under disc_mu */
+	pthread_mutex_t disc_mu;
+	json_t *disc_groups; /* owned: [{"name": g, "preferred": v, "versions": [v...]}], core first */
+	time_t disc_groups_at;
+	json_t *disc_gv; /* owned: "group/version" -> {"at": time, "resources": [...]} */
+};
 
 /*
  * One request as the engine sees it. Zero-initialise, fill what is needed.
@@ -49,6 +77,12 @@ struct kube_req {
  */
 enum gv_code kube_do(struct kube_client *c, const struct kube_req *req, struct gv_buf *resp,
 		     struct kube_status *st, struct gv_err *err);
+
+/* kube_list that ends early (GV_ENET) when *abort becomes true (abort may be NULL). */
+enum gv_code kube_list_abortable(struct kube_client *c, const char *path, int limit,
+				 int (*fn)(const json_t *item, void *ud), void *ud,
+				 char **resource_version, const atomic_bool *abort,
+				 struct gv_err *err);
 
 /*
  * Fills st from an HTTP status and a response body: Status.reason and
@@ -94,6 +128,9 @@ void kube_stream_release(struct kube_stream *s);
  */
 enum gv_code kube_config_incluster(const char *sa_dir, const char *host, const char *port,
 				   struct kube_config **out, struct gv_err *err);
+
+/* Reads a small file trimmed of surrounding whitespace; NULL when unreadable or empty. Caller frees. */
+char *kube_read_trimmed(const char *path);
 
 /* Percent-encodes s for a query value or path segment (unreserved kept). Caller frees. */
 char *kube_escape(const char *s);

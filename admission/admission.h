@@ -1,0 +1,350 @@
+/*
+ * admission.h - the validating admission webhook: AdmissionReview bytes in,
+ * AdmissionReview bytes out, and the TLS server around it.
+ *
+ * Pieces, from the inside out:
+ *
+ *   admission_config   the gavel ConfigMap's admission settings, compiled
+ *                      (resourceFilters, excludeUsernames, excludeGroups)
+ *   admission_state    an immutable, refcounted view of the cluster: the
+ *                      policy set, namespace labels, the config
+ *   admission_source   where the handler takes the current state from
+ *                      (background/snapshot.h in cluster mode, a fixed
+ *                      state in standalone mode)
+ *   admission_queue    bounded queue of the admission results that go into
+ *                      PolicyReports, drained by the report writer
+ *   admission_handler  the pure handler: admission_handle() and
+ *                      admission_handle_policy() (no sockets, no globals)
+ *   admission_server   libmicrohttpd + GnuTLS around the handler, and the
+ *                      plain /metrics listener
+ *
+ * Behaviour: ../shared/docs/k8s-wire.md section 1 (AdmissionReview v1 and
+ * v1beta1, warnings limits) and kyverno-semantics.md sections 7.3 and 8
+ * (blocking, the denial message, warnings, failure policy, existing
+ * violations on UPDATE, DELETE judged on oldObject, E26).
+ *
+ * Threads: everything here may be called from any thread; a handler is
+ * shared by the server's worker threads.
+ */
+#ifndef GV_ADMISSION_ADMISSION_H
+#define GV_ADMISSION_ADMISSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "common/gv.h"
+#include "engine/engine.h"
+#include "admission/metrics.h"
+
+/* Largest AdmissionReview body accepted (bytes); larger ones get HTTP 413. */
+#define ADMISSION_MAX_BODY (3u << 20)
+
+/* ---- configuration: the gavel ConfigMap ---- */
+
+/*
+ * Compiled admission settings from the `data` of gavel's ConfigMap (all
+ * values strings, as in Kyverno's `kyverno` ConfigMap):
+ *
+ *   resourceFilters   "[Kind,Namespace,Name][...]": requests matching an
+ *                     entry are allowed without evaluation. Kind is `Kind`,
+ *                     `Kind/subresource`, `version/Kind`, `group/version/Kind`
+ *                     or `group/version/Kind/subresource`; `*` and `?`
+ *                     wildcards everywhere; missing Namespace or Name mean
+ *                     `*`; `*/*` is every kind and subresource. An entry's
+ *                     Namespace also matches a Namespace object by name
+ *                     (`[*,kube-system,*]` filters the kube-system Namespace
+ *                     itself), as in Kyverno.
+ *   excludeUsernames  comma-separated usernames (wildcards) whose requests
+ *   excludeGroups     (or groups) are allowed without evaluation.
+ *
+ * Unknown keys are ignored (the reconciler reads its own keys from the same
+ * ConfigMap). Refcounted and immutable.
+ */
+struct admission_config;
+
+/*
+ * Compiles data (an object of strings, borrowed; NULL = no filters).
+ * Malformed entries are skipped with a warning in the log. Never fails.
+ * Returns a config with refcount 1.
+ */
+struct admission_config *admission_config_new(const json_t *data);
+struct admission_config *admission_config_ref(struct admission_config *c);
+void admission_config_unref(struct admission_config *c);
+
+/*
+ * Whether a request for this kind (request.kind group/version/kind, the
+ * subresource or "" ), namespace ("" for cluster-scoped) and name is
+ * filtered out by resourceFilters. NULL strings count as "".
+ */
+bool admission_config_filtered(const struct admission_config *c, const char *group,
+			       const char *version, const char *kind, const char *subresource,
+			       const char *namespace, const char *name);
+
+/* Whether the user (request.userInfo, borrowed) is excluded by username or group. */
+bool admission_config_user_excluded(const struct admission_config *c, const json_t *user_info);
+
+/* ---- state and source ---- */
+
+/*
+ * What one request is judged against: a policy set, the labels of every
+ * namespace, and the config. Immutable once made; refcounted (atomic), so
+ * a writer builds a new state and swaps a pointer while readers keep the
+ * old one for as long as their request lasts.
+ */
+struct admission_state;
+
+/*
+ * Makes a state. set: a reference is taken (the caller keeps its own).
+ * namespaces: an object {namespace name: labels object}, a reference is
+ * taken; NULL = no namespace labels known. config: a reference is taken;
+ * NULL = an empty config. Returns refcount 1.
+ */
+struct admission_state *admission_state_new(struct engine_policyset *set, json_t *namespaces,
+					    struct admission_config *config);
+struct admission_state *admission_state_ref(struct admission_state *s);
+void admission_state_unref(struct admission_state *s);
+
+/* Accessors; results are borrowed from the state. */
+struct engine_policyset *admission_state_policyset(const struct admission_state *s);
+/* Labels object of namespace ns, or NULL when unknown. */
+const json_t *admission_state_namespace_labels(const struct admission_state *s, const char *ns);
+const struct admission_config *admission_state_config(const struct admission_state *s);
+
+/*
+ * Where the handler gets the current state: acquire() returns a new
+ * reference (released by the handler with admission_state_unref), or NULL
+ * while no policy snapshot is loaded yet (the handler then answers 503 and
+ * /readyz is not ready). Called once per request, from worker threads.
+ */
+struct admission_source {
+	struct admission_state *(*acquire)(void *ud);
+	void *ud;
+};
+
+/* A source that always answers the same state (standalone mode, tests). */
+struct admission_fixed_source {
+	struct admission_source source; /* points into this struct */
+	struct admission_state *state;  /* owned reference; may be swapped with _set */
+	void *lock;                     /* owned */
+};
+void admission_fixed_source_init(struct admission_fixed_source *f, struct admission_state *state);
+/* Replaces the state (a reference is taken); readers see the new one from their next request. */
+void admission_fixed_source_set(struct admission_fixed_source *f, struct admission_state *state);
+void admission_fixed_source_release(struct admission_fixed_source *f);
+
+/* ---- the report queue ---- */
+
+/*
+ * The admission results that the reporting matrix sends to PolicyReports
+ * (engine_decide(...).reported: Audit rules; DESIGN.md "Reporting
+ * matrix"). The handler pushes one item per allowed admission request that
+ * has such results; the report writer of the background reconciler drains
+ * them and merges them into the reports of the resource's namespace.
+ *
+ * Not queued (kyverno-semantics.md section 7.3): denied requests (nothing
+ * is persisted), DELETE, dryRun, objects without metadata.uid, requests
+ * allowed without evaluation (filters, gavel's own namespace).
+ */
+struct admission_report_result {
+	struct engine_policy *policy; /* owned reference: name, namespace, annotations
+					 (severity, category, scored) for the report entry */
+	char *rule;		      /* owned */
+	enum engine_status status;
+	char *message;		      /* owned */
+	bool exception;		      /* skipped because of a PolicyException */
+};
+
+struct admission_report_item {
+	/* The resource, as of this request (all owned, "" when absent). */
+	char *api_version, *kind, *namespace, *name, *uid, *resource_version;
+	char *operation;   /* "CREATE", "UPDATE" or "CONNECT" */
+	char *request_uid; /* request.uid */
+	int64_t timestamp; /* Unix seconds when the request was judged */
+	struct admission_report_result *results; /* owned array, policy-set and rule order */
+	size_t nresults;
+};
+
+void admission_report_item_free(struct admission_report_item *it);
+
+/* What push does when the queue is full. */
+enum admission_queue_full {
+	ADMISSION_QUEUE_DROP_OLDEST, /* the oldest item is freed and counted as dropped */
+	ADMISSION_QUEUE_REJECT,	     /* the new item is freed and counted as rejected */
+};
+
+struct admission_queue;
+
+/*
+ * A FIFO of at most capacity items (capacity 0 = 1024). Memory stays
+ * bounded by capacity times the size of one request's results.
+ */
+struct admission_queue *admission_queue_new(size_t capacity, enum admission_queue_full when_full);
+
+/* Frees the queue and every item still in it. No thread may use it any more. */
+void admission_queue_free(struct admission_queue *q);
+
+/*
+ * Adds item (ownership moves to the queue, also when it is rejected: it is
+ * then freed). Returns false when the item was rejected (REJECT policy, or
+ * the queue is closed). Never blocks beyond the queue's mutex.
+ */
+bool admission_queue_push(struct admission_queue *q, struct admission_report_item *item);
+
+/*
+ * The report writer's side: moves up to max items (oldest first) into
+ * out[] and returns how many; ownership of each moves to the caller, who
+ * frees it with admission_report_item_free(). Waits up to timeout_ms
+ * (0 = do not wait, <0 = until an item arrives or the queue is closed)
+ * when the queue is empty. Returns 0 on timeout, and 0 right away once
+ * the queue is closed and empty.
+ */
+size_t admission_queue_drain(struct admission_queue *q, struct admission_report_item **out,
+			     size_t max, int timeout_ms);
+
+/* Wakes every drainer; later pushes are rejected. Items already queued can still be drained. */
+void admission_queue_close(struct admission_queue *q);
+
+struct admission_queue_stats {
+	size_t depth, capacity;
+	uint64_t pushed;   /* items accepted */
+	uint64_t dropped;  /* oldest items freed to make room (DROP_OLDEST) */
+	uint64_t rejected; /* new items refused (REJECT, or closed) */
+};
+void admission_queue_stats(struct admission_queue *q, struct admission_queue_stats *out);
+
+/*
+ * Registers the queue's figures in a metrics registry (rendered at scrape
+ * time): gavel_admission_report_queue_depth (gauge),
+ * gavel_admission_report_queue_dropped_total and
+ * gavel_admission_report_queue_rejected_total (counters). The queue must
+ * outlive the registry's use.
+ */
+void admission_queue_register_metrics(struct admission_queue *q, struct metrics_registry *r);
+
+/* ---- the handler ---- */
+
+struct admission_handler_config {
+	const struct admission_source *source; /* borrowed, required */
+	const char *namespace;		       /* gavel's own namespace: allowed unjudged; NULL = none */
+	struct admission_queue *queue;	       /* borrowed, may be NULL (results not queued) */
+	struct metrics_registry *metrics;      /* borrowed, may be NULL (no metrics) */
+};
+
+struct admission_handler;
+
+/*
+ * Makes a handler; the metric families (kyverno_admission_requests_total,
+ * kyverno_admission_review_duration_seconds, kyverno_policy_results_total)
+ * are registered here, once. Borrowed pointers must outlive the handler.
+ */
+struct admission_handler *admission_handler_new(const struct admission_handler_config *cfg);
+void admission_handler_free(struct admission_handler *h);
+
+/* One answer. The body is owned; for HTTP 200 it is an AdmissionReview. */
+struct admission_reply {
+	int http;		  /* 200; 400 malformed request; 503 not ready */
+	const char *content_type; /* static: "application/json" or "text/plain; charset=utf-8" */
+	char *body;		  /* owned, NUL-terminated */
+	size_t len;
+	/* For logs: */
+	bool allowed;
+	bool evaluated; /* policies were evaluated (not filtered) */
+};
+
+void admission_reply_release(struct admission_reply *r);
+
+/*
+ * POST /validate: judges one AdmissionReview (body: len bytes of JSON,
+ * borrowed, need not be NUL-terminated). Always fills out; never fails.
+ *
+ * - apiVersion admission.k8s.io/v1 or v1beta1, kind AdmissionReview; the
+ *   answer echoes apiVersion and kind and carries response.uid =
+ *   request.uid. Anything else malformed: HTTP 400 with a one-line reason
+ *   ("malformed JSON: ... at line L column C", "request.uid is missing", ...).
+ * - Allowed without evaluation: gavel's own namespace (and its Namespace
+ *   object), resourceFilters, excluded users/groups, and requests with no
+ *   object to judge (a DELETE without oldObject).
+ * - Otherwise: engine_evaluate() in ENGINE_ADMISSION mode with object,
+ *   oldObject (DELETE: judged on oldObject), operation, namespace,
+ *   request.kind, subResource, userInfo, the namespace's labels and the
+ *   whole request; engine_decide() per rule result.
+ * - Denied when some rule blocks: status {code: 403, reason: Forbidden,
+ *   message} with the message of kyverno-semantics.md section 8.2:
+ *   "\n\nresource <Kind>/<namespace>/<name> was blocked due to the following
+ *   policies \n\n" + YAML {policy: {rule: message}} of every fail/error
+ *   result of an Enforce rule (go-yaml style: keys sorted, 2-space indent,
+ *   quoted only when needed). No warnings on a denial.
+ * - Allowed: `warnings` for each result engine_decide() warns about
+ *   (Audit fail/error with emitWarning, Enforce error under failurePolicy
+ *   Ignore), as "policy <policy>.<rule>: <message>", made single-line and
+ *   kept within the API server's limits (k8s-wire.md 1.6: duplicates
+ *   dropped, each at most 256 characters, 4096 in all).
+ * - dryRun requests are judged the same way but never queued.
+ */
+void admission_handle(struct admission_handler *h, const char *body, size_t len,
+		      struct admission_reply *out);
+
+/*
+ * POST /validate-policy: an AdmissionReview whose object is a kyverno.io
+ * ClusterPolicy or Policy (PolicyException too). Denied (403) with
+ * engine_policy_compile()'s message (e.g. the background/userInfo message
+ * of kyverno-semantics.md section 7.1) when it does not compile; allowed
+ * otherwise, and for DELETE and other kinds. Malformed reviews: 400.
+ */
+void admission_handle_policy(struct admission_handler *h, const char *body, size_t len,
+			     struct admission_reply *out);
+
+/* True once the source has a state (for /readyz). */
+bool admission_handler_ready(struct admission_handler *h);
+
+/* ---- the server ---- */
+
+struct admission_server_config {
+	struct admission_handler *handler; /* borrowed, required */
+	const char *listen;		   /* "ADDR:PORT", ":PORT", "[::1]:PORT"; port 0 = any */
+	const char *tls_dir;		   /* holds tls.crt and tls.key (PEM) */
+	const char *metrics_listen;	   /* plain HTTP /metrics; NULL = none */
+	struct metrics_registry *metrics;  /* rendered by /metrics; NULL = none */
+	unsigned threads;		   /* worker threads; 0 = number of CPUs */
+	unsigned connection_limit;	   /* 0 = 1024 */
+	unsigned idle_timeout;		   /* seconds a connection may stay idle; 0 = 60 */
+	unsigned request_timeout;	   /* seconds to receive one request body; 0 = 10 */
+};
+
+struct admission_server;
+
+/*
+ * Binds the sockets, loads the TLS key pair and starts the worker threads.
+ * Errors (one line in err): GV_ENOENT/GV_EIO when tls.crt or tls.key is
+ * missing or unreadable, GV_EINVAL for bad PEM or a bad address,
+ * GV_EIO when a port cannot be bound ("listen 127.0.0.1:9443: Address
+ * already in use"). Only TLS 1.2 and 1.3 are offered.
+ * Routes: POST /validate, POST /validate-policy, GET /healthz, GET
+ * /readyz; 404 for other paths, 405 for other methods, 415 unless the
+ * body is application/json, 413 over ADMISSION_MAX_BODY (by
+ * Content-Length and while reading). The query string is ignored.
+ */
+enum gv_code admission_server_start(const struct admission_server_config *cfg,
+				    struct admission_server **out, struct gv_err *err);
+
+/* The port actually bound (useful with port 0), 0 when unknown. */
+unsigned admission_server_port(const struct admission_server *s);
+unsigned admission_server_metrics_port(const struct admission_server *s);
+
+/*
+ * Reloads tls.crt/tls.key when their modification time, size or inode
+ * changed since the last load (new handshakes use the new pair; a pair
+ * that does not load is logged and the old one kept). Call periodically.
+ * Returns true when a new pair was loaded.
+ */
+bool admission_server_reload_tls(struct admission_server *s);
+
+/*
+ * Graceful stop: stops accepting connections, waits up to grace_ms for the
+ * requests in flight to finish, then closes everything and frees s.
+ */
+void admission_server_stop(struct admission_server *s, int grace_ms);
+
+#endif

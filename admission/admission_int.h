@@ -1,0 +1,81 @@
+/*
+ * admission_int.h - internals shared by admission/*.c and admission/tests:
+ * the go-yaml-style emitter of the denial message, the warnings budget and
+ * small JSON writing helpers. Not for use outside admission/.
+ */
+#ifndef GV_ADMISSION_INT_H
+#define GV_ADMISSION_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "admission/admission.h"
+#include "common/gv.h"
+
+/* ---- message.c: the denial message (kyverno-semantics.md section 8.2) ---- */
+
+/* One rule response that goes into the denial message. Strings borrowed. */
+struct admission_msg_entry {
+	const char *policy; /* bare policy name (no namespace) */
+	const char *rule;
+	const char *message;
+};
+
+/*
+ * Appends s as go-yaml v3 emits a string scalar in block context with
+ * 2-space indentation and no line wrapping: plain when YAML reads it back
+ * as the same string, else single-quoted, else double-quoted with escapes;
+ * a multi-line value (not a key) as a literal block (`|`, `|-`, `|+`, with
+ * an indentation indicator when it starts with a space) whose lines are
+ * indented by `indent` spaces. `key`: s is a mapping key (simple key).
+ */
+void admission_yaml_scalar(struct gv_buf *out, const char *s, int indent, bool key);
+
+/* True when go-yaml v3 would resolve s, written plain, to something other than a string. */
+bool admission_yaml_non_string(const char *s);
+
+/* go-yaml's map key order (digit runs compared as numbers, letters after other characters). */
+int admission_yaml_key_cmp(const char *a, const char *b);
+
+/*
+ * Appends the YAML of {policy: {rule: message}} for entries (reordered in
+ * place): keys sorted as go-yaml sorts them, a later entry with the same
+ * policy and rule replacing an earlier one.
+ */
+void admission_yaml_policies(struct gv_buf *out, struct admission_msg_entry *v, size_t n);
+
+/*
+ * The whole status.message of a denial:
+ * "\n\nresource <kind>/<ns>/<name> was blocked due to the following policies \n\n" + YAML.
+ * Returns a new string.
+ */
+char *admission_denial_message(const char *kind, const char *ns, const char *name,
+			       struct admission_msg_entry *v, size_t n);
+
+/* ---- message.c: warnings within the API server's limits (k8s-wire.md 1.6) ---- */
+
+#define ADMISSION_WARNING_MAX	 256  /* characters (runes) of one warning */
+#define ADMISSION_WARNINGS_TOTAL 4096 /* characters of all warnings of one answer */
+
+struct admission_warnings {
+	char **v; /* owned strings */
+	size_t n;
+	size_t total;	/* characters used */
+	size_t dropped; /* warnings left out (duplicates not counted) */
+};
+
+/*
+ * Adds a warning: control characters become spaces, invalid UTF-8 bytes
+ * '?', the text is cut to ADMISSION_WARNING_MAX characters ("..." at the
+ * end); a duplicate is ignored; a warning that would take the total past
+ * ADMISSION_WARNINGS_TOTAL is dropped.
+ */
+void admission_warnings_add(struct admission_warnings *w, const char *text);
+void admission_warnings_release(struct admission_warnings *w);
+
+/* ---- JSON writing ---- */
+
+/* Appends s as a JSON string literal (quotes included). */
+void admission_json_str(struct gv_buf *out, const char *s);
+
+#endif
