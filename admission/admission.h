@@ -52,7 +52,7 @@
  *                     `Kind/subresource`, `version/Kind`, `group/version/Kind`
  *                     or `group/version/Kind/subresource`; `*` and `?`
  *                     wildcards everywhere; missing Namespace or Name mean
- *                     `*`; `*/*` is every kind and subresource. An entry's
+ *                     `*`; the kind `*` slash `*` is every kind and subresource. An entry's
  *                     Namespace also matches a Namespace object by name
  *                     (`[*,kube-system,*]` filters the kube-system Namespace
  *                     itself), as in Kyverno.

@@ -1,5 +1,5 @@
 /*
- * admission_int.h - internals shared by admission/*.c and admission/tests:
+ * admission_int.h - internals shared by admission/ sources and admission/tests:
  * the go-yaml-style emitter of the denial message, the warnings budget and
  * small JSON writing helpers. Not for use outside admission/.
  */

@@ -272,7 +272,7 @@ static int equals3(const json_t *key, const json_t *value)
 	}
 	if (json_is_string(key)) {
 		const char *ks = json_string_value(key);
-		struct value_quantity kq, vq;
+		struct value_quantity kq;
 		long double kn, vn;
 
 		if (dur_pair(key, value, &kn, &vn))
@@ -282,9 +282,10 @@ static int equals3(const json_t *key, const json_t *value)
 				return -1;
 			if (!json_string_length(value))
 				return -2; /* empty value: NotEquals has its own rule */
-			if (!value_parse_quantity(json_string_value(value), &vq))
+			int c;
+			if (!value_quantity_cmp_text(ks, json_string_value(value), &c))
 				return -1;
-			return value_quantity_cmp(&kq, &vq) == 0;
+			return c == 0;
 		}
 		if (!json_is_string(value))
 			return -1;
@@ -647,15 +648,15 @@ static bool op_numeric(enum cond_op op, const json_t *key, const json_t *value)
 	}
 	if (json_is_string(key)) {
 		const char *ks = json_string_value(key);
-		struct value_quantity kq, vq;
+		
 		struct value_semver ksv, vsv;
 		long long ki;
 
 		if (dur_pair(key, value, &kn, &vn))
 			return cmp_result(kn < vn ? -1 : kn > vn, op);
-		if (json_is_string(value) && value_parse_quantity(ks, &kq) &&
-		    value_parse_quantity(json_string_value(value), &vq))
-			return cmp_result(value_quantity_cmp(&kq, &vq), op);
+		int qc;
+		if (json_is_string(value) && value_quantity_cmp_text(ks, json_string_value(value), &qc))
+			return cmp_result(qc, op);
 		if (parse_float(ks, &kd)) {
 			if (num(value, &vd))
 				return cmp_result(cmpd(kd, vd), op);

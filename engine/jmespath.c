@@ -1928,7 +1928,8 @@ static int eval_node(struct jp_ev *ev, const struct jp_node *n, json_t *cur, jso
 	case JN_SLICE:
 		return slice_get(ev, n, cur, out);
 	case JN_PROJECTION:
-		rc = eval(ev, n->kids[0], cur, &a);
+		/* Kyverno's fork: a missing key on the left of a projection is null. */
+		rc = eval_soft(ev, n->kids[0], cur, &a);
 		if (rc)
 			return rc;
 		if (!json_is_array(a))
@@ -1938,7 +1939,8 @@ static int eval_node(struct jp_ev *ev, const struct jp_node *n, json_t *cur, jso
 		json_decref(a);
 		return rc;
 	case JN_VALUE_PROJECTION:
-		rc = eval(ev, n->kids[0], cur, &a);
+		/* Kyverno's fork: a missing key on the left of a projection is null. */
+		rc = eval_soft(ev, n->kids[0], cur, &a);
 		if (rc)
 			return rc;
 		if (!json_is_object(a)) {
@@ -1956,7 +1958,8 @@ static int eval_node(struct jp_ev *ev, const struct jp_node *n, json_t *cur, jso
 		json_decref(b);
 		return rc;
 	case JN_FLATTEN:
-		rc = eval(ev, n->kids[0], cur, &a);
+		/* Kyverno's fork: a missing key on the left of a projection is null. */
+		rc = eval_soft(ev, n->kids[0], cur, &a);
 		if (rc)
 			return rc;
 		if (!json_is_array(a)) {
@@ -1982,7 +1985,8 @@ static int eval_node(struct jp_ev *ev, const struct jp_node *n, json_t *cur, jso
 		*out = res;
 		return 0;
 	case JN_FILTER:
-		rc = eval(ev, n->kids[0], cur, &a);
+		/* Kyverno's fork: a missing key on the left of a projection is null. */
+		rc = eval_soft(ev, n->kids[0], cur, &a);
 		if (rc)
 			return rc;
 		if (!json_is_array(a)) {
@@ -2068,7 +2072,8 @@ static int eval_node(struct jp_ev *ev, const struct jp_node *n, json_t *cur, jso
 			return 0;
 		}
 		json_decref(a);
-		return eval(ev, n->kids[1], cur, out);
+		/* ... and on either side of || */
+		return eval_soft(ev, n->kids[1], cur, out);
 	case JN_AND:
 		rc = eval_soft(ev, n->kids[0], cur, &a);
 		if (rc)

@@ -1026,6 +1026,30 @@ static char *replace_all(const char *s, const char *from, const char *to)
 	return gv_buf_detach(&b);
 }
 
+/* Absolute $(/path) references move with the wrapped pattern (section 9.2). */
+static char *shift_references(const char *s, const char *prefix)
+{
+	static const char *const ops[] = {">=", "<=", ">", "<", "!", ""};
+	struct gv_buf b = {0};
+	const char *p = s, *q;
+
+	while ((q = strstr(p, "$("))) {
+		const char *after = q + 2;
+		size_t oplen = 0;
+		for (size_t i = 0; i < GV_ARRAY_LEN(ops); i++)
+			if (!strncmp(after, ops[i], strlen(ops[i]))) {
+				oplen = strlen(ops[i]);
+				break;
+			}
+		gv_buf_add(&b, p, (size_t)(after + oplen - p));
+		if (after[oplen] == '/')
+			gv_buf_adds(&b, prefix);
+		p = after + oplen;
+	}
+	gv_buf_adds(&b, p);
+	return gv_buf_detach(&b);
+}
+
 /* {spec: {template: P}} or {spec: {jobTemplate: {spec: {template: P}}}} */
 static json_t *wrap_pattern(const json_t *p, bool cronjob)
 {
@@ -1086,6 +1110,9 @@ static json_t *autogen_rule(const json_t *rule, const json_t *kinds, bool cronjo
 		free(text);
 		text = rep;
 	}
+	rep = shift_references(text, cronjob ? "/spec/jobTemplate/spec/template" : "/spec/template");
+	free(text);
+	text = rep;
 	json_decref(r);
 	r = json_loads(text, 0, NULL);
 	free(text);

@@ -1181,3 +1181,105 @@ bool value_number(const json_t *v, double *out)
 	}
 	return false;
 }
+
+/* A plain decimal "[+-]digits[.digits][e[+-]digits | decimal SI suffix]" split exactly. */
+struct bigdec {
+	bool neg;
+	const char *digits; /* significant digits, no leading zeros (points into a buffer) */
+	size_t n;
+	long long exp; /* value = 0.digits * 10^exp */
+};
+
+static bool bigdec_parse(const char *s, char *buf, size_t cap, struct bigdec *d)
+{
+	static const struct {
+		char suffix;
+		int exp;
+	} si[] = {{'n', -9}, {'u', -6}, {'m', -3}, {'k', 3}, {'M', 6},
+		  {'G', 9},  {'T', 12}, {'P', 15}, {'E', 18}};
+	const char *p = s;
+	size_t n = 0, intdigits = 0;
+	bool seen_point = false, any = false;
+	long long e = 0;
+
+	memset(d, 0, sizeof(*d));
+	if (*p == '+' || *p == '-')
+		d->neg = *p++ == '-';
+	for (; (*p >= '0' && *p <= '9') || (*p == '.' && !seen_point); p++) {
+		if (*p == '.') {
+			seen_point = true;
+			continue;
+		}
+		any = true;
+		if (n == 0 && *p == '0') {
+			if (!seen_point)
+				continue; /* leading zero of the integer part */
+			e--;          /* leading zero of the fraction */
+			continue;
+		}
+		if (n + 1 >= cap)
+			return false;
+		buf[n++] = *p;
+		if (!seen_point)
+			intdigits++;
+	}
+	if (!any)
+		return false;
+	if (*p == 'e' || *p == 'E') {
+		char *end;
+		long long x = strtoll(p + 1, &end, 10);
+		if (end == p + 1 || *end)
+			return false;
+		e += x;
+	} else if (*p) {
+		bool found = false;
+		for (size_t i = 0; i < sizeof(si) / sizeof(si[0]); i++)
+			if (p[0] == si[i].suffix && !p[1]) {
+				e += si[i].exp;
+				found = true;
+			}
+		if (!found)
+			return false;
+	}
+	while (n && buf[n - 1] == '0')
+		n--;
+	buf[n] = '\0';
+	d->digits = buf;
+	d->n = n;
+	d->exp = (long long)intdigits + e;
+	if (!n)
+		d->neg = false;
+	return true;
+}
+
+static int bigdec_cmp(const struct bigdec *a, const struct bigdec *b)
+{
+	int sign = a->neg ? -1 : 1, c;
+
+	if (!a->n || !b->n)
+		return !a->n && !b->n ? 0 : (!a->n ? (b->neg ? 1 : -1) : sign);
+	if (a->neg != b->neg)
+		return sign;
+	if (a->exp != b->exp)
+		return a->exp > b->exp ? sign : -sign;
+	c = strcmp(a->digits, b->digits);
+	return c == 0 ? 0 : (c > 0 ? sign : -sign);
+}
+
+bool value_quantity_cmp_text(const char *a, const char *b, int *cmp)
+{
+	struct value_quantity qa, qb;
+
+	if (!value_parse_quantity(a, &qa) || !value_parse_quantity(b, &qb))
+		return false;
+	if ((fabsl(qa.v) >= 9.2e18L && !qa.binary) || (fabsl(qb.v) >= 9.2e18L && !qb.binary)) {
+		char ba[1024], bb[1024];
+		struct bigdec da, db;
+		if (bigdec_parse(a, ba, sizeof(ba), &da) && bigdec_parse(b, bb, sizeof(bb), &db)) {
+			*cmp = bigdec_cmp(&da, &db);
+			return true;
+		}
+	}
+	*cmp = value_quantity_cmp(&qa, &qb);
+	return true;
+}

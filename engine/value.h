@@ -54,6 +54,15 @@ bool value_parse_quantity(const char *s, struct value_quantity *q);
 int value_quantity_cmp(const struct value_quantity *a, const struct value_quantity *b);
 
 /*
+ * Compares the quantity texts a and b, parsing them first. Decimal
+ * quantities beyond the exact range of struct value_quantity (about 9.2e18)
+ * are compared digit by digit, as resource.Quantity does with its
+ * arbitrary-precision slow path (only binary-suffixed quantities are capped
+ * there). Returns false when either text is not a quantity.
+ */
+bool value_quantity_cmp_text(const char *a, const char *b, int *cmp);
+
+/*
  * Parses a Go duration ("1h30m", "-1.5s", "300ms", "0") into nanoseconds.
  * Returns false when s is not a Go duration.
  */

@@ -150,6 +150,12 @@ void kube_resource_release(struct kube_resource *r);
 char *kube_path(const struct kube_resource *r, const char *ns, const char *name);
 
 /*
+ * Percent-encodes s for a path segment or a query value (RFC 3986: only
+ * A-Z a-z 0-9 - . _ ~ are kept). Caller frees.
+ */
+char *kube_escape(const char *s);
+
+/*
  * Lists a collection page by page (`limit`, `continue`), calling fn for each
  * item (borrowed); fn returns non-zero to stop. Restarts from the beginning
  * on 410 Gone. *resource_version (may be NULL) receives the list's

@@ -132,7 +132,5 @@ enum gv_code kube_config_incluster(const char *sa_dir, const char *host, const c
 /* Reads a small file trimmed of surrounding whitespace; NULL when unreadable or empty. Caller frees. */
 char *kube_read_trimmed(const char *path);
 
-/* Percent-encodes s for a query value or path segment (unreserved kept). Caller frees. */
-char *kube_escape(const char *s);
 
 #endif

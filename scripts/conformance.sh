@@ -16,9 +16,10 @@
 # POSIX sh and awk only.
 
 # Floors: minimum outcomes reproduced per tier (raise them as gavel improves).
-TIER1_FLOOR=0
-TIER2_FLOOR=0
-TIER3_FLOOR=0
+TIER1_FLOOR=902
+TIER2_FLOOR=526
+TIER3_FLOOR=39
+JMESPATH_FLOOR=892
 
 # Seconds allowed per test folder (when timeout(1) is available).
 FOLDER_TIMEOUT=${FOLDER_TIMEOUT:-120}
@@ -108,6 +109,8 @@ set -- "$corpus"/jmespath/*.json
 if [ -f "$1" ]; then
 	"$gavel" jp compliance "$@" >"$tmp/jp" 2>"$tmp/jperr"
 	jp=$(awk '/^[0-9]+ passed, [0-9]+ failed$/ { p = $1; f = $3 } END { if (p != "") printf "%d/%d cases", p, p + f }' "$tmp/jp")
+	jp_passed=$(awk '/^[0-9]+ passed, [0-9]+ failed$/ { p = $1 } END { print p + 0 }' "$tmp/jp")
+	jp_failed=$(awk '/^[0-9]+ passed, [0-9]+ failed$/ { f = $3 } END { print f + 0 }' "$tmp/jp")
 	if [ -n "$jp" ]; then
 		echo "JMESPATH: $jp"
 	else
@@ -116,6 +119,10 @@ if [ -f "$1" ]; then
 fi
 
 status=0
+if [ -n "${jp_passed:-}" ] && [ "$jp_passed" -lt "$JMESPATH_FLOOR" ]; then
+	echo "conformance: JMESPath passed $jp_passed cases, below its floor of $JMESPATH_FLOOR" >&2
+	status=1
+fi
 for t in TIER1 TIER2 TIER3; do
 	eval floor=\$${t}_FLOOR
 	got=$(awk -v t="$t" '$1 == t { r += $3 } END { print r + 0 }' "$tmp/scores")
@@ -125,5 +132,6 @@ for t in TIER1 TIER2 TIER3; do
 	fi
 done
 
-awk '{ r += $3; e += $2 } END { printf "%d passed, %d failed\n", r, e - r }' "$tmp/scores"
+awk -v jp="${jp_passed:-0}" -v jf="${jp_failed:-0}" \
+	'{ r += $3; e += $2 } END { printf "%d passed, %d failed\n", r + jp, e - r + jf }' "$tmp/scores"
 exit $status

@@ -1,0 +1,506 @@
+/*
+ * handler.c - AdmissionReview in, AdmissionReview out: decode, judge with
+ * the engine, decide, encode (k8s-wire.md section 1, kyverno-semantics.md
+ * sections 7.3 and 8). Pure apart from the metrics and the report queue,
+ * which are handed in.
+ */
+#include "admission/admission_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/banned.h"
+
+#define JSON_TYPE "application/json"
+#define TEXT_TYPE "text/plain; charset=utf-8"
+
+struct admission_handler {
+	const struct admission_source *source; /* borrowed */
+	char *namespace;		       /* owned, or NULL */
+	struct admission_queue *queue;	       /* borrowed, or NULL */
+	struct metrics_family *requests;       /* kyverno_admission_requests_total */
+	struct metrics_family *duration;       /* kyverno_admission_review_duration_seconds */
+	struct metrics_family *results;	       /* kyverno_policy_results_total */
+};
+
+static const char *const request_labels[] = {"resource_kind", "resource_namespace",
+					     "resource_request_operation", "request_allowed", NULL};
+static const char *const result_labels[] = {"policy_name",
+					    "rule_name",
+					    "rule_result",
+					    "policy_validation_mode",
+					    "resource_kind",
+					    "resource_namespace",
+					    "resource_request_operation",
+					    NULL};
+static const double duration_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+					  0.1,	  0.25,	 0.5,	 1,	2.5,  5,     10};
+
+struct admission_handler *admission_handler_new(const struct admission_handler_config *cfg)
+{
+	struct admission_handler *h = gv_xcalloc(1, sizeof(*h));
+
+	h->source = cfg->source;
+	h->namespace = cfg->namespace && *cfg->namespace ? gv_xstrdup(cfg->namespace) : NULL;
+	h->queue = cfg->queue;
+	if (cfg->metrics) {
+		h->requests = metrics_counter_new(cfg->metrics, "kyverno_admission_requests_total",
+						  "Admission requests judged by the webhook.",
+						  request_labels);
+		h->duration = metrics_histogram_new(
+			cfg->metrics, "kyverno_admission_review_duration_seconds",
+			"Time to answer one admission review, in seconds.", request_labels,
+			duration_buckets, GV_ARRAY_LEN(duration_buckets));
+		h->results = metrics_counter_new(cfg->metrics, "kyverno_policy_results_total",
+						 "Rule results of admission requests.",
+						 result_labels);
+	}
+	return h;
+}
+
+void admission_handler_free(struct admission_handler *h)
+{
+	if (!h)
+		return;
+	free(h->namespace);
+	free(h);
+}
+
+void admission_reply_release(struct admission_reply *r)
+{
+	free(r->body);
+	memset(r, 0, sizeof(*r));
+}
+
+bool admission_handler_ready(struct admission_handler *h)
+{
+	struct admission_state *s = h->source->acquire(h->source->ud);
+
+	admission_state_unref(s);
+	return s != NULL;
+}
+
+/* ---- decoding ---- */
+
+/* One decoded AdmissionReview; every pointer borrowed from root. */
+struct review {
+	json_t *root; /* owned */
+	const char *api_version;
+	const json_t *req;
+	const char *uid, *operation, *namespace, *name, *subresource;
+	const char *group, *version, *kind; /* request.kind */
+	const json_t *object, *old_object;  /* NULL when absent or null */
+	const json_t *user_info;
+	bool dry_run;
+};
+
+static void reply_text(struct admission_reply *out, int http, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void reply_text(struct admission_reply *out, int http, const char *fmt, ...)
+{
+	struct gv_buf b = {0};
+	va_list ap;
+
+	va_start(ap, fmt);
+	gv_buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	gv_buf_addc(&b, '\n');
+	out->http = http;
+	out->content_type = TEXT_TYPE;
+	out->len = b.len;
+	out->body = gv_buf_detach(&b);
+}
+
+static const char *str_field(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static const json_t *obj_field(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_object(v) ? v : NULL;
+}
+
+/* Fills rv from body; on a malformed review fills out with HTTP 400 and returns false. */
+static bool decode(const char *body, size_t len, struct review *rv, struct admission_reply *out)
+{
+	json_error_t jerr;
+	const json_t *k, *dry;
+	static const char *const ops[] = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
+	bool op_ok = false;
+
+	memset(rv, 0, sizeof(*rv));
+	rv->root = json_loadb(body, len, JSON_ALLOW_NUL, &jerr);
+	if (!rv->root) {
+		reply_text(out, 400, "malformed JSON: %s at line %d column %d", jerr.text, jerr.line,
+			   jerr.column);
+		return false;
+	}
+	if (!json_is_object(rv->root)) {
+		reply_text(out, 400, "malformed AdmissionReview: not a JSON object");
+		return false;
+	}
+	rv->api_version = str_field(rv->root, "apiVersion");
+	if (!rv->api_version || (strcmp(rv->api_version, "admission.k8s.io/v1") &&
+				 strcmp(rv->api_version, "admission.k8s.io/v1beta1"))) {
+		reply_text(out, 400,
+			   "malformed AdmissionReview: apiVersion must be admission.k8s.io/v1 or "
+			   "admission.k8s.io/v1beta1");
+		return false;
+	}
+	if (!str_field(rv->root, "kind") || strcmp(str_field(rv->root, "kind"), "AdmissionReview")) {
+		reply_text(out, 400, "malformed AdmissionReview: kind must be AdmissionReview");
+		return false;
+	}
+	rv->req = obj_field(rv->root, "request");
+	if (!rv->req) {
+		reply_text(out, 400, "malformed AdmissionReview: request is missing");
+		return false;
+	}
+	rv->uid = str_field(rv->req, "uid");
+	if (!rv->uid || !*rv->uid) {
+		reply_text(out, 400, "malformed AdmissionReview: request.uid is missing");
+		return false;
+	}
+	rv->operation = str_field(rv->req, "operation");
+	for (size_t i = 0; rv->operation && i < GV_ARRAY_LEN(ops); i++)
+		op_ok |= !strcmp(rv->operation, ops[i]);
+	if (!op_ok) {
+		reply_text(out, 400,
+			   "malformed AdmissionReview: request.operation must be CREATE, UPDATE, "
+			   "DELETE or CONNECT");
+		return false;
+	}
+	k = obj_field(rv->req, "kind");
+	rv->kind = str_field(k, "kind");
+	if (!rv->kind || !*rv->kind) {
+		reply_text(out, 400, "malformed AdmissionReview: request.kind.kind is missing");
+		return false;
+	}
+	rv->group = str_field(k, "group");
+	rv->version = str_field(k, "version");
+	if (!rv->group)
+		rv->group = "";
+	if (!rv->version)
+		rv->version = "";
+	rv->namespace = str_field(rv->req, "namespace");
+	if (!rv->namespace)
+		rv->namespace = "";
+	rv->subresource = str_field(rv->req, "subResource");
+	rv->object = obj_field(rv->req, "object");
+	rv->old_object = obj_field(rv->req, "oldObject");
+	if ((json_object_get(rv->req, "object") && !json_is_null(json_object_get(rv->req, "object")) &&
+	     !rv->object) ||
+	    (json_object_get(rv->req, "oldObject") &&
+	     !json_is_null(json_object_get(rv->req, "oldObject")) && !rv->old_object)) {
+		reply_text(out, 400,
+			   "malformed AdmissionReview: request.object and request.oldObject must be "
+			   "objects or null");
+		return false;
+	}
+	rv->user_info = obj_field(rv->req, "userInfo");
+	dry = json_object_get(rv->req, "dryRun");
+	rv->dry_run = json_is_true(dry);
+	rv->name = str_field(rv->req, "name");
+	if (!rv->name || !*rv->name) {
+		const json_t *o = rv->object ? rv->object : rv->old_object;
+		rv->name = str_field(obj_field(o, "metadata"), "name");
+	}
+	if (!rv->name)
+		rv->name = "";
+	return true;
+}
+
+/* ---- encoding ---- */
+
+static void response_start(struct gv_buf *b, const struct review *rv, bool allowed)
+{
+	gv_buf_adds(b, "{\"apiVersion\":");
+	admission_json_str(b, rv->api_version);
+	gv_buf_adds(b, ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+	admission_json_str(b, rv->uid);
+	gv_buf_adds(b, allowed ? ",\"allowed\":true" : ",\"allowed\":false");
+}
+
+static void reply_json(struct admission_reply *out, struct gv_buf *b, bool allowed)
+{
+	gv_buf_adds(b, "}}");
+	out->http = 200;
+	out->content_type = JSON_TYPE;
+	out->allowed = allowed;
+	out->len = b->len;
+	out->body = gv_buf_detach(b);
+}
+
+static void reply_allowed(struct admission_reply *out, const struct review *rv,
+			  const struct admission_warnings *w)
+{
+	struct gv_buf b = {0};
+
+	response_start(&b, rv, true);
+	if (w && w->n) {
+		gv_buf_adds(&b, ",\"warnings\":[");
+		for (size_t i = 0; i < w->n; i++) {
+			if (i)
+				gv_buf_addc(&b, ',');
+			admission_json_str(&b, w->v[i]);
+		}
+		gv_buf_addc(&b, ']');
+	}
+	reply_json(out, &b, true);
+}
+
+static void reply_denied(struct admission_reply *out, const struct review *rv, const char *msg)
+{
+	struct gv_buf b = {0};
+
+	response_start(&b, rv, false);
+	gv_buf_adds(&b, ",\"status\":{\"code\":403,\"message\":");
+	admission_json_str(&b, msg);
+	gv_buf_adds(&b, ",\"reason\":\"Forbidden\",\"status\":\"Failure\"}");
+	reply_json(out, &b, false);
+}
+
+/* ---- judging ---- */
+
+static const char *op_label(const char *op)
+{
+	if (!strcmp(op, "CREATE"))
+		return "create";
+	if (!strcmp(op, "UPDATE"))
+		return "update";
+	if (!strcmp(op, "DELETE"))
+		return "delete";
+	return "connect";
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static char *dup_or_empty(const char *s)
+{
+	return gv_xstrdup(s ? s : "");
+}
+
+/* The queue item of an allowed request, with the results the matrix reports. */
+static struct admission_report_item *report_item(const struct review *rv, const json_t *object,
+						 const struct engine_report *rep, size_t nreported)
+{
+	struct admission_report_item *it = gv_xcalloc(1, sizeof(*it));
+	const json_t *meta = obj_field(object, "metadata");
+	const char *ns = str_field(meta, "namespace");
+
+	it->api_version = dup_or_empty(str_field(object, "apiVersion"));
+	it->kind = dup_or_empty(str_field(object, "kind"));
+	it->namespace = dup_or_empty(ns);
+	it->name = dup_or_empty(rv->name);
+	it->uid = dup_or_empty(str_field(meta, "uid"));
+	it->resource_version = dup_or_empty(str_field(meta, "resourceVersion"));
+	it->operation = dup_or_empty(rv->operation);
+	it->request_uid = dup_or_empty(rv->uid);
+	it->timestamp = (int64_t)time(NULL);
+	it->results = gv_xcalloc(nreported, sizeof(*it->results));
+	for (size_t i = 0; i < rep->n; i++) {
+		const struct engine_response *resp = &rep->v[i];
+		for (size_t j = 0; j < resp->nrules; j++) {
+			const struct engine_rule_result *r = &resp->rules[j];
+			struct admission_report_result *o;
+			if (!engine_decide(resp->policy, r, ENGINE_ADMISSION).reported)
+				continue;
+			o = &it->results[it->nresults++];
+			o->policy = engine_policy_ref((struct engine_policy *)resp->policy);
+			o->rule = gv_xstrdup(r->rule);
+			o->status = r->status;
+			o->message = gv_xstrdup(r->message ? r->message : "");
+			o->exception = r->exception;
+		}
+	}
+	return it;
+}
+
+static void judge(struct admission_handler *h, const struct review *rv,
+		  struct admission_state *state, struct admission_reply *out)
+{
+	const json_t *judged = !strcmp(rv->operation, "DELETE") ? rv->old_object : rv->object;
+	const struct admission_config *cfg = admission_state_config(state);
+	const char *op = op_label(rv->operation);
+	struct engine_input in = {0};
+	struct engine_report rep = {0};
+	struct admission_msg_entry *entries = NULL;
+	struct admission_warnings warnings = {0};
+	size_t nentries = 0, nreported = 0;
+	bool blocked = false;
+	struct gv_err err = {0};
+
+	if (!judged) {
+		/* A DELETE from an API server older than 1.15 (no oldObject), a bare CONNECT. */
+		reply_allowed(out, rv, NULL);
+		return;
+	}
+	if (h->namespace && (!strcmp(rv->namespace, h->namespace) ||
+			     (!*rv->group && !strcmp(rv->kind, "Namespace") &&
+			      !strcmp(rv->name, h->namespace)))) {
+		reply_allowed(out, rv, NULL);
+		return;
+	}
+	if (admission_config_filtered(cfg, rv->group, rv->version, rv->kind, rv->subresource,
+				      rv->namespace, rv->name) ||
+	    admission_config_user_excluded(cfg, rv->user_info)) {
+		reply_allowed(out, rv, NULL);
+		return;
+	}
+	out->evaluated = true;
+	in.object = !strcmp(rv->operation, "DELETE") ? NULL : rv->object;
+	in.old_object = rv->old_object;
+	in.operation = rv->operation;
+	in.namespace = rv->namespace;
+	in.group = rv->group;
+	in.version = rv->version;
+	in.kind = rv->kind;
+	in.subresource = rv->subresource;
+	in.user_info = rv->user_info;
+	in.namespace_labels = admission_state_namespace_labels(state, rv->namespace);
+	in.request = rv->req;
+	if (engine_evaluate(admission_state_policyset(state), &in, ENGINE_ADMISSION, &rep, &err)) {
+		char *msg = gv_xasprintf("failed to create policy context: %s", err.msg);
+		reply_denied(out, rv, msg);
+		free(msg);
+		return;
+	}
+	for (size_t i = 0; i < rep.n; i++) {
+		const struct engine_response *resp = &rep.v[i];
+		const char *pname = engine_policy_name(resp->policy);
+		for (size_t j = 0; j < resp->nrules; j++) {
+			const struct engine_rule_result *r = &resp->rules[j];
+			struct engine_decision d = engine_decide(resp->policy, r, ENGINE_ADMISSION);
+			bool bad = r->status == ENGINE_FAIL || r->status == ENGINE_ERROR ||
+				   r->status == ENGINE_WARN;
+			blocked |= d.blocks;
+			if (bad && r->action == ENGINE_ENFORCE) {
+				entries = gv_xrealloc(entries, (nentries + 1) * sizeof(*entries));
+				entries[nentries].policy = pname;
+				entries[nentries].rule = r->rule;
+				entries[nentries].message = r->message ? r->message : "";
+				nentries++;
+			}
+			if (d.warns) {
+				char *w = gv_xasprintf("policy %s.%s: %s", pname, r->rule,
+						       r->message ? r->message : "");
+				admission_warnings_add(&warnings, w);
+				free(w);
+			}
+			nreported += d.reported;
+			metrics_inc(h->results,
+				    (const char *const[]){pname, r->rule, engine_status_name(r->status),
+							  r->action == ENGINE_ENFORCE ? "enforce"
+										      : "audit",
+							  rv->kind, rv->namespace, op});
+		}
+	}
+	if (blocked) {
+		const json_t *meta = obj_field(judged, "metadata");
+		const char *kind = str_field(judged, "kind");
+		const char *ns = str_field(meta, "namespace");
+		char *msg = admission_denial_message(kind ? kind : rv->kind, ns ? ns : "",
+						     rv->name, entries, nentries);
+		reply_denied(out, rv, msg);
+		free(msg);
+	} else {
+		const char *uid = str_field(obj_field(judged, "metadata"), "uid");
+		reply_allowed(out, rv, &warnings);
+		if (h->queue && nreported && !rv->dry_run && strcmp(rv->operation, "DELETE") &&
+		    uid && *uid)
+			admission_queue_push(h->queue, report_item(rv, judged, &rep, nreported));
+	}
+	if (warnings.dropped)
+		gv_debug("admission: request %s: %zu warnings left out (API server limits)", rv->uid,
+			 warnings.dropped);
+	admission_warnings_release(&warnings);
+	free(entries);
+	engine_report_release(&rep);
+}
+
+void admission_handle(struct admission_handler *h, const char *body, size_t len,
+		      struct admission_reply *out)
+{
+	struct timespec t0;
+	struct review rv;
+	struct admission_state *state;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	memset(out, 0, sizeof(*out));
+	if (!decode(body, len, &rv, out))
+		goto out;
+	state = h->source->acquire(h->source->ud);
+	if (!state) {
+		reply_text(out, 503, "not ready: no policy snapshot loaded yet");
+		goto out;
+	}
+	judge(h, &rv, state, out);
+	admission_state_unref(state);
+	{
+		const char *const labels[] = {rv.kind, rv.namespace, op_label(rv.operation),
+					      out->allowed ? "true" : "false"};
+		metrics_inc(h->requests, labels);
+		metrics_observe(h->duration, labels, seconds_since(&t0));
+	}
+	gv_debug("admission: %s %s %s/%s/%s: %s%s (%.3f ms)", rv.uid, rv.operation, rv.kind,
+		 rv.namespace, rv.name, out->allowed ? "allowed" : "denied",
+		 out->evaluated ? "" : " without evaluation", seconds_since(&t0) * 1e3);
+out:
+	json_decref(rv.root);
+}
+
+/* ---- POST /validate-policy ---- */
+
+void admission_handle_policy(struct admission_handler *h, const char *body, size_t len,
+			     struct admission_reply *out)
+{
+	struct review rv;
+	struct gv_err err = {0};
+	const char *kind;
+
+	(void)h;
+	memset(out, 0, sizeof(*out));
+	if (!decode(body, len, &rv, out))
+		goto out;
+	kind = str_field(rv.object, "kind");
+	if (!rv.object || !strcmp(rv.operation, "DELETE") || !kind) {
+		reply_allowed(out, &rv, NULL);
+		goto out;
+	}
+	if (!strcmp(kind, "ClusterPolicy") || !strcmp(kind, "Policy")) {
+		struct engine_policy *p = engine_policy_compile(rv.object, &err);
+		if (p) {
+			engine_policy_unref(p);
+			reply_allowed(out, &rv, NULL);
+		} else {
+			reply_denied(out, &rv, err.msg);
+		}
+	} else if (!strcmp(kind, "PolicyException")) {
+		struct engine_exception *e = engine_exception_compile(rv.object, &err);
+		if (e) {
+			engine_exception_free(e);
+			reply_allowed(out, &rv, NULL);
+		} else {
+			reply_denied(out, &rv, err.msg);
+		}
+	} else {
+		reply_allowed(out, &rv, NULL);
+	}
+	out->evaluated = true;
+	gv_debug("admission: policy %s %s %s/%s: %s", rv.uid, rv.operation, kind, rv.name,
+		 out->allowed ? "allowed" : "denied");
+out:
+	json_decref(rv.root);
+}

@@ -1,0 +1,94 @@
+/*
+ * snapshot.h - the cluster as gavel judges it: kyverno.io ClusterPolicy,
+ * Policy and PolicyException objects, the labels of every Namespace and
+ * gavel's ConfigMap, kept current with kube informers (list + watch) and
+ * published as an immutable admission_state (admission/admission.h).
+ *
+ * On a change a background thread (changes within SNAPSHOT_SETTLE_MS are
+ * coalesced) builds what changed: a new engine_policyset (policies that do
+ * not compile are logged with their name and JSON pointer and left out;
+ * unchanged policies are reused, not recompiled, keyed by uid and
+ * resourceVersion), the {namespace: labels} map, or the compiled config;
+ * then swaps the state pointer under a mutex. Readers (admission requests,
+ * the reconciler's scans) take a reference and keep a consistent view for
+ * as long as they hold it. DESIGN.md "Background: Snapshots".
+ *
+ * API versions: ClusterPolicy and Policy at the group's preferred version
+ * (kyverno.io/v1); PolicyException at kyverno.io/v2, else v2beta1. A kind
+ * whose CRD is not installed counts as empty, and discovery is retried
+ * every SNAPSHOT_REDISCOVER_S seconds so that a CRD installed later is
+ * picked up.
+ */
+#ifndef GV_BACKGROUND_SNAPSHOT_H
+#define GV_BACKGROUND_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "admission/admission.h"
+#include "common/gv.h"
+#include "engine/engine.h"
+#include "kube/kube.h"
+
+#define SNAPSHOT_SETTLE_MS    100
+#define SNAPSHOT_REDISCOVER_S 30
+
+struct snapshot_config {
+	struct kube_client *client; /* borrowed; must outlive the snapshot */
+	const char *namespace;	    /* gavel's namespace (copied); NULL = "gavel" */
+	const char *configmap;	    /* ConfigMap name in that namespace (copied); NULL = "gavel" */
+	/*
+	 * Policies that are part of every set besides the cluster's (serve
+	 * --policies in cluster mode); a reference is taken to each.
+	 */
+	struct engine_policy *const *static_policies;
+	size_t nstatic;
+};
+
+struct snapshot;
+
+/*
+ * Resolves the kinds through discovery and starts the informers and the
+ * rebuild thread. Returns GV_ENET with err set when the API server cannot
+ * be reached for discovery at all (a missing CRD is not an error). The
+ * first state is published once every informer has listed once.
+ */
+enum gv_code snapshot_start(const struct snapshot_config *cfg, struct snapshot **out,
+			    struct gv_err *err);
+
+/* Stops the informers and the thread; frees s. States still referenced stay valid. */
+void snapshot_stop(struct snapshot *s);
+
+/* The admission source of this snapshot (borrowed from s; valid until snapshot_stop). */
+const struct admission_source *snapshot_source(struct snapshot *s);
+
+/* A new reference to the current state, or NULL before the first one is published. */
+struct admission_state *snapshot_state(struct snapshot *s);
+
+/*
+ * A new reference to the `data` object of gavel's ConfigMap as last seen
+ * (an empty object when it does not exist), for the reconciler's own keys
+ * (backgroundScanInterval, backgroundScanSuspend, ...).
+ */
+json_t *snapshot_config_data(struct snapshot *s);
+
+/* Increases each time a new state is published (0 before the first). */
+uint64_t snapshot_generation(struct snapshot *s);
+
+/*
+ * Builds a policy set from policy and exception documents (arrays,
+ * borrowed; NULL = none) plus static policies, as the snapshot does:
+ * documents that do not compile are logged and left out. *ncompiled
+ * (may be NULL) receives the number of policies in the set. Exposed for
+ * tests and for gavel's standalone mode.
+ */
+struct engine_policyset *snapshot_build_policyset(const json_t *policies, const json_t *exceptions,
+						  struct engine_policy *const *static_policies,
+						  size_t nstatic, size_t *ncompiled);
+
+/* Builds {namespace name: labels object} from Namespace objects (array, borrowed). */
+json_t *snapshot_build_namespaces(const json_t *namespaces);
+
+#endif
