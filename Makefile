@@ -7,7 +7,7 @@
 #   make DEVELOPER=1     warnings are errors (CI sets this)
 
 CC      ?= cc
-PKGS    := jansson yaml-0.1 libpcre2-8 libcrypto libssl libcurl libmicrohttpd
+PKGS    := jansson yaml-0.1 libpcre2-8 libcrypto libssl libcurl libmicrohttpd gnutls
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wpointer-arith -Wformat=2 -Wundef -Wvla -Wno-unused-parameter \

@@ -114,8 +114,11 @@ struct engine_hooks {
 	 * Variables to add to the JSON context of a rule before its context
 	 * entries are processed (CLI values: globalValues, per-resource and
 	 * per-rule values). Returns a new reference to an object mapping
-	 * dotted variable names ("request.operation", "cm.data.key") to
-	 * values, or NULL.
+	 * dotted variable names to values, or NULL. Names are split on '.'
+	 * outside double quotes ("request.operation",
+	 * "request.object.metadata.annotations.\"a.b/c\""); each assignment
+	 * replaces the value at that path (objects are not merged), creating
+	 * the objects on the way.
 	 */
 	json_t *(*rule_values)(void *ud, const struct engine_policy *p, const char *rule,
 			       const json_t *resource);
@@ -149,7 +152,14 @@ struct engine_input {
 	const char *namespace;     /* request namespace; NULL = from the object */
 	/* Request kind; NULLs are derived from the object's apiVersion/kind. */
 	const char *group, *version, *kind, *subresource;
-	const json_t *user_info;       /* {username, uid, groups, extra} or NULL */
+	/*
+	 * {username, uid, groups, extra}, or NULL for "no user information"
+	 * (background scans, the CLI without a userinfo file): user-info
+	 * constraints (subjects, roles, clusterRoles) are then dropped from
+	 * match filters and compared with an empty user in exclude filters, so
+	 * they never exclude (section 2.7).
+	 */
+	const json_t *user_info;
 	const json_t *roles;           /* array of "ns:role" or NULL */
 	const json_t *cluster_roles;   /* array or NULL */
 	const json_t *namespace_labels; /* labels object of the object's namespace, or NULL */

@@ -555,8 +555,9 @@ static void eval_deny(const struct rule *r, const struct body *b, const struct v
 	json_decref(msgs);
 }
 
-static void eval_body(const struct eval_state *st, const struct rule *r, const struct body *b,
-		      const json_t *resource, json_t *root, int depth, struct outcome *o);
+static void eval_body(const struct eval_state *st, const struct engine_policy *p,
+		      const struct rule *r, const struct body *b, const json_t *resource, json_t *root,
+		      int depth, struct outcome *o);
 
 static bool is_unknown_key(const struct jp_error *je)
 {
@@ -564,7 +565,8 @@ static bool is_unknown_key(const struct jp_error *je)
 }
 
 /* section 1.7 */
-static void eval_foreach(const struct eval_state *st, const struct rule *r,
+static void eval_foreach(const struct eval_state *st, const struct engine_policy *p,
+			 const struct rule *r,
 			 const struct foreach *fe, size_t nfe, const json_t *resource,
 			 json_t *root, int depth, struct outcome *o)
 {
@@ -577,7 +579,7 @@ static void eval_foreach(const struct eval_state *st, const struct rule *r,
 		return;
 	}
 	if (depth == 0 && st->in->hooks && st->in->hooks->foreach_values)
-		fvalues = st->in->hooks->foreach_values(st->in->hooks->ud, NULL, r->name, resource);
+		fvalues = st->in->hooks->foreach_values(st->in->hooks->ud, p, r->name, resource);
 	for (size_t f = 0; f < nfe; f++) {
 		const struct foreach *e = &fe[f];
 		struct var_ctx vc = {.root = root, .delete_op = st->delete_op};
@@ -650,7 +652,7 @@ static void eval_foreach(const struct eval_state *st, const struct rule *r,
 				if ((e->body.kind == BODY_PATTERN || e->body.kind == BODY_ANY_PATTERN) &&
 				    json_is_object(elem) && e->element_scope != 0)
 					target = elem;
-				eval_body(st, r, &e->body, target, eroot, depth + 1, &eo);
+				eval_body(st, p, r, &e->body, target, eroot, depth + 1, &eo);
 			}
 		element_done:
 			json_decref(eroot);
@@ -683,8 +685,9 @@ static void eval_foreach(const struct eval_state *st, const struct rule *r,
 	free(list_err);
 }
 
-static void eval_body(const struct eval_state *st, const struct rule *r, const struct body *b,
-		      const json_t *resource, json_t *root, int depth, struct outcome *o)
+static void eval_body(const struct eval_state *st, const struct engine_policy *p,
+		      const struct rule *r, const struct body *b, const json_t *resource, json_t *root,
+		      int depth, struct outcome *o)
 {
 	struct var_ctx vc = {.root = root, .delete_op = st->delete_op};
 
@@ -707,7 +710,7 @@ static void eval_body(const struct eval_state *st, const struct rule *r, const s
 		eval_any_pattern(r, b, resource, &vc, o);
 		break;
 	case BODY_FOREACH:
-		eval_foreach(st, r, b->foreach, b->nforeach, resource, root, depth, o);
+		eval_foreach(st, p, r, b->foreach, b->nforeach, resource, root, depth, o);
 		break;
 	case BODY_NONE:
 		o->none = true;
@@ -821,7 +824,7 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 		o->exception = true;
 		goto out;
 	}
-	eval_body(st, r, &r->body, resource, root, 0, o);
+	eval_body(st, p, r, &r->body, resource, root, 0, o);
 out:
 	gv_buf_release(&exc);
 	json_decref(root);

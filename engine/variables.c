@@ -243,15 +243,13 @@ static enum gv_code run_expr(const struct jp_expr *x, const char *text, const st
 	return GV_OK;
 }
 
+/* Embedded non-string results are JSON as Go's encoding/json writes it (3, not 3.0). */
 static void append_value(struct gv_buf *b, const json_t *v)
 {
-	if (json_is_string(v)) {
+	if (json_is_string(v))
 		gv_buf_add(b, json_string_value(v), json_string_length(v));
-	} else {
-		char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17));
-		gv_buf_adds(b, s ? s : "null");
-		free(s);
-	}
+	else
+		jp_dump(v, b, JP_DUMP_SORT_KEYS | JP_DUMP_HTML_ESCAPE);
 }
 
 static enum gv_code eval_dynamic(const char *s, const struct var_ctx *ctx, const char *pointer,
