@@ -526,7 +526,7 @@ static enum gv_code listen_on(const char *spec, int *fd_out, unsigned *port_out,
 {
 	struct addrinfo hints = {0}, *res = NULL, *ai;
 	char *host = NULL, portstr[16];
-	unsigned port;
+	unsigned port = 0;
 	enum gv_code rc;
 	int fd = -1, gai, last = 0;
 

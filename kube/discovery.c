@@ -90,16 +90,22 @@ static const json_t *gv_resources(struct kube_client *c, const char *group, cons
 	struct gv_err err = {0};
 	time_t now = time(NULL);
 
-	if (ent && now - (time_t)json_integer_value(json_object_get(ent, "at")) <
-			   KUBE_DISCOVERY_TTL) {
-		free(key);
-		return json_object_get(ent, "resources");
+	if (ent) {
+		time_t age = now - (time_t)json_integer_value(json_object_get(ent, "at"));
+		const json_t *res = json_object_get(ent, "resources");
+
+		/* A failed group/version is asked again after KUBE_DISCOVERY_MISS. */
+		if (age < (res ? KUBE_DISCOVERY_TTL : KUBE_DISCOVERY_MISS)) {
+			free(key);
+			return res;
+		}
 	}
 	path = *group ? gv_xasprintf("/apis/%s/%s", group, version)
 		      : gv_xasprintf("/api/%s", version);
 	if (kube_request(c, "GET", path, NULL, &list, NULL, &err)) {
 		/* An aggregated API that is down (503) must not hide the others. */
 		gv_debug("kube: discovery of %s skipped: %s", key, err.msg);
+		json_object_set_new(c->disc_gv, key, json_pack("{s:I}", "at", (json_int_t)now));
 		free(path);
 		free(key);
 		return NULL;

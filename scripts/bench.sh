@@ -4,6 +4,12 @@ set -u
 corpus=${1:-../shared/conformance}
 pss="$corpus/kyverno-policies/pod-security"
 out=${BENCH_OUT:-$(mktemp -d)}
+echo "== JMESPath: ns per parse and per evaluation"
+if [ -f "$corpus/jmespath/benchmarks.json" ]; then
+	build/engine/bench/bench_jmespath "$corpus/jmespath/benchmarks.json"
+else
+	build/engine/bench/bench_jmespath
+fi
 if [ ! -d "$pss" ]; then
 	echo "bench: $pss not found: the engine benchmark needs the conformance corpus; skipped"
 	exit 0

@@ -12,9 +12,9 @@ trap 'rm -f "$log"' EXIT
 
 # add_counts FILE: reads the "N passed, N failed" line a suite printed last.
 add_counts() {
-	line=$(grep -E '^[A-Za-z]*:? ?[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
-	p=$(printf '%s\n' "$line" | sed -E 's/.*[^0-9]?([0-9]+) passed.*/\1/')
-	f=$(printf '%s\n' "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+	line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$1" | tail -n 1)
+	p=$(printf '%s\n' "$line" | awk '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ /^passed/) print $i }')
+	f=$(printf '%s\n' "$line" | awk '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ /^failed/) print $i }')
 	passed=$((passed + ${p:-0}))
 	failed=$((failed + ${f:-0}))
 }

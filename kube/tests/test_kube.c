@@ -28,6 +28,9 @@
 
 /* ---- helpers ---- */
 
+/* Test literals into the char * fields of configuration structs. */
+#define S(x) ((char *)(x))
+
 static char tmpdir[256];
 
 static int setup_tmp(void **state)
@@ -170,7 +173,7 @@ static void test_config_bad(void **state)
 	expect_bad(KC_MAIN, "nouser", GV_EINVAL, "user \"ghost\" not found");
 	expect_bad("clusters: []\n", NULL, GV_EINVAL, "no current-context");
 	expect_bad("- a\n- b\n", NULL, GV_EINVAL, "not a kubeconfig");
-	expect_bad("a: [unclosed\n", NULL, GV_EINVAL, "kc.yaml");
+	expect_bad("a: [unclosed\n", NULL, GV_EINVAL, "YAML");
 	expect_bad("current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n", NULL,
 		   GV_EINVAL, "cluster \"c\" not found");
 	expect_bad("current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
@@ -331,15 +334,15 @@ static void test_status_fill(void **state)
 
 static void test_paths(void **state)
 {
-	struct kube_resource cm = {.group = "", .version = "v1", .kind = "ConfigMap",
-				   .resource = "configmaps", .namespaced = true};
-	struct kube_resource ns = {.group = "", .version = "v1", .kind = "Namespace",
-				   .resource = "namespaces"};
-	struct kube_resource vwc = {.group = "admissionregistration.k8s.io", .version = "v1",
-				    .kind = "ValidatingWebhookConfiguration",
-				    .resource = "validatingwebhookconfigurations"};
-	struct kube_resource pr = {.group = "wgpolicyk8s.io", .version = "v1alpha2",
-				   .kind = "PolicyReport", .resource = "policyreports",
+	struct kube_resource cm = {.group = S(""), .version = S("v1"), .kind = S("ConfigMap"),
+				   .resource = S("configmaps"), .namespaced = true};
+	struct kube_resource ns = {.group = S(""), .version = S("v1"), .kind = S("Namespace"),
+				   .resource = S("namespaces")};
+	struct kube_resource vwc = {.group = S("admissionregistration.k8s.io"), .version = S("v1"),
+				    .kind = S("ValidatingWebhookConfiguration"),
+				    .resource = S("validatingwebhookconfigurations")};
+	struct kube_resource pr = {.group = S("wgpolicyk8s.io"), .version = S("v1alpha2"),
+				   .kind = S("PolicyReport"), .resource = S("policyreports"),
 				   .namespaced = true};
 	char *p;
 
@@ -677,7 +680,7 @@ static void test_request_token_reread(void **state)
 
 static void test_request_unreachable(void **state)
 {
-	struct kube_config cfg = {.server = "http://127.0.0.1:1"};
+	struct kube_config cfg = {.server = S("http://127.0.0.1:1")};
 	struct kube_client *c = kube_client_new(&cfg, NULL);
 	struct kube_status st;
 	struct gv_err err = {0};
@@ -694,7 +697,7 @@ static void test_request_unreachable(void **state)
 
 static void test_client_bad_tls(void **state)
 {
-	struct kube_config cfg = {.server = "https://127.0.0.1:1", .ca_data = "not pem"};
+	struct kube_config cfg = {.server = S("https://127.0.0.1:1"), .ca_data = S("not pem")};
 	struct gv_err err = {0};
 
 	(void)state;
@@ -702,12 +705,12 @@ static void test_client_bad_tls(void **state)
 	assert_non_null(strstr(err.msg, "certificate-authority-data: no PEM certificate"));
 	gv_err_clear(&err);
 	cfg.ca_data = NULL;
-	cfg.ca_file = "/nonexistent/ca.crt";
+	cfg.ca_file = S("/nonexistent/ca.crt");
 	assert_null(kube_client_new(&cfg, &err));
 	assert_non_null(strstr(err.msg, "/nonexistent/ca.crt"));
 	gv_err_clear(&err);
 	cfg.ca_file = NULL;
-	cfg.cert_data = "x";
+	cfg.cert_data = S("x");
 	assert_null(kube_client_new(&cfg, &err));
 	assert_non_null(strstr(err.msg, "both"));
 }
@@ -1087,7 +1090,7 @@ static void test_informer(void **state)
 
 static void test_informer_unreachable_stop(void **state)
 {
-	struct kube_config cfg = {.server = "http://127.0.0.1:1"};
+	struct kube_config cfg = {.server = S("http://127.0.0.1:1")};
 	struct kube_client *c = kube_client_new(&cfg, NULL);
 	struct kube_informer *inf;
 	double t0;
