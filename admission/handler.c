@@ -129,16 +129,15 @@ static const json_t *obj_field(const json_t *o, const char *key)
 /* Fills rv from body; on a malformed review fills out with HTTP 400 and returns false. */
 static bool decode(const char *body, size_t len, struct review *rv, struct admission_reply *out)
 {
-	json_error_t jerr;
+	struct gv_err jerr = {0};
 	const json_t *k, *dry;
 	static const char *const ops[] = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
 	bool op_ok = false;
 
 	memset(rv, 0, sizeof(*rv));
-	rv->root = json_loadb(body, len, JSON_ALLOW_NUL, &jerr);
+	rv->root = admission_json_parse(body, len, &jerr);
 	if (!rv->root) {
-		reply_text(out, 400, "malformed JSON: %s at line %d column %d", jerr.text, jerr.line,
-			   jerr.column);
+		reply_text(out, 400, "malformed JSON: %s", jerr.msg);
 		return false;
 	}
 	if (!json_is_object(rv->root)) {

@@ -902,10 +902,10 @@ enum gv_code certs_secret_sync(struct kube_client *c, const char *ns, const char
 		if (rc)
 			gv_err_set(err, rc, "%s", lerr.msg);
 		else
-			gv_info("certs: updated Secret %s/%s (%s%s%s)", ns, name,
-				ch & CERTS_NEW_CA ? "new CA " : "",
-				ch & CERTS_NEW_SERVING ? "new serving certificate " : "",
-				ch & CERTS_PRUNED ? "expired CA dropped" : "");
+			gv_info("certs: updated Secret %s/%s:%s%s%s", ns, name,
+				ch & CERTS_NEW_CA ? " new CA" : "",
+				ch & CERTS_NEW_SERVING ? " new serving certificate" : "",
+				ch & CERTS_PRUNED ? " expired CA dropped" : "");
 		goto out;
 	}
 	rc = gv_err_set(err, GV_ENET, "Secret %s/%s: still conflicting after %d attempts", ns,

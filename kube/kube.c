@@ -391,7 +391,7 @@ struct kube_client *kube_client_new(const struct kube_config *cfg, struct gv_err
 	c->cap_ms = 5000;
 	c->disc_gv = json_object();
 	if (c->cfg.insecure)
-		gv_warn("kube: TLS verification of %s is disabled (insecure-skip-tls-verify)",
+		gv_info("kube: TLS verification of %s is disabled (insecure-skip-tls-verify)",
 			c->cfg.server);
 	return c;
 }

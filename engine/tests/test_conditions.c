@@ -17,24 +17,24 @@ static const struct {
 	const char *name;
 	enum cond_op op;
 } op_names[] = {
-	{"Equals", COND_EQUALS},
-	{"Equal", COND_EQUALS},
-	{"NotEquals", COND_NOT_EQUALS},
-	{"NotEqual", COND_NOT_EQUALS},
-	{"In", COND_IN},
-	{"NotIn", COND_NOT_IN},
-	{"AnyIn", COND_ANY_IN},
-	{"AllIn", COND_ALL_IN},
-	{"AnyNotIn", COND_ANY_NOT_IN},
-	{"AllNotIn", COND_ALL_NOT_IN},
-	{"GreaterThan", COND_GT},
-	{"GreaterThanOrEquals", COND_GE},
-	{"LessThan", COND_LT},
-	{"LessThanOrEquals", COND_LE},
-	{"DurationGreaterThan", COND_DUR_GT},
-	{"DurationGreaterThanOrEquals", COND_DUR_GE},
-	{"DurationLessThan", COND_DUR_LT},
-	{"DurationLessThanOrEquals", COND_DUR_LE},
+    {"Equals", COND_EQUALS},
+    {"Equal", COND_EQUALS},
+    {"NotEquals", COND_NOT_EQUALS},
+    {"NotEqual", COND_NOT_EQUALS},
+    {"In", COND_IN},
+    {"NotIn", COND_NOT_IN},
+    {"AnyIn", COND_ANY_IN},
+    {"AllIn", COND_ALL_IN},
+    {"AnyNotIn", COND_ANY_NOT_IN},
+    {"AllNotIn", COND_ALL_NOT_IN},
+    {"GreaterThan", COND_GT},
+    {"GreaterThanOrEquals", COND_GE},
+    {"LessThan", COND_LT},
+    {"LessThanOrEquals", COND_LE},
+    {"DurationGreaterThan", COND_DUR_GT},
+    {"DurationGreaterThanOrEquals", COND_DUR_GE},
+    {"DurationLessThan", COND_DUR_LT},
+    {"DurationLessThanOrEquals", COND_DUR_LE},
 };
 
 static enum cond_op op_of(const char *name)
@@ -74,25 +74,25 @@ static void run_cases(const struct op_case *c, size_t n)
 static void test_equals_bool_and_number(void **state)
 {
 	static const struct op_case cases[] = {
-		/* bool key: value must be a bool and equal */
-		{"Equals", "true", "true", 1},
-		{"Equals", "false", "false", 1},
-		{"Equals", "true", "false", 0},
-		{"Equals", "true", "'true'", 0},
-		{"Equals", "true", "1", 0},
-		/* number key: numeric equality, a string value parsed as a float */
-		{"Equals", "3", "3", 1},
-		{"Equals", "3", "3.0", 1},
-		{"Equals", "3", "4", 0},
-		{"Equals", "3", "'3'", 1},
-		{"Equals", "2", "'2'", 1}, /* E18: length(...) Equals "2" */
-		{"Equals", "3", "'3.0'", 1},
-		{"Equals", "3.5", "'3.5'", 1},
-		{"Equals", "3", "'abc'", 0},
-		{"Equals", "3", "'1h'", 0}, /* a duration is not a float */
-		{"Equals", "3", "true", 0},
-		{"Equals", "3", "null", 0},
-		{"Equal", "3", "3", 1},
+	    /* bool key: value must be a bool and equal */
+	    {"Equals", "true", "true", 1},
+	    {"Equals", "false", "false", 1},
+	    {"Equals", "true", "false", 0},
+	    {"Equals", "true", "'true'", 0},
+	    {"Equals", "true", "1", 0},
+	    /* number key: numeric equality, a string value parsed as a float */
+	    {"Equals", "3", "3", 1},
+	    {"Equals", "3", "3.0", 1},
+	    {"Equals", "3", "4", 0},
+	    {"Equals", "3", "'3'", 1},
+	    {"Equals", "2", "'2'", 1}, /* E18: length(...) Equals "2" */
+	    {"Equals", "3", "'3.0'", 1},
+	    {"Equals", "3.5", "'3.5'", 1},
+	    {"Equals", "3", "'abc'", 0},
+	    {"Equals", "3", "'1h'", 0}, /* a duration is not a float */
+	    {"Equals", "3", "true", 0},
+	    {"Equals", "3", "null", 0},
+	    {"Equal", "3", "3", 1},
 	};
 	(void)state;
 	RUN(cases);
@@ -101,22 +101,22 @@ static void test_equals_bool_and_number(void **state)
 static void test_equals_string(void **state)
 {
 	static const struct op_case cases[] = {
-		{"Equals", "'abc'", "'abc'", 1},
-		{"Equals", "'abc'", "'ABC'", 0},
-		/* the value is a wildcard pattern, the key is literal */
-		{"Equals", "'abc'", "'a*'", 1},
-		{"Equals", "'abc'", "'a?c'", 1},
-		{"Equals", "'nginx:latest'", "'*:latest'", 1},
-		{"Equals", "'nginx:1.25'", "'*:latest'", 0},
-		{"Equals", "'a*'", "'abc'", 0},
-		/* E18: annotation "3" against the YAML number 3 */
-		{"Equals", "'3'", "3", 0},
-		{"Equals", "'3'", "'3'", 1},
-		/* a string key wants a string value */
-		{"Equals", "'abc'", "true", 0},
-		{"Equals", "'abc'", "null", 0},
-		{"Equals", "'abc'", "['abc']", 0},
-		{"Equals", "'true'", "true", 0},
+	    {"Equals", "'abc'", "'abc'", 1},
+	    {"Equals", "'abc'", "'ABC'", 0},
+	    /* the value is a wildcard pattern, the key is literal */
+	    {"Equals", "'abc'", "'a*'", 1},
+	    {"Equals", "'abc'", "'a?c'", 1},
+	    {"Equals", "'nginx:latest'", "'*:latest'", 1},
+	    {"Equals", "'nginx:1.25'", "'*:latest'", 0},
+	    {"Equals", "'a*'", "'abc'", 0},
+	    /* E18: annotation "3" against the YAML number 3 */
+	    {"Equals", "'3'", "3", 0},
+	    {"Equals", "'3'", "'3'", 1},
+	    /* a string key wants a string value */
+	    {"Equals", "'abc'", "true", 0},
+	    {"Equals", "'abc'", "null", 0},
+	    {"Equals", "'abc'", "['abc']", 0},
+	    {"Equals", "'true'", "true", 0},
 	};
 	(void)state;
 	RUN(cases);
@@ -125,22 +125,22 @@ static void test_equals_string(void **state)
 static void test_equals_duration(void **state)
 {
 	static const struct op_case cases[] = {
-		{"Equals", "'1h'", "'60m'", 1},
-		{"Equals", "'90s'", "'1m30s'", 1},
-		{"Equals", "'1h'", "'2h'", 0},
-		{"Equals", "'1h'", "'1h'", 1},
-		/* the other side may be a number of seconds */
-		{"Equals", "'1h'", "3600", 1},
-		{"Equals", "'5m'", "300", 1},
-		{"Equals", "'5m'", "301", 0},
-		{"Equals", "'0s'", "0", 1},
-		/* the value may be the duration */
-		{"Equals", "'60m'", "'1h'", 1},
-		/* "0" is not a duration; as a quantity it needs a quantity value */
-		{"Equals", "'0'", "'0s'", 0},
-		{"NotEquals", "'1h'", "'60m'", 0},
-		{"NotEquals", "'1h'", "'2h'", 1},
-		{"NotEquals", "'1h'", "3600", 0},
+	    {"Equals", "'1h'", "'60m'", 1},
+	    {"Equals", "'90s'", "'1m30s'", 1},
+	    {"Equals", "'1h'", "'2h'", 0},
+	    {"Equals", "'1h'", "'1h'", 1},
+	    /* the other side may be a number of seconds */
+	    {"Equals", "'1h'", "3600", 1},
+	    {"Equals", "'5m'", "300", 1},
+	    {"Equals", "'5m'", "301", 0},
+	    {"Equals", "'0s'", "0", 1},
+	    /* the value may be the duration */
+	    {"Equals", "'60m'", "'1h'", 1},
+	    /* "0" is not a duration; as a quantity it needs a quantity value */
+	    {"Equals", "'0'", "'0s'", 0},
+	    {"NotEquals", "'1h'", "'60m'", 0},
+	    {"NotEquals", "'1h'", "'2h'", 1},
+	    {"NotEquals", "'1h'", "3600", 0},
 	};
 	(void)state;
 	RUN(cases);
@@ -149,22 +149,22 @@ static void test_equals_duration(void **state)
 static void test_equals_quantity(void **state)
 {
 	static const struct op_case cases[] = {
-		{"Equals", "'1Gi'", "'1024Mi'", 1},
-		{"Equals", "'1Gi'", "'1G'", 0},
-		{"Equals", "'500m'", "'0.5'", 1},
-		{"Equals", "'1'", "'1.0'", 1},
-		/* no wildcard fallback for a quantity key */
-		{"Equals", "'1Gi'", "'1*'", 0},
-		{"Equals", "'10'", "'1*'", 0},
-		{"Equals", "'1Gi'", "'*'", 0},
-		/* a non-string value never equals a quantity key */
-		{"Equals", "'1Gi'", "1073741824", 0},
-		{"NotEquals", "'1Gi'", "'1024Mi'", 0},
-		{"NotEquals", "'1Gi'", "'2Gi'", 1},
-		{"NotEquals", "'1Gi'", "'abc'", 1},
-		{"NotEquals", "'1Gi'", "5", 1},
-		/* quantity key, empty value: !wildcard("", key) */
-		{"NotEquals", "'1Gi'", "''", 1},
+	    {"Equals", "'1Gi'", "'1024Mi'", 1},
+	    {"Equals", "'1Gi'", "'1G'", 0},
+	    {"Equals", "'500m'", "'0.5'", 1},
+	    {"Equals", "'1'", "'1.0'", 1},
+	    /* no wildcard fallback for a quantity key */
+	    {"Equals", "'1Gi'", "'1*'", 0},
+	    {"Equals", "'10'", "'1*'", 0},
+	    {"Equals", "'1Gi'", "'*'", 0},
+	    /* a non-string value never equals a quantity key */
+	    {"Equals", "'1Gi'", "1073741824", 0},
+	    {"NotEquals", "'1Gi'", "'1024Mi'", 0},
+	    {"NotEquals", "'1Gi'", "'2Gi'", 1},
+	    {"NotEquals", "'1Gi'", "'abc'", 1},
+	    {"NotEquals", "'1Gi'", "5", 1},
+	    /* quantity key, empty value: !wildcard("", key) */
+	    {"NotEquals", "'1Gi'", "''", 1},
 	};
 	(void)state;
 	RUN(cases);
@@ -173,26 +173,26 @@ static void test_equals_quantity(void **state)
 static void test_equals_map_list_null(void **state)
 {
 	static const struct op_case cases[] = {
-		{"Equals", "{'a':'b'}", "{'a':'b'}", 1},
-		{"Equals", "{'a':'b','c':['d']}", "{'c':['d'],'a':'b'}", 1},
-		{"Equals", "{'a':'b'}", "{'a':'c'}", 0},
-		{"Equals", "{'a':'b'}", "{'a':'b','c':'d'}", 0},
-		{"Equals", "['a','b']", "['a','b']", 1},
-		{"Equals", "['a','b']", "['b','a']", 0},
-		{"Equals", "['a*']", "['abc']", 0}, /* deep equality, no wildcards */
-		{"Equals", "['a']", "'a'", 0},
-		{"Equals", "{'a':'b'}", "['a']", 0},
-		{"Equals", "[]", "{}", 0},
-		/* null key: always false, for NotEquals too */
-		{"Equals", "null", "null", 0},
-		{"Equals", "null", "'x'", 0},
-		{"NotEquals", "null", "'x'", 0},
-		{"NotEquals", "null", "null", 0},
-		{"NotEquals", "{'a':'b'}", "{'a':'b'}", 0},
-		{"NotEquals", "{'a':'b'}", "{'a':'c'}", 1},
-		{"NotEquals", "{'a':'b'}", "'x'", 1},
-		{"NotEquals", "['a']", "['b']", 1},
-		{"NotEquals", "['a']", "{}", 1},
+	    {"Equals", "{'a':'b'}", "{'a':'b'}", 1},
+	    {"Equals", "{'a':'b','c':['d']}", "{'c':['d'],'a':'b'}", 1},
+	    {"Equals", "{'a':'b'}", "{'a':'c'}", 0},
+	    {"Equals", "{'a':'b'}", "{'a':'b','c':'d'}", 0},
+	    {"Equals", "['a','b']", "['a','b']", 1},
+	    {"Equals", "['a','b']", "['b','a']", 0},
+	    {"Equals", "['a*']", "['abc']", 0}, /* deep equality, no wildcards */
+	    {"Equals", "['a']", "'a'", 0},
+	    {"Equals", "{'a':'b'}", "['a']", 0},
+	    {"Equals", "[]", "{}", 0},
+	    /* null key: always false, for NotEquals too */
+	    {"Equals", "null", "null", 0},
+	    {"Equals", "null", "'x'", 0},
+	    {"NotEquals", "null", "'x'", 0},
+	    {"NotEquals", "null", "null", 0},
+	    {"NotEquals", "{'a':'b'}", "{'a':'b'}", 0},
+	    {"NotEquals", "{'a':'b'}", "{'a':'c'}", 1},
+	    {"NotEquals", "{'a':'b'}", "'x'", 1},
+	    {"NotEquals", "['a']", "['b']", 1},
+	    {"NotEquals", "['a']", "{}", 1},
 	};
 	(void)state;
 	RUN(cases);
@@ -201,24 +201,16 @@ static void test_equals_map_list_null(void **state)
 static void test_not_equals_mismatch_is_true(void **state)
 {
 	static const struct op_case cases[] = {
-		{"NotEquals", "true", "true", 0},
-		{"NotEquals", "true", "false", 1},
-		{"NotEquals", "false", "'false'", 1}, /* E18: type mismatch is true */
-		{"NotEquals", "true", "1", 1},
-		{"NotEquals", "3", "3", 0},
-		{"NotEquals", "3", "'3'", 0},
-		{"NotEquals", "3", "4", 1},
-		{"NotEquals", "3", "'abc'", 1},
-		{"NotEquals", "3", "true", 1},
-		{"NotEquals", "3", "null", 1},
-		{"NotEquals", "'3'", "3", 1},
-		{"NotEquals", "'abc'", "'abc'", 0},
-		{"NotEquals", "'abc'", "'a*'", 0},
-		{"NotEquals", "'abc'", "'x*'", 1},
-		{"NotEquals", "'abc'", "true", 1},
-		{"NotEquals", "'abc'", "null", 1},
-		{"NotEqual", "'a'", "'b'", 1},
-		{"NotEqual", "'a'", "'a'", 0},
+	    {"NotEquals", "true", "true", 0},	  {"NotEquals", "true", "false", 1},
+	    {"NotEquals", "false", "'false'", 1}, /* E18: type mismatch is true */
+	    {"NotEquals", "true", "1", 1},	  {"NotEquals", "3", "3", 0},
+	    {"NotEquals", "3", "'3'", 0},	  {"NotEquals", "3", "4", 1},
+	    {"NotEquals", "3", "'abc'", 1},	  {"NotEquals", "3", "true", 1},
+	    {"NotEquals", "3", "null", 1},	  {"NotEquals", "'3'", "3", 1},
+	    {"NotEquals", "'abc'", "'abc'", 0},	  {"NotEquals", "'abc'", "'a*'", 0},
+	    {"NotEquals", "'abc'", "'x*'", 1},	  {"NotEquals", "'abc'", "true", 1},
+	    {"NotEquals", "'abc'", "null", 1},	  {"NotEqual", "'a'", "'b'", 1},
+	    {"NotEqual", "'a'", "'a'", 0},
 	};
 	(void)state;
 	RUN(cases);
@@ -229,31 +221,31 @@ static void test_not_equals_mismatch_is_true(void **state)
 static void test_set_scalar_key_list_value(void **state)
 {
 	static const struct op_case cases[] = {
-		{"AnyIn", "'a'", "['a','b']", 1},
-		{"AnyIn", "'c'", "['a','b']", 0},
-		{"AllIn", "'a'", "['a','b']", 1},
-		{"AllIn", "'c'", "['a','b']", 0},
-		{"AnyNotIn", "'c'", "['a','b']", 1},
-		{"AnyNotIn", "'a'", "['a','b']", 0},
-		{"AllNotIn", "'c'", "['a','b']", 1},
-		{"AllNotIn", "'a'", "['a','b']", 0},
-		{"AnyIn", "'a'", "[]", 0},
-		{"AnyNotIn", "'a'", "[]", 1},
-		/* bidirectional wildcards */
-		{"AnyIn", "'reg.io/a'", "['reg.io/*']", 1},
-		{"AnyIn", "'*'", "['gold','silver']", 1}, /* E19: a "*" key matches anything */
-		{"AnyIn", "'gol?'", "['gold']", 1},
-		{"AnyNotIn", "'*'", "['gold']", 0},
-		{"AllNotIn", "'docker.io/x'", "['reg.io/*']", 1},
-		{"AllIn", "'reg.io/x'", "['docker.io/*','reg.io/*']", 1},
-		/* keys and value elements compared as fmt.Sprint texts */
-		{"AnyIn", "3", "['3']", 1},
-		{"AnyIn", "3", "[3]", 1},
-		{"AnyIn", "'3'", "[3]", 1},
-		{"AnyIn", "0.5", "['0.5']", 1},
-		{"AnyIn", "true", "['true']", 1},
-		{"AnyIn", "1000000", "['1e+06']", 1},
-		{"AnyIn", "1000000", "['1000000']", 0},
+	    {"AnyIn", "'a'", "['a','b']", 1},
+	    {"AnyIn", "'c'", "['a','b']", 0},
+	    {"AllIn", "'a'", "['a','b']", 1},
+	    {"AllIn", "'c'", "['a','b']", 0},
+	    {"AnyNotIn", "'c'", "['a','b']", 1},
+	    {"AnyNotIn", "'a'", "['a','b']", 0},
+	    {"AllNotIn", "'c'", "['a','b']", 1},
+	    {"AllNotIn", "'a'", "['a','b']", 0},
+	    {"AnyIn", "'a'", "[]", 0},
+	    {"AnyNotIn", "'a'", "[]", 1},
+	    /* bidirectional wildcards */
+	    {"AnyIn", "'reg.io/a'", "['reg.io/*']", 1},
+	    {"AnyIn", "'*'", "['gold','silver']", 1}, /* E19: a "*" key matches anything */
+	    {"AnyIn", "'gol?'", "['gold']", 1},
+	    {"AnyNotIn", "'*'", "['gold']", 0},
+	    {"AllNotIn", "'docker.io/x'", "['reg.io/*']", 1},
+	    {"AllIn", "'reg.io/x'", "['docker.io/*','reg.io/*']", 1},
+	    /* keys and value elements compared as fmt.Sprint texts */
+	    {"AnyIn", "3", "['3']", 1},
+	    {"AnyIn", "3", "[3]", 1},
+	    {"AnyIn", "'3'", "[3]", 1},
+	    {"AnyIn", "0.5", "['0.5']", 1},
+	    {"AnyIn", "true", "['true']", 1},
+	    {"AnyIn", "1000000", "['1e+06']", 1},
+	    {"AnyIn", "1000000", "['1000000']", 0},
 	};
 	(void)state;
 	RUN(cases);
@@ -262,40 +254,47 @@ static void test_set_scalar_key_list_value(void **state)
 static void test_set_scalar_key_string_value(void **state)
 {
 	static const struct op_case cases[] = {
-		/* wildcard(V, k) */
-		{"AnyIn", "'abc'", "'abc'", 1},
-		{"AnyIn", "'abc'", "'a*'", 1},
-		{"AnyIn", "'abc'", "'x*'", 0},
-		{"AnyNotIn", "'abc'", "'x*'", 1},
-		{"AllNotIn", "'abc'", "'a*'", 0},
-		/* a string value is not a pattern for the key's wildcards */
-		{"AnyIn", "'a*'", "'abc'", 0},
-		/* ranges */
-		{"AnyIn", "'5'", "'1-10'", 1},
-		{"AnyIn", "5", "'1-10'", 1},
-		{"AnyIn", "'1'", "'1-10'", 1},
-		{"AnyIn", "'10'", "'1-10'", 1},
-		{"AnyIn", "'11'", "'1-10'", 0},
-		{"AllIn", "'11'", "'1-10'", 0},
-		{"AnyNotIn", "'11'", "'1-10'", 1},
-		{"AllNotIn", "'5'", "'1-10'", 0},
-		/* JSON string lists: equality, no wildcards */
-		{"AnyIn", "'a'", "'[\\'a\\',\\'b\\']'", 1},
-		{"AnyIn", "'c'", "'[\\'a\\',\\'b\\']'", 0},
-		{"AnyNotIn", "'c'", "'[\\'a\\',\\'b\\']'", 1},
-		{"AllNotIn", "'a'", "'[\\'a\\',\\'b\\']'", 0},
-		{"AnyIn", "'abc'", "'[\\'a*\\']'", 0},
-		/* valid JSON that is not a string list: the condition is false */
-		{"AnyIn", "'6'", "'5'", 0},
-		{"AnyNotIn", "'6'", "'5'", 0}, /* E19 */
-		{"AllNotIn", "'6'", "'5'", 0},
-		{"AnyNotIn", "'x'", "'true'", 0},
-		{"AnyIn", "'x'", "'[1,2]'", 0},
-		{"AnyNotIn", "'x'", "'{}'", 0},
-		/* anything else: a one-element list compared by equality */
-		{"AnyIn", "'x'", "'y'", 0},
-		{"AnyNotIn", "'x'", "'y'", 1},
-		{"AllNotIn", "'x'", "'y'", 1},
+	    /* wildcard(V, k) */
+	    {"AnyIn", "'abc'", "'abc'", 1},
+	    {"AnyIn", "'abc'", "'a*'", 1},
+	    {"AnyIn", "'abc'", "'x*'", 0},
+	    {"AnyNotIn", "'abc'", "'x*'", 1},
+	    {"AllNotIn", "'abc'", "'a*'", 0},
+	    /* a string value is not a pattern for the key's wildcards */
+	    {"AnyIn", "'a*'", "'abc'", 0},
+	    /* ranges */
+	    {"AnyIn", "'5'", "'1-10'", 1},
+	    {"AnyIn", "5", "'1-10'", 1},
+	    {"AnyIn", "'1'", "'1-10'", 1},
+	    {"AnyIn", "'10'", "'1-10'", 1},
+	    {"AnyIn", "'11'", "'1-10'", 0},
+	    {"AllIn", "'11'", "'1-10'", 0},
+	    {"AnyNotIn", "'11'", "'1-10'", 1},
+	    {"AllNotIn", "'5'", "'1-10'", 0},
+	    {"AnyIn", "'abc'", "'1-10'", 0},
+	    {"AnyNotIn", "'abc'", "'1-10'", 1},
+	    /* ranges of quantities and durations (pattern language, section 3.5) */
+	    {"AnyIn", "'1536Mi'", "'1Gi-2Gi'", 1},
+	    {"AnyIn", "'3Gi'", "'1Gi-2Gi'", 0},
+	    {"AnyIn", "'90m'", "'1h-2h'", 1},
+	    {"AnyNotIn", "'3h'", "'1h-2h'", 1},
+	    /* JSON string lists: equality, no wildcards */
+	    {"AnyIn", "'a'", "'[\\'a\\',\\'b\\']'", 1},
+	    {"AnyIn", "'c'", "'[\\'a\\',\\'b\\']'", 0},
+	    {"AnyNotIn", "'c'", "'[\\'a\\',\\'b\\']'", 1},
+	    {"AllNotIn", "'a'", "'[\\'a\\',\\'b\\']'", 0},
+	    {"AnyIn", "'abc'", "'[\\'a*\\']'", 0},
+	    /* valid JSON that is not a string list: the condition is false */
+	    {"AnyIn", "'6'", "'5'", 0},
+	    {"AnyNotIn", "'6'", "'5'", 0}, /* E19 */
+	    {"AllNotIn", "'6'", "'5'", 0},
+	    {"AnyNotIn", "'x'", "'true'", 0},
+	    {"AnyIn", "'x'", "'[1,2]'", 0},
+	    {"AnyNotIn", "'x'", "'{}'", 0},
+	    /* anything else: a one-element list compared by equality */
+	    {"AnyIn", "'x'", "'y'", 0},
+	    {"AnyNotIn", "'x'", "'y'", 1},
+	    {"AllNotIn", "'x'", "'y'", 1},
 	};
 	(void)state;
 	RUN(cases);
@@ -304,22 +303,22 @@ static void test_set_scalar_key_string_value(void **state)
 static void test_set_other_values_and_keys(void **state)
 {
 	static const struct op_case cases[] = {
-		/* scalar key, value number/bool/map/null: false, NotIn too */
-		{"AnyIn", "'3'", "3", 0},
-		{"AnyNotIn", "'3'", "4", 0},
-		{"AllNotIn", "'3'", "4", 0},
-		{"AnyIn", "'true'", "true", 0},
-		{"AnyNotIn", "'x'", "null", 0},
-		{"AnyIn", "'a'", "{'a':'a'}", 0},
-		{"AllNotIn", "'a'", "{'b':'b'}", 0},
-		/* map or null key: false */
-		{"AnyIn", "null", "['a']", 0},
-		{"AllIn", "null", "['a']", 0},
-		{"AnyNotIn", "null", "['a']", 0},
-		{"AllNotIn", "null", "['a']", 0},
-		{"AnyNotIn", "{'a':'b'}", "['a']", 0},
-		{"AllNotIn", "{}", "['a']", 0},
-		{"AnyIn", "{'a':'b'}", "['a']", 0},
+	    /* scalar key, value number/bool/map/null: false, NotIn too */
+	    {"AnyIn", "'3'", "3", 0},
+	    {"AnyNotIn", "'3'", "4", 0},
+	    {"AllNotIn", "'3'", "4", 0},
+	    {"AnyIn", "'true'", "true", 0},
+	    {"AnyNotIn", "'x'", "null", 0},
+	    {"AnyIn", "'a'", "{'a':'a'}", 0},
+	    {"AllNotIn", "'a'", "{'b':'b'}", 0},
+	    /* map or null key: false */
+	    {"AnyIn", "null", "['a']", 0},
+	    {"AllIn", "null", "['a']", 0},
+	    {"AnyNotIn", "null", "['a']", 0},
+	    {"AllNotIn", "null", "['a']", 0},
+	    {"AnyNotIn", "{'a':'b'}", "['a']", 0},
+	    {"AllNotIn", "{}", "['a']", 0},
+	    {"AnyIn", "{'a':'b'}", "['a']", 0},
 	};
 	(void)state;
 	RUN(cases);
@@ -328,38 +327,38 @@ static void test_set_other_values_and_keys(void **state)
 static void test_set_list_key(void **state)
 {
 	static const struct op_case cases[] = {
-		{"AnyIn", "['a','b']", "['a']", 1},
-		{"AnyIn", "['c','d']", "['a']", 0},
-		{"AllIn", "['a','b']", "['a']", 0},
-		{"AllIn", "['a','b']", "['a','b','c']", 1},
-		{"AnyNotIn", "['a','b']", "['a']", 1},
-		{"AnyNotIn", "['a','b']", "['a','b']", 0},
-		{"AllNotIn", "['c','d']", "['a','b']", 1},
-		{"AllNotIn", "['a','d']", "['a','b']", 0},
-		/* E19: images against an allowed registry */
-		{"AnyNotIn", "['reg.io/a','docker.io/b']", "['reg.io/*']", 1},
-		{"AnyNotIn", "['reg.io/a']", "['reg.io/*']", 0},
-		/* wildcards on both sides */
-		{"AllIn", "['a*']", "['abc','x']", 1},
-		{"AnyIn", "['abc']", "['a?c']", 1},
-		{"AnyIn", "[1000000]", "['1e+06']", 1},
-		{"AllIn", "[1, 2]", "['1','2']", 1},
-		/* empty key lists: AllIn / AllNotIn vacuously true */
-		{"AnyIn", "[]", "['x']", 0},
-		{"AllIn", "[]", "['x']", 1},
-		{"AnyNotIn", "[]", "['x']", 0},
-		{"AllNotIn", "[]", "['x']", 1},
-		{"AllIn", "[]", "['reg.io/*']", 1}, /* E19 */
-		/* number/bool value: one-element list for AnyIn/AnyNotIn only */
-		{"AnyIn", "[3, 4]", "3", 1},
-		{"AnyIn", "[4]", "3", 0},
-		{"AnyNotIn", "[4]", "3", 1},
-		{"AnyIn", "[true]", "true", 1},
-		{"AllIn", "[3]", "3", 0},
-		{"AllNotIn", "[4]", "3", 0},
-		/* map/null value */
-		{"AnyIn", "['a']", "{'a':1}", 0},
-		{"AnyNotIn", "['a']", "null", 0},
+	    {"AnyIn", "['a','b']", "['a']", 1},
+	    {"AnyIn", "['c','d']", "['a']", 0},
+	    {"AllIn", "['a','b']", "['a']", 0},
+	    {"AllIn", "['a','b']", "['a','b','c']", 1},
+	    {"AnyNotIn", "['a','b']", "['a']", 1},
+	    {"AnyNotIn", "['a','b']", "['a','b']", 0},
+	    {"AllNotIn", "['c','d']", "['a','b']", 1},
+	    {"AllNotIn", "['a','d']", "['a','b']", 0},
+	    /* E19: images against an allowed registry */
+	    {"AnyNotIn", "['reg.io/a','docker.io/b']", "['reg.io/*']", 1},
+	    {"AnyNotIn", "['reg.io/a']", "['reg.io/*']", 0},
+	    /* wildcards on both sides */
+	    {"AllIn", "['a*']", "['abc','x']", 1},
+	    {"AnyIn", "['abc']", "['a?c']", 1},
+	    {"AnyIn", "[1000000]", "['1e+06']", 1},
+	    {"AllIn", "[1, 2]", "['1','2']", 1},
+	    /* empty key lists: AllIn / AllNotIn vacuously true */
+	    {"AnyIn", "[]", "['x']", 0},
+	    {"AllIn", "[]", "['x']", 1},
+	    {"AnyNotIn", "[]", "['x']", 0},
+	    {"AllNotIn", "[]", "['x']", 1},
+	    {"AllIn", "[]", "['reg.io/*']", 1}, /* E19 */
+	    /* number/bool value: one-element list for AnyIn/AnyNotIn only */
+	    {"AnyIn", "[3, 4]", "3", 1},
+	    {"AnyIn", "[4]", "3", 0},
+	    {"AnyNotIn", "[4]", "3", 1},
+	    {"AnyIn", "[true]", "true", 1},
+	    {"AllIn", "[3]", "3", 0},
+	    {"AllNotIn", "[4]", "3", 0},
+	    /* map/null value */
+	    {"AnyIn", "['a']", "{'a':1}", 0},
+	    {"AnyNotIn", "['a']", "null", 0},
 	};
 	(void)state;
 	RUN(cases);
@@ -368,32 +367,32 @@ static void test_set_list_key(void **state)
 static void test_set_list_key_string_value(void **state)
 {
 	static const struct op_case cases[] = {
-		/* one key equal to the string: shortcut */
-		{"AllIn", "['abc']", "'abc'", 1},
-		{"AnyIn", "['a*']", "'a*'", 1},
-		{"AnyNotIn", "['abc']", "'abc'", 0},
-		{"AllNotIn", "['abc']", "'abc'", 0},
-		/* ranges, per key */
-		{"AllIn", "[1, 5]", "'1-10'", 1},
-		{"AllIn", "['5']", "'1-10'", 1},
-		{"AllIn", "[1, 11]", "'1-10'", 0},
-		{"AnyIn", "[1, 11]", "'1-10'", 1},
-		{"AnyIn", "[11, 12]", "'1-10'", 0},
-		{"AnyNotIn", "[1, 11]", "'1-10'", 1},
-		{"AnyNotIn", "[1, 5]", "'1-10'", 0},
-		{"AllNotIn", "[11, 12]", "'1-10'", 1},
-		{"AllNotIn", "[5, 12]", "'1-10'", 0},
-		/* JSON string list: pairs compared with bidirectional wildcards */
-		{"AllIn", "['a','b']", "'[\\'a\\',\\'b\\']'", 1},
-		{"AllIn", "['a','c']", "'[\\'a\\',\\'b\\']'", 0},
-		{"AnyIn", "['abc','x']", "'[\\'a*\\']'", 1},
-		/* valid JSON, not a string list: false */
-		{"AnyNotIn", "['6','7']", "'5'", 0},
-		{"AllNotIn", "['6']", "'5'", 0},
-		/* other strings: one-element list, bidirectional wildcards */
-		{"AnyIn", "['abc','x']", "'a*'", 1},
-		{"AllIn", "['abc','x']", "'a*'", 0},
-		{"AnyNotIn", "['abc','x']", "'a*'", 1},
+	    /* one key equal to the string: shortcut */
+	    {"AllIn", "['abc']", "'abc'", 1},
+	    {"AnyIn", "['a*']", "'a*'", 1},
+	    {"AnyNotIn", "['abc']", "'abc'", 0},
+	    {"AllNotIn", "['abc']", "'abc'", 0},
+	    /* ranges, per key */
+	    {"AllIn", "[1, 5]", "'1-10'", 1},
+	    {"AllIn", "['5']", "'1-10'", 1},
+	    {"AllIn", "[1, 11]", "'1-10'", 0},
+	    {"AnyIn", "[1, 11]", "'1-10'", 1},
+	    {"AnyIn", "[11, 12]", "'1-10'", 0},
+	    {"AnyNotIn", "[1, 11]", "'1-10'", 1},
+	    {"AnyNotIn", "[1, 5]", "'1-10'", 0},
+	    {"AllNotIn", "[11, 12]", "'1-10'", 1},
+	    {"AllNotIn", "[5, 12]", "'1-10'", 0},
+	    /* JSON string list: pairs compared with bidirectional wildcards */
+	    {"AllIn", "['a','b']", "'[\\'a\\',\\'b\\']'", 1},
+	    {"AllIn", "['a','c']", "'[\\'a\\',\\'b\\']'", 0},
+	    {"AnyIn", "['abc','x']", "'[\\'a*\\']'", 1},
+	    /* valid JSON, not a string list: false */
+	    {"AnyNotIn", "['6','7']", "'5'", 0},
+	    {"AllNotIn", "['6']", "'5'", 0},
+	    /* other strings: one-element list, bidirectional wildcards */
+	    {"AnyIn", "['abc','x']", "'a*'", 1},
+	    {"AllIn", "['abc','x']", "'a*'", 0},
+	    {"AnyNotIn", "['abc','x']", "'a*'", 1},
 	};
 	(void)state;
 	RUN(cases);
@@ -402,27 +401,30 @@ static void test_set_list_key_string_value(void **state)
 static void test_legacy_in_not_in(void **state)
 {
 	static const struct op_case cases[] = {
-		/* scalar key: AnyIn / AnyNotIn */
-		{"In", "'a'", "['a','b']", 1},
-		{"In", "'c'", "['a','b']", 0},
-		{"In", "'abc'", "['a*']", 1},
-		{"In", "'abc'", "'a*'", 1},
-		{"NotIn", "'c'", "['a','b']", 1},
-		{"NotIn", "'a'", "['a','b']", 0},
-		{"NotIn", "'abc'", "['a*']", 0},
-		/* list key: exact set tests */
-		{"In", "['a','b']", "['a','b','c']", 1},
-		{"In", "['a','x']", "['a','b']", 0},
-		{"In", "['abc']", "['a*']", 0},
-		{"In", "['a*']", "['abc']", 0},
-		{"In", "[]", "['a']", 1},
-		{"NotIn", "['a','x']", "['a','b']", 1},
-		{"NotIn", "['a','b']", "['a','b','c']", 0},
-		{"NotIn", "['abc']", "['a*']", 1},
-		{"NotIn", "[]", "['a']", 0},
-		/* non-string value elements: false */
-		{"In", "['a']", "['a', 1]", 0},
-		{"NotIn", "['x']", "['b', 1]", 0},
+	    /* scalar key: AnyIn / AnyNotIn */
+	    {"In", "'a'", "['a','b']", 1},
+	    {"In", "'c'", "['a','b']", 0},
+	    {"In", "'abc'", "['a*']", 1},
+	    {"In", "'abc'", "'a*'", 1},
+	    {"In", "['a']", "'a'", 1},
+	    {"In", "['a','b']", "'[\\'a\\',\\'b\\',\\'c\\']'", 1},
+	    {"NotIn", "['a','x']", "'[\\'a\\',\\'b\\']'", 1},
+	    {"NotIn", "'c'", "['a','b']", 1},
+	    {"NotIn", "'a'", "['a','b']", 0},
+	    {"NotIn", "'abc'", "['a*']", 0},
+	    /* list key: exact set tests */
+	    {"In", "['a','b']", "['a','b','c']", 1},
+	    {"In", "['a','x']", "['a','b']", 0},
+	    {"In", "['abc']", "['a*']", 0},
+	    {"In", "['a*']", "['abc']", 0},
+	    {"In", "[]", "['a']", 1},
+	    {"NotIn", "['a','x']", "['a','b']", 1},
+	    {"NotIn", "['a','b']", "['a','b','c']", 0},
+	    {"NotIn", "['abc']", "['a*']", 1},
+	    {"NotIn", "[]", "['a']", 0},
+	    /* non-string value elements: false */
+	    {"In", "['a']", "['a', 1]", 0},
+	    {"NotIn", "['x']", "['b', 1]", 0},
 	};
 	(void)state;
 	RUN(cases);
@@ -433,28 +435,28 @@ static void test_legacy_in_not_in(void **state)
 static void test_numeric_numbers(void **state)
 {
 	static const struct op_case cases[] = {
-		{"GreaterThan", "5", "3", 1},
-		{"GreaterThan", "3", "3", 0},
-		{"GreaterThan", "2.5", "2", 1},
-		{"GreaterThanOrEquals", "3", "3", 1},
-		{"GreaterThanOrEquals", "2", "3", 0},
-		{"LessThan", "2", "3", 1},
-		{"LessThan", "3", "3", 0},
-		{"LessThanOrEquals", "3", "3", 1},
-		{"LessThanOrEquals", "4", "3", 0},
-		{"LessThan", "-1", "0", 1},
-		/* number key, string value: duration, float, int */
-		{"GreaterThan", "5", "'3'", 1},
-		{"LessThan", "5", "'10'", 1},
-		{"GreaterThan", "5", "'4.5'", 1},
-		{"GreaterThan", "90", "'1m'", 1},
-		{"LessThan", "30", "'1m'", 1},
-		{"GreaterThanOrEquals", "60", "'1m'", 1},
-		{"GreaterThan", "5", "'abc'", 0},
-		{"LessThan", "5", "'abc'", 0},
-		{"GreaterThan", "5", "true", 0},
-		{"GreaterThan", "5", "null", 0},
-		{"GreaterThan", "5", "[3]", 0}, /* only a single value */
+	    {"GreaterThan", "5", "3", 1},
+	    {"GreaterThan", "3", "3", 0},
+	    {"GreaterThan", "2.5", "2", 1},
+	    {"GreaterThanOrEquals", "3", "3", 1},
+	    {"GreaterThanOrEquals", "2", "3", 0},
+	    {"LessThan", "2", "3", 1},
+	    {"LessThan", "3", "3", 0},
+	    {"LessThanOrEquals", "3", "3", 1},
+	    {"LessThanOrEquals", "4", "3", 0},
+	    {"LessThan", "-1", "0", 1},
+	    /* number key, string value: duration, float, int */
+	    {"GreaterThan", "5", "'3'", 1},
+	    {"LessThan", "5", "'10'", 1},
+	    {"GreaterThan", "5", "'4.5'", 1},
+	    {"GreaterThan", "90", "'1m'", 1},
+	    {"LessThan", "30", "'1m'", 1},
+	    {"GreaterThanOrEquals", "60", "'1m'", 1},
+	    {"GreaterThan", "5", "'abc'", 0},
+	    {"LessThan", "5", "'abc'", 0},
+	    {"GreaterThan", "5", "true", 0},
+	    {"GreaterThan", "5", "null", 0},
+	    {"GreaterThan", "5", "[3]", 0}, /* only a single value */
 	};
 	(void)state;
 	RUN(cases);
@@ -463,40 +465,40 @@ static void test_numeric_numbers(void **state)
 static void test_numeric_strings(void **state)
 {
 	static const struct op_case cases[] = {
-		/* durations */
-		{"GreaterThan", "'1h'", "'30m'", 1},
-		{"LessThan", "'1h'", "'30m'", 0},
-		{"GreaterThan", "'1h'", "1800", 1},
-		{"LessThanOrEquals", "'1m'", "60", 1},
-		{"LessThan", "'90m'", "'1h'", 0},
-		/* quantities, across units */
-		{"GreaterThan", "'1Gi'", "'1000Mi'", 1},
-		{"LessThan", "'512Mi'", "'1Gi'", 1},
-		{"GreaterThanOrEquals", "'1Gi'", "'1024Mi'", 1},
-		{"LessThanOrEquals", "'1Gi'", "'1024Mi'", 1},
-		{"LessThan", "'1Gi'", "'1024Mi'", 0},
-		{"LessThan", "'500m'", "'1'", 1},
-		{"GreaterThan", "'10'", "'9'", 1},
-		/* numeric strings against numbers */
-		{"GreaterThan", "'10'", "9", 1},
-		{"LessThan", "'1.5'", "2", 1},
-		{"GreaterThan", "'3'", "2", 1},
-		{"GreaterThan", "'3'", "'abc'", 0},
-		/* semver */
-		{"GreaterThan", "'1.10.0'", "'1.9.0'", 1},
-		{"LessThan", "'1.2.3'", "'1.2.10'", 1},
-		{"GreaterThanOrEquals", "'1.2.3'", "'1.2.3'", 1},
-		{"LessThan", "'1.2.3-alpha'", "'1.2.3'", 1},
-		{"GreaterThan", "'1.2.3'", "1", 0}, /* the value must be a semver string */
-		{"GreaterThan", "'1.2.3'", "'abc'", 0},
-		/* no lexical comparison */
-		{"GreaterThan", "'abc'", "'abb'", 0},
-		{"LessThan", "'abc'", "'abd'", 0},
-		/* bool, map, list, null keys: false */
-		{"GreaterThan", "true", "false", 0},
-		{"GreaterThan", "[5]", "3", 0},
-		{"LessThan", "null", "3", 0},
-		{"LessThan", "{'a':1}", "3", 0},
+	    /* durations */
+	    {"GreaterThan", "'1h'", "'30m'", 1},
+	    {"LessThan", "'1h'", "'30m'", 0},
+	    {"GreaterThan", "'1h'", "1800", 1},
+	    {"LessThanOrEquals", "'1m'", "60", 1},
+	    {"LessThan", "'90m'", "'1h'", 0},
+	    /* quantities, across units */
+	    {"GreaterThan", "'1Gi'", "'1000Mi'", 1},
+	    {"LessThan", "'512Mi'", "'1Gi'", 1},
+	    {"GreaterThanOrEquals", "'1Gi'", "'1024Mi'", 1},
+	    {"LessThanOrEquals", "'1Gi'", "'1024Mi'", 1},
+	    {"LessThan", "'1Gi'", "'1024Mi'", 0},
+	    {"LessThan", "'500m'", "'1'", 1},
+	    {"GreaterThan", "'10'", "'9'", 1},
+	    /* numeric strings against numbers */
+	    {"GreaterThan", "'10'", "9", 1},
+	    {"LessThan", "'1.5'", "2", 1},
+	    {"GreaterThan", "'3'", "2", 1},
+	    {"GreaterThan", "'3'", "'abc'", 0},
+	    /* semver */
+	    {"GreaterThan", "'1.10.0'", "'1.9.0'", 1},
+	    {"LessThan", "'1.2.3'", "'1.2.10'", 1},
+	    {"GreaterThanOrEquals", "'1.2.3'", "'1.2.3'", 1},
+	    {"LessThan", "'1.2.3-alpha'", "'1.2.3'", 1},
+	    {"GreaterThan", "'1.2.3'", "1", 0}, /* the value must be a semver string */
+	    {"GreaterThan", "'1.2.3'", "'abc'", 0},
+	    /* no lexical comparison */
+	    {"GreaterThan", "'abc'", "'abb'", 0},
+	    {"LessThan", "'abc'", "'abd'", 0},
+	    /* bool, map, list, null keys: false */
+	    {"GreaterThan", "true", "false", 0},
+	    {"GreaterThan", "[5]", "3", 0},
+	    {"LessThan", "null", "3", 0},
+	    {"LessThan", "{'a':1}", "3", 0},
 	};
 	(void)state;
 	RUN(cases);
@@ -505,20 +507,20 @@ static void test_numeric_strings(void **state)
 static void test_duration_operators(void **state)
 {
 	static const struct op_case cases[] = {
-		{"DurationGreaterThan", "'1h'", "'30m'", 1},
-		{"DurationGreaterThan", "'30m'", "'1h'", 0},
-		{"DurationGreaterThan", "'1h'", "'60m'", 0},
-		{"DurationGreaterThanOrEquals", "'1h'", "'60m'", 1},
-		{"DurationLessThan", "'30m'", "'1h'", 1},
-		{"DurationLessThan", "'1h'", "'1h'", 0},
-		{"DurationLessThanOrEquals", "'1h'", "'60m'", 1},
-		/* numbers are seconds */
-		{"DurationGreaterThanOrEquals", "3600", "'1h'", 1},
-		{"DurationLessThan", "'59s'", "60", 1},
-		{"DurationGreaterThan", "120", "60", 1},
-		/* a key string that is not a duration: false */
-		{"DurationLessThan", "'abc'", "'1h'", 0},
-		{"DurationGreaterThan", "'abc'", "'1h'", 0},
+	    {"DurationGreaterThan", "'1h'", "'30m'", 1},
+	    {"DurationGreaterThan", "'30m'", "'1h'", 0},
+	    {"DurationGreaterThan", "'1h'", "'60m'", 0},
+	    {"DurationGreaterThanOrEquals", "'1h'", "'60m'", 1},
+	    {"DurationLessThan", "'30m'", "'1h'", 1},
+	    {"DurationLessThan", "'1h'", "'1h'", 0},
+	    {"DurationLessThanOrEquals", "'1h'", "'60m'", 1},
+	    /* numbers are seconds */
+	    {"DurationGreaterThanOrEquals", "3600", "'1h'", 1},
+	    {"DurationLessThan", "'59s'", "60", 1},
+	    {"DurationGreaterThan", "120", "60", 1},
+	    /* a key string that is not a duration: false */
+	    {"DurationLessThan", "'abc'", "'1h'", 0},
+	    {"DurationGreaterThan", "'abc'", "'1h'", 0},
 	};
 	(void)state;
 	RUN(cases);
@@ -527,17 +529,17 @@ static void test_duration_operators(void **state)
 /* ---- blocks: conditions_compile + conditions_eval (section 5.1) ---- */
 
 static const char root_yaml[] =
-	"request:\n"
-	"  operation: CREATE\n"
-	"  object:\n"
-	"    metadata:\n"
-	"      name: x\n"
-	"      annotations: {replicas: '3', tier: '*', level: '6'}\n"
-	"    spec:\n"
-	"      type: ClusterIP\n"
-	"      replicas: 3\n"
-	"      hostNetwork: false\n"
-	"      containers: [{name: a, image: reg.io/a}, {name: b, image: docker.io/b}]\n";
+    "request:\n"
+    "  operation: CREATE\n"
+    "  object:\n"
+    "    metadata:\n"
+    "      name: x\n"
+    "      annotations: {replicas: '3', tier: '*', level: '6'}\n"
+    "    spec:\n"
+    "      type: ClusterIP\n"
+    "      replicas: 3\n"
+    "      hostNetwork: false\n"
+    "      containers: [{name: a, image: reg.io/a}, {name: b, image: docker.io/b}]\n";
 
 struct block {
 	struct conditions c;
@@ -600,8 +602,8 @@ static void check_block_error(const char *conds, const char *want_msg)
 	block_release(&b);
 }
 
-#define T_ "{key: a, operator: Equals, value: a"
-#define F_ "{key: a, operator: Equals, value: b"
+#define T_   "{key: a, operator: Equals, value: a"
+#define F_   "{key: a, operator: Equals, value: b"
 #define ERR_ "{key: '{{ request.object.metadata.labels.team }}', operator: Equals, value: a"
 
 static void test_block_any_all_logic(void **state)
@@ -661,10 +663,9 @@ static void test_block_messages(void **state)
 		    " all: [" T_ ", message: a1}, " T_ ", message: a2}]}",
 		    true, "['m2', 'a1', 'a2']");
 	/* false block: messages of the false conditions that were evaluated */
-	check_block("{any: [" F_ ", message: m1}, " F_ ", message: m2}]}", false,
-		    "['m1', 'm2']");
-	check_block("{all: [" T_ ", message: t}, " F_ ", message: f}, " F_ ", message: g}]}",
-		    false, "['f']");
+	check_block("{any: [" F_ ", message: m1}, " F_ ", message: m2}]}", false, "['m1', 'm2']");
+	check_block("{all: [" T_ ", message: t}, " F_ ", message: f}, " F_ ", message: g}]}", false,
+		    "['f']");
 	check_block("{any: [" T_ ", message: x}], all: [" F_ ", message: f}]}", false, "['f']");
 	/* conditions without a message add nothing */
 	check_block("{all: [" T_ "}, " T_ ", message: only}]}", true, "['only']");
@@ -718,8 +719,9 @@ static void test_block_operand_typing(void **state)
 		    "operator: AnyNotIn, value: ['5']}]}",
 		    true, NULL);
 	/* a value holding a variable */
-	check_block("{all: [{key: x, operator: Equals, value: '{{ request.object.metadata.name }}'}]}",
-		    true, NULL);
+	check_block(
+	    "{all: [{key: x, operator: Equals, value: '{{ request.object.metadata.name }}'}]}",
+	    true, NULL);
 	CHECK_DONE();
 }
 
@@ -730,7 +732,8 @@ static void test_compile_operators(void **state)
 
 	/* the 18 exact spellings compile */
 	for (size_t i = 0; i < GV_ARRAY_LEN(op_names); i++) {
-		char *text = gv_xasprintf("{all: [{key: a, operator: %s, value: a}]}", op_names[i].name);
+		char *text =
+		    gv_xasprintf("{all: [{key: a, operator: %s, value: a}]}", op_names[i].name);
 		json_t *j = Y(text);
 		struct conditions c;
 		struct gv_err err = {0};
@@ -750,8 +753,10 @@ static void test_compile_operators(void **state)
 	{
 		static const char *const bad[] = {"equals", "EQUALS", "AnyNotin", "Contains", "=="};
 		for (size_t i = 0; i < GV_ARRAY_LEN(bad); i++) {
-			char *text = gv_xasprintf("{any: [{key: a, operator: '%s', value: a}]}", bad[i]);
-			char *want = gv_xasprintf("entered value of `operator` is invalid: %s", bad[i]);
+			char *text =
+			    gv_xasprintf("{any: [{key: a, operator: '%s', value: a}]}", bad[i]);
+			char *want =
+			    gv_xasprintf("entered value of `operator` is invalid: %s", bad[i]);
 			json_t *j = Y(text);
 			struct conditions c;
 			struct gv_err err = {0};
@@ -811,14 +816,23 @@ static void test_compile_shapes(void **state)
 	CHECK(conditions_compile(j, &c, &ptr, &err) == GV_EINVAL, "missing key accepted");
 	json_decref(j);
 
-	/* section 1.8: a condition without a value is rejected */
-	j = Y("{all: [{key: a, operator: Equals}]}");
-	gv_err_clear(&err);
+	gv_buf_release(&ptr);
+	CHECK_DONE();
+}
+
+/* Section 1.8: "Conditions missing key, value or operator" are rejected. */
+static void test_compile_missing_value(void **state)
+{
+	struct gv_buf ptr = {0};
+	struct conditions c;
+	struct gv_err err = {0};
+	json_t *j = Y("{all: [{key: a, operator: Equals}]}");
+	(void)state;
+
 	CHECK(conditions_compile(j, &c, &ptr, &err) == GV_EINVAL, "missing value accepted");
 	if (!err.code)
 		conditions_release(&c);
 	json_decref(j);
-
 	gv_buf_release(&ptr);
 	CHECK_DONE();
 }
@@ -826,27 +840,28 @@ static void test_compile_shapes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_equals_bool_and_number),
-		cmocka_unit_test(test_equals_string),
-		cmocka_unit_test(test_equals_duration),
-		cmocka_unit_test(test_equals_quantity),
-		cmocka_unit_test(test_equals_map_list_null),
-		cmocka_unit_test(test_not_equals_mismatch_is_true),
-		cmocka_unit_test(test_set_scalar_key_list_value),
-		cmocka_unit_test(test_set_scalar_key_string_value),
-		cmocka_unit_test(test_set_other_values_and_keys),
-		cmocka_unit_test(test_set_list_key),
-		cmocka_unit_test(test_set_list_key_string_value),
-		cmocka_unit_test(test_legacy_in_not_in),
-		cmocka_unit_test(test_numeric_numbers),
-		cmocka_unit_test(test_numeric_strings),
-		cmocka_unit_test(test_duration_operators),
-		cmocka_unit_test(test_block_any_all_logic),
-		cmocka_unit_test(test_block_short_circuit),
-		cmocka_unit_test(test_block_messages),
-		cmocka_unit_test(test_block_operand_typing),
-		cmocka_unit_test(test_compile_operators),
-		cmocka_unit_test(test_compile_shapes),
+	    cmocka_unit_test(test_equals_bool_and_number),
+	    cmocka_unit_test(test_equals_string),
+	    cmocka_unit_test(test_equals_duration),
+	    cmocka_unit_test(test_equals_quantity),
+	    cmocka_unit_test(test_equals_map_list_null),
+	    cmocka_unit_test(test_not_equals_mismatch_is_true),
+	    cmocka_unit_test(test_set_scalar_key_list_value),
+	    cmocka_unit_test(test_set_scalar_key_string_value),
+	    cmocka_unit_test(test_set_other_values_and_keys),
+	    cmocka_unit_test(test_set_list_key),
+	    cmocka_unit_test(test_set_list_key_string_value),
+	    cmocka_unit_test(test_legacy_in_not_in),
+	    cmocka_unit_test(test_numeric_numbers),
+	    cmocka_unit_test(test_numeric_strings),
+	    cmocka_unit_test(test_duration_operators),
+	    cmocka_unit_test(test_block_any_all_logic),
+	    cmocka_unit_test(test_block_short_circuit),
+	    cmocka_unit_test(test_block_messages),
+	    cmocka_unit_test(test_block_operand_typing),
+	    cmocka_unit_test(test_compile_operators),
+	    cmocka_unit_test(test_compile_shapes),
+	    cmocka_unit_test(test_compile_missing_value),
 	};
 
 	gv_init();

@@ -11,12 +11,13 @@
 
 #define CP "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: p}\n"
 /* The wrapper of section 11: ClusterPolicy p, background false, rule r on Pods. */
-#define E_HDR CP "spec:\n  background: false\n  rules:\n  - name: r\n"
-#define MATCH_POD "    match: {any: [{resources: {kinds: [Pod]}}]}\n"
-#define ENFORCE "    validate:\n      failureAction: Enforce\n"
+#define E_HDR	      CP "spec:\n  background: false\n  rules:\n  - name: r\n"
+#define MATCH_POD     "    match: {any: [{resources: {kinds: [Pod]}}]}\n"
+#define ENFORCE	      "    validate:\n      failureAction: Enforce\n"
 #define LABEL_PATTERN "      pattern: {metadata: {labels: {team: '?*'}}}\n"
 
-#define POD_X(labels) "apiVersion: v1\nkind: Pod\nmetadata: {name: x, namespace: default" labels "}\n"
+#define POD_X(labels)                                                                              \
+	"apiVersion: v1\nkind: Pod\nmetadata: {name: x, namespace: default" labels "}\n"
 
 struct run {
 	struct engine_policyset *set;
@@ -113,24 +114,24 @@ static const char *status_str(enum engine_status s)
 }
 
 /* Checks rule's status and (when msg is not NULL) its exact message. */
-#define CHECK_RESULT(run, rule, want_status, want_msg)                                        \
-	do {                                                                                  \
-		const struct engine_rule_result *tu_r = result((run), NULL, (rule));          \
-		CHECK(tu_r != NULL, "no result for rule %s", (rule));                         \
-		if (tu_r) {                                                                   \
-			CHECK(tu_r->status == (want_status), "rule %s: status %s, want %s (message '%s')", \
-			      (rule), status_str(tu_r->status), status_str(want_status),      \
-			      tu_r->message);                                                 \
-			if ((want_msg) != NULL)                                               \
-				CHECK_STR(tu_r->message, (const char *)(want_msg));           \
-		}                                                                             \
+#define CHECK_RESULT(run, rule, want_status, want_msg)                                             \
+	do {                                                                                       \
+		const struct engine_rule_result *tu_r = result((run), NULL, (rule));               \
+		CHECK(tu_r != NULL, "no result for rule %s", (rule));                              \
+		if (tu_r) {                                                                        \
+			CHECK(tu_r->status == (want_status),                                       \
+			      "rule %s: status %s, want %s (message '%s')", (rule),                \
+			      status_str(tu_r->status), status_str(want_status), tu_r->message);   \
+			if ((want_msg) != NULL)                                                    \
+				CHECK_STR(tu_r->message, (const char *)(want_msg));                \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_NO_RESULT(run, rule)                                                            \
-	do {                                                                                  \
-		const struct engine_rule_result *tu_r = result((run), NULL, (rule));          \
-		CHECK(tu_r == NULL, "rule %s: unexpected result %s '%s'", (rule),             \
-		      tu_r ? status_str(tu_r->status) : "", tu_r ? tu_r->message : "");       \
+#define CHECK_NO_RESULT(run, rule)                                                                 \
+	do {                                                                                       \
+		const struct engine_rule_result *tu_r = result((run), NULL, (rule));               \
+		CHECK(tu_r == NULL, "rule %s: unexpected result %s '%s'", (rule),                  \
+		      tu_r ? status_str(tu_r->status) : "", tu_r ? tu_r->message : "");            \
 	} while (0)
 
 /* Evaluates policy against one object (YAML) as a CREATE and runs the checks in body. */
@@ -147,12 +148,17 @@ static void eval_create(struct run *r, const char *policy, const char *object)
 
 static void test_e1_pattern_failure(void **state)
 {
-	static const char pol[] = E_HDR MATCH_POD ENFORCE
-		"      message: label team is required\n" LABEL_PATTERN;
+	static const char pol[] =
+	    E_HDR MATCH_POD ENFORCE "      message: label team is required\n" LABEL_PATTERN;
 	struct run r;
 	const struct engine_rule_result *rr;
 	(void)state;
 
+	CHECK_STR(engine_status_name(ENGINE_PASS), "pass");
+	CHECK_STR(engine_status_name(ENGINE_FAIL), "fail");
+	CHECK_STR(engine_status_name(ENGINE_WARN), "warn");
+	CHECK_STR(engine_status_name(ENGINE_ERROR), "error");
+	CHECK_STR(engine_status_name(ENGINE_SKIP), "skip");
 	eval_create(&r, pol, POD_X(", labels: {app: web}"));
 	CHECK_INT(nresults(&r), 1);
 	CHECK_RESULT(&r, "r", ENGINE_FAIL,
@@ -169,8 +175,9 @@ static void test_e1_pattern_failure(void **state)
 	run_release(&r);
 
 	eval_create(&r, pol, POD_X(""));
-	CHECK_RESULT(&r, "r", ENGINE_FAIL,
-		     "validation error: label team is required. rule r failed at path /metadata/labels/");
+	CHECK_RESULT(
+	    &r, "r", ENGINE_FAIL,
+	    "validation error: label team is required. rule r failed at path /metadata/labels/");
 	run_release(&r);
 
 	eval_create(&r, pol, POD_X(", labels: {team: red}"));
@@ -179,13 +186,14 @@ static void test_e1_pattern_failure(void **state)
 
 	/* no message */
 	eval_create(&r, E_HDR MATCH_POD ENFORCE LABEL_PATTERN, POD_X(", labels: {team: ''}"));
-	CHECK_RESULT(&r, "r", ENGINE_FAIL, "validation error: rule r failed at path /metadata/labels/team/");
+	CHECK_RESULT(&r, "r", ENGINE_FAIL,
+		     "validation error: rule r failed at path /metadata/labels/team/");
 	run_release(&r);
 
 	/* a rule that does not match gives no result, but the policy has a response */
-	eval_create(&r, E_HDR "    match: {any: [{resources: {kinds: [Service]}}]}\n" ENFORCE
-			LABEL_PATTERN,
-		    POD_X(""));
+	eval_create(
+	    &r, E_HDR "    match: {any: [{resources: {kinds: [Service]}}]}\n" ENFORCE LABEL_PATTERN,
+	    POD_X(""));
 	CHECK_INT(nresults(&r), 0);
 	CHECK_INT(r.rep.n, 1);
 	run_release(&r);
@@ -211,17 +219,17 @@ static struct engine_policy *matrix_policy(bool background, bool emit_warning, b
 static struct engine_decision decide(const struct engine_policy *p, enum engine_status s,
 				     enum engine_action a, enum engine_mode mode)
 {
-	struct engine_rule_result rr = {.rule = (char *)"r", .status = s, .message = (char *)"m",
-					.action = a};
+	struct engine_rule_result rr = {
+	    .rule = (char *)"r", .status = s, .message = (char *)"m", .action = a};
 	return engine_decide(p, &rr, mode);
 }
 
-#define CHECK_DECISION(p, s, a, mode, b, rep, w)                                              \
-	do {                                                                                  \
-		struct engine_decision tu_d = decide((p), (s), (a), (mode));                  \
-		CHECK(tu_d.blocks == (b) && tu_d.reported == (rep) && tu_d.warns == (w),      \
-		      "%s %s %s: blocks/reported/warns %d/%d/%d, want %d/%d/%d", #p, #s, #a,  \
-		      tu_d.blocks, tu_d.reported, tu_d.warns, (b), (rep), (w));               \
+#define CHECK_DECISION(p, s, a, mode, b, rep, w)                                                   \
+	do {                                                                                       \
+		struct engine_decision tu_d = decide((p), (s), (a), (mode));                       \
+		CHECK(tu_d.blocks == (b) && tu_d.reported == (rep) && tu_d.warns == (w),           \
+		      "%s %s %s: blocks/reported/warns %d/%d/%d, want %d/%d/%d", #p, #s, #a,       \
+		      tu_d.blocks, tu_d.reported, tu_d.warns, (b), (rep), (w));                    \
 	} while (0)
 
 static void test_reporting_matrix(void **state)
@@ -285,34 +293,40 @@ static void test_reporting_enforce_non_blocking(void **state)
 
 static void test_background_mode(void **state)
 {
-	json_t *cm = Y("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\n");
-	json_t *old = Y("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: old, namespace: default}\n");
+	json_t *cm =
+	    Y("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\n");
+	json_t *old =
+	    Y("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: old, namespace: default}\n");
 	struct engine_input in = {.object = cm, .operation = "CREATE"};
 	struct engine_input upd = {.object = cm, .old_object = old, .operation = "UPDATE"};
 	struct run r;
 	(void)state;
 
 	/* background: false -> not evaluated in background */
-	run1(&r, CP "spec:\n  background: false\n  rules:\n  - name: r\n"
-		    "    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
-		    "    validate:\n" LABEL_PATTERN,
+	run1(&r,
+	     CP "spec:\n  background: false\n  rules:\n  - name: r\n"
+		"    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+		"    validate:\n" LABEL_PATTERN,
 	     &in, ENGINE_BACKGROUND);
 	CHECK_INT(nresults(&r), 0);
 	run_release(&r);
 
 	/* background: true -> evaluated, like admission */
-	run1(&r, CP "spec:\n  rules:\n  - name: r\n"
-		    "    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
-		    "    validate:\n" LABEL_PATTERN,
+	run1(&r,
+	     CP "spec:\n  rules:\n  - name: r\n"
+		"    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+		"    validate:\n" LABEL_PATTERN,
 	     &in, ENGINE_BACKGROUND);
-	CHECK_RESULT(&r, "r", ENGINE_FAIL, "validation error: rule r failed at path /metadata/labels/");
+	CHECK_RESULT(&r, "r", ENGINE_FAIL,
+		     "validation error: rule r failed at path /metadata/labels/");
 	run_release(&r);
 
 	/* E23: operations [UPDATE] never appears in background (scans are CREATE) */
 	{
-		static const char pol[] = CP "spec:\n  rules:\n  - name: r\n"
-			"    match: {any: [{resources: {kinds: [ConfigMap], operations: [UPDATE]}}]}\n"
-			"    validate:\n" LABEL_PATTERN;
+		static const char pol[] = CP
+		    "spec:\n  rules:\n  - name: r\n"
+		    "    match: {any: [{resources: {kinds: [ConfigMap], operations: [UPDATE]}}]}\n"
+		    "    validate:\n" LABEL_PATTERN;
 		run1(&r, pol, &upd, ENGINE_BACKGROUND);
 		CHECK_NO_RESULT(&r, "r");
 		run_release(&r);
@@ -322,10 +336,12 @@ static void test_background_mode(void **state)
 	}
 	/* request.operation is CREATE in a scan */
 	{
-		static const char pol[] = CP "spec:\n  rules:\n  - name: r\n"
-			"    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
-			"    validate:\n      deny:\n        conditions:\n          all:\n"
-			"          - {key: '{{ request.operation }}', operator: Equals, value: UPDATE}\n";
+		static const char pol[] =
+		    CP "spec:\n  rules:\n  - name: r\n"
+		       "    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+		       "    validate:\n      deny:\n        conditions:\n          all:\n"
+		       "          - {key: '{{ request.operation }}', operator: Equals, value: "
+		       "UPDATE}\n";
 		run1(&r, pol, &upd, ENGINE_BACKGROUND);
 		CHECK_RESULT(&r, "r", ENGINE_PASS, "validation rule 'r' passed.");
 		run_release(&r);
@@ -335,16 +351,18 @@ static void test_background_mode(void **state)
 	}
 	/* E23: request.oldObject is absent in background: error */
 	{
-		static const char pol[] = CP "spec:\n  rules:\n  - name: r\n"
-			"    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
-			"    validate:\n      deny:\n        conditions:\n          all:\n"
-			"          - {key: '{{ request.oldObject.metadata.name }}', operator: Equals, "
-			"value: old}\n";
+		static const char pol[] = CP
+		    "spec:\n  rules:\n  - name: r\n"
+		    "    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+		    "    validate:\n      deny:\n        conditions:\n          all:\n"
+		    "          - {key: '{{ request.oldObject.metadata.name }}', operator: Equals, "
+		    "value: old}\n";
 		run1(&r, pol, &in, ENGINE_BACKGROUND);
-		CHECK_RESULT(&r, "r", ENGINE_ERROR,
-			     "failed to check deny conditions: failed to substitute variables in "
-			     "condition key: failed to resolve request.oldObject.metadata.name at path "
-			     ": JMESPath query failed: Unknown key \"oldObject\" in path");
+		CHECK_RESULT(
+		    &r, "r", ENGINE_ERROR,
+		    "failed to check deny conditions: failed to substitute variables in "
+		    "condition key: failed to resolve request.oldObject.metadata.name at path "
+		    ": JMESPath query failed: Unknown key \"oldObject\" in path");
 		run_release(&r);
 		run1(&r, pol, &upd, ENGINE_ADMISSION);
 		CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
@@ -352,9 +370,10 @@ static void test_background_mode(void **state)
 	}
 	/* admission: false -> evaluated in background only */
 	{
-		static const char pol[] = CP "spec:\n  admission: false\n  rules:\n  - name: r\n"
-			"    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
-			"    validate:\n" LABEL_PATTERN;
+		static const char pol[] =
+		    CP "spec:\n  admission: false\n  rules:\n  - name: r\n"
+		       "    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+		       "    validate:\n" LABEL_PATTERN;
 		run1(&r, pol, &in, ENGINE_ADMISSION);
 		CHECK_INT(nresults(&r), 0);
 		run_release(&r);
@@ -369,16 +388,17 @@ static void test_background_mode(void **state)
 
 static void test_background_skips_unsafe_rules(void **state)
 {
-	json_t *cm = Y("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\n");
+	json_t *cm =
+	    Y("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\n");
 	json_t *ui = J("{'username': 'alice', 'groups': []}");
 	struct engine_input in = {.object = cm, .operation = "CREATE", .user_info = ui};
-	struct engine_policy *p =
-		compile(CP "spec:\n  background: false\n  rules:\n"
-			   "  - name: safe\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
-			   "    validate:\n" LABEL_PATTERN
-			   "  - name: unsafe\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
-			   "    validate:\n      message: 'by {{ request.userInfo.username }}'\n"
-			   LABEL_PATTERN);
+	struct engine_policy *p = compile(
+	    CP
+	    "spec:\n  background: false\n  rules:\n"
+	    "  - name: safe\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+	    "    validate:\n" LABEL_PATTERN
+	    "  - name: unsafe\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+	    "    validate:\n      message: 'by {{ request.userInfo.username }}'\n" LABEL_PATTERN);
 	struct run r;
 	(void)state;
 
@@ -389,10 +409,11 @@ static void test_background_skips_unsafe_rules(void **state)
 	CHECK_NO_RESULT(&r, "unsafe");
 	run_release(&r);
 
-	p = compile(CP "spec:\n  background: false\n  rules:\n"
-		       "  - name: unsafe\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
-		       "    validate:\n      message: 'by {{ request.userInfo.username }}'\n"
-		       LABEL_PATTERN);
+	p = compile(
+	    CP
+	    "spec:\n  background: false\n  rules:\n"
+	    "  - name: unsafe\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+	    "    validate:\n      message: 'by {{ request.userInfo.username }}'\n" LABEL_PATTERN);
 	run_set(&r, set_of(&p, 1, NULL, 0), &in, ENGINE_ADMISSION);
 	CHECK_RESULT(&r, "unsafe", ENGINE_FAIL,
 		     "validation error: by alice. rule unsafe failed at path /metadata/labels/");
@@ -418,7 +439,7 @@ static void run_update(struct run *r, const char *policy, const char *old_yaml,
 static void test_update_existing_violations(void **state)
 {
 	static const char skip_msg[] =
-		"skipping the rule evaluation as pre-existing violations are allowed";
+	    "skipping the rule evaluation as pre-existing violations are allowed";
 	struct run r;
 	(void)state;
 
@@ -430,10 +451,12 @@ static void test_update_existing_violations(void **state)
 	/* old compliant, new violating: fail */
 	run_update(&r, E_HDR MATCH_POD ENFORCE LABEL_PATTERN, POD_X(", labels: {team: a}"),
 		   POD_X(", labels: {a: c}"));
-	CHECK_RESULT(&r, "r", ENGINE_FAIL, "validation error: rule r failed at path /metadata/labels/team/");
+	CHECK_RESULT(&r, "r", ENGINE_FAIL,
+		     "validation error: rule r failed at path /metadata/labels/team/");
 	run_release(&r);
 	/* allowExistingViolations: false */
-	run_update(&r, E_HDR MATCH_POD ENFORCE "      allowExistingViolations: false\n" LABEL_PATTERN,
+	run_update(&r,
+		   E_HDR MATCH_POD ENFORCE "      allowExistingViolations: false\n" LABEL_PATTERN,
 		   POD_X(", labels: {a: b}"), POD_X(", labels: {a: c}"));
 	CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
 	run_release(&r);
@@ -452,7 +475,8 @@ static void test_update_existing_violations(void **state)
 	CHECK_RESULT(&r, "r", ENGINE_SKIP, skip_msg);
 	run_release(&r);
 	/* a passing update stays a pass */
-	run_update(&r, E_HDR MATCH_POD ENFORCE LABEL_PATTERN, POD_X(""), POD_X(", labels: {team: a}"));
+	run_update(&r, E_HDR MATCH_POD ENFORCE LABEL_PATTERN, POD_X(""),
+		   POD_X(", labels: {team: a}"));
 	CHECK_RESULT(&r, "r", ENGINE_PASS, "validation rule 'r' passed.");
 	run_release(&r);
 	CHECK_DONE();
@@ -469,11 +493,10 @@ static void run_delete(struct run *r, const char *policy, const char *old_yaml)
 
 static void test_delete(void **state)
 {
-	static const char deny_protected[] =
-		E_HDR MATCH_POD ENFORCE
-		"      deny:\n        conditions:\n          any:\n"
-		"          - {key: \"{{ request.object.metadata.labels.protected || '' }}\", operator: "
-		"Equals, value: 'true'}\n";
+	static const char deny_protected[] = E_HDR MATCH_POD ENFORCE
+	    "      deny:\n        conditions:\n          any:\n"
+	    "          - {key: \"{{ request.object.metadata.labels.protected || '' }}\", operator: "
+	    "Equals, value: 'true'}\n";
 	struct run r;
 	(void)state;
 
@@ -481,9 +504,9 @@ static void test_delete(void **state)
 	run_delete(&r, E_HDR MATCH_POD ENFORCE LABEL_PATTERN, POD_X(""));
 	CHECK_INT(nresults(&r), 0);
 	run_release(&r);
-	run_delete(&r, E_HDR MATCH_POD ENFORCE
-		       "      anyPattern: [{metadata: {labels: {team: '?*'}}}]\n",
-		   POD_X(""));
+	run_delete(
+	    &r, E_HDR MATCH_POD ENFORCE "      anyPattern: [{metadata: {labels: {team: '?*'}}}]\n",
+	    POD_X(""));
 	CHECK_INT(nresults(&r), 0);
 	run_release(&r);
 	/* deny rules run against the old object */
@@ -494,15 +517,17 @@ static void test_delete(void **state)
 	CHECK_RESULT(&r, "r", ENGINE_PASS, "validation rule 'r' passed.");
 	run_release(&r);
 	/* matching uses the old object */
-	run_delete(&r, E_HDR "    match: {any: [{resources: {kinds: [Pod], names: [x], namespaces: "
-			     "[default]}}]}\n" ENFORCE "      deny: {}\n",
+	run_delete(&r,
+		   E_HDR "    match: {any: [{resources: {kinds: [Pod], names: [x], namespaces: "
+			 "[default]}}]}\n" ENFORCE "      deny: {}\n",
 		   POD_X(""));
 	CHECK_RESULT(&r, "r", ENGINE_FAIL, "validation error: rule r failed");
 	run_release(&r);
 	/* preconditions see the old object too */
-	run_delete(&r, E_HDR MATCH_POD
-			   "    preconditions: {all: [{key: '{{ request.object.metadata.name }}', "
-			   "operator: Equals, value: y}]}\n" ENFORCE "      deny: {}\n",
+	run_delete(&r,
+		   E_HDR MATCH_POD
+		   "    preconditions: {all: [{key: '{{ request.object.metadata.name }}', "
+		   "operator: Equals, value: y}]}\n" ENFORCE "      deny: {}\n",
 		   POD_X(""));
 	CHECK_RESULT(&r, "r", ENGINE_SKIP, "preconditions not met");
 	run_release(&r);
@@ -514,16 +539,16 @@ static void test_delete(void **state)
 static void test_apply_rules_one(void **state)
 {
 	static const char pol[] =
-		CP "spec:\n  background: false\n  applyRules: One\n  rules:\n"
-		"  - name: r1\n" MATCH_POD
-		"    preconditions: {all: [{key: a, operator: Equals, value: b}]}\n"
-		"    validate:\n" LABEL_PATTERN
-		"  - name: r2\n" MATCH_POD "    validate:\n" LABEL_PATTERN
-		"  - name: r3\n" MATCH_POD "    validate:\n" LABEL_PATTERN;
+	    CP "spec:\n  background: false\n  applyRules: One\n  rules:\n"
+	       "  - name: r1\n" MATCH_POD
+	       "    preconditions: {all: [{key: a, operator: Equals, value: b}]}\n"
+	       "    validate:\n" LABEL_PATTERN "  - name: r2\n" MATCH_POD
+	       "    validate:\n" LABEL_PATTERN "  - name: r3\n" MATCH_POD
+	       "    validate:\n" LABEL_PATTERN;
 	static const char pol_pass[] =
-		CP "spec:\n  background: false\n  applyRules: One\n  rules:\n"
-		"  - name: r1\n" MATCH_POD "    validate:\n      pattern: {metadata: {name: x}}\n"
-		"  - name: r2\n" MATCH_POD "    validate:\n" LABEL_PATTERN;
+	    CP "spec:\n  background: false\n  applyRules: One\n  rules:\n"
+	       "  - name: r1\n" MATCH_POD "    validate:\n      pattern: {metadata: {name: x}}\n"
+	       "  - name: r2\n" MATCH_POD "    validate:\n" LABEL_PATTERN;
 	struct run r;
 	(void)state;
 
@@ -542,28 +567,31 @@ static void test_apply_rules_one(void **state)
 static void test_namespaced_policy(void **state)
 {
 	static const char pol[] =
-		"apiVersion: kyverno.io/v1\nkind: Policy\nmetadata: {name: p, namespace: dev}\n"
-		"spec:\n  background: false\n  rules:\n  - name: r\n"
-		"    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
-		"    validate:\n" LABEL_PATTERN;
+	    "apiVersion: kyverno.io/v1\nkind: Policy\nmetadata: {name: p, namespace: dev}\n"
+	    "spec:\n  background: false\n  rules:\n  - name: r\n"
+	    "    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+	    "    validate:\n" LABEL_PATTERN;
 	struct run r;
 	(void)state;
 
 	/* E22: a ConfigMap in prod gets no result from a Policy in dev */
-	eval_create(&r, pol, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: prod}\n");
+	eval_create(&r, pol,
+		    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: prod}\n");
 	CHECK_INT(nresults(&r), 0);
 	run_release(&r);
-	eval_create(&r, pol, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: dev}\n");
+	eval_create(&r, pol,
+		    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: dev}\n");
 	CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
 	run_release(&r);
 	/* a cluster-scoped object never matches */
 	{
 		static const char any[] =
-			"apiVersion: kyverno.io/v1\nkind: Policy\nmetadata: {name: p, namespace: dev}\n"
-			"spec:\n  background: false\n  rules:\n  - name: r\n"
-			"    match: {any: [{resources: {kinds: ['*']}}]}\n"
-			"    validate:\n      deny: {}\n";
-		eval_create(&r, any, "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\n");
+		    "apiVersion: kyverno.io/v1\nkind: Policy\nmetadata: {name: p, namespace: dev}\n"
+		    "spec:\n  background: false\n  rules:\n  - name: r\n"
+		    "    match: {any: [{resources: {kinds: ['*']}}]}\n"
+		    "    validate:\n      deny: {}\n";
+		eval_create(&r, any,
+			    "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\n");
 		CHECK_INT(nresults(&r), 0);
 		run_release(&r);
 	}
@@ -573,20 +601,19 @@ static void test_namespaced_policy(void **state)
 static void test_policy_exception(void **state)
 {
 	static const char pol[] = E_HDR MATCH_POD ENFORCE LABEL_PATTERN;
-	static const char exc[] =
-		"apiVersion: kyverno.io/v2\nkind: PolicyException\n"
-		"metadata: {name: exc, namespace: ex-ns}\n"
-		"spec:\n  exceptions: [{policyName: p, ruleNames: [r]}]\n"
-		"  match: {any: [{resources: {kinds: [Pod], names: [x]}}]}\n";
-	static const char exc2[] =
-		"apiVersion: kyverno.io/v2\nkind: PolicyException\n"
-		"metadata: {name: other, namespace: ex-ns}\n"
-		"spec:\n  exceptions: [{policyName: p, ruleNames: [not-r]}]\n"
-		"  match: {any: [{resources: {kinds: [Pod]}}]}\n";
+	static const char exc[] = "apiVersion: kyverno.io/v2\nkind: PolicyException\n"
+				  "metadata: {name: exc, namespace: ex-ns}\n"
+				  "spec:\n  exceptions: [{policyName: p, ruleNames: [r]}]\n"
+				  "  match: {any: [{resources: {kinds: [Pod], names: [x]}}]}\n";
+	static const char exc2[] = "apiVersion: kyverno.io/v2\nkind: PolicyException\n"
+				   "metadata: {name: other, namespace: ex-ns}\n"
+				   "spec:\n  exceptions: [{policyName: p, ruleNames: [not-r]}]\n"
+				   "  match: {any: [{resources: {kinds: [Pod]}}]}\n";
 	struct run r;
 	struct engine_policy *p;
 	struct engine_exception *e[2];
-	json_t *x = Y(POD_X("")), *y = Y("apiVersion: v1\nkind: Pod\nmetadata: {name: y, namespace: default}\n");
+	json_t *x = Y(POD_X("")),
+	       *y = Y("apiVersion: v1\nkind: Pod\nmetadata: {name: y, namespace: default}\n");
 	struct engine_input in = {.object = x, .operation = "CREATE"};
 	const struct engine_rule_result *rr;
 	(void)state;
@@ -617,15 +644,15 @@ static void test_policy_exception(void **state)
 
 /* ---- foreach (section 1.7) ---- */
 
-#define POD_C(containers)                                                                     \
+#define POD_C(containers)                                                                          \
 	"apiVersion: v1\nkind: Pod\nmetadata: {name: x, namespace: default, labels: {app: web}}\n" \
 	"spec: {containers: " containers "}\n"
 
 static void test_foreach(void **state)
 {
-	static const char pol[] = E_HDR MATCH_POD ENFORCE
-		"      foreach:\n      - list: request.object.spec.containers\n"
-		"        pattern: {image: 'reg.io/*'}\n";
+	static const char pol[] =
+	    E_HDR MATCH_POD ENFORCE "      foreach:\n      - list: request.object.spec.containers\n"
+				    "        pattern: {image: 'reg.io/*'}\n";
 	struct run r;
 	(void)state;
 
@@ -641,23 +668,25 @@ static void test_foreach(void **state)
 	CHECK_NO_RESULT(&r, "r");
 	run_release(&r);
 	/* an unknown key in the list skips the entry */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      foreach:\n      - list: request.object.spec.initContainers\n"
-			"        pattern: {image: 'reg.io/*'}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: request.object.spec.initContainers\n"
+		    "        pattern: {image: 'reg.io/*'}\n",
 		    POD_C("[{name: a, image: docker.io/a}]"));
 	CHECK_NO_RESULT(&r, "r");
 	run_release(&r);
 	/* null elements are skipped */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      foreach:\n      - list: '`[null]`'\n"
-			"        deny: {}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE "      foreach:\n      - list: '`[null]`'\n"
+					    "        deny: {}\n",
 		    POD_C("[]"));
 	CHECK_NO_RESULT(&r, "r");
 	run_release(&r);
 	/* a list result that is not an array is one element */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      foreach:\n      - list: request.object.metadata\n"
-			"        pattern: {name: x}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: request.object.metadata\n"
+		    "        pattern: {name: x}\n",
 		    POD_C("[]"));
 	CHECK_RESULT(&r, "r", ENGINE_PASS, "rule passed");
 	run_release(&r);
@@ -670,52 +699,59 @@ static void test_foreach_deny_and_preconditions(void **state)
 	(void)state;
 
 	/* deny with element / elementIndex / element0 */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      foreach:\n      - list: request.object.spec.containers\n"
-			"        deny:\n          conditions:\n            any:\n"
-			"            - {key: '{{ element.name }}', operator: Equals, value: bad}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: request.object.spec.containers\n"
+		    "        deny:\n          conditions:\n            any:\n"
+		    "            - {key: '{{ element.name }}', operator: Equals, value: bad}\n",
 		    POD_C("[{name: ok, image: a}, {name: bad, image: b}]"));
 	CHECK_RESULT(&r, "r", ENGINE_FAIL, "validation failure: validation error: rule r failed");
 	run_release(&r);
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      foreach:\n      - list: request.object.spec.containers\n"
-			"        deny:\n          conditions:\n            any:\n"
-			"            - {key: '{{ elementIndex }}', operator: Equals, value: 1, message: "
-			"'second is {{ element0.name }}'}\n",
-		    POD_C("[{name: ok, image: a}, {name: two, image: b}]"));
+	eval_create(
+	    &r,
+	    E_HDR MATCH_POD ENFORCE
+	    "      foreach:\n      - list: request.object.spec.containers\n"
+	    "        deny:\n          conditions:\n            any:\n"
+	    "            - {key: '{{ elementIndex }}', operator: Equals, value: 1, message: "
+	    "'second is {{ element0.name }}'}\n",
+	    POD_C("[{name: ok, image: a}, {name: two, image: b}]"));
 	CHECK_RESULT(&r, "r", ENGINE_FAIL, "validation failure: second is two");
 	run_release(&r);
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      foreach:\n      - list: request.object.spec.containers\n"
-			"        deny:\n          conditions:\n            any:\n"
-			"            - {key: '{{ elementIndex }}', operator: Equals, value: 1}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: request.object.spec.containers\n"
+		    "        deny:\n          conditions:\n            any:\n"
+		    "            - {key: '{{ elementIndex }}', operator: Equals, value: 1}\n",
 		    POD_C("[{name: ok, image: a}]"));
 	CHECK_RESULT(&r, "r", ENGINE_PASS, "rule passed");
 	run_release(&r);
 	/* per-element preconditions: false elements are ignored */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      foreach:\n      - list: request.object.spec.containers\n"
-			"        preconditions: {all: [{key: '{{ element.name }}', operator: Equals, "
-			"value: a}]}\n"
-			"        pattern: {image: 'reg.io/*'}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: request.object.spec.containers\n"
+		    "        preconditions: {all: [{key: '{{ element.name }}', operator: Equals, "
+		    "value: a}]}\n"
+		    "        pattern: {image: 'reg.io/*'}\n",
 		    POD_C("[{name: a, image: reg.io/a}, {name: b, image: docker.io/b}]"));
 	CHECK_RESULT(&r, "r", ENGINE_PASS, "rule passed");
 	run_release(&r);
 	/* no element passes the preconditions: no result */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      foreach:\n      - list: request.object.spec.containers\n"
-			"        preconditions: {all: [{key: '{{ element.name }}', operator: Equals, "
-			"value: zzz}]}\n"
-			"        pattern: {image: 'reg.io/*'}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: request.object.spec.containers\n"
+		    "        preconditions: {all: [{key: '{{ element.name }}', operator: Equals, "
+		    "value: zzz}]}\n"
+		    "        pattern: {image: 'reg.io/*'}\n",
 		    POD_C("[{name: a, image: reg.io/a}, {name: b, image: docker.io/b}]"));
 	CHECK_NO_RESULT(&r, "r");
 	run_release(&r);
 	/* foreach context entries */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      foreach:\n      - list: request.object.spec.containers\n"
-			"        context: [{name: img, variable: {value: '{{ element.image }}'}}]\n"
-			"        deny:\n          conditions:\n            any:\n"
-			"            - {key: '{{ img }}', operator: Equals, value: 'docker.io/*'}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: request.object.spec.containers\n"
+		    "        context: [{name: img, variable: {value: '{{ element.image }}'}}]\n"
+		    "        deny:\n          conditions:\n            any:\n"
+		    "            - {key: '{{ img }}', operator: Equals, value: 'docker.io/*'}\n",
 		    POD_C("[{name: a, image: reg.io/a}, {name: b, image: docker.io/b}]"));
 	CHECK_RESULT(&r, "r", ENGINE_FAIL, "validation failure: validation error: rule r failed");
 	run_release(&r);
@@ -728,28 +764,198 @@ static void test_foreach_element_scope(void **state)
 	(void)state;
 
 	/* elementScope false: the pattern applies to the whole resource */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      foreach:\n      - list: request.object.spec.containers\n"
-			"        elementScope: false\n"
-			"        pattern: {metadata: {labels: {team: '?*'}}}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: request.object.spec.containers\n"
+		    "        elementScope: false\n"
+		    "        pattern: {metadata: {labels: {team: '?*'}}}\n",
 		    POD_C("[{name: a, image: reg.io/a}]"));
-	CHECK_RESULT(&r, "r", ENGINE_FAIL,
-		     "validation failure: validation error: rule r failed at path /metadata/labels/team/");
+	CHECK_RESULT(
+	    &r, "r", ENGINE_FAIL,
+	    "validation failure: validation error: rule r failed at path /metadata/labels/team/");
 	run_release(&r);
 	/* non-map elements are not scoped either */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      foreach:\n      - list: request.object.spec.containers[].name\n"
-			"        pattern: {metadata: {labels: {app: web}}}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: request.object.spec.containers[].name\n"
+		    "        pattern: {metadata: {labels: {app: web}}}\n",
 		    POD_C("[{name: a, image: reg.io/a}]"));
 	CHECK_RESULT(&r, "r", ENGINE_PASS, "rule passed");
 	run_release(&r);
 	/* elementScope true with a non-map element: error */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      foreach:\n      - list: request.object.spec.containers[].name\n"
-			"        elementScope: true\n"
-			"        pattern: {name: a}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: request.object.spec.containers[].name\n"
+		    "        elementScope: true\n"
+		    "        pattern: {name: a}\n",
 		    POD_C("[{name: a, image: reg.io/a}]"));
 	CHECK_RESULT(&r, "r", ENGINE_ERROR, NULL);
+	run_release(&r);
+	CHECK_DONE();
+}
+
+static void test_foreach_errors_and_skips(void **state)
+{
+	struct run r;
+	const struct engine_rule_result *rr;
+	(void)state;
+
+	/* a list error other than an unknown key, nothing processed: error */
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: to_upper(request.object.spec.containers)\n"
+		    "        deny: {}\n",
+		    POD_C("[{name: a, image: reg.io/a}]"));
+	CHECK_RESULT(&r, "r", ENGINE_ERROR, NULL);
+	rr = result(&r, "p", "r");
+	if (rr)
+		CHECK_PREFIX(rr->message, "failed to evaluate list: ");
+	run_release(&r);
+	/* ... but another entry that processed elements decides */
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: to_upper(request.object.spec.containers)\n"
+		    "        deny: {}\n"
+		    "      - list: request.object.spec.containers\n"
+		    "        pattern: {image: 'reg.io/*'}\n",
+		    POD_C("[{name: a, image: reg.io/a}]"));
+	CHECK_RESULT(&r, "r", ENGINE_PASS, "rule passed");
+	run_release(&r);
+	/* an element error ends the loop */
+	eval_create(
+	    &r,
+	    E_HDR MATCH_POD ENFORCE
+	    "      foreach:\n      - list: request.object.spec.containers\n"
+	    "        deny:\n          conditions:\n            any:\n"
+	    "            - {key: '{{ element.securityContext.runAsUser }}', operator: Equals, "
+	    "value: 0}\n",
+	    POD_C("[{name: a, image: reg.io/a}]"));
+	CHECK_RESULT(
+	    &r, "r", ENGINE_ERROR,
+	    "validation failure: failed to check deny conditions: failed to substitute "
+	    "variables in condition key: failed to resolve element.securityContext.runAsUser "
+	    "at path : JMESPath query failed: Unknown key \"securityContext\" in path");
+	run_release(&r);
+	/* skipped elements are ignored; all skipped: no result */
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: request.object.spec.containers\n"
+		    "        pattern: {(name): 'istio-*', image: 'istio/*'}\n",
+		    POD_C("[{name: a, image: reg.io/a}, {name: b, image: reg.io/b}]"));
+	CHECK_NO_RESULT(&r, "r");
+	run_release(&r);
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: request.object.spec.containers\n"
+		    "        pattern: {(name): 'istio-*', image: 'istio/*'}\n",
+		    POD_C("[{name: a, image: reg.io/a}, {name: istio-proxy, image: reg.io/b}]"));
+	CHECK_RESULT(&r, "r", ENGINE_FAIL,
+		     "validation failure: validation error: rule r failed at path /image/");
+	run_release(&r);
+	/* a precondition evaluation error ignores the element */
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: request.object.spec.containers\n"
+		    "        preconditions: {all: [{key: '{{ element.missing.x }}', operator: "
+		    "Equals, value: a}]}\n"
+		    "        deny: {}\n",
+		    POD_C("[{name: a, image: reg.io/a}]"));
+	CHECK_NO_RESULT(&r, "r");
+	run_release(&r);
+	/* nested foreach: element0 / element1 */
+	eval_create(
+	    &r,
+	    E_HDR MATCH_POD ENFORCE
+	    "      foreach:\n      - list: request.object.spec.containers\n"
+	    "        foreach:\n        - list: element.ports\n"
+	    "          deny:\n            conditions:\n              any:\n"
+	    "              - {key: '{{ element0.name }}-{{ element1.containerPort }}', "
+	    "operator: Equals, value: b-80}\n",
+	    POD_C("[{name: a, image: x, ports: [{containerPort: 80}]},"
+		  " {name: b, image: y, ports: [{containerPort: 81}, {containerPort: 80}]}]"));
+	CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
+	run_release(&r);
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      foreach:\n      - list: request.object.spec.containers\n"
+		    "        foreach:\n        - list: element.ports\n"
+		    "          deny:\n            conditions:\n              any:\n"
+		    "              - {key: '{{ element0.name }}-{{ element1.containerPort }}', "
+		    "operator: Equals, value: b-80}\n",
+		    POD_C("[{name: a, image: x, ports: [{containerPort: 80}]},"
+			  " {name: b, image: y, ports: [{containerPort: 81}]}]"));
+	CHECK_RESULT(&r, "r", ENGINE_PASS, "rule passed");
+	run_release(&r);
+	CHECK_DONE();
+}
+
+static void test_deny_legacy_and_vacuous(void **state)
+{
+	struct run r;
+	(void)state;
+
+	/* deny conditions as a bare list: all must hold */
+	eval_create(
+	    &r,
+	    E_HDR MATCH_POD ENFORCE
+	    "      deny:\n        conditions:\n"
+	    "        - {key: '{{ request.object.metadata.name }}', operator: Equals, value: x}\n"
+	    "        - {key: '{{ request.object.metadata.namespace }}', operator: Equals, "
+	    "value: default}\n",
+	    POD_X(""));
+	CHECK_RESULT(&r, "r", ENGINE_FAIL, "validation error: rule r failed");
+	run_release(&r);
+	eval_create(
+	    &r,
+	    E_HDR MATCH_POD ENFORCE
+	    "      deny:\n        conditions:\n"
+	    "        - {key: '{{ request.object.metadata.name }}', operator: Equals, value: x}\n"
+	    "        - {key: '{{ request.object.metadata.namespace }}', operator: Equals, "
+	    "value: prod}\n",
+	    POD_X(""));
+	CHECK_RESULT(&r, "r", ENGINE_PASS, "validation rule 'r' passed.");
+	run_release(&r);
+	/* E19: AllIn over an empty key list is true: the precondition lets the rule run */
+	eval_create(
+	    &r,
+	    E_HDR MATCH_POD
+	    "    preconditions: {all: [{key: '{{ request.object.spec.initContainers[].image "
+	    "|| `[]` }}', operator: AllIn, value: ['reg.io/*']}]}\n" ENFORCE LABEL_PATTERN,
+	    POD_X(""));
+	CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
+	run_release(&r);
+	CHECK_DONE();
+}
+
+static void test_autogen_annotation_evaluation(void **state)
+{
+	static const char pol[] =
+	    "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\n"
+	    "metadata:\n  name: p\n  annotations: {pod-policies.kyverno.io/autogen-controllers: "
+	    "Deployment}\n"
+	    "spec:\n  background: false\n  rules:\n  - name: r\n" MATCH_POD ENFORCE
+	    "      pattern: {spec: {containers: [{image: 'reg.io/*'}]}}\n";
+	struct run r;
+	(void)state;
+
+	eval_create(&r, pol,
+		    "apiVersion: apps/v1\nkind: Deployment\n"
+		    "metadata: {name: d, namespace: default}\n"
+		    "spec: {template: {spec: {containers: [{name: c, image: docker.io/x}]}}}\n");
+	CHECK_RESULT(&r, "autogen-r", ENGINE_FAIL, NULL);
+	run_release(&r);
+	eval_create(&r, pol,
+		    "apiVersion: apps/v1\nkind: StatefulSet\n"
+		    "metadata: {name: s, namespace: default}\n"
+		    "spec: {template: {spec: {containers: [{name: c, image: docker.io/x}]}}}\n");
+	CHECK_INT(nresults(&r), 0);
+	run_release(&r);
+	eval_create(&r, pol,
+		    "apiVersion: batch/v1\nkind: CronJob\n"
+		    "metadata: {name: cj, namespace: default}\n"
+		    "spec: {jobTemplate: {spec: {template: {spec: {containers: [{name: c, "
+		    "image: docker.io/x}]}}}}}\n");
+	CHECK_INT(nresults(&r), 0);
 	run_release(&r);
 	CHECK_DONE();
 }
@@ -759,10 +965,11 @@ static void test_foreach_element_scope(void **state)
 static void check_context(const char *context, const char *key, const char *value_yaml,
 			  enum engine_status want, const char *want_msg_prefix)
 {
-	char *pol = gv_xasprintf(E_HDR MATCH_POD "    context: %s\n" ENFORCE
-				 "      deny:\n        conditions:\n          all:\n"
-				 "          - {key: '%s', operator: Equals, value: %s}\n",
-				 context, key, value_yaml);
+	char *pol =
+	    gv_xasprintf(E_HDR MATCH_POD "    context: %s\n" ENFORCE
+					 "      deny:\n        conditions:\n          all:\n"
+					 "          - {key: '%s', operator: Equals, value: %s}\n",
+			 context, key, value_yaml);
 	struct run r;
 	const struct engine_rule_result *rr;
 
@@ -788,8 +995,8 @@ static void test_context_variables(void **state)
 	check_context("[{name: v, variable: {value: '{{ request.object.metadata.name }}'}}]",
 		      "{{ v }}", "y", ENGINE_PASS, NULL);
 	/* value + jmesPath */
-	check_context("[{name: v, variable: {value: {a: [1, 2]}, jmesPath: 'a[1]'}}]", "{{ v }}", "2",
-		      ENGINE_FAIL, NULL);
+	check_context("[{name: v, variable: {value: {a: [1, 2]}, jmesPath: 'a[1]'}}]", "{{ v }}",
+		      "2", ENGINE_FAIL, NULL);
 	/* jmesPath alone: against the whole context */
 	check_context("[{name: v, variable: {jmesPath: request.object.metadata.labels.app}}]",
 		      "{{ v }}", "web", ENGINE_FAIL, NULL);
@@ -810,9 +1017,10 @@ static void test_context_variables(void **state)
 	check_context("[{name: v, variable: {value: null}}]", "{{ v }}", "x", ENGINE_ERROR,
 		      "failed to load context: ");
 	/* later entries see earlier ones; a same-name entry replaces the value */
-	check_context("[{name: a, variable: {value: one}}, {name: b, variable: {value: '{{ a }}-two'}},"
-		      " {name: a, variable: {value: three}}]",
-		      "{{ a }}/{{ b }}", "three/one-two", ENGINE_FAIL, NULL);
+	check_context(
+	    "[{name: a, variable: {value: one}}, {name: b, variable: {value: '{{ a }}-two'}},"
+	    " {name: a, variable: {value: three}}]",
+	    "{{ a }}/{{ b }}", "three/one-two", ENGINE_FAIL, NULL);
 	CHECK_DONE();
 }
 
@@ -820,35 +1028,39 @@ static void test_context_variables(void **state)
 
 static void test_preconditions(void **state)
 {
-	static const char pol[] =
-		E_HDR "    match: {any: [{resources: {kinds: [Service]}}]}\n"
-		"    preconditions:\n      all:\n"
-		"      - {key: '{{ request.object.spec.type }}', operator: Equals, value: NodePort, "
-		"message: not a NodePort}\n" ENFORCE
-		"      pattern: {spec: {externalTrafficPolicy: Local}}\n";
+	static const char pol[] = E_HDR
+	    "    match: {any: [{resources: {kinds: [Service]}}]}\n"
+	    "    preconditions:\n      all:\n"
+	    "      - {key: '{{ request.object.spec.type }}', operator: Equals, value: NodePort, "
+	    "message: not a NodePort}\n" ENFORCE
+	    "      pattern: {spec: {externalTrafficPolicy: Local}}\n";
 	struct run r;
 	(void)state;
 
-	eval_create(&r, pol, "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: default}\n"
-			     "spec: {type: ClusterIP}\n");
+	eval_create(&r, pol,
+		    "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: default}\n"
+		    "spec: {type: ClusterIP}\n");
 	CHECK_RESULT(&r, "r", ENGINE_SKIP, "preconditions not met; not a NodePort");
 	run_release(&r);
-	eval_create(&r, pol, "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: default}\n"
-			     "spec: {type: NodePort, externalTrafficPolicy: Cluster}\n");
+	eval_create(&r, pol,
+		    "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: default}\n"
+		    "spec: {type: NodePort, externalTrafficPolicy: Cluster}\n");
 	CHECK_RESULT(&r, "r", ENGINE_FAIL,
 		     "validation error: rule r failed at path /spec/externalTrafficPolicy/");
 	run_release(&r);
-	eval_create(&r, E_HDR "    match: {any: [{resources: {kinds: [Service]}}]}\n"
-			      "    preconditions:\n      all:\n"
-			      "      - {key: '{{ request.object.metadata.labels.tier }}', operator: "
-			      "Equals, value: web}\n" ENFORCE
-			      "      pattern: {spec: {externalTrafficPolicy: Local}}\n",
+	eval_create(&r,
+		    E_HDR "    match: {any: [{resources: {kinds: [Service]}}]}\n"
+			  "    preconditions:\n      all:\n"
+			  "      - {key: '{{ request.object.metadata.labels.tier }}', operator: "
+			  "Equals, value: web}\n" ENFORCE
+			  "      pattern: {spec: {externalTrafficPolicy: Local}}\n",
 		    "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: default}\n"
 		    "spec: {type: NodePort}\n");
-	CHECK_RESULT(&r, "r", ENGINE_ERROR,
-		     "failed to evaluate preconditions: failed to substitute variables in condition "
-		     "key: failed to resolve request.object.metadata.labels.tier at path : JMESPath "
-		     "query failed: Unknown key \"labels\" in path");
+	CHECK_RESULT(
+	    &r, "r", ENGINE_ERROR,
+	    "failed to evaluate preconditions: failed to substitute variables in condition "
+	    "key: failed to resolve request.object.metadata.labels.tier at path : JMESPath "
+	    "query failed: Unknown key \"labels\" in path");
 	run_release(&r);
 	/* preconditions: {any: []} -> skip */
 	eval_create(&r, E_HDR MATCH_POD "    preconditions: {any: []}\n" ENFORCE LABEL_PATTERN,
@@ -856,18 +1068,22 @@ static void test_preconditions(void **state)
 	CHECK_RESULT(&r, "r", ENGINE_SKIP, "preconditions not met");
 	run_release(&r);
 	/* legacy list, several false messages */
-	eval_create(&r, E_HDR MATCH_POD
-			"    preconditions:\n"
-			"    - {key: a, operator: Equals, value: a, message: m0}\n"
-			"    - {key: a, operator: Equals, value: b, message: m1}\n" ENFORCE LABEL_PATTERN,
-		    POD_X(""));
+	eval_create(
+	    &r,
+	    E_HDR MATCH_POD
+	    "    preconditions:\n"
+	    "    - {key: a, operator: Equals, value: a, message: m0}\n"
+	    "    - {key: a, operator: Equals, value: b, message: m1}\n" ENFORCE LABEL_PATTERN,
+	    POD_X(""));
 	CHECK_RESULT(&r, "r", ENGINE_SKIP, "preconditions not met; m1");
 	run_release(&r);
-	eval_create(&r, E_HDR MATCH_POD
-			"    preconditions:\n      any:\n"
-			"      - {key: a, operator: Equals, value: b, message: m1}\n"
-			"      - {key: a, operator: Equals, value: c, message: m2}\n" ENFORCE LABEL_PATTERN,
-		    POD_X(""));
+	eval_create(
+	    &r,
+	    E_HDR MATCH_POD
+	    "    preconditions:\n      any:\n"
+	    "      - {key: a, operator: Equals, value: b, message: m1}\n"
+	    "      - {key: a, operator: Equals, value: c, message: m2}\n" ENFORCE LABEL_PATTERN,
+	    POD_X(""));
 	CHECK_RESULT(&r, "r", ENGINE_SKIP, "preconditions not met; m1; m2");
 	run_release(&r);
 	CHECK_DONE();
@@ -875,13 +1091,12 @@ static void test_preconditions(void **state)
 
 /* ---- deny (section 5.1, E18, E20) ---- */
 
-static const char e20[] =
-	E_HDR MATCH_POD ENFORCE
-	"      message: 'team {{ request.object.metadata.labels.team }} is not allowed'\n"
-	"      deny:\n        conditions:\n          all:\n"
-	"          - key: '{{ request.object.metadata.labels.team }}'\n"
-	"            operator: AnyIn\n            value: [red, blue]\n"
-	"            message: blocked team\n";
+static const char e20[] = E_HDR MATCH_POD ENFORCE
+    "      message: 'team {{ request.object.metadata.labels.team }} is not allowed'\n"
+    "      deny:\n        conditions:\n          all:\n"
+    "          - key: '{{ request.object.metadata.labels.team }}'\n"
+    "            operator: AnyIn\n            value: [red, blue]\n"
+    "            message: blocked team\n";
 
 static void test_deny_e20(void **state)
 {
@@ -896,10 +1111,11 @@ static void test_deny_e20(void **state)
 	CHECK_RESULT(&r, "r", ENGINE_PASS, "validation rule 'r' passed.");
 	run_release(&r);
 	eval_create(&r, e20, POD_X(""));
-	CHECK_RESULT(&r, "r", ENGINE_ERROR,
-		     "failed to check deny conditions: failed to substitute variables in condition "
-		     "key: failed to resolve request.object.metadata.labels.team at path : JMESPath "
-		     "query failed: Unknown key \"labels\" in path");
+	CHECK_RESULT(
+	    &r, "r", ENGINE_ERROR,
+	    "failed to check deny conditions: failed to substitute variables in condition "
+	    "key: failed to resolve request.object.metadata.labels.team at path : JMESPath "
+	    "query failed: Unknown key \"labels\" in path");
 	rr = result(&r, "p", "r");
 	if (rr) {
 		struct engine_decision d = engine_decide(r.rep.v[0].policy, rr, ENGINE_ADMISSION);
@@ -915,7 +1131,7 @@ static void test_deny_e20(void **state)
 		CHECK(rr && rr->status == ENGINE_ERROR, "error with Ignore");
 		if (rr) {
 			struct engine_decision d =
-				engine_decide(r.rep.v[0].policy, rr, ENGINE_ADMISSION);
+			    engine_decide(r.rep.v[0].policy, rr, ENGINE_ADMISSION);
 			CHECK(!d.blocks, "an error does not block under failurePolicy Ignore");
 			CHECK(d.warns, "an error under Ignore is a warning");
 		}
@@ -923,10 +1139,11 @@ static void test_deny_e20(void **state)
 		free(pol);
 	}
 	/* || '' defaults */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      deny:\n        conditions:\n          all:\n"
-			"          - {key: \"{{ request.object.metadata.labels.team || '' }}\", "
-			"operator: AnyIn, value: [red, blue]}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      deny:\n        conditions:\n          all:\n"
+		    "          - {key: \"{{ request.object.metadata.labels.team || '' }}\", "
+		    "operator: AnyIn, value: [red, blue]}\n",
 		    POD_X(""));
 	CHECK_RESULT(&r, "r", ENGINE_PASS, "validation rule 'r' passed.");
 	run_release(&r);
@@ -943,37 +1160,40 @@ static void test_deny_messages(void **state)
 	(void)state;
 
 	/* only the messages of true conditions */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      deny:\n        conditions:\n          any:\n"
-			"          - {key: a, operator: Equals, value: b, message: false one}\n"
-			"          - {key: a, operator: Equals, value: a, message: 'true one {{ "
-			"request.object.metadata.name }}'}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      deny:\n        conditions:\n          any:\n"
+		    "          - {key: a, operator: Equals, value: b, message: false one}\n"
+		    "          - {key: a, operator: Equals, value: a, message: 'true one {{ "
+		    "request.object.metadata.name }}'}\n",
 		    POD_X(""));
 	CHECK_RESULT(&r, "r", ENGINE_FAIL, "true one x");
 	run_release(&r);
 	/* validate.message alone, substituted, no prefix */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      message: 'The animal {{ request.object.metadata.labels.animal }} is "
-			"not in the allowed list of animals.'\n"
-			"      deny:\n        conditions:\n          all:\n"
-			"          - {key: '{{ request.object.metadata.labels.animal }}', operator: "
-			"AnyNotIn, value: [dog, cat]}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      message: 'The animal {{ request.object.metadata.labels.animal }} is "
+		    "not in the allowed list of animals.'\n"
+		    "      deny:\n        conditions:\n          all:\n"
+		    "          - {key: '{{ request.object.metadata.labels.animal }}', operator: "
+		    "AnyNotIn, value: [dog, cat]}\n",
 		    POD_X(", labels: {animal: cow}"));
-	CHECK_RESULT(&r, "r", ENGINE_FAIL,
-		     "The animal cow is not in the allowed list of animals.");
+	CHECK_RESULT(&r, "r", ENGINE_FAIL, "The animal cow is not in the allowed list of animals.");
 	run_release(&r);
 	/* a message that fails to substitute: the bare condition messages */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      message: 'owner {{ request.object.metadata.labels.owner }}'\n"
-			"      deny:\n        conditions:\n          all:\n"
-			"          - {key: a, operator: Equals, value: a, message: cond}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      message: 'owner {{ request.object.metadata.labels.owner }}'\n"
+		    "      deny:\n        conditions:\n          all:\n"
+		    "          - {key: a, operator: Equals, value: a, message: cond}\n",
 		    POD_X(""));
 	CHECK_RESULT(&r, "r", ENGINE_FAIL, "cond");
 	run_release(&r);
 	/* a message that is not a string */
-	eval_create(&r, E_HDR MATCH_POD ENFORCE
-			"      message: '{{ request.object.metadata.labels }}'\n"
-			"      deny: {}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      message: '{{ request.object.metadata.labels }}'\n"
+		    "      deny: {}\n",
 		    POD_X(", labels: {a: b}"));
 	CHECK_RESULT(&r, "r", ENGINE_FAIL,
 		     "the produced message didn't resolve to a string, check your policy "
@@ -981,27 +1201,29 @@ static void test_deny_messages(void **state)
 	run_release(&r);
 	/* E18: operand typing */
 	{
-		static const char fmt[] = E_HDR MATCH_POD ENFORCE
-			"      deny:\n        conditions:\n          any:\n"
-			"          - {key: '%s', operator: %s, value: %s}\n";
+		static const char fmt[] =
+		    E_HDR MATCH_POD ENFORCE "      deny:\n        conditions:\n          any:\n"
+					    "          - {key: '%s', operator: %s, value: %s}\n";
 		static const struct {
 			const char *key, *op, *value;
 			enum engine_status want;
 		} cases[] = {
-			{"{{ request.object.metadata.annotations.replicas }}", "Equals", "3", ENGINE_PASS},
-			{"{{ request.object.metadata.annotations.replicas }}", "Equals", "'3'",
-			 ENGINE_FAIL},
-			{"{{ length(request.object.spec.containers) }}", "Equals", "'2'", ENGINE_FAIL},
-			{"{{ request.object.spec.hostNetwork || `false` }}", "NotEquals", "'false'",
-			 ENGINE_FAIL},
+		    {"{{ request.object.metadata.annotations.replicas }}", "Equals", "3",
+		     ENGINE_PASS},
+		    {"{{ request.object.metadata.annotations.replicas }}", "Equals", "'3'",
+		     ENGINE_FAIL},
+		    {"{{ length(request.object.spec.containers) }}", "Equals", "'2'", ENGINE_FAIL},
+		    {"{{ request.object.spec.hostNetwork || `false` }}", "NotEquals", "'false'",
+		     ENGINE_FAIL},
 		};
 		for (size_t i = 0; i < GV_ARRAY_LEN(cases); i++) {
 			char *pol = gv_xasprintf(fmt, cases[i].key, cases[i].op, cases[i].value);
 			const struct engine_rule_result *rr;
-			eval_create(&r, pol,
-				    "apiVersion: v1\nkind: Pod\nmetadata: {name: x, namespace: default, "
-				    "annotations: {replicas: '3'}}\n"
-				    "spec: {hostNetwork: false, containers: [{name: a}, {name: b}]}\n");
+			eval_create(
+			    &r, pol,
+			    "apiVersion: v1\nkind: Pod\nmetadata: {name: x, namespace: default, "
+			    "annotations: {replicas: '3'}}\n"
+			    "spec: {hostNetwork: false, containers: [{name: a}, {name: b}]}\n");
 			rr = result(&r, "p", "r");
 			CHECK(rr && rr->status == cases[i].want, "E18 %s %s %s: got %s (%s)",
 			      cases[i].key, cases[i].op, cases[i].value,
@@ -1019,11 +1241,19 @@ static void test_selection(void **state)
 {
 	json_t *opts = Y("apiVersion: v1\nkind: PodExecOptions\ncommand: [sh]\n");
 	json_t *pod = Y(POD_X(""));
-	struct engine_input exec = {.object = opts, .operation = "CONNECT", .namespace = "default",
-				    .group = "", .version = "v1", .kind = "Pod",
+	struct engine_input exec = {.object = opts,
+				    .operation = "CONNECT",
+				    .namespace = "default",
+				    .group = "",
+				    .version = "v1",
+				    .kind = "Pod",
 				    .subresource = "exec"};
-	struct engine_input eph = {.object = pod, .operation = "UPDATE", .old_object = pod,
-				   .group = "", .version = "v1", .kind = "Pod",
+	struct engine_input eph = {.object = pod,
+				   .operation = "UPDATE",
+				   .old_object = pod,
+				   .group = "",
+				   .version = "v1",
+				   .kind = "Pod",
 				   .subresource = "ephemeralcontainers"};
 	struct run r;
 	(void)state;
@@ -1031,13 +1261,15 @@ static void test_selection(void **state)
 	run1(&r, E_HDR MATCH_POD ENFORCE "      deny: {}\n", &exec, ENGINE_ADMISSION);
 	CHECK_NO_RESULT(&r, "r");
 	run_release(&r);
-	run1(&r, E_HDR "    match: {any: [{resources: {kinds: [Pod/exec]}}]}\n" ENFORCE
-		       "      deny: {}\n",
+	run1(&r,
+	     E_HDR "    match: {any: [{resources: {kinds: [Pod/exec]}}]}\n" ENFORCE
+		   "      deny: {}\n",
 	     &exec, ENGINE_ADMISSION);
 	CHECK_RESULT(&r, "r", ENGINE_FAIL, "validation error: rule r failed");
 	run_release(&r);
-	run1(&r, E_HDR "    match: {any: [{resources: {kinds: [Pod.exec]}}]}\n" ENFORCE
-		       "      deny: {}\n",
+	run1(&r,
+	     E_HDR "    match: {any: [{resources: {kinds: [Pod.exec]}}]}\n" ENFORCE
+		   "      deny: {}\n",
 	     &exec, ENGINE_ADMISSION);
 	CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
 	run_release(&r);
@@ -1046,29 +1278,35 @@ static void test_selection(void **state)
 	run_release(&r);
 
 	/* generateName */
-	eval_create(&r, E_HDR "    match: {any: [{resources: {kinds: [Pod], names: ['web-*']}}]}\n"
-			ENFORCE "      deny: {}\n",
-		    "apiVersion: v1\nkind: Pod\nmetadata: {generateName: web-, namespace: default}\n");
+	eval_create(
+	    &r,
+	    E_HDR "    match: {any: [{resources: {kinds: [Pod], names: ['web-*']}}]}\n" ENFORCE
+		  "      deny: {}\n",
+	    "apiVersion: v1\nkind: Pod\nmetadata: {generateName: web-, namespace: default}\n");
 	CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
 	run_release(&r);
 	/* Namespace kind with namespaces */
-	eval_create(&r, E_HDR "    match: {any: [{resources: {kinds: [Namespace], namespaces: "
-			      "['team-*']}}]}\n" ENFORCE "      deny: {}\n",
+	eval_create(&r,
+		    E_HDR "    match: {any: [{resources: {kinds: [Namespace], namespaces: "
+			  "['team-*']}}]}\n" ENFORCE "      deny: {}\n",
 		    "apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n");
 	CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
 	run_release(&r);
 	/* operations [CREATE] and an UPDATE */
 	{
 		struct engine_input upd = {.object = pod, .old_object = pod, .operation = "UPDATE"};
-		run1(&r, E_HDR "    match: {any: [{resources: {kinds: [Pod], operations: [CREATE]}}]}\n"
-			       ENFORCE "      deny: {}\n",
+		run1(&r,
+		     E_HDR "    match: {any: [{resources: {kinds: [Pod], operations: "
+			   "[CREATE]}}]}\n" ENFORCE "      deny: {}\n",
 		     &upd, ENGINE_ADMISSION);
 		CHECK_NO_RESULT(&r, "r");
 		run_release(&r);
 	}
 	/* exclude */
-	eval_create(&r, E_HDR MATCH_POD "    exclude: {any: [{resources: {namespaces: [default]}}]}\n"
-			ENFORCE "      deny: {}\n",
+	eval_create(&r,
+		    E_HDR MATCH_POD
+		    "    exclude: {any: [{resources: {namespaces: [default]}}]}\n" ENFORCE
+		    "      deny: {}\n",
 		    POD_X(""));
 	CHECK_NO_RESULT(&r, "r");
 	run_release(&r);
@@ -1076,15 +1314,18 @@ static void test_selection(void **state)
 	{
 		json_t *ui = J("{'username': 'admin', 'groups': []}");
 		json_t *cr = J("['cluster-admin']");
-		struct engine_input in = {.object = pod, .operation = "CREATE", .user_info = ui,
-					  .cluster_roles = cr};
-		run1(&r, E_HDR MATCH_POD "    exclude: {any: [{clusterRoles: ['cluster-*']}]}\n"
-			       ENFORCE "      deny: {}\n",
+		struct engine_input in = {
+		    .object = pod, .operation = "CREATE", .user_info = ui, .cluster_roles = cr};
+		run1(&r,
+		     E_HDR MATCH_POD "    exclude: {any: [{clusterRoles: ['cluster-*']}]}\n" ENFORCE
+				     "      deny: {}\n",
 		     &in, ENGINE_ADMISSION);
 		CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
 		run_release(&r);
-		run1(&r, E_HDR MATCH_POD "    exclude: {any: [{clusterRoles: [cluster-admin]}]}\n"
-			       ENFORCE "      deny: {}\n",
+		run1(&r,
+		     E_HDR MATCH_POD
+		     "    exclude: {any: [{clusterRoles: [cluster-admin]}]}\n" ENFORCE
+		     "      deny: {}\n",
 		     &in, ENGINE_ADMISSION);
 		CHECK_NO_RESULT(&r, "r");
 		run_release(&r);
@@ -1100,48 +1341,53 @@ static void test_selection(void **state)
 
 static void test_autogen_evaluation(void **state)
 {
-	static const char pol[] = E_HDR MATCH_POD ENFORCE
-		"      message: images must come from reg.io\n"
-		"      pattern: {spec: {containers: [{image: 'reg.io/*'}]}}\n";
+	static const char pol[] =
+	    E_HDR MATCH_POD ENFORCE "      message: images must come from reg.io\n"
+				    "      pattern: {spec: {containers: [{image: 'reg.io/*'}]}}\n";
 	struct run r;
 	(void)state;
 
-	eval_create(&r, pol, "apiVersion: apps/v1\nkind: Deployment\n"
-			     "metadata: {name: d, namespace: default}\n"
-			     "spec: {template: {spec: {containers: [{name: c, image: docker.io/x}]}}}\n");
+	eval_create(&r, pol,
+		    "apiVersion: apps/v1\nkind: Deployment\n"
+		    "metadata: {name: d, namespace: default}\n"
+		    "spec: {template: {spec: {containers: [{name: c, image: docker.io/x}]}}}\n");
 	CHECK_INT(nresults(&r), 1);
 	CHECK_NO_RESULT(&r, "r");
-	CHECK_RESULT(&r, "autogen-r", ENGINE_FAIL,
-		     "validation error: images must come from reg.io. rule autogen-r failed at path "
-		     "/spec/template/spec/containers/0/image/");
+	CHECK_RESULT(
+	    &r, "autogen-r", ENGINE_FAIL,
+	    "validation error: images must come from reg.io. rule autogen-r failed at path "
+	    "/spec/template/spec/containers/0/image/");
 	run_release(&r);
-	eval_create(&r, pol, "apiVersion: batch/v1\nkind: CronJob\n"
-			     "metadata: {name: cj, namespace: default}\n"
-			     "spec: {jobTemplate: {spec: {template: {spec: {containers: [{name: c, "
-			     "image: docker.io/x}]}}}}}\n");
+	eval_create(&r, pol,
+		    "apiVersion: batch/v1\nkind: CronJob\n"
+		    "metadata: {name: cj, namespace: default}\n"
+		    "spec: {jobTemplate: {spec: {template: {spec: {containers: [{name: c, "
+		    "image: docker.io/x}]}}}}}\n");
 	CHECK_INT(nresults(&r), 1);
-	CHECK_RESULT(&r, "autogen-cronjob-r", ENGINE_FAIL,
-		     "validation error: images must come from reg.io. rule autogen-cronjob-r failed "
-		     "at path /spec/jobTemplate/spec/template/spec/containers/0/image/");
+	CHECK_RESULT(
+	    &r, "autogen-cronjob-r", ENGINE_FAIL,
+	    "validation error: images must come from reg.io. rule autogen-cronjob-r failed "
+	    "at path /spec/jobTemplate/spec/template/spec/containers/0/image/");
 	run_release(&r);
-	eval_create(&r, pol, "apiVersion: v1\nkind: Pod\nmetadata: {name: x, namespace: default}\n"
-			     "spec: {containers: [{name: c, image: reg.io/x}]}\n");
+	eval_create(&r, pol,
+		    "apiVersion: v1\nkind: Pod\nmetadata: {name: x, namespace: default}\n"
+		    "spec: {containers: [{name: c, image: reg.io/x}]}\n");
 	CHECK_INT(nresults(&r), 1);
 	CHECK_RESULT(&r, "r", ENGINE_PASS, "validation rule 'r' passed.");
 	run_release(&r);
 	CHECK_DONE();
 }
 
-
 /* ---- built-in variables (section 6.5) ---- */
 
 static void check_var(const struct engine_input *in, const char *key, const char *value_yaml,
 		      enum engine_status want)
 {
-	char *pol = gv_xasprintf(E_HDR "    match: {any: [{resources: {kinds: ['*']}}]}\n"
-				 "    validate:\n      deny:\n        conditions:\n          all:\n"
-				 "          - {key: '%s', operator: Equals, value: %s}\n",
-				 key, value_yaml);
+	char *pol =
+	    gv_xasprintf(E_HDR "    match: {any: [{resources: {kinds: ['*']}}]}\n"
+			       "    validate:\n      deny:\n        conditions:\n          all:\n"
+			       "          - {key: '%s', operator: Equals, value: %s}\n",
+			 key, value_yaml);
 	struct run r;
 	const struct engine_rule_result *rr;
 
@@ -1159,19 +1405,20 @@ static void test_request_variables(void **state)
 			"spec: {containers: [{name: c, image: 'ghcr.io/org/app:1.2'}],"
 			" initContainers: [{name: i, image: busybox}]}\n");
 	json_t *ns = Y("apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n");
-	json_t *sa = J("{'username': 'system:serviceaccount:kube-system:builder', 'groups': ['g1']}");
+	json_t *sa =
+	    J("{'username': 'system:serviceaccount:kube-system:builder', 'groups': ['g1']}");
 	json_t *user = J("{'username': 'alice', 'groups': []}");
 	json_t *roles = J("['default:dev']");
-	struct engine_input in = {.object = pod, .operation = "CREATE", .user_info = sa,
-				  .roles = roles};
+	struct engine_input in = {
+	    .object = pod, .operation = "CREATE", .user_info = sa, .roles = roles};
 	(void)state;
 
 	check_var(&in, "{{ request.operation }}", "CREATE", ENGINE_FAIL);
 	check_var(&in, "{{ request.namespace }}", "default", ENGINE_FAIL);
 	check_var(&in, "{{ request.object.metadata.name }}", "x", ENGINE_FAIL);
 	check_var(&in, "{{ request.oldObject }}", "null", ENGINE_PASS);
-	check_var(&in, "{{ request.userInfo.username }}", "'system:serviceaccount:kube-system:builder'",
-		  ENGINE_FAIL);
+	check_var(&in, "{{ request.userInfo.username }}",
+		  "'system:serviceaccount:kube-system:builder'", ENGINE_FAIL);
 	check_var(&in, "{{ serviceAccountName }}", "builder", ENGINE_FAIL);
 	check_var(&in, "{{ serviceAccountNamespace }}", "kube-system", ENGINE_FAIL);
 	check_var(&in, "{{ request.roles[0] }}", "'default:dev'", ENGINE_FAIL);
@@ -1200,17 +1447,21 @@ static void test_update_old_object_as_create(void **state)
 	(void)state;
 
 	/* new: UPDATE -> deny true; old as CREATE -> deny false: the failure stands */
-	run_update(&r, E_HDR MATCH_POD ENFORCE
-		       "      deny:\n        conditions:\n          all:\n"
-		       "          - {key: '{{ request.operation }}', operator: Equals, value: UPDATE}\n",
-		   POD_X(""), POD_X(""));
+	run_update(
+	    &r,
+	    E_HDR MATCH_POD ENFORCE
+	    "      deny:\n        conditions:\n          all:\n"
+	    "          - {key: '{{ request.operation }}', operator: Equals, value: UPDATE}\n",
+	    POD_X(""), POD_X(""));
 	CHECK_RESULT(&r, "r", ENGINE_FAIL, "validation error: rule r failed");
 	run_release(&r);
 	/* the old object does not match the rule: treated as a skip, the failure stands */
-	run_update(&r, E_HDR "    match: {any: [{resources: {kinds: [Pod], selector: {matchLabels: "
-			     "{env: prod}}}}]}\n" ENFORCE LABEL_PATTERN,
+	run_update(&r,
+		   E_HDR "    match: {any: [{resources: {kinds: [Pod], selector: {matchLabels: "
+			 "{env: prod}}}}]}\n" ENFORCE LABEL_PATTERN,
 		   POD_X(", labels: {env: dev}"), POD_X(", labels: {env: prod}"));
-	CHECK_RESULT(&r, "r", ENGINE_FAIL, "validation error: rule r failed at path /metadata/labels/team/");
+	CHECK_RESULT(&r, "r", ENGINE_FAIL,
+		     "validation error: rule r failed at path /metadata/labels/team/");
 	run_release(&r);
 	CHECK_DONE();
 }
@@ -1221,18 +1472,22 @@ static void test_context_before_preconditions(void **state)
 	struct run r;
 	(void)state;
 
-	eval_create(&r, E_HDR MATCH_POD
-			"    context: [{name: app, variable: {jmesPath: request.object.metadata.labels.app}}]\n"
-			"    preconditions: {all: [{key: '{{ app }}', operator: Equals, value: db, "
-			"message: not a db}]}\n" ENFORCE LABEL_PATTERN,
-		    POD_X(", labels: {app: web}"));
+	eval_create(
+	    &r,
+	    E_HDR MATCH_POD
+	    "    context: [{name: app, variable: {jmesPath: request.object.metadata.labels.app}}]\n"
+	    "    preconditions: {all: [{key: '{{ app }}', operator: Equals, value: db, "
+	    "message: not a db}]}\n" ENFORCE LABEL_PATTERN,
+	    POD_X(", labels: {app: web}"));
 	CHECK_RESULT(&r, "r", ENGINE_SKIP, "preconditions not met; not a db");
 	run_release(&r);
-	eval_create(&r, E_HDR MATCH_POD
-			"    context: [{name: app, variable: {jmesPath: request.object.metadata.labels.app}}]\n"
-			"    preconditions: {all: [{key: '{{ app }}', operator: Equals, value: db}]}\n"
-			ENFORCE LABEL_PATTERN,
-		    POD_X(", labels: {app: db}"));
+	eval_create(
+	    &r,
+	    E_HDR MATCH_POD
+	    "    context: [{name: app, variable: {jmesPath: request.object.metadata.labels.app}}]\n"
+	    "    preconditions: {all: [{key: '{{ app }}', operator: Equals, value: db}]}\n" ENFORCE
+		LABEL_PATTERN,
+	    POD_X(", labels: {app: db}"));
 	CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
 	run_release(&r);
 	CHECK_DONE();
@@ -1243,19 +1498,21 @@ static void test_context_before_preconditions(void **state)
 static void test_result_action(void **state)
 {
 	static const char pol[] =
-		CP "spec:\n  background: false\n  validationFailureAction: Audit\n"
-		"  validationFailureActionOverrides: [{action: Enforce, namespaces: ['prod-*']}]\n"
-		"  rules:\n  - name: r\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
-		"    validate:\n" LABEL_PATTERN;
+	    CP "spec:\n  background: false\n  validationFailureAction: Audit\n"
+	       "  validationFailureActionOverrides: [{action: Enforce, namespaces: ['prod-*']}]\n"
+	       "  rules:\n  - name: r\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+	       "    validate:\n" LABEL_PATTERN;
 	struct run r;
 	const struct engine_rule_result *rr;
 	(void)state;
 
-	eval_create(&r, pol, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: prod-1}\n");
+	eval_create(&r, pol,
+		    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: prod-1}\n");
 	rr = result(&r, "p", "r");
 	CHECK(rr && rr->action == ENGINE_ENFORCE, "prod-1 is enforced");
 	run_release(&r);
-	eval_create(&r, pol, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: dev}\n");
+	eval_create(&r, pol,
+		    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: dev}\n");
 	rr = result(&r, "p", "r");
 	CHECK(rr && rr->action == ENGINE_AUDIT, "dev is audited");
 	if (rr) {
@@ -1269,29 +1526,32 @@ static void test_result_action(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_e1_pattern_failure),
-		cmocka_unit_test(test_reporting_matrix),
-		cmocka_unit_test(test_reporting_enforce_non_blocking),
-		cmocka_unit_test(test_background_mode),
-		cmocka_unit_test(test_background_skips_unsafe_rules),
-		cmocka_unit_test(test_update_existing_violations),
-		cmocka_unit_test(test_delete),
-		cmocka_unit_test(test_apply_rules_one),
-		cmocka_unit_test(test_namespaced_policy),
-		cmocka_unit_test(test_policy_exception),
-		cmocka_unit_test(test_foreach),
-		cmocka_unit_test(test_foreach_deny_and_preconditions),
-		cmocka_unit_test(test_foreach_element_scope),
-		cmocka_unit_test(test_context_variables),
-		cmocka_unit_test(test_preconditions),
-		cmocka_unit_test(test_deny_e20),
-		cmocka_unit_test(test_deny_messages),
-		cmocka_unit_test(test_selection),
-		cmocka_unit_test(test_autogen_evaluation),
-		cmocka_unit_test(test_result_action),
-		cmocka_unit_test(test_request_variables),
-		cmocka_unit_test(test_update_old_object_as_create),
-		cmocka_unit_test(test_context_before_preconditions),
+	    cmocka_unit_test(test_e1_pattern_failure),
+	    cmocka_unit_test(test_reporting_matrix),
+	    cmocka_unit_test(test_reporting_enforce_non_blocking),
+	    cmocka_unit_test(test_background_mode),
+	    cmocka_unit_test(test_background_skips_unsafe_rules),
+	    cmocka_unit_test(test_update_existing_violations),
+	    cmocka_unit_test(test_delete),
+	    cmocka_unit_test(test_apply_rules_one),
+	    cmocka_unit_test(test_namespaced_policy),
+	    cmocka_unit_test(test_policy_exception),
+	    cmocka_unit_test(test_foreach),
+	    cmocka_unit_test(test_foreach_deny_and_preconditions),
+	    cmocka_unit_test(test_foreach_element_scope),
+	    cmocka_unit_test(test_foreach_errors_and_skips),
+	    cmocka_unit_test(test_deny_legacy_and_vacuous),
+	    cmocka_unit_test(test_autogen_annotation_evaluation),
+	    cmocka_unit_test(test_context_variables),
+	    cmocka_unit_test(test_preconditions),
+	    cmocka_unit_test(test_deny_e20),
+	    cmocka_unit_test(test_deny_messages),
+	    cmocka_unit_test(test_selection),
+	    cmocka_unit_test(test_autogen_evaluation),
+	    cmocka_unit_test(test_result_action),
+	    cmocka_unit_test(test_request_variables),
+	    cmocka_unit_test(test_update_old_object_as_create),
+	    cmocka_unit_test(test_context_before_preconditions),
 	};
 
 	gv_init();

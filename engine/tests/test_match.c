@@ -48,13 +48,13 @@ static int eval_block(const char *block, bool is_exclude, const struct match_req
 	return got;
 }
 
-#define CHECK_SEL(block, is_exclude, req, want)                                               \
-	do {                                                                                  \
-		int tu_got = eval_block((block), (is_exclude), (req));                        \
-		CHECK(tu_got == (want), "%s %s: got %d, want %d", (is_exclude) ? "exclude" : "match", \
-		      (block), tu_got, (int)(want));                                          \
+#define CHECK_SEL(block, is_exclude, req, want)                                                    \
+	do {                                                                                       \
+		int tu_got = eval_block((block), (is_exclude), (req));                             \
+		CHECK(tu_got == (want), "%s %s: got %d, want %d",                                  \
+		      (is_exclude) ? "exclude" : "match", (block), tu_got, (int)(want));           \
 	} while (0)
-#define MATCH(block, req, want) CHECK_SEL(block, false, req, want)
+#define MATCH(block, req, want)	  CHECK_SEL(block, false, req, want)
 #define EXCLUDE(block, req, want) CHECK_SEL(block, true, req, want)
 
 /* Compiles block and checks it is rejected with msg at pointer (relative to "/m"). */
@@ -102,27 +102,27 @@ static void test_kind_sel_parse(void **state)
 	static const struct {
 		const char *in, *group, *version, *kind, *sub;
 	} cases[] = {
-		{"Pod", "*", "*", "Pod", ""},
-		{"*", "*", "*", "*", ""},
-		{"*/*", "*", "*", "*", "*"},
-		{"*/status", "*", "*", "*", "status"},
-		{"v1/Pod", "*", "v1", "Pod", ""},
-		{"v2beta1/HorizontalPodAutoscaler", "*", "v2beta1", "HorizontalPodAutoscaler", ""},
-		{"v1alpha1/Foo", "*", "v1alpha1", "Foo", ""},
-		{"Pod/exec", "*", "*", "Pod", "exec"},
-		{"Pod.exec", "*", "*", "Pod", "exec"},
-		{"Deployment/scale", "*", "*", "Deployment", "scale"},
-		{"v1/Pod/exec", "*", "v1", "Pod", "exec"},
-		{"v1/Pod.exec", "*", "v1", "Pod", "exec"},
-		{"apps/v1/Deployment", "apps", "v1", "Deployment", ""},
-		{"apps/v1/Deployment/scale", "apps", "v1", "Deployment", "scale"},
-		{"apps/v1/Deployment.scale", "apps", "v1", "Deployment", "scale"},
-		{"networking.k8s.io/v1/NetworkPolicy", "networking.k8s.io", "v1", "NetworkPolicy", ""},
-		{"crd.antrea.io/v1alpha1/NetworkPolicy", "crd.antrea.io", "v1alpha1", "NetworkPolicy",
-		 ""},
-		/* "v1beta" is not version-like: Kind/sub */
-		{"v1beta/Foo", "*", "*", "v1beta", "Foo"},
-		{"V1/Pod", "*", "*", "V1", "Pod"},
+	    {"Pod", "*", "*", "Pod", ""},
+	    {"*", "*", "*", "*", ""},
+	    {"*/*", "*", "*", "*", "*"},
+	    {"*/status", "*", "*", "*", "status"},
+	    {"v1/Pod", "*", "v1", "Pod", ""},
+	    {"v2beta1/HorizontalPodAutoscaler", "*", "v2beta1", "HorizontalPodAutoscaler", ""},
+	    {"v1alpha1/Foo", "*", "v1alpha1", "Foo", ""},
+	    {"Pod/exec", "*", "*", "Pod", "exec"},
+	    {"Pod.exec", "*", "*", "Pod", "exec"},
+	    {"Deployment/scale", "*", "*", "Deployment", "scale"},
+	    {"v1/Pod/exec", "*", "v1", "Pod", "exec"},
+	    {"v1/Pod.exec", "*", "v1", "Pod", "exec"},
+	    {"apps/v1/Deployment", "apps", "v1", "Deployment", ""},
+	    {"apps/v1/Deployment/scale", "apps", "v1", "Deployment", "scale"},
+	    {"apps/v1/Deployment.scale", "apps", "v1", "Deployment", "scale"},
+	    {"networking.k8s.io/v1/NetworkPolicy", "networking.k8s.io", "v1", "NetworkPolicy", ""},
+	    {"crd.antrea.io/v1alpha1/NetworkPolicy", "crd.antrea.io", "v1alpha1", "NetworkPolicy",
+	     ""},
+	    /* "v1beta" is not version-like: Kind/sub */
+	    {"v1beta/Foo", "*", "*", "v1beta", "Foo"},
+	    {"V1/Pod", "*", "*", "V1", "Pod"},
 	};
 	(void)state;
 
@@ -131,10 +131,10 @@ static void test_kind_sel_parse(void **state)
 
 		kind_sel_parse(cases[i].in, &k);
 		CHECK(k.group && !strcmp(k.group, cases[i].group) && k.version &&
-			      !strcmp(k.version, cases[i].version) && k.kind &&
-			      !strcmp(k.kind, cases[i].kind) && k.sub && !strcmp(k.sub, cases[i].sub),
-		      "%s: got %s|%s|%s|%s, want %s|%s|%s|%s", cases[i].in, k.group, k.version, k.kind,
-		      k.sub, cases[i].group, cases[i].version, cases[i].kind, cases[i].sub);
+			  !strcmp(k.version, cases[i].version) && k.kind &&
+			  !strcmp(k.kind, cases[i].kind) && k.sub && !strcmp(k.sub, cases[i].sub),
+		      "%s: got %s|%s|%s|%s, want %s|%s|%s|%s", cases[i].in, k.group, k.version,
+		      k.kind, k.sub, cases[i].group, cases[i].version, cases[i].kind, cases[i].sub);
 		kind_sel_release(&k);
 	}
 	CHECK_DONE();
@@ -146,55 +146,55 @@ static void test_kind_matching(void **state)
 		const char *sel, *group, *version, *kind, *sub;
 		int want;
 	} cases[] = {
-		/* a plain Pod */
-		{"Pod", "", "v1", "Pod", "", 1},
-		{"v1/Pod", "", "v1", "Pod", "", 1},
-		{"v2/Pod", "", "v1", "Pod", "", 0},
-		{"apps/v1/Pod", "", "v1", "Pod", "", 0},
-		{"*", "", "v1", "Pod", "", 1},
-		{"*/*", "", "v1", "Pod", "", 1},
-		{"Po*", "", "v1", "Pod", "", 1},
-		{"P?d", "", "v1", "Pod", "", 1},
-		{"pod", "", "v1", "Pod", "", 0}, /* case-sensitive */
-		{"Deployment", "", "v1", "Pod", "", 0},
-		{"Pod/exec", "", "v1", "Pod", "", 0},
-		/* pods/exec (E22) */
-		{"Pod", "", "v1", "Pod", "exec", 0},
-		{"Pod/exec", "", "v1", "Pod", "exec", 1},
-		{"Pod.exec", "", "v1", "Pod", "exec", 1},
-		{"v1/Pod/exec", "", "v1", "Pod", "exec", 1},
-		{"v1/Pod.exec", "", "v1", "Pod", "exec", 1},
-		{"Pod/*", "", "v1", "Pod", "exec", 1},
-		{"Pod/status", "", "v1", "Pod", "exec", 0},
-		{"*", "", "v1", "Pod", "exec", 0},
-		{"*/*", "", "v1", "Pod", "exec", 1},
-		{"*/exec", "", "v1", "Pod", "exec", 1},
-		{"Pod", "", "v1", "Pod", "status", 0},
-		/* pods/ephemeralcontainers is matched by Pod (and *) */
-		{"Pod", "", "v1", "Pod", "ephemeralcontainers", 1},
-		{"v1/Pod", "", "v1", "Pod", "ephemeralcontainers", 1},
-		{"*", "", "v1", "Pod", "ephemeralcontainers", 1},
-		{"Pod/ephemeralcontainers", "", "v1", "Pod", "ephemeralcontainers", 1},
-		/* groups and versions */
-		{"Deployment", "apps", "v1", "Deployment", "", 1},
-		{"v1/Deployment", "apps", "v1", "Deployment", "", 1},
-		{"apps/v1/Deployment", "apps", "v1", "Deployment", "", 1},
-		{"apps/*/Deployment", "apps", "v1", "Deployment", "", 1},
-		{"batch/v1/Deployment", "apps", "v1", "Deployment", "", 0},
-		{"apps/v1beta1/Deployment", "apps", "v1", "Deployment", "", 0},
-		{"Deployment/scale", "apps", "v1", "Deployment", "scale", 1},
-		{"apps/v1/Deployment/scale", "apps", "v1", "Deployment", "scale", 1},
-		{"Deployment", "apps", "v1", "Deployment", "scale", 0},
-		{"networking.k8s.io/v1/NetworkPolicy", "networking.k8s.io", "v1", "NetworkPolicy", "",
-		 1},
-		{"crd.antrea.io/v1alpha1/NetworkPolicy", "networking.k8s.io", "v1", "NetworkPolicy", "",
-		 0},
-		{"crd.antrea.io/v1alpha1/NetworkPolicy", "crd.antrea.io", "v1alpha1", "NetworkPolicy",
-		 "", 1},
-		{"networking.k8s.io/v1/NetworkPolicy", "crd.antrea.io", "v1alpha1", "NetworkPolicy", "",
-		 0},
-		{"*.k8s.io/v1/NetworkPolicy", "networking.k8s.io", "v1", "NetworkPolicy", "", 1},
-		{"NetworkPolicy", "crd.antrea.io", "v1alpha1", "NetworkPolicy", "", 1},
+	    /* a plain Pod */
+	    {"Pod", "", "v1", "Pod", "", 1},
+	    {"v1/Pod", "", "v1", "Pod", "", 1},
+	    {"v2/Pod", "", "v1", "Pod", "", 0},
+	    {"apps/v1/Pod", "", "v1", "Pod", "", 0},
+	    {"*", "", "v1", "Pod", "", 1},
+	    {"*/*", "", "v1", "Pod", "", 1},
+	    {"Po*", "", "v1", "Pod", "", 1},
+	    {"P?d", "", "v1", "Pod", "", 1},
+	    {"pod", "", "v1", "Pod", "", 0}, /* case-sensitive */
+	    {"Deployment", "", "v1", "Pod", "", 0},
+	    {"Pod/exec", "", "v1", "Pod", "", 0},
+	    /* pods/exec (E22) */
+	    {"Pod", "", "v1", "Pod", "exec", 0},
+	    {"Pod/exec", "", "v1", "Pod", "exec", 1},
+	    {"Pod.exec", "", "v1", "Pod", "exec", 1},
+	    {"v1/Pod/exec", "", "v1", "Pod", "exec", 1},
+	    {"v1/Pod.exec", "", "v1", "Pod", "exec", 1},
+	    {"Pod/*", "", "v1", "Pod", "exec", 1},
+	    {"Pod/status", "", "v1", "Pod", "exec", 0},
+	    {"*", "", "v1", "Pod", "exec", 0},
+	    {"*/*", "", "v1", "Pod", "exec", 1},
+	    {"*/exec", "", "v1", "Pod", "exec", 1},
+	    {"Pod", "", "v1", "Pod", "status", 0},
+	    /* pods/ephemeralcontainers is matched by Pod (and *) */
+	    {"Pod", "", "v1", "Pod", "ephemeralcontainers", 1},
+	    {"v1/Pod", "", "v1", "Pod", "ephemeralcontainers", 1},
+	    {"*", "", "v1", "Pod", "ephemeralcontainers", 1},
+	    {"Pod/ephemeralcontainers", "", "v1", "Pod", "ephemeralcontainers", 1},
+	    /* groups and versions */
+	    {"Deployment", "apps", "v1", "Deployment", "", 1},
+	    {"v1/Deployment", "apps", "v1", "Deployment", "", 1},
+	    {"apps/v1/Deployment", "apps", "v1", "Deployment", "", 1},
+	    {"apps/*/Deployment", "apps", "v1", "Deployment", "", 1},
+	    {"batch/v1/Deployment", "apps", "v1", "Deployment", "", 0},
+	    {"apps/v1beta1/Deployment", "apps", "v1", "Deployment", "", 0},
+	    {"Deployment/scale", "apps", "v1", "Deployment", "scale", 1},
+	    {"apps/v1/Deployment/scale", "apps", "v1", "Deployment", "scale", 1},
+	    {"Deployment", "apps", "v1", "Deployment", "scale", 0},
+	    {"networking.k8s.io/v1/NetworkPolicy", "networking.k8s.io", "v1", "NetworkPolicy", "",
+	     1},
+	    {"crd.antrea.io/v1alpha1/NetworkPolicy", "networking.k8s.io", "v1", "NetworkPolicy", "",
+	     0},
+	    {"crd.antrea.io/v1alpha1/NetworkPolicy", "crd.antrea.io", "v1alpha1", "NetworkPolicy",
+	     "", 1},
+	    {"networking.k8s.io/v1/NetworkPolicy", "crd.antrea.io", "v1alpha1", "NetworkPolicy", "",
+	     0},
+	    {"*.k8s.io/v1/NetworkPolicy", "networking.k8s.io", "v1", "NetworkPolicy", "", 1},
+	    {"NetworkPolicy", "crd.antrea.io", "v1alpha1", "NetworkPolicy", "", 1},
 	};
 	(void)state;
 
@@ -209,8 +209,8 @@ static void test_kind_matching(void **state)
 		r.sub = cases[i].sub;
 		got = eval_block(block, false, &r);
 		CHECK(got == cases[i].want, "kind %s vs %s/%s %s sub '%s': got %d, want %d",
-		      cases[i].sel, cases[i].group, cases[i].version, cases[i].kind, cases[i].sub, got,
-		      cases[i].want);
+		      cases[i].sel, cases[i].group, cases[i].version, cases[i].kind, cases[i].sub,
+		      got, cases[i].want);
 		free(block);
 	}
 	CHECK_DONE();
@@ -304,7 +304,8 @@ static void test_selector(void **state)
 	(void)state;
 
 	r.labels = labels;
-	MATCH("{any: [{resources: {kinds: [Pod], selector: {matchLabels: {tier: front}}}}]}", &r, 1);
+	MATCH("{any: [{resources: {kinds: [Pod], selector: {matchLabels: {tier: front}}}}]}", &r,
+	      1);
 	MATCH("{any: [{resources: {kinds: [Pod], selector: {matchLabels: {tier: back}}}}]}", &r, 0);
 	MATCH("{any: [{resources: {kinds: [Pod], selector: {matchLabels: {tier: front, app: "
 	      "web-1}}}}]}",
@@ -313,9 +314,12 @@ static void test_selector(void **state)
 	      "web-2}}}}]}",
 	      &r, 0);
 	/* section 2.4: wildcards in matchLabels keys and values */
-	MATCH("{any: [{resources: {kinds: [Pod], selector: {matchLabels: {app: 'web-*'}}}}]}", &r, 1);
-	MATCH("{any: [{resources: {kinds: [Pod], selector: {matchLabels: {app: 'web-?'}}}}]}", &r, 1);
-	MATCH("{any: [{resources: {kinds: [Pod], selector: {matchLabels: {app: 'api-*'}}}}]}", &r, 0);
+	MATCH("{any: [{resources: {kinds: [Pod], selector: {matchLabels: {app: 'web-*'}}}}]}", &r,
+	      1);
+	MATCH("{any: [{resources: {kinds: [Pod], selector: {matchLabels: {app: 'web-?'}}}}]}", &r,
+	      1);
+	MATCH("{any: [{resources: {kinds: [Pod], selector: {matchLabels: {app: 'api-*'}}}}]}", &r,
+	      0);
 	MATCH("{any: [{resources: {kinds: [Pod], selector: {matchLabels: {'app.kubernetes.io/*': "
 	      "shop}}}}]}",
 	      &r, 1);
@@ -357,7 +361,8 @@ static void test_selector(void **state)
 	      &r, 0);
 	/* no labels at all */
 	r.labels = NULL;
-	MATCH("{any: [{resources: {kinds: [Pod], selector: {matchLabels: {tier: front}}}}]}", &r, 0);
+	MATCH("{any: [{resources: {kinds: [Pod], selector: {matchLabels: {tier: front}}}}]}", &r,
+	      0);
 	MATCH("{any: [{resources: {kinds: [Pod], selector: {matchExpressions: [{key: tier, "
 	      "operator: DoesNotExist}]}}}]}",
 	      &r, 1);
@@ -438,9 +443,10 @@ static void test_user_info(void **state)
 	MATCH("{any: [{resources: {kinds: [Pod]}, subjects: [{kind: User, name: 'alice*'}]}]}", &r,
 	      1);
 	MATCH("{any: [{resources: {kinds: [Pod]}, subjects: [{kind: User, name: bob}]}]}", &r, 0);
-	MATCH("{any: [{resources: {kinds: [Pod]}, subjects: [{kind: User, name: bob}, {kind: Group, "
-	      "name: devs}]}]}",
-	      &r, 1);
+	MATCH(
+	    "{any: [{resources: {kinds: [Pod]}, subjects: [{kind: User, name: bob}, {kind: Group, "
+	    "name: devs}]}]}",
+	    &r, 1);
 	MATCH("{any: [{resources: {kinds: [Pod]}, subjects: [{kind: Group, name: 'system:*'}]}]}",
 	      &r, 1);
 	MATCH("{any: [{resources: {kinds: [Pod]}, subjects: [{kind: Group, name: ops}]}]}", &r, 0);
@@ -567,36 +573,37 @@ static void test_compile_errors(void **state)
 	check_compile_error("{any: [{resources: {kinds: [Pod]}}], all: [{resources: {kinds: "
 			    "[Pod]}}]}",
 			    false, "can't specify any/all together", NULL);
-	check_compile_error("{any: [{resources: {kinds: [Pod]}}], resources: {kinds: [Pod]}}", false,
-			    "can't specify any/all together", NULL);
+	check_compile_error("{any: [{resources: {kinds: [Pod]}}], resources: {kinds: [Pod]}}",
+			    false, "can't specify any/all together", NULL);
 	/* name and names together; a selector without requirements */
-	check_compile_error("{any: [{resources: {kinds: [Pod], name: a, names: [b]}}]}", false, NULL,
+	check_compile_error("{any: [{resources: {kinds: [Pod], name: a, names: [b]}}]}", false,
+			    NULL, NULL);
+	check_compile_error("{any: [{resources: {kinds: [Pod], selector: {}}}]}", false, NULL,
 			    NULL);
-	check_compile_error("{any: [{resources: {kinds: [Pod], selector: {}}}]}", false, NULL, NULL);
 	check_compile_error("{any: [{resources: {kinds: [Pod], selector: {matchLabels: {}}}}]}",
 			    false, NULL, NULL);
 	/* operations are an enum */
-	check_compile_error("{any: [{resources: {kinds: [Pod], operations: [create]}}]}", false, NULL,
-			    NULL);
+	check_compile_error("{any: [{resources: {kinds: [Pod], operations: [create]}}]}", false,
+			    NULL, NULL);
 	CHECK_DONE();
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kind_sel_parse),
-		cmocka_unit_test(test_kind_matching),
-		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_namespaces),
-		cmocka_unit_test(test_annotations),
-		cmocka_unit_test(test_selector),
-		cmocka_unit_test(test_namespace_selector),
-		cmocka_unit_test(test_operations),
-		cmocka_unit_test(test_user_info),
-		cmocka_unit_test(test_user_info_without_request_info),
-		cmocka_unit_test(test_any_all_legacy),
-		cmocka_unit_test(test_empty_filters),
-		cmocka_unit_test(test_compile_errors),
+	    cmocka_unit_test(test_kind_sel_parse),
+	    cmocka_unit_test(test_kind_matching),
+	    cmocka_unit_test(test_names),
+	    cmocka_unit_test(test_namespaces),
+	    cmocka_unit_test(test_annotations),
+	    cmocka_unit_test(test_selector),
+	    cmocka_unit_test(test_namespace_selector),
+	    cmocka_unit_test(test_operations),
+	    cmocka_unit_test(test_user_info),
+	    cmocka_unit_test(test_user_info_without_request_info),
+	    cmocka_unit_test(test_any_all_legacy),
+	    cmocka_unit_test(test_empty_filters),
+	    cmocka_unit_test(test_compile_errors),
 	};
 
 	gv_init();

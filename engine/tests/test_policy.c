@@ -10,9 +10,9 @@
 
 #include "common/banned.h"
 
-#define CP "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: p}\n"
-#define NP "apiVersion: kyverno.io/v1\nkind: Policy\nmetadata: {name: p, namespace: dev}\n"
-#define MATCH_POD "    match: {any: [{resources: {kinds: [Pod]}}]}\n"
+#define CP	      "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: p}\n"
+#define NP	      "apiVersion: kyverno.io/v1\nkind: Policy\nmetadata: {name: p, namespace: dev}\n"
+#define MATCH_POD     "    match: {any: [{resources: {kinds: [Pod]}}]}\n"
 #define LABEL_PATTERN "      pattern: {metadata: {labels: {team: '?*'}}}\n"
 
 static struct engine_policy *compile(const char *yaml, struct gv_err *err)
@@ -41,7 +41,8 @@ static void check_rejected(const char *yaml, const char *msg, const char *pointe
 	struct gv_err err = {0};
 	struct engine_policy *p = compile(yaml, &err);
 
-	CHECK(p == NULL, "policy accepted, want '%s'", msg ? msg : "an error");
+	CHECK(p == NULL, "policy accepted, want '%s':\n%s", msg ? msg : "an error",
+	      strstr(yaml, "rules:") ? strstr(yaml, "rules:") : yaml);
 	if (p) {
 		engine_policy_unref(p);
 		return;
@@ -139,11 +140,12 @@ static void test_reject_structure(void **state)
 			  "    mutate: {patchStrategicMerge: {metadata: {labels: {a: b}}}}\n",
 		       "Multiple operations defined", NULL);
 	/* match/any together with all */
-	check_rejected(CP "spec:\n  background: false\n  rules:\n"
-			  "  - name: r\n"
-			  "    match: {any: [{resources: {kinds: [Pod]}}], all: [{resources: {kinds: "
-			  "[Pod]}}]}\n"
-			  "    validate:\n" LABEL_PATTERN,
+	check_rejected(CP
+		       "spec:\n  background: false\n  rules:\n"
+		       "  - name: r\n"
+		       "    match: {any: [{resources: {kinds: [Pod]}}], all: [{resources: {kinds: "
+		       "[Pod]}}]}\n"
+		       "    validate:\n" LABEL_PATTERN,
 		       "can't specify any/all together", NULL);
 	/* name and names together */
 	check_rejected(CP "spec:\n  background: false\n  rules:\n"
@@ -152,15 +154,18 @@ static void test_reject_structure(void **state)
 			  "    validate:\n" LABEL_PATTERN,
 		       NULL, NULL);
 	/* names longer than 63 characters */
-	check_rejected(CP "spec:\n  background: false\n  rules:\n"
-			  "  - name: r0123456789012345678901234567890123456789012345678901234567890123\n"
-			  MATCH_POD "    validate:\n" LABEL_PATTERN,
-		       NULL, NULL);
-	check_rejected("apiVersion: kyverno.io/v1\nkind: ClusterPolicy\n"
-		       "metadata: {name: p0123456789012345678901234567890123456789012345678901234567890123}\n"
-		       "spec:\n  background: false\n  rules:\n"
-		       "  - name: r\n" MATCH_POD "    validate:\n" LABEL_PATTERN,
-		       NULL, NULL);
+	check_rejected(
+	    CP "spec:\n  background: false\n  rules:\n"
+	       "  - name: "
+	       "r0123456789012345678901234567890123456789012345678901234567890123\n" MATCH_POD
+	       "    validate:\n" LABEL_PATTERN,
+	    NULL, NULL);
+	check_rejected(
+	    "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\n"
+	    "metadata: {name: p0123456789012345678901234567890123456789012345678901234567890123}\n"
+	    "spec:\n  background: false\n  rules:\n"
+	    "  - name: r\n" MATCH_POD "    validate:\n" LABEL_PATTERN,
+	    NULL, NULL);
 	/* admission: false together with background: false */
 	check_rejected(CP "spec:\n  background: false\n  admission: false\n  rules:\n"
 			  "  - name: r\n" MATCH_POD "    validate:\n" LABEL_PATTERN,
@@ -168,7 +173,7 @@ static void test_reject_structure(void **state)
 	CHECK_DONE();
 }
 
-static void test_reject_semantics(void **state)
+static void test_reject_label_values(void **state)
 {
 	(void)state;
 	/* section 1.8: non-string label values in a pattern */
@@ -176,13 +181,46 @@ static void test_reject_semantics(void **state)
 			  "  - name: r\n" MATCH_POD "    validate:\n"
 			  "      pattern: {metadata: {labels: {team: 1}}}\n",
 		       "labels and annotations supports only string values", NULL);
+	check_rejected(CP
+		       "spec:\n  background: false\n  rules:\n"
+		       "  - name: r\n" MATCH_POD "    validate:\n"
+		       "      pattern: {spec: {template: {metadata: {annotations: {a: true}}}}}\n",
+		       "labels and annotations supports only string values", NULL);
+	/* strings are fine, and so is a non-string under =(labels) (E16) */
+	check_accepted(CP "spec:\n  background: false\n  rules:\n"
+			  "  - name: r\n" MATCH_POD "    validate:\n"
+			  "      pattern: {metadata: {=(labels): {X(team): null}}}\n");
+	CHECK_DONE();
+}
+
+static void test_reject_conditions(void **state)
+{
+	(void)state;
 	/* section 1.8: {{ request.operation }} compared with something else */
-	check_rejected(CP "spec:\n  background: false\n  rules:\n"
-			  "  - name: r\n" MATCH_POD
-			  "    preconditions:\n      all:\n"
-			  "      - {key: '{{ request.operation }}', operator: Equals, value: CREAT}\n"
-			  "    validate:\n" LABEL_PATTERN,
+	check_rejected(CP
+		       "spec:\n  background: false\n  rules:\n"
+		       "  - name: r\n" MATCH_POD "    preconditions:\n      all:\n"
+		       "      - {key: '{{ request.operation }}', operator: Equals, value: CREAT}\n"
+		       "    validate:\n" LABEL_PATTERN,
 		       NULL, NULL);
+	check_accepted(CP
+		       "spec:\n  background: false\n  rules:\n"
+		       "  - name: r\n" MATCH_POD "    preconditions:\n      all:\n"
+		       "      - {key: '{{ request.operation }}', operator: AnyIn, value: [CREATE, "
+		       "UPDATE]}\n"
+		       "    validate:\n" LABEL_PATTERN);
+	/* section 1.8: a condition without a value */
+	check_rejected(CP "spec:\n  background: false\n  rules:\n"
+			  "  - name: r\n" MATCH_POD "    validate:\n"
+			  "      deny:\n        conditions:\n          all:\n"
+			  "          - {key: a, operator: Equals}\n",
+		       NULL, NULL);
+	CHECK_DONE();
+}
+
+static void test_reject_variables(void **state)
+{
+	(void)state;
 	/* section 1.8: unknown variable roots */
 	check_rejected(CP "spec:\n  background: false\n  rules:\n"
 			  "  - name: r\n" MATCH_POD "    validate:\n"
@@ -199,12 +237,13 @@ static void test_reject_semantics(void **state)
 			  "  - name: r\n" MATCH_POD "    validate:\n"
 			  "      message: 'bad {{ element.name }}'\n" LABEL_PATTERN,
 		       "variable 'element' present outside of foreach at path", NULL);
-	/* section 1.8: a condition without a value */
-	check_rejected(CP "spec:\n  background: false\n  rules:\n"
-			  "  - name: r\n" MATCH_POD "    validate:\n"
-			  "      deny:\n        conditions:\n          all:\n"
-			  "          - {key: a, operator: Equals}\n",
-		       NULL, NULL);
+	/* ... inside a foreach they are fine */
+	check_accepted(CP
+		       "spec:\n  background: false\n  rules:\n"
+		       "  - name: r\n" MATCH_POD "    validate:\n"
+		       "      foreach:\n      - list: request.object.spec.containers\n"
+		       "        deny:\n          conditions:\n            any:\n"
+		       "            - {key: '{{ element.name }}', operator: Equals, value: x}\n");
 	CHECK_DONE();
 }
 
@@ -212,10 +251,11 @@ static void test_reject_namespaced_policy(void **state)
 {
 	(void)state;
 	/* section 1.2 */
-	check_rejected_exact(NP "spec:\n  background: false\n"
-				"  validationFailureActionOverrides: [{action: Enforce, namespaces: "
-				"[dev]}]\n  rules:\n"
-				"  - name: r\n" MATCH_POD "    validate:\n" LABEL_PATTERN,
+	check_rejected_exact(NP
+			     "spec:\n  background: false\n"
+			     "  validationFailureActionOverrides: [{action: Enforce, namespaces: "
+			     "[dev]}]\n  rules:\n"
+			     "  - name: r\n" MATCH_POD "    validate:\n" LABEL_PATTERN,
 			     "Use of validationFailureActionOverrides is supported only with "
 			     "ClusterPolicy",
 			     "/spec/validationFailureActionOverrides");
@@ -249,18 +289,21 @@ static void test_reject_background(void **state)
 	(void)state;
 
 	/* E23: admission-only variables with background (default true) */
-	want = gv_xasprintf("%svariable {{ request.userInfo.username }} is not allowed", msg_prefix);
-	check_rejected_exact(CP "spec:\n  rules:\n"
-				"  - name: r\n" MATCH_POD "    validate:\n"
-				"      message: 'by {{ request.userInfo.username }}'\n" LABEL_PATTERN,
+	want =
+	    gv_xasprintf("%svariable {{ request.userInfo.username }} is not allowed", msg_prefix);
+	check_rejected_exact(CP
+			     "spec:\n  rules:\n"
+			     "  - name: r\n" MATCH_POD "    validate:\n"
+			     "      message: 'by {{ request.userInfo.username }}'\n" LABEL_PATTERN,
 			     want, "/spec/rules/0");
 	free(want);
 	want = gv_xasprintf("%svariable {{serviceAccountName}} is not allowed", msg_prefix);
-	check_rejected_exact(CP "spec:\n  background: true\n  rules:\n"
-				"  - name: r\n" MATCH_POD "    validate:\n"
-				"      deny:\n        conditions:\n          all:\n"
-				"          - {key: '{{serviceAccountName}}', operator: Equals, value: "
-				"admin}\n",
+	check_rejected_exact(CP
+			     "spec:\n  background: true\n  rules:\n"
+			     "  - name: r\n" MATCH_POD "    validate:\n"
+			     "      deny:\n        conditions:\n          all:\n"
+			     "          - {key: '{{serviceAccountName}}', operator: Equals, value: "
+			     "admin}\n",
 			     want, "/spec/rules/0");
 	free(want);
 	want = gv_xasprintf("%svariable {{ request.roles }} is not allowed", msg_prefix);
@@ -272,8 +315,9 @@ static void test_reject_background(void **state)
 			     want, "/spec/rules/0");
 	free(want);
 	/* E23: user-info match/exclude with background */
-	want = gv_xasprintf("%sinvalid variable used at path: spec/rules[0]/exclude/any[0]/clusterRoles",
-			    msg_prefix);
+	want = gv_xasprintf(
+	    "%sinvalid variable used at path: spec/rules[0]/exclude/any[0]/clusterRoles",
+	    msg_prefix);
 	check_rejected_exact(CP "spec:\n  rules:\n"
 				"  - name: r\n" MATCH_POD
 				"    exclude: {any: [{clusterRoles: [cluster-admin]}]}\n"
@@ -282,31 +326,14 @@ static void test_reject_background(void **state)
 	free(want);
 	want = gv_xasprintf("%sinvalid variable used at path: spec/rules[1]/match/any[0]/subjects",
 			    msg_prefix);
-	check_rejected_exact(CP "spec:\n  rules:\n"
-				"  - name: a\n" MATCH_POD "    validate:\n" LABEL_PATTERN
-				"  - name: b\n"
-				"    match: {any: [{resources: {kinds: [Pod]}, subjects: [{kind: User, "
-				"name: alice}]}]}\n"
-				"    validate:\n" LABEL_PATTERN,
-			     want, "/spec/rules/1");
+	check_rejected_exact(
+	    CP "spec:\n  rules:\n"
+	       "  - name: a\n" MATCH_POD "    validate:\n" LABEL_PATTERN "  - name: b\n"
+	       "    match: {any: [{resources: {kinds: [Pod]}, subjects: [{kind: User, "
+	       "name: alice}]}]}\n"
+	       "    validate:\n" LABEL_PATTERN,
+	    want, "/spec/rules/1");
 	free(want);
-	/* section 7.1: kinds ["*"] and subresources */
-	check_rejected(CP "spec:\n  rules:\n"
-			  "  - name: r\n    match: {any: [{resources: {kinds: ['*']}}]}\n"
-			  "    validate:\n      pattern: {metadata: {labels: {team: '?*'}}}\n",
-		       "wildcard policy not allowed in background mode", NULL);
-	{
-		struct gv_err err = {0};
-		struct engine_policy *p = compile(CP "spec:\n  rules:\n"
-						     "  - name: r\n    match: {any: [{resources: {kinds: "
-						     "[Pod/exec]}}]}\n"
-						     "    validate:\n      deny: {}\n",
-						  &err);
-		CHECK(p == NULL, "subresource kind with background accepted");
-		CHECK(p || strstr(err.msg, "background scan enabled with subresource"),
-		      "message '%s'", err.msg);
-		engine_policy_unref(p);
-	}
 	/* the same policies without background are accepted */
 	check_accepted(CP "spec:\n  background: false\n  rules:\n"
 			  "  - name: r\n" MATCH_POD "    validate:\n"
@@ -316,11 +343,43 @@ static void test_reject_background(void **state)
 			  "    exclude: {any: [{clusterRoles: [cluster-admin]}]}\n"
 			  "    validate:\n" LABEL_PATTERN);
 	/* E23: request.oldObject passes the creation-time check */
-	check_accepted(CP "spec:\n  rules:\n"
-			  "  - name: r\n" MATCH_POD "    validate:\n"
-			  "      deny:\n        conditions:\n          all:\n"
-			  "          - {key: '{{ request.oldObject.metadata.name }}', operator: Equals, "
-			  "value: x}\n");
+	check_accepted(
+	    CP "spec:\n  rules:\n"
+	       "  - name: r\n" MATCH_POD "    validate:\n"
+	       "      deny:\n        conditions:\n          all:\n"
+	       "          - {key: '{{ request.oldObject.metadata.name }}', operator: Equals, "
+	       "value: x}\n");
+	CHECK_DONE();
+}
+
+static void test_reject_background_kinds(void **state)
+{
+	(void)state;
+	/* section 7.1: kinds ["*"] and subresources */
+	check_rejected(CP "spec:\n  rules:\n"
+			  "  - name: r\n    match: {any: [{resources: {kinds: ['*']}}]}\n"
+			  "    validate:\n      pattern: {metadata: {labels: {team: '?*'}}}\n",
+		       "wildcard policy not allowed in background mode", NULL);
+	{
+		struct gv_err err = {0};
+		struct engine_policy *p =
+		    compile(CP "spec:\n  rules:\n"
+			       "  - name: r\n    match: {any: [{resources: {kinds: "
+			       "[Pod/exec]}}]}\n"
+			       "    validate:\n      deny: {}\n",
+			    &err);
+		CHECK(p == NULL, "subresource kind with background accepted");
+		CHECK(p || strstr(err.msg, "background scan enabled with subresource"),
+		      "message '%s'", err.msg);
+		engine_policy_unref(p);
+	}
+	/* without background both are accepted */
+	check_accepted(CP "spec:\n  background: false\n  rules:\n"
+			  "  - name: r\n    match: {any: [{resources: {kinds: ['*']}}]}\n"
+			  "    validate:\n      pattern: {metadata: {labels: {team: '?*'}}}\n");
+	check_accepted(CP "spec:\n  background: false\n  rules:\n"
+			  "  - name: r\n    match: {any: [{resources: {kinds: [Pod/exec]}}]}\n"
+			  "    validate:\n      deny: {}\n");
 	CHECK_DONE();
 }
 
@@ -352,32 +411,36 @@ static void test_accessors(void **state)
 		CHECK_INT(p->action, ENGINE_AUDIT);
 		engine_policy_unref(p);
 	}
-	p = compile_ok(NP "spec:\n  background: false\n  failurePolicy: Ignore\n"
-			  "  emitWarning: true\n  rules:\n"
-			  "  - name: safe\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
-			  "    validate:\n" LABEL_PATTERN
-			  "  - name: unsafe\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
-			  "    validate:\n      message: 'by {{ request.userInfo.username }}'\n"
-			  LABEL_PATTERN
-			  "  - name: unsafe-match\n"
-			  "    match: {any: [{resources: {kinds: [ConfigMap]}, roles: ['dev:admin']}]}\n"
-			  "    validate:\n" LABEL_PATTERN);
+	p = compile_ok(
+	    NP "spec:\n  background: false\n  failurePolicy: Ignore\n"
+	       "  emitWarning: true\n  rules:\n"
+	       "  - name: safe\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+	       "    validate:\n" LABEL_PATTERN
+	       "  - name: unsafe\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+	       "    validate:\n      message: 'by {{ request.userInfo.username }}'\n" LABEL_PATTERN
+	       "  - name: unsafe-match\n"
+	       "    match: {any: [{resources: {kinds: [ConfigMap]}, roles: ['dev:admin']}]}\n"
+	       "    validate:\n" LABEL_PATTERN);
 	if (p) {
 		CHECK_STR(engine_policy_namespace(p), "dev");
 		CHECK_STR(engine_policy_kind(p), "Policy");
 		CHECK(!engine_policy_background(p), "background false");
 		CHECK(engine_policy_emit_warning(p), "emitWarning");
-		CHECK(engine_policy_failure_policy(p) == ENGINE_FAILURE_IGNORE, "failurePolicy Ignore");
+		CHECK(engine_policy_failure_policy(p) == ENGINE_FAILURE_IGNORE,
+		      "failurePolicy Ignore");
 		CHECK_INT(engine_policy_rule_count(p), 3);
 		CHECK(engine_policy_rule_background_safe(p, 0), "rule safe");
-		CHECK(!engine_policy_rule_background_safe(p, 1), "request.userInfo is admission-only");
-		CHECK(!engine_policy_rule_background_safe(p, 2), "roles in match are admission-only");
+		CHECK(!engine_policy_rule_background_safe(p, 1),
+		      "request.userInfo is admission-only");
+		CHECK(!engine_policy_rule_background_safe(p, 2),
+		      "roles in match are admission-only");
 		engine_policy_unref(p);
 	}
 	/* webhookConfiguration.failurePolicy */
-	p = compile_ok(CP "spec:\n  background: false\n  webhookConfiguration: {failurePolicy: Ignore}\n"
-			  "  rules:\n  - name: r\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
-			  "    validate:\n" LABEL_PATTERN);
+	p = compile_ok(
+	    CP "spec:\n  background: false\n  webhookConfiguration: {failurePolicy: Ignore}\n"
+	       "  rules:\n  - name: r\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+	       "    validate:\n" LABEL_PATTERN);
 	if (p) {
 		CHECK(engine_policy_failure_policy(p) == ENGINE_FAILURE_IGNORE,
 		      "webhookConfiguration.failurePolicy Ignore");
@@ -460,29 +523,31 @@ static void test_effective_action(void **state)
 	}
 	/* rule overrides replace the spec overrides entirely */
 	{
-		const char *pol = "  validationFailureAction: Audit\n"
-				  "  validationFailureActionOverrides: [{action: Enforce, namespaces: "
-				  "['prod-*']}]\n"
-				  "  rules:\n" RULE_CM "    validate:\n"
-				  "      failureActionOverrides: [{action: Audit, namespaces: [prod-1]}]\n"
-				  LABEL_PATTERN;
+		const char *pol =
+		    "  validationFailureAction: Audit\n"
+		    "  validationFailureActionOverrides: [{action: Enforce, namespaces: "
+		    "['prod-*']}]\n"
+		    "  rules:\n" RULE_CM "    validate:\n"
+		    "      failureActionOverrides: [{action: Audit, namespaces: "
+		    "[prod-1]}]\n" LABEL_PATTERN;
 		CHECK_INT(action_of(pol, "prod-1", NULL), ENGINE_AUDIT);
 		CHECK_INT(action_of(pol, "prod-2", NULL), ENGINE_AUDIT);
 	}
 	{
 		const char *pol = "  rules:\n" RULE_CM "    validate:\n"
 				  "      failureAction: Audit\n"
-				  "      failureActionOverrides: [{action: Enforce, namespaces: [prod]}]\n"
-				  LABEL_PATTERN;
+				  "      failureActionOverrides: [{action: Enforce, namespaces: "
+				  "[prod]}]\n" LABEL_PATTERN;
 		CHECK_INT(action_of(pol, "prod", NULL), ENGINE_ENFORCE);
 		CHECK_INT(action_of(pol, "dev", NULL), ENGINE_AUDIT);
 	}
 	/* routing order: spec overrides come before the rule failureAction */
 	{
-		const char *pol = "  validationFailureActionOverrides: [{action: Enforce, namespaces: "
-				  "[prod]}]\n"
-				  "  rules:\n" RULE_CM "    validate:\n      failureAction: Audit\n"
-				  LABEL_PATTERN;
+		const char *pol =
+		    "  validationFailureActionOverrides: [{action: Enforce, namespaces: "
+		    "[prod]}]\n"
+		    "  rules:\n" RULE_CM
+		    "    validate:\n      failureAction: Audit\n" LABEL_PATTERN;
 		CHECK_INT(action_of(pol, "prod", NULL), ENGINE_ENFORCE);
 		CHECK_INT(action_of(pol, "dev", NULL), ENGINE_AUDIT);
 	}
@@ -520,23 +585,24 @@ static const json_t *at(const json_t *j, const char *path)
 	return j;
 }
 
-#define ALL_CONTROLLERS                                                                       \
-	"['apps/v1/DaemonSet', 'apps/v1/Deployment', 'batch/v1/Job', 'apps/v1/StatefulSet', " \
+#define ALL_CONTROLLERS                                                                            \
+	"['apps/v1/DaemonSet', 'apps/v1/Deployment', 'batch/v1/Job', 'apps/v1/StatefulSet', "      \
 	"'apps/v1/ReplicaSet', 'v1/ReplicationController']"
 
 static const char autogen_policy[] =
-	CP "spec:\n  background: false\n  rules:\n"
-	"  - name: r\n"
-	"    match: {any: [{resources: {kinds: [Pod], namespaces: [prod]}}]}\n"
-	"    preconditions:\n      all:\n"
-	"      - {key: \"{{ request.object.metadata.labels.skip || '' }}\", operator: NotEquals, "
-	"value: 'yes'}\n"
-	"      - {key: '{{ request.\"object\".metadata.name }}', operator: NotEquals, value: x}\n"
-	"    validate:\n"
-	"      failureAction: Enforce\n"
-	"      allowExistingViolations: false\n"
-	"      message: images must come from reg.io\n"
-	"      pattern: {spec: {containers: [{image: 'reg.io/*'}]}}\n";
+    CP "spec:\n  background: false\n  rules:\n"
+       "  - name: r\n"
+       "    match: {any: [{resources: {kinds: [Pod], namespaces: [prod]}}]}\n"
+       "    preconditions:\n      all:\n"
+       "      - {key: \"{{ request.object.metadata.labels.skip || '' }}\", operator: NotEquals, "
+       "value: 'yes'}\n"
+       "      - {key: '{{ request.\"object\".metadata.name }}', operator: NotEquals, value: x}\n"
+       "    validate:\n"
+       "      failureAction: Enforce\n"
+       "      allowExistingViolations: false\n"
+       "      failureActionOverrides: [{action: Audit, namespaces: [dev]}]\n"
+       "      message: images must come from reg.io\n"
+       "      pattern: {spec: {containers: [{image: 'reg.io/*'}]}}\n";
 
 static void test_autogen_rules(void **state)
 {
@@ -554,6 +620,8 @@ static void test_autogen_rules(void **state)
 		   "{'spec': {'template': {'spec': {'containers': [{'image': 'reg.io/*'}]}}}}");
 	CHECK_JSON(at(g, "0/validate/failureAction"), "'Enforce'");
 	CHECK_JSON(at(g, "0/validate/allowExistingViolations"), "false");
+	CHECK_JSON(at(g, "0/validate/failureActionOverrides"),
+		   "[{'action': 'Audit', 'namespaces': ['dev']}]");
 	CHECK_JSON(at(g, "0/validate/message"), "'images must come from reg.io'");
 	CHECK_STR(json_string_value(at(g, "0/preconditions/all/0/key")),
 		  "{{ request.object.spec.template.metadata.labels.skip || '' }}");
@@ -593,15 +661,16 @@ static void test_autogen_bodies(void **state)
 	(void)state;
 
 	/* deny: not wrapped, variables rewritten (object and oldObject, spec and metadata) */
-	g = autogen_of(CP "spec:\n  background: false\n  rules:\n"
-			  "  - name: r\n" MATCH_POD "    validate:\n"
-			  "      deny:\n        conditions:\n          any:\n"
-			  "          - {key: '{{ request.object.spec.hostNetwork }}', operator: Equals, "
-			  "value: true}\n"
-			  "          - {key: '{{ request.oldObject.spec.hostNetwork }}', operator: "
-			  "Equals, value: true}\n"
-			  "          - {key: '{{ request.oldObject.metadata.name }}', operator: "
-			  "Equals, value: x}\n");
+	g = autogen_of(
+	    CP "spec:\n  background: false\n  rules:\n"
+	       "  - name: r\n" MATCH_POD "    validate:\n"
+	       "      deny:\n        conditions:\n          any:\n"
+	       "          - {key: '{{ request.object.spec.hostNetwork }}', operator: Equals, "
+	       "value: true}\n"
+	       "          - {key: '{{ request.oldObject.spec.hostNetwork }}', operator: "
+	       "Equals, value: true}\n"
+	       "          - {key: '{{ request.oldObject.metadata.name }}', operator: "
+	       "Equals, value: x}\n");
 	CHECK_INT(json_array_size(g), 2);
 	CHECK(at(g, "0/validate/pattern") == NULL, "deny gets no pattern");
 	CHECK_JSON(at(g, "0/validate/deny/conditions/any/0/key"),
@@ -634,7 +703,8 @@ static void test_autogen_bodies(void **state)
 			  "      foreach:\n"
 			  "      - list: request.object.spec.containers\n"
 			  "        pattern: {image: 'reg.io/*'}\n");
-	CHECK_JSON(at(g, "0/validate/foreach/0/list"), "'request.object.spec.template.spec.containers'");
+	CHECK_JSON(at(g, "0/validate/foreach/0/list"),
+		   "'request.object.spec.template.spec.containers'");
 	CHECK_JSON(at(g, "0/validate/foreach/0/pattern"), "{'image': 'reg.io/*'}");
 	CHECK_JSON(at(g, "1/validate/foreach/0/list"),
 		   "'request.object.spec.jobTemplate.spec.template.spec.containers'");
@@ -667,10 +737,11 @@ static void test_autogen_filters(void **state)
 			  "    validate:\n" LABEL_PATTERN);
 	CHECK_INT(json_array_size(g), 0);
 	json_decref(g);
-	g = autogen_of(CP "spec:\n  background: false\n  rules:\n"
-			  "  - name: r\n" MATCH_POD
-			  "    exclude: {any: [{resources: {kinds: [Pod], namespaces: [kube-system]}}]}\n"
-			  "    validate:\n" LABEL_PATTERN);
+	g = autogen_of(
+	    CP "spec:\n  background: false\n  rules:\n"
+	       "  - name: r\n" MATCH_POD
+	       "    exclude: {any: [{resources: {kinds: [Pod], namespaces: [kube-system]}}]}\n"
+	       "    validate:\n" LABEL_PATTERN);
 	CHECK_INT(json_array_size(g), 2);
 	CHECK_JSON(at(g, "0/exclude/any/0/resources/kinds"), ALL_CONTROLLERS);
 	CHECK_JSON(at(g, "1/exclude/any/0/resources/kinds"), "['batch/v1/CronJob']");
@@ -699,9 +770,10 @@ static void test_autogen_filters(void **state)
 	json_decref(g);
 
 	/* names are truncated to 63 characters */
-	g = autogen_of(CP "spec:\n  background: false\n  rules:\n"
-			  "  - name: abcdefghij0123456789abcdefghij0123456789abcdefghij0123456789\n"
-			  MATCH_POD "    validate:\n" LABEL_PATTERN);
+	g = autogen_of(
+	    CP "spec:\n  background: false\n  rules:\n"
+	       "  - name: abcdefghij0123456789abcdefghij0123456789abcdefghij0123456789\n" MATCH_POD
+	       "    validate:\n" LABEL_PATTERN);
 	CHECK_STR(rule_name_at(g, 0),
 		  "autogen-abcdefghij0123456789abcdefghij0123456789abcdefghij01234");
 	CHECK_STR(rule_name_at(g, 1),
@@ -713,18 +785,18 @@ static void test_autogen_filters(void **state)
 static void test_autogen_disabled(void **state)
 {
 	static const char *const off[] = {
-		/* name / names / selector / annotations in match or exclude of any rule */
-		"    match: {any: [{resources: {kinds: [Pod], names: ['web-*']}}]}\n",
-		"    match: {any: [{resources: {kinds: [Pod], name: web}}]}\n",
-		"    match: {any: [{resources: {kinds: [Pod], selector: {matchLabels: {a: b}}}}]}\n",
-		"    match: {any: [{resources: {kinds: [Pod], annotations: {a: b}}}]}\n",
-		MATCH_POD "    exclude: {any: [{resources: {selector: {matchLabels: {a: b}}}}]}\n",
-		MATCH_POD "    exclude: {any: [{resources: {names: [x]}}]}\n",
-		"    match: {resources: {kinds: [Pod], selector: {matchLabels: {a: b}}}}\n",
-		/* Pod together with another kind in one list */
-		"    match: {any: [{resources: {kinds: [Pod, Service]}}]}\n",
-		/* only v1/Pod: not recognised by the policy-wide check */
-		"    match: {any: [{resources: {kinds: [v1/Pod]}}]}\n",
+	    /* name / names / selector / annotations in match or exclude of any rule */
+	    "    match: {any: [{resources: {kinds: [Pod], names: ['web-*']}}]}\n",
+	    "    match: {any: [{resources: {kinds: [Pod], name: web}}]}\n",
+	    "    match: {any: [{resources: {kinds: [Pod], selector: {matchLabels: {a: b}}}}]}\n",
+	    "    match: {any: [{resources: {kinds: [Pod], annotations: {a: b}}}]}\n",
+	    MATCH_POD "    exclude: {any: [{resources: {selector: {matchLabels: {a: b}}}}]}\n",
+	    MATCH_POD "    exclude: {any: [{resources: {names: [x]}}]}\n",
+	    "    match: {resources: {kinds: [Pod], selector: {matchLabels: {a: b}}}}\n",
+	    /* Pod together with another kind in one list */
+	    "    match: {any: [{resources: {kinds: [Pod, Service]}}]}\n",
+	    /* only v1/Pod: not recognised by the policy-wide check */
+	    "    match: {any: [{resources: {kinds: [v1/Pod]}}]}\n",
 	};
 	json_t *g;
 	(void)state;
@@ -739,19 +811,45 @@ static void test_autogen_disabled(void **state)
 		free(yaml);
 	}
 	/* a selector in another rule disables autogen for the whole policy */
-	g = autogen_of(CP "spec:\n  background: false\n  rules:\n"
-			  "  - name: a\n" MATCH_POD "    validate:\n" LABEL_PATTERN
-			  "  - name: b\n"
-			  "    match: {any: [{resources: {kinds: [Service], selector: {matchLabels: "
-			  "{a: b}}}}]}\n"
-			  "    validate:\n" LABEL_PATTERN);
+	g = autogen_of(CP
+		       "spec:\n  background: false\n  rules:\n"
+		       "  - name: a\n" MATCH_POD "    validate:\n" LABEL_PATTERN "  - name: b\n"
+		       "    match: {any: [{resources: {kinds: [Service], selector: {matchLabels: "
+		       "{a: b}}}}]}\n"
+		       "    validate:\n" LABEL_PATTERN);
 	CHECK_INT(json_array_size(g), 0);
 	json_decref(g);
 	/* a generate rule disables it too */
+	g = autogen_of(CP
+		       "spec:\n  background: false\n  rules:\n"
+		       "  - name: a\n" MATCH_POD "    validate:\n" LABEL_PATTERN
+		       "  - name: g\n    match: {any: [{resources: {kinds: [Namespace]}}]}\n"
+		       "    generate: {kind: ConfigMap, name: c, namespace: default, data: {}}\n");
+	CHECK_INT(json_array_size(g), 0);
+	json_decref(g);
+	CHECK_DONE();
+}
+
+/* Section 9.1: a mutate rule using patchesJson6902 turns autogen off. */
+static void test_autogen_disabled_by_json6902(void **state)
+{
+	json_t *g;
+	(void)state;
+
+	g = autogen_of(
+	    CP
+	    "spec:\n  background: false\n  rules:\n"
+	    "  - name: a\n" MATCH_POD "    validate:\n" LABEL_PATTERN "  - name: m\n" MATCH_POD
+	    "    mutate: {patchesJson6902: '[{\"op\": \"add\", \"path\": \"/metadata/labels/a\", "
+	    "\"value\": \"b\"}]'}\n");
+	CHECK_INT(json_array_size(g), 0);
+	json_decref(g);
+	/* also inside a mutate foreach */
 	g = autogen_of(CP "spec:\n  background: false\n  rules:\n"
 			  "  - name: a\n" MATCH_POD "    validate:\n" LABEL_PATTERN
-			  "  - name: g\n    match: {any: [{resources: {kinds: [Namespace]}}]}\n"
-			  "    generate: {kind: ConfigMap, name: c, namespace: default, data: {}}\n");
+			  "  - name: m\n" MATCH_POD
+			  "    mutate: {foreach: [{list: request.object.spec.containers, "
+			  "patchesJson6902: '[]'}]}\n");
 	CHECK_INT(json_array_size(g), 0);
 	json_decref(g);
 	CHECK_DONE();
@@ -814,17 +912,21 @@ static void test_autogen_annotation(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reject_structure),
-		cmocka_unit_test(test_reject_semantics),
-		cmocka_unit_test(test_reject_namespaced_policy),
-		cmocka_unit_test(test_reject_background),
-		cmocka_unit_test(test_accessors),
-		cmocka_unit_test(test_effective_action),
-		cmocka_unit_test(test_autogen_rules),
-		cmocka_unit_test(test_autogen_bodies),
-		cmocka_unit_test(test_autogen_filters),
-		cmocka_unit_test(test_autogen_disabled),
-		cmocka_unit_test(test_autogen_annotation),
+	    cmocka_unit_test(test_reject_structure),
+	    cmocka_unit_test(test_reject_label_values),
+	    cmocka_unit_test(test_reject_conditions),
+	    cmocka_unit_test(test_reject_variables),
+	    cmocka_unit_test(test_reject_namespaced_policy),
+	    cmocka_unit_test(test_reject_background),
+	    cmocka_unit_test(test_reject_background_kinds),
+	    cmocka_unit_test(test_accessors),
+	    cmocka_unit_test(test_effective_action),
+	    cmocka_unit_test(test_autogen_rules),
+	    cmocka_unit_test(test_autogen_bodies),
+	    cmocka_unit_test(test_autogen_filters),
+	    cmocka_unit_test(test_autogen_disabled),
+	    cmocka_unit_test(test_autogen_disabled_by_json6902),
+	    cmocka_unit_test(test_autogen_annotation),
 	};
 
 	gv_init();

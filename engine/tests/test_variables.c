@@ -10,29 +10,28 @@
 #include "common/banned.h"
 
 static const char root_yaml[] =
-	"request:\n"
-	"  operation: CREATE\n"
-	"  object:\n"
-	"    metadata:\n"
-	"      name: x\n"
-	"      labels: {app: web}\n"
-	"      annotations: {tpl: '{{ request.object.metadata.name }}', ratio: '0.5'}\n"
-	"    spec:\n"
-	"      replicas: 3\n"
-	"      ratio: 0.25\n"
-	"      hostNetwork: false\n"
-	"      priority: null\n"
-	"      containers: [{name: c, image: nginx}]\n"
-	"  oldObject:\n"
-	"    metadata: {name: old, labels: {app: api}}\n"
-	"cm: {data: {web: big, api: small}}\n"
-	"num: {data: {web: 5}}\n";
+    "request:\n"
+    "  operation: CREATE\n"
+    "  object:\n"
+    "    metadata:\n"
+    "      name: x\n"
+    "      labels: {app: web}\n"
+    "      annotations: {tpl: '{{ request.object.metadata.name }}', ratio: '0.5'}\n"
+    "    spec:\n"
+    "      replicas: 3\n"
+    "      ratio: 0.25\n"
+    "      hostNetwork: false\n"
+    "      priority: null\n"
+    "      containers: [{name: c, image: nginx}]\n"
+    "  oldObject:\n"
+    "    metadata: {name: old, labels: {app: api}}\n"
+    "cm: {data: {web: big, api: small}}\n"
+    "num: {data: {web: 5}}\n";
 
 /* The same request without labels (E20). */
-static const char nolabels_yaml[] =
-	"request:\n"
-	"  object:\n"
-	"    metadata: {name: x}\n";
+static const char nolabels_yaml[] = "request:\n"
+				    "  object:\n"
+				    "    metadata: {name: x}\n";
 
 struct env {
 	json_t *root;
@@ -137,7 +136,8 @@ static void test_embedded_is_text(void **state)
 	check_sub_str(&e, "p={{ request.object.spec.priority }}", "p=null");
 	check_sub_str(&e, "l={{ request.object.metadata.labels }}", "l={\"app\":\"web\"}");
 	check_sub_str(&e, "c={{ request.object.spec.containers[].name }}", "c=[\"c\"]");
-	check_sub_str(&e, "{{ request.object.metadata.name }}-{{ request.object.metadata.labels.app }}",
+	check_sub_str(&e,
+		      "{{ request.object.metadata.name }}-{{ request.object.metadata.labels.app }}",
 		      "x-web");
 	check_sub_str(&e, "{{ request.object.metadata.name }} ", "x ");
 	check_sub_str(&e, " {{request.object.metadata.name}}", " x");
@@ -157,7 +157,8 @@ static void test_nested_variables(void **state)
 	check_sub(&e, "{{ cm.data.{{ request.object.metadata.labels.app }} }}", "'big'");
 	check_sub(&e, "{{cm.data.{{request.object.metadata.labels.app}}}}", "'big'");
 	check_sub(&e, "{{ num.data.{{ request.object.metadata.labels.app }} }}", "5");
-	check_sub_str(&e, "size={{ cm.data.{{ request.object.metadata.labels.app }} }}", "size=big");
+	check_sub_str(&e, "size={{ cm.data.{{ request.object.metadata.labels.app }} }}",
+		      "size=big");
 	env_release(&e);
 	CHECK_DONE();
 }
@@ -184,7 +185,8 @@ static void test_escaping(void **state)
 	(void)state;
 
 	env_init(&e, root_yaml, false);
-	check_sub_str(&e, "\\{{ request.object.metadata.name }}", "{{ request.object.metadata.name }}");
+	check_sub_str(&e, "\\{{ request.object.metadata.name }}",
+		      "{{ request.object.metadata.name }}");
 	check_sub_str(&e, "a \\{{ x }} {{ request.object.metadata.name }}", "a {{ x }} x");
 	check_sub_str(&e, "{{ request.object.metadata.name }}\\{{ request.object.metadata.name }}",
 		      "x{{ request.object.metadata.name }}");
@@ -255,8 +257,9 @@ static void test_vtree(void **state)
 	json_decref(tree);
 
 	/* leaves and map keys are substituted */
-	tree = Y("{'{{ request.object.metadata.name }}': v, count: '{{ request.object.spec.replicas }}',"
-		 " l: [a, '{{ request.object.metadata.labels.app }}'], k: 1}");
+	tree = Y(
+	    "{'{{ request.object.metadata.name }}': v, count: '{{ request.object.spec.replicas }}',"
+	    " l: [a, '{{ request.object.metadata.labels.app }}'], k: 1}");
 	t = vtree_compile(tree, &err);
 	CHECK(t != NULL, "compile: %s", err.msg);
 	if (t) {
@@ -279,8 +282,9 @@ static void test_vtree(void **state)
 		out = NULL;
 		gv_err_clear(&err);
 		CHECK(vtree_eval(t, &e.ctx, &out, &err) == GV_EEVAL, "want an error");
-		CHECK_STR(err.msg, "failed to resolve request.object.metadata.labels.team at path "
-				   "/spec/x/1: JMESPath query failed: Unknown key \"labels\" in path");
+		CHECK_STR(err.msg,
+			  "failed to resolve request.object.metadata.labels.team at path "
+			  "/spec/x/1: JMESPath query failed: Unknown key \"labels\" in path");
 		json_decref(out);
 		vtree_free(t);
 	}
@@ -400,8 +404,8 @@ static void test_vars_each(void **state)
 
 #define DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-static void check_image(const char *image, const char *registry, const char *path,
-			const char *name, const char *tag, const char *digest, const char *reference)
+static void check_image(const char *image, const char *registry, const char *path, const char *name,
+			const char *tag, const char *digest, const char *reference)
 {
 	json_t *o = image_parse(image);
 	const char *t = json_string_value(json_object_get(o, "tag"));
@@ -426,7 +430,8 @@ static void check_image(const char *image, const char *registry, const char *pat
 static void test_image_parse(void **state)
 {
 	(void)state;
-	check_image("nginx", "docker.io", "nginx", "nginx", "latest", NULL, "docker.io/nginx:latest");
+	check_image("nginx", "docker.io", "nginx", "nginx", "latest", NULL,
+		    "docker.io/nginx:latest");
 	check_image("nginx:1.25", "docker.io", "nginx", "nginx", "1.25", NULL,
 		    "docker.io/nginx:1.25");
 	check_image("library/nginx:1.25", "docker.io", "library/nginx", "nginx", "1.25", NULL,
@@ -446,10 +451,11 @@ static void test_image_parse(void **state)
 
 static void test_images_extract(void **state)
 {
-	json_t *pod = Y("kind: Pod\n"
-			"spec:\n"
-			"  initContainers: [{name: init, image: 'busybox:1.36'}]\n"
-			"  containers: [{name: a, image: nginx}, {name: b, image: 'reg.io/x/b:2'}]\n");
+	json_t *pod =
+	    Y("kind: Pod\n"
+	      "spec:\n"
+	      "  initContainers: [{name: init, image: 'busybox:1.36'}]\n"
+	      "  containers: [{name: a, image: nginx}, {name: b, image: 'reg.io/x/b:2'}]\n");
 	json_t *deploy = Y("kind: Deployment\n"
 			   "spec: {template: {spec: {containers: [{name: a, image: nginx}]}}}\n");
 	json_t *cron = Y("kind: CronJob\n"
@@ -462,32 +468,32 @@ static void test_images_extract(void **state)
 	im = images_extract(pod);
 	CHECK(im != NULL, "pod images");
 	CHECK_STR(json_string_value(json_object_get(
-			  json_object_get(json_object_get(im, "containers"), "b"), "jsonPointer")),
+		      json_object_get(json_object_get(im, "containers"), "b"), "jsonPointer")),
 		  "/spec/containers/1/image");
 	CHECK_STR(json_string_value(json_object_get(
-			  json_object_get(json_object_get(im, "containers"), "b"), "tag")),
+		      json_object_get(json_object_get(im, "containers"), "b"), "tag")),
 		  "2");
 	CHECK_STR(json_string_value(json_object_get(
-			  json_object_get(json_object_get(im, "containers"), "a"), "registry")),
+		      json_object_get(json_object_get(im, "containers"), "a"), "registry")),
 		  "docker.io");
 	CHECK_STR(json_string_value(json_object_get(
-			  json_object_get(json_object_get(im, "initContainers"), "init"), "tag")),
+		      json_object_get(json_object_get(im, "initContainers"), "init"), "tag")),
 		  "1.36");
-	CHECK_STR(json_string_value(json_object_get(
-			  json_object_get(json_object_get(im, "initContainers"), "init"),
-			  "jsonPointer")),
-		  "/spec/initContainers/0/image");
+	CHECK_STR(
+	    json_string_value(json_object_get(
+		json_object_get(json_object_get(im, "initContainers"), "init"), "jsonPointer")),
+	    "/spec/initContainers/0/image");
 	json_decref(im);
 
 	im = images_extract(deploy);
 	CHECK_STR(json_string_value(json_object_get(
-			  json_object_get(json_object_get(im, "containers"), "a"), "jsonPointer")),
+		      json_object_get(json_object_get(im, "containers"), "a"), "jsonPointer")),
 		  "/spec/template/spec/containers/0/image");
 	json_decref(im);
 
 	im = images_extract(cron);
 	CHECK_STR(json_string_value(json_object_get(
-			  json_object_get(json_object_get(im, "containers"), "a"), "jsonPointer")),
+		      json_object_get(json_object_get(im, "containers"), "a"), "jsonPointer")),
 		  "/spec/jobTemplate/spec/template/spec/containers/0/image");
 	json_decref(im);
 
@@ -505,18 +511,18 @@ static void test_images_extract(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_whole_string_is_typed),
-		cmocka_unit_test(test_embedded_is_text),
-		cmocka_unit_test(test_nested_variables),
-		cmocka_unit_test(test_inserted_text_rescanned),
-		cmocka_unit_test(test_escaping),
-		cmocka_unit_test(test_missing_keys),
-		cmocka_unit_test(test_vtree),
-		cmocka_unit_test(test_delete_rewrites_object),
-		cmocka_unit_test(test_var_set_path),
-		cmocka_unit_test(test_vars_each),
-		cmocka_unit_test(test_image_parse),
-		cmocka_unit_test(test_images_extract),
+	    cmocka_unit_test(test_whole_string_is_typed),
+	    cmocka_unit_test(test_embedded_is_text),
+	    cmocka_unit_test(test_nested_variables),
+	    cmocka_unit_test(test_inserted_text_rescanned),
+	    cmocka_unit_test(test_escaping),
+	    cmocka_unit_test(test_missing_keys),
+	    cmocka_unit_test(test_vtree),
+	    cmocka_unit_test(test_delete_rewrites_object),
+	    cmocka_unit_test(test_var_set_path),
+	    cmocka_unit_test(test_vars_each),
+	    cmocka_unit_test(test_image_parse),
+	    cmocka_unit_test(test_images_extract),
 	};
 
 	gv_init();

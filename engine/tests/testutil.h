@@ -31,48 +31,49 @@
 
 static int tu_failed;
 
-#define CHECK(cond, ...)                                                                      \
-	do {                                                                                  \
-		if (!(cond)) {                                                                \
-			print_error("%s:%d: check failed: ", __FILE__, __LINE__);             \
-			print_error(__VA_ARGS__);                                             \
-			print_error("\n");                                                    \
-			tu_failed++;                                                          \
-		}                                                                             \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			print_error("%s:%d: check failed: ", __FILE__, __LINE__);                  \
+			print_error(__VA_ARGS__);                                                  \
+			print_error("\n");                                                         \
+			tu_failed++;                                                               \
+		}                                                                                  \
 	} while (0)
 
 /* String equality; NULL never equals anything. */
-#define CHECK_STR(got, want)                                                                  \
-	do {                                                                                  \
-		const char *tu_g = (got), *tu_w = (want);                                     \
-		CHECK(tu_g && tu_w && !strcmp(tu_g, tu_w), "%s\n      got:  '%s'\n      want: '%s'", \
-		      #got, tu_g ? tu_g : "(null)", tu_w ? tu_w : "(null)");                  \
+#define CHECK_STR(got, want)                                                                       \
+	do {                                                                                       \
+		const char *tu_g = (got), *tu_w = (want);                                          \
+		CHECK(tu_g &&tu_w && !strcmp(tu_g, tu_w),                                          \
+		      "%s\n      got:  '%s'\n      want: '%s'", #got, tu_g ? tu_g : "(null)",      \
+		      tu_w ? tu_w : "(null)");                                                     \
 	} while (0)
 
 /* got starts with prefix. */
-#define CHECK_PREFIX(got, prefix)                                                             \
-	do {                                                                                  \
-		const char *tu_g = (got), *tu_p = (prefix);                                   \
-		CHECK(tu_g && !strncmp(tu_g, tu_p, strlen(tu_p)),                             \
-		      "%s\n      got:    '%s'\n      prefix: '%s'", #got, tu_g ? tu_g : "(null)", \
-		      tu_p);                                                                  \
+#define CHECK_PREFIX(got, prefix)                                                                  \
+	do {                                                                                       \
+		const char *tu_g = (got), *tu_p = (prefix);                                        \
+		CHECK(tu_g && !strncmp(tu_g, tu_p, strlen(tu_p)),                                  \
+		      "%s\n      got:    '%s'\n      prefix: '%s'", #got, tu_g ? tu_g : "(null)",  \
+		      tu_p);                                                                       \
 	} while (0)
 
-#define CHECK_INT(got, want)                                                                  \
-	do {                                                                                  \
-		long long tu_g = (long long)(got), tu_w = (long long)(want);                  \
-		CHECK(tu_g == tu_w, "%s: got %lld, want %lld", #got, tu_g, tu_w);             \
+#define CHECK_INT(got, want)                                                                       \
+	do {                                                                                       \
+		long long tu_g = (long long)(got), tu_w = (long long)(want);                       \
+		CHECK(tu_g == tu_w, "%s: got %lld, want %lld", #got, tu_g, tu_w);                  \
 	} while (0)
 
 /* JSON equality (numbers compared by value, 3 == 3.0). */
 #define CHECK_JSON(got, want_text) tu_check_json((got), (want_text), #got, __FILE__, __LINE__)
 
-#define CHECK_DONE()                                                                          \
-	do {                                                                                  \
-		int tu_n = tu_failed;                                                         \
-		tu_failed = 0;                                                                \
-		if (tu_n)                                                                     \
-			fail_msg("%d check(s) failed", tu_n);                                 \
+#define CHECK_DONE()                                                                               \
+	do {                                                                                       \
+		int tu_n = tu_failed;                                                              \
+		tu_failed = 0;                                                                     \
+		if (tu_n)                                                                          \
+			fail_msg("%d check(s) failed", tu_n);                                      \
 	} while (0)
 
 static inline json_t *tu_json(const char *s, size_t flags)
@@ -149,8 +150,8 @@ static inline int tu_json_eq(const json_t *a, const json_t *b)
 
 		if (json_object_size(a) != json_object_size(b))
 			return 0;
-		json_object_foreach((json_t *)a, k, v) if (!tu_json_eq(v, json_object_get(b, k)))
-			return 0;
+		json_object_foreach((json_t *)a, k,
+				    v) if (!tu_json_eq(v, json_object_get(b, k))) return 0;
 		return 1;
 	}
 	return json_equal((json_t *)a, (json_t *)b);

@@ -62,7 +62,7 @@ struct httpd {
 	atomic_int nreq;
 };
 
-static int httpd_write(struct httpd_conn *c, const void *p, size_t n)
+static __attribute__((unused)) int httpd_write(struct httpd_conn *c, const void *p, size_t n)
 {
 	const char *s = p;
 
@@ -86,7 +86,7 @@ static int httpd_write(struct httpd_conn *c, const void *p, size_t n)
 	return 0;
 }
 
-static ssize_t httpd_read(struct httpd_conn *c, void *p, size_t n)
+static __attribute__((unused)) ssize_t httpd_read(struct httpd_conn *c, void *p, size_t n)
 {
 	if (c->ssl) {
 		int r = SSL_read(c->ssl, p, (int)n);
@@ -97,7 +97,7 @@ static ssize_t httpd_read(struct httpd_conn *c, void *p, size_t n)
 }
 
 /* Sends a complete response with a body (Connection: close). */
-static void httpd_respond(struct httpd_conn *c, int code, const char *extra_headers,
+static __attribute__((unused)) void httpd_respond(struct httpd_conn *c, int code, const char *extra_headers,
 			  const char *body)
 {
 	char head[1024];
@@ -113,7 +113,7 @@ static void httpd_respond(struct httpd_conn *c, int code, const char *extra_head
 }
 
 /* Starts a streamed 200 response (body until the connection closes). */
-static void httpd_stream_start(struct httpd_conn *c)
+static __attribute__((unused)) void httpd_stream_start(struct httpd_conn *c)
 {
 	static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 				   "Connection: close\r\n\r\n";
@@ -122,7 +122,7 @@ static void httpd_stream_start(struct httpd_conn *c)
 }
 
 /* Waits until the peer closes or the server stops (max ms). True when the peer closed. */
-static bool httpd_wait_close(struct httpd_conn *c, long ms)
+static __attribute__((unused)) bool httpd_wait_close(struct httpd_conn *c, long ms)
 {
 	char tmp[256];
 
@@ -141,7 +141,7 @@ static bool httpd_wait_close(struct httpd_conn *c, long ms)
 	return false;
 }
 
-static char *httpd_strcasestr(const char *h, const char *n)
+static __attribute__((unused)) char *httpd_strcasestr(const char *h, const char *n)
 {
 	size_t ln = strlen(n);
 
@@ -151,7 +151,7 @@ static char *httpd_strcasestr(const char *h, const char *n)
 	return NULL;
 }
 
-static void httpd_header(const char *head, const char *name, char *out, size_t n)
+static __attribute__((unused)) void httpd_header(const char *head, const char *name, char *out, size_t n)
 {
 	char *p = httpd_strcasestr(head, name), *e;
 
@@ -170,7 +170,7 @@ struct httpd_job {
 	int fd;
 };
 
-static void *httpd_conn_main(void *arg)
+static __attribute__((unused)) void *httpd_conn_main(void *arg)
 {
 	struct httpd_job *job = arg;
 	struct httpd_conn c = {.srv = job->srv, .fd = job->fd};
@@ -240,7 +240,7 @@ out:
 	return NULL;
 }
 
-static void *httpd_accept_main(void *arg)
+static __attribute__((unused)) void *httpd_accept_main(void *arg)
 {
 	struct httpd *s = arg;
 
@@ -271,7 +271,7 @@ static void *httpd_accept_main(void *arg)
 }
 
 /* Starts a server on 127.0.0.1 (a free port); tls may be NULL. */
-static struct httpd *httpd_start(httpd_handler_fn handler, void *ud, SSL_CTX *tls)
+static __attribute__((unused)) struct httpd *httpd_start(httpd_handler_fn handler, void *ud, SSL_CTX *tls)
 {
 	struct httpd *s = calloc(1, sizeof(*s));
 	struct sockaddr_in a = {.sin_family = AF_INET};
@@ -296,14 +296,14 @@ static struct httpd *httpd_start(httpd_handler_fn handler, void *ud, SSL_CTX *tl
 }
 
 /* Copies the i-th logged request line ("GET /path"), "" when none. */
-static void httpd_logged(struct httpd *s, int i, char *out, size_t n)
+static __attribute__((unused)) void httpd_logged(struct httpd *s, int i, char *out, size_t n)
 {
 	pthread_mutex_lock(&s->mu);
 	snprintf(out, n, "%s", i < s->nlog ? s->log[i] : "");
 	pthread_mutex_unlock(&s->mu);
 }
 
-static int httpd_count(struct httpd *s)
+static __attribute__((unused)) int httpd_count(struct httpd *s)
 {
 	int n;
 
@@ -313,7 +313,7 @@ static int httpd_count(struct httpd *s)
 	return n;
 }
 
-static void httpd_stop(struct httpd *s)
+static __attribute__((unused)) void httpd_stop(struct httpd *s)
 {
 	atomic_store(&s->stop, true);
 	pthread_join(s->acceptor, NULL);

@@ -1,0 +1,466 @@
+/*
+ * jsonparse.c - a JSON parser for request bodies that builds jansson
+ * values directly.
+ *
+ * json_loadb() reads its input a character at a time through a stream
+ * with per-character UTF-8 decoding and copies every token into a string
+ * buffer; on an AdmissionReview that is about half of the handler's time.
+ * This parser scans the buffer in place: strings without escapes become
+ * values straight from the input, UTF-8 is checked on the fly, and keys
+ * and strings are handed to jansson's _nocheck constructors. The values are
+ * the ones json_loadb(buf, len, JSON_ALLOW_NUL) gives (integers as
+ * json_integer, other numbers as json_real, duplicate keys: the last one
+ * wins); the error texts are our own.
+ */
+#include "admission/admission_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/banned.h"
+
+struct jp {
+	const unsigned char *start, *p, *end;
+	int depth;
+	const char *error;	     /* static reason, NULL while all is well */
+	const unsigned char *where; /* position of the error */
+};
+
+static json_t *fail(struct jp *j, const char *why)
+{
+	if (!j->error) {
+		j->error = why;
+		j->where = j->p;
+	}
+	return NULL;
+}
+
+static void skip_ws(struct jp *j)
+{
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
+		j->p++;
+}
+
+/* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 when invalid. */
+static size_t utf8_seq(const unsigned char *p, const unsigned char *end)
+{
+	unsigned char c = p[0];
+	size_t n;
+	unsigned char lo = 0x80, hi = 0xBF;
+
+	if (c >= 0xC2 && c <= 0xDF)
+		n = 2;
+	else if (c >= 0xE0 && c <= 0xEF) {
+		n = 3;
+		if (c == 0xE0)
+			lo = 0xA0;
+		else if (c == 0xED)
+			hi = 0x9F; /* no surrogates */
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		n = 4;
+		if (c == 0xF0)
+			lo = 0x90;
+		else if (c == 0xF4)
+			hi = 0x8F;
+	} else
+		return 0;
+	if ((size_t)(end - p) < n || p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if ((p[i] & 0xC0) != 0x80)
+			return 0;
+	return n;
+}
+
+static int hex4(const unsigned char *p)
+{
+	int v = 0;
+
+	for (int i = 0; i < 4; i++) {
+		int c = p[i], d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
+		else
+			return -1;
+		v = v * 16 + d;
+	}
+	return v;
+}
+
+static void put_utf8(struct gv_buf *b, uint32_t cp)
+{
+	char u[4];
+	size_t n;
+
+	if (cp < 0x80) {
+		u[0] = (char)cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		u[0] = (char)(0xC0 | (cp >> 6));
+		u[1] = (char)(0x80 | (cp & 0x3F));
+		n = 2;
+	} else if (cp < 0x10000) {
+		u[0] = (char)(0xE0 | (cp >> 12));
+		u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		u[2] = (char)(0x80 | (cp & 0x3F));
+		n = 3;
+	} else {
+		u[0] = (char)(0xF0 | (cp >> 18));
+		u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+		u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		u[3] = (char)(0x80 | (cp & 0x3F));
+		n = 4;
+	}
+	gv_buf_add(b, u, n);
+}
+
+/*
+ * Parses the string at j->p (on the opening quote). Without escapes *s
+ * points into the input; with escapes the text is decoded into *heap
+ * (caller releases) and *s points there. Returns false on error.
+ */
+static bool parse_string(struct jp *j, const char **s, size_t *n, struct gv_buf *heap)
+{
+	const unsigned char *p = j->p + 1, *run = p;
+	bool escaped = false;
+
+	for (;;) {
+		unsigned char c;
+		/* Fast path: plain ASCII. */
+		while (p < j->end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+			p++;
+		if (p >= j->end) {
+			j->p = p;
+			fail(j, "unterminated string");
+			return false;
+		}
+		c = *p;
+		if (c == '"')
+			break;
+		if (c >= 0x80) {
+			size_t k = utf8_seq(p, j->end);
+			if (!k) {
+				j->p = p;
+				fail(j, "invalid UTF-8 in string");
+				return false;
+			}
+			p += k;
+			continue;
+		}
+		if (c < 0x20) {
+			j->p = p;
+			fail(j, "control character in string");
+			return false;
+		}
+		/* A backslash: from here on the text is decoded into heap. */
+		if (!escaped) {
+			escaped = true;
+			gv_buf_reset(heap);
+		}
+		gv_buf_add(heap, run, (size_t)(p - run));
+		if (p + 1 >= j->end) {
+			j->p = p;
+			fail(j, "unterminated string");
+			return false;
+		}
+		switch (p[1]) {
+		case '"': gv_buf_addc(heap, '"'); p += 2; break;
+		case '\\': gv_buf_addc(heap, '\\'); p += 2; break;
+		case '/': gv_buf_addc(heap, '/'); p += 2; break;
+		case 'b': gv_buf_addc(heap, '\b'); p += 2; break;
+		case 'f': gv_buf_addc(heap, '\f'); p += 2; break;
+		case 'n': gv_buf_addc(heap, '\n'); p += 2; break;
+		case 'r': gv_buf_addc(heap, '\r'); p += 2; break;
+		case 't': gv_buf_addc(heap, '\t'); p += 2; break;
+		case 'u': {
+			int hi = j->end - p >= 6 ? hex4(p + 2) : -1;
+			uint32_t cp;
+			if (hi < 0) {
+				j->p = p;
+				fail(j, "invalid \\u escape");
+				return false;
+			}
+			p += 6;
+			cp = (uint32_t)hi;
+			if (hi >= 0xDC00 && hi <= 0xDFFF) {
+				j->p = p - 6;
+				fail(j, "invalid Unicode escape (lone low surrogate)");
+				return false;
+			}
+			if (hi >= 0xD800 && hi <= 0xDBFF) {
+				int lo = j->end - p >= 6 && p[0] == '\\' && p[1] == 'u' ? hex4(p + 2) : -1;
+				if (lo < 0xDC00 || lo > 0xDFFF) {
+					j->p = p - 6;
+					fail(j, "invalid Unicode escape (lone high surrogate)");
+					return false;
+				}
+				p += 6;
+				cp = 0x10000 + (((uint32_t)hi - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
+			}
+			put_utf8(heap, cp);
+			break;
+		}
+		default:
+			j->p = p;
+			fail(j, "invalid escape in string");
+			return false;
+		}
+		run = p;
+	}
+	if (escaped) {
+		gv_buf_add(heap, run, (size_t)(p - run));
+		*s = heap->data ? heap->data : "";
+		*n = heap->len;
+	} else {
+		*s = (const char *)(j->p + 1);
+		*n = (size_t)(p - (j->p + 1));
+	}
+	j->p = p + 1;
+	return true;
+}
+
+static json_t *parse_number(struct jp *j)
+{
+	const unsigned char *s = j->p, *p = s;
+	bool real = false;
+	char small[64], *text;
+	size_t n;
+	json_t *v;
+
+	if (p < j->end && *p == '-')
+		p++;
+	if (p < j->end && *p == '0')
+		p++;
+	else if (p < j->end && *p >= '1' && *p <= '9')
+		while (p < j->end && *p >= '0' && *p <= '9')
+			p++;
+	else
+		return fail(j, "invalid number");
+	if (p < j->end && *p == '.') {
+		real = true;
+		p++;
+		if (p >= j->end || *p < '0' || *p > '9') {
+			j->p = p;
+			return fail(j, "invalid number");
+		}
+		while (p < j->end && *p >= '0' && *p <= '9')
+			p++;
+	}
+	if (p < j->end && (*p == 'e' || *p == 'E')) {
+		real = true;
+		p++;
+		if (p < j->end && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= j->end || *p < '0' || *p > '9') {
+			j->p = p;
+			return fail(j, "invalid number");
+		}
+		while (p < j->end && *p >= '0' && *p <= '9')
+			p++;
+	}
+	n = (size_t)(p - s);
+	text = n < sizeof(small) ? small : gv_xmalloc(n + 1);
+	memcpy(text, s, n);
+	text[n] = '\0';
+	errno = 0;
+	if (!real) {
+		long long i = strtoll(text, NULL, 10);
+		v = errno == ERANGE ? NULL : json_integer((json_int_t)i);
+		if (!v)
+			fail(j, *s == '-' ? "too big negative integer" : "too big integer");
+	} else {
+		double d = strtod(text, NULL);
+		v = errno == ERANGE && isinf(d) ? NULL : json_real(d);
+		if (!v)
+			fail(j, "real number overflow");
+	}
+	if (text != small)
+		free(text);
+	if (v)
+		j->p = p;
+	return v;
+}
+
+static bool literal(struct jp *j, const char *word, size_t n)
+{
+	if ((size_t)(j->end - j->p) < n || memcmp(j->p, word, n))
+		return false;
+	j->p += n;
+	return true;
+}
+
+static json_t *parse_value(struct jp *j, struct gv_buf *heap);
+
+static json_t *parse_object(struct jp *j, struct gv_buf *heap)
+{
+	json_t *o = json_object();
+
+	j->p++;
+	skip_ws(j);
+	if (j->p < j->end && *j->p == '}') {
+		j->p++;
+		return o;
+	}
+	for (;;) {
+		const char *k;
+		size_t kn;
+		char *kcopy = NULL;
+		json_t *v;
+		if (j->p >= j->end || *j->p != '"') {
+			json_decref(o);
+			return fail(j, "string or '}' expected");
+		}
+		if (!parse_string(j, &k, &kn, heap)) {
+			json_decref(o);
+			return NULL;
+		}
+		if (k == heap->data) /* the value below may reuse heap */
+			k = kcopy = gv_xstrndup(k, kn);
+		skip_ws(j);
+		if (j->p >= j->end || *j->p != ':') {
+			free(kcopy);
+			json_decref(o);
+			return fail(j, "':' expected");
+		}
+		j->p++;
+		v = parse_value(j, heap);
+		if (!v) {
+			free(kcopy);
+			json_decref(o);
+			return NULL;
+		}
+		json_object_setn_new_nocheck(o, k, kn, v);
+		free(kcopy);
+		skip_ws(j);
+		if (j->p < j->end && *j->p == ',') {
+			j->p++;
+			skip_ws(j);
+			continue;
+		}
+		if (j->p < j->end && *j->p == '}') {
+			j->p++;
+			return o;
+		}
+		json_decref(o);
+		return fail(j, "',' or '}' expected");
+	}
+}
+
+static json_t *parse_array(struct jp *j, struct gv_buf *heap)
+{
+	json_t *a = json_array();
+
+	j->p++;
+	skip_ws(j);
+	if (j->p < j->end && *j->p == ']') {
+		j->p++;
+		return a;
+	}
+	for (;;) {
+		json_t *v = parse_value(j, heap);
+		if (!v) {
+			json_decref(a);
+			return NULL;
+		}
+		json_array_append_new(a, v);
+		skip_ws(j);
+		if (j->p < j->end && *j->p == ',') {
+			j->p++;
+			continue;
+		}
+		if (j->p < j->end && *j->p == ']') {
+			j->p++;
+			return a;
+		}
+		json_decref(a);
+		return fail(j, "',' or ']' expected");
+	}
+}
+
+static json_t *parse_value(struct jp *j, struct gv_buf *heap)
+{
+	json_t *v = NULL;
+
+	skip_ws(j);
+	if (j->p >= j->end)
+		return fail(j, "unexpected end of input");
+	switch (*j->p) {
+	case '{':
+	case '[':
+		if (++j->depth > ADMISSION_JSON_MAX_DEPTH)
+			return fail(j, "nesting too deep");
+		v = *j->p == '{' ? parse_object(j, heap) : parse_array(j, heap);
+		j->depth--;
+		return v;
+	case '"': {
+		const char *s;
+		size_t n;
+		if (!parse_string(j, &s, &n, heap))
+			return NULL;
+		return json_stringn_nocheck(s, n);
+	}
+	case 't':
+		if (literal(j, "true", 4))
+			return json_true();
+		break;
+	case 'f':
+		if (literal(j, "false", 5))
+			return json_false();
+		break;
+	case 'n':
+		if (literal(j, "null", 4))
+			return json_null();
+		break;
+	default:
+		if (*j->p == '-' || (*j->p >= '0' && *j->p <= '9'))
+			return parse_number(j);
+	}
+	return fail(j, "invalid token");
+}
+
+json_t *admission_json_parse(const char *buf, size_t len, struct gv_err *err)
+{
+	struct jp j = {.start = (const unsigned char *)buf,
+		       .p = (const unsigned char *)buf,
+		       .end = (const unsigned char *)buf + len};
+	struct gv_buf heap = {0};
+	json_t *v = NULL;
+
+	skip_ws(&j);
+	if (j.p >= j.end)
+		fail(&j, "empty body");
+	else if (*j.p != '{' && *j.p != '[')
+		fail(&j, "'[' or '{' expected");
+	else
+		v = parse_value(&j, &heap);
+	if (v) {
+		skip_ws(&j);
+		if (j.p < j.end) {
+			json_decref(v);
+			v = NULL;
+			fail(&j, "end of input expected");
+		}
+	}
+	gv_buf_release(&heap);
+	if (!v) {
+		int line = 1, col = 1;
+		for (const unsigned char *p = j.start; p < j.where; p++) {
+			if (*p == '\n') {
+				line++;
+				col = 1;
+			} else {
+				col++;
+			}
+		}
+		gv_err_set(err, GV_EINVAL, "%s at line %d column %d", j.error, line, col);
+	}
+	return v;
+}
