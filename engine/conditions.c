@@ -44,6 +44,50 @@ static void condition_release(struct condition *c)
 	free(c->message);
 }
 
+/* True for a key that is exactly {{request.operation}} (spaces allowed). */
+static bool is_operation_var(const char *s)
+{
+	size_t n = strlen(s);
+	const char *p;
+
+	if (n < 4 || strncmp(s, "{{", 2) || strcmp(s + n - 2, "}}"))
+		return false;
+	p = s + 2;
+	while (*p == ' ')
+		p++;
+	if (strncmp(p, "request.operation", 17))
+		return false;
+	p += 17;
+	while (*p == ' ')
+		p++;
+	return p == s + n - 2;
+}
+
+/* The first value that is not an admission operation, or NULL. */
+static const char *bad_operation(const json_t *value)
+{
+	static const char *const ops[] = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
+	size_t i;
+	json_t *v;
+
+	if (json_is_string(value)) {
+		const char *s = json_string_value(value);
+		if (strstr(s, "{{"))
+			return NULL;
+		for (size_t k = 0; k < GV_ARRAY_LEN(ops); k++)
+			if (!strcmp(s, ops[k]))
+				return NULL;
+		return s;
+	}
+	json_array_foreach(value, i, v)
+	{
+		const char *bad = bad_operation(v);
+		if (bad)
+			return bad;
+	}
+	return NULL;
+}
+
 static enum gv_code condition_compile(const json_t *j, struct condition *c, struct gv_buf *ptr,
 				      struct gv_err *err)
 {
@@ -73,6 +117,22 @@ static enum gv_code condition_compile(const json_t *j, struct condition *c, stru
 		ptr->len = base;
 		ptr->data[base] = '\0';
 		return GV_EINVAL;
+	}
+	if (!json_object_get(j, "value"))
+		return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
+				   "entered value of `value` is invalid");
+	if (json_is_string(key) && is_operation_var(json_string_value(key))) {
+		const char *bad = bad_operation(value);
+		if (bad) {
+			size_t base = ptr->len;
+			gv_pointer_add(ptr, "value");
+			gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
+				    "unknown operation \"%s\" compared with {{request.operation}}: want CREATE, UPDATE, DELETE or CONNECT",
+				    bad);
+			ptr->len = base;
+			ptr->data[base] = '\0';
+			return GV_EINVAL;
+		}
 	}
 	c->key = vtree_compile(key, err);
 	if (!c->key)

@@ -15,6 +15,7 @@
 
 struct tmpl_part {
 	bool is_expr;
+	bool shallow;        /* {{- expr }}: inserted text is not scanned again */
 	char *text;          /* literal text, or the expression as written (trimmed) */
 	struct jp_expr *x;   /* compiled expression */
 	struct jp_expr *xdel; /* expression with request.object -> request.oldObject, or NULL */
@@ -95,6 +96,12 @@ static char *trim_dup(const char *s, size_t n)
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
 		n--;
 	return gv_xstrndup(s, n);
+}
+
+/* True for a shallow variable "{{- expr }}". */
+static bool var_shallow(const char *s, size_t start)
+{
+	return s[start + 2] == '-';
 }
 
 /* Expression text of a variable "{{ expr }}" (leading '-' of {{- }} dropped). */
@@ -186,6 +193,7 @@ static struct tmpl *tmpl_compile(const char *s, struct gv_err *err)
 			add_part(t, false, gv_xstrndup(s + pos, a - pos));
 		add_part(t, true, expr);
 		p = &t->parts[t->nparts - 1];
+		p->shallow = var_shallow(s, a);
 		if (compile_expr(expr, &p->x, &p->xdel, err)) {
 			tmpl_free(t);
 			return NULL;
@@ -254,16 +262,45 @@ static void append_value(struct gv_buf *b, const json_t *v)
 
 static enum gv_code eval_dynamic(const char *s, const struct var_ctx *ctx, const char *pointer,
 				 int depth, json_t **out, struct gv_err *err);
-
 static enum gv_code tmpl_eval(const struct tmpl *t, const struct var_ctx *ctx, const char *pointer,
-			      json_t **out, struct gv_err *err)
+			      json_t **out, struct gv_err *err);
+
+/* Appends inserted text; a shallow variable's "{{" are escaped so they stay literal. */
+static void append_inserted(struct gv_buf *b, const json_t *v, bool shallow)
+{
+	size_t start = b->len;
+	struct gv_buf esc = {0};
+
+	append_value(b, v);
+	if (!shallow || !strstr(b->data + start, "{{"))
+		return;
+	for (size_t i = start; i < b->len; i++) {
+		if (b->data[i] == '{' && i + 1 < b->len && b->data[i + 1] == '{')
+			gv_buf_addc(&esc, '\\');
+		gv_buf_addc(&esc, b->data[i]);
+	}
+	b->len = start;
+	gv_buf_add(b, esc.data, esc.len);
+	gv_buf_release(&esc);
+}
+
+/*
+ * Evaluates a compiled template. depth counts the passes over text that
+ * substitution produced (nested variables, inserted text), bounded by
+ * MAX_PASSES.
+ */
+static enum gv_code tmpl_eval_depth(const struct tmpl *t, const struct var_ctx *ctx,
+				    const char *pointer, int depth, json_t **out,
+				    struct gv_err *err)
 {
 	struct gv_buf b = {0};
 	enum gv_code rc;
+	bool rescan = t->dynamic;
 
 	if (t->whole) {
 		const struct tmpl_part *p = &t->parts[0];
 		const struct jp_expr *x = ctx->delete_op && p->xdel ? p->xdel : p->x;
+		/* a whole-string variable is replaced by its value: no rescan */
 		return run_expr(x, p->text, ctx, pointer, out, err);
 	}
 	for (size_t i = 0; i < t->nparts; i++) {
@@ -280,23 +317,26 @@ static enum gv_code tmpl_eval(const struct tmpl *t, const struct var_ctx *ctx, c
 			gv_buf_release(&b);
 			return rc;
 		}
-		append_value(&b, v);
+		append_inserted(&b, v, p->shallow);
 		json_decref(v);
 	}
-	if (t->dynamic) {
+	/* inserted text is scanned again (section 6.2) */
+	if (!rescan && tmpl_has_vars(gv_buf_str(&b)))
+		rescan = true;
+	if (rescan) {
 		char *s = gv_buf_detach(&b);
-		rc = eval_dynamic(s, ctx, pointer, 1, out, err);
+		rc = eval_dynamic(s, ctx, pointer, depth + 1, out, err);
 		free(s);
 		return rc;
 	}
-	if (t->unescape)
+	if (t->unescape || strstr(gv_buf_str(&b), "\\{{"))
 		unescape_braces(&b);
 	*out = json_stringn(gv_buf_str(&b), b.len);
 	gv_buf_release(&b);
 	return GV_OK;
 }
 
-/* Slow path for nested variables: compile and evaluate pass by pass. */
+/* Text produced by substitution: compile it and evaluate it again (bounded). */
 static enum gv_code eval_dynamic(const char *s, const struct var_ctx *ctx, const char *pointer,
 				 int depth, json_t **out, struct gv_err *err)
 {
@@ -305,8 +345,9 @@ static enum gv_code eval_dynamic(const char *s, const struct var_ctx *ctx, const
 	enum gv_code rc;
 
 	if (depth > MAX_PASSES)
-		return gv_err_set(err, GV_ELIMIT, "variable substitution nested deeper than %d",
-				  MAX_PASSES);
+		return gv_err_set(err, GV_ELIMIT,
+				  "failed to resolve variables at path %s: substitution did not finish in %d passes",
+				  pointer, MAX_PASSES);
 	t = tmpl_compile(s, &local);
 	if (!t) {
 		if (local.code)
@@ -315,23 +356,17 @@ static enum gv_code eval_dynamic(const char *s, const struct var_ctx *ctx, const
 		*out = json_string(s);
 		return GV_OK;
 	}
-	if (t->dynamic && !t->whole) {
-		struct tmpl flat = *t;
-		flat.dynamic = false;
-		json_t *v = NULL;
-		rc = tmpl_eval(&flat, ctx, pointer, &v, err);
-		if (!rc && json_is_string(v) && tmpl_has_vars(json_string_value(v))) {
-			json_t *w = NULL;
-			rc = eval_dynamic(json_string_value(v), ctx, pointer, depth + 1, &w, err);
-			json_decref(v);
-			v = w;
-		}
-		*out = v;
-	} else {
-		rc = tmpl_eval(t, ctx, pointer, out, err);
-	}
+	/* nested: evaluate the inner variables; tmpl_eval_depth re-scans the result */
+	t->dynamic = false;
+	rc = tmpl_eval_depth(t, ctx, pointer, depth, out, err);
 	tmpl_free(t);
 	return rc;
+}
+
+static enum gv_code tmpl_eval(const struct tmpl *t, const struct var_ctx *ctx, const char *pointer,
+			      json_t **out, struct gv_err *err)
+{
+	return tmpl_eval_depth(t, ctx, pointer, 0, out, err);
 }
 
 enum gv_code tmpl_eval_string(const char *s, const struct var_ctx *ctx, json_t **out,

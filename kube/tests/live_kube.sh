@@ -10,8 +10,9 @@
 # ConfigMap created and deleted by kubectl, Status reasons (404 NotFound,
 # 409 AlreadyExists, 409 Conflict, 422 Invalid, 401 Unauthorized), and
 # `gavel certs generate/inject/secret` with a ValidatingWebhookConfiguration
-# whose TLS the API server checks against a webhook served by
-# `openssl s_server` with the generated certificate.
+# that the API server calls over TLS: a small python3 webhook serves the
+# generated certificate, the API server refuses it (x509) until the CA is
+# injected, then gets its denials.
 #
 # Environment: GAVEL (default ./gavel), LIBGAVEL (default build/libgavel.a),
 # CC, KEEP=1 keeps the temporary directory.
@@ -31,9 +32,9 @@ bad() { failed=$((failed + 1)); echo "FAIL $*"; }
 summary() { echo "$passed passed, $failed failed"; }
 
 WORK=$(mktemp -d /tmp/gavel-live-kube.XXXXXX)
-SSERVER_PID=
+HOOK_PID=
 cleanup() {
-	if [ -n "$SSERVER_PID" ]; then kill "$SSERVER_PID" 2>/dev/null; fi
+	if [ -n "$HOOK_PID" ]; then kill "$HOOK_PID" 2>/dev/null; fi
 	if [ -f "$WORK/cp/kube-apiserver.pid" ]; then e2e/local/down.sh "$WORK/cp" >/dev/null 2>&1; fi
 	if [ "${KEEP:-}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
 }
@@ -49,6 +50,8 @@ abort() {
 # --- build the driver -------------------------------------------------------
 [ -x "$GAVEL" ] || abort "no gavel binary at $GAVEL (run make)"
 [ -f "$LIBGAVEL" ] || abort "no $LIBGAVEL (run make)"
+command -v python3 >/dev/null || abort "python3 is needed (the test webhook)"
+command -v openssl >/dev/null || abort "openssl is needed"
 PKGS=$(sed -n 's/^PKGS *:= *//p' Makefile)
 for p in libcurl libssl; do
 	case " $PKGS " in *" $p "*) ;; *) PKGS="$PKGS $p" ;; esac
@@ -110,6 +113,7 @@ fi
 
 # --- watch ------------------------------------------------------------------
 K create namespace live >/dev/null 2>&1
+: >"$WORK/watch.out"
 "$DRIVER" watch /api/v1/namespaces/live/configmaps seen-by-watch 30 >"$WORK/watch.out" 2>&1 &
 WPID=$!
 i=0
@@ -174,10 +178,38 @@ expect "SANs" "$WORK/san" 'DNS:gavel, DNS:gavel.gavel-system, DNS:gavel.gavel-sy
 expect "certs generate again renews nothing" "$WORK/gen2.out" 'nothing renewed'
 
 # --- a webhook served with the generated certificate ------------------------
+# A minimal AdmissionReview responder (python3's ssl + http.server): denies
+# ConfigMaps named deny-*, allows the rest.
+cat >"$WORK/webhook.py" <<'EOF'
+import http.server, json, ssl, sys
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        review = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        req = review["request"]
+        resp = {"uid": req["uid"], "allowed": not (req.get("name") or "").startswith("deny-")}
+        if not resp["allowed"]:
+            resp["status"] = {"code": 403, "message": "denied by the live test"}
+        body = json.dumps({"apiVersion": review["apiVersion"], "kind": "AdmissionReview",
+                           "response": resp}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Hook)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()
+EOF
 PORT=$(awk 'BEGIN { srand(); print 32000 + int(rand() * 8000) }')
-openssl s_server -quiet -accept "127.0.0.1:$PORT" -cert "$CERTS/tls.crt" -key "$CERTS/tls.key" \
-	-www >"$WORK/s_server.log" 2>&1 &
-SSERVER_PID=$!
+python3 "$WORK/webhook.py" "$PORT" "$CERTS/tls.crt" "$CERTS/tls.key" >"$WORK/webhook.log" 2>&1 &
+HOOK_PID=$!
 K create namespace live-wh >/dev/null
 K label namespace live-wh gavel-live=on >/dev/null
 cat >"$WORK/vwc.yaml" <<EOF
@@ -210,11 +242,11 @@ webhooks:
 EOF
 K apply -f "$WORK/vwc.yaml" >/dev/null
 
-# probe PATTERN: creates ConfigMaps in live-wh until the error matches (15 s)
+# probe PATTERN: creates ConfigMaps deny-* in live-wh until the error matches (15 s)
 probe() {
 	i=0
 	while [ $i -lt 30 ]; do
-		K -n live-wh create configmap "probe-$i-$$" --from-literal=a=b >"$WORK/probe" 2>&1
+		K -n live-wh create configmap "deny-$i-$$" --from-literal=a=b >"$WORK/probe" 2>&1
 		if grep -Eq -- "$1" "$WORK/probe"; then return 0; fi
 		sleep 0.5
 		i=$((i + 1))
@@ -243,17 +275,23 @@ for i in 0 1; do
 	if cmp -s "$WORK/bundle$i" "$CERTS/ca.crt"; then n=$((n + 1)); fi
 done
 if [ $n -eq 2 ]; then ok "caBundle of both webhooks is ca.crt"; else bad "caBundle set in $n of 2 webhooks"; fi
-if probe 'failed calling webhook' && ! grep -Eq 'x509|certificate' "$WORK/probe"; then
-	ok "after inject the API server trusts the webhook's certificate (TLS handshake done)"
+if probe 'denied the request: denied by the live test'; then
+	ok "after inject the API server calls the webhook over TLS: $(cat "$WORK/probe")"
 else
 	bad "after inject:"
 	sed 's/^/     | /' "$WORK/probe"
 fi
+if K -n live-wh create configmap allowed-by-webhook --from-literal=a=b >"$WORK/allow" 2>&1; then
+	ok "the webhook allows the others"
+else
+	bad "allowed ConfigMap:"
+	sed 's/^/     | /' "$WORK/allow"
+fi
 "$GAVEL" certs inject --webhook gavel-live --ca-file "$CERTS/ca.crt" >"$WORK/inj2.out" 2>&1
 expect "certs inject again (KUBECONFIG from the environment)" "$WORK/inj2.out" \
 	'^gavel-live: caBundle already current$'
-kill "$SSERVER_PID" 2>/dev/null
-SSERVER_PID=
+kill "$HOOK_PID" 2>/dev/null
+HOOK_PID=
 K delete validatingwebhookconfiguration gavel-live >/dev/null
 
 # --- gavel certs secret -----------------------------------------------------
