@@ -126,8 +126,8 @@ struct admission_source {
 /* A source that always answers the same state (standalone mode, tests). */
 struct admission_fixed_source {
 	struct admission_source source; /* points into this struct */
-	struct admission_state *state;  /* owned reference; may be swapped with _set */
-	void *lock;                     /* owned */
+	struct admission_state *state;	/* owned reference; may be swapped with _set */
+	void *lock;			/* owned */
 };
 void admission_fixed_source_init(struct admission_fixed_source *f, struct admission_state *state);
 /* Replaces the state (a reference is taken); readers see the new one from their next request. */
@@ -152,16 +152,16 @@ struct admission_report_result {
 					 (severity, category, scored) for the report entry */
 	char *rule;		      /* owned */
 	enum engine_status status;
-	char *message;		      /* owned */
-	bool exception;		      /* skipped because of a PolicyException */
+	char *message;	/* owned */
+	bool exception; /* skipped because of a PolicyException */
 };
 
 struct admission_report_item {
 	/* The resource, as of this request (all owned, "" when absent). */
 	char *api_version, *kind, *namespace, *name, *uid, *resource_version;
-	char *operation;   /* "CREATE", "UPDATE" or "CONNECT" */
-	char *request_uid; /* request.uid */
-	int64_t timestamp; /* Unix seconds when the request was judged */
+	char *operation;			 /* "CREATE", "UPDATE" or "CONNECT" */
+	char *request_uid;			 /* request.uid */
+	int64_t timestamp;			 /* Unix seconds when the request was judged */
 	struct admission_report_result *results; /* owned array, policy-set and rule order */
 	size_t nresults;
 };
@@ -227,9 +227,9 @@ void admission_queue_register_metrics(struct admission_queue *q, struct metrics_
 
 struct admission_handler_config {
 	const struct admission_source *source; /* borrowed, required */
-	const char *namespace;		       /* gavel's own namespace: allowed unjudged; NULL = none */
-	struct admission_queue *queue;	       /* borrowed, may be NULL (results not queued) */
-	struct metrics_registry *metrics;      /* borrowed, may be NULL (no metrics) */
+	const char *namespace;		  /* gavel's own namespace: allowed unjudged; NULL = none */
+	struct admission_queue *queue;	  /* borrowed, may be NULL (results not queued) */
+	struct metrics_registry *metrics; /* borrowed, may be NULL (no metrics) */
 };
 
 struct admission_handler;

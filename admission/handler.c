@@ -50,12 +50,12 @@ struct admission_handler *admission_handler_new(const struct admission_handler_c
 						  "Admission requests judged by the webhook.",
 						  request_labels);
 		h->duration = metrics_histogram_new(
-			cfg->metrics, "kyverno_admission_review_duration_seconds",
-			"Time to answer one admission review, in seconds.", request_labels,
-			duration_buckets, GV_ARRAY_LEN(duration_buckets));
-		h->results = metrics_counter_new(cfg->metrics, "kyverno_policy_results_total",
-						 "Rule results of admission requests.",
-						 result_labels);
+		    cfg->metrics, "kyverno_admission_review_duration_seconds",
+		    "Time to answer one admission review, in seconds.", request_labels,
+		    duration_buckets, GV_ARRAY_LEN(duration_buckets));
+		h->results =
+		    metrics_counter_new(cfg->metrics, "kyverno_policy_results_total",
+					"Rule results of admission requests.", result_labels);
 	}
 	return h;
 }
@@ -97,7 +97,7 @@ struct review {
 };
 
 static void reply_text(struct admission_reply *out, int http, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static void reply_text(struct admission_reply *out, int http, const char *fmt, ...)
 {
@@ -152,7 +152,8 @@ static bool decode(const char *body, size_t len, struct review *rv, struct admis
 			   "admission.k8s.io/v1beta1");
 		return false;
 	}
-	if (!str_field(rv->root, "kind") || strcmp(str_field(rv->root, "kind"), "AdmissionReview")) {
+	if (!str_field(rv->root, "kind") ||
+	    strcmp(str_field(rv->root, "kind"), "AdmissionReview")) {
 		reply_text(out, 400, "malformed AdmissionReview: kind must be AdmissionReview");
 		return false;
 	}
@@ -193,13 +194,14 @@ static bool decode(const char *body, size_t len, struct review *rv, struct admis
 	rv->subresource = str_field(rv->req, "subResource");
 	rv->object = obj_field(rv->req, "object");
 	rv->old_object = obj_field(rv->req, "oldObject");
-	if ((json_object_get(rv->req, "object") && !json_is_null(json_object_get(rv->req, "object")) &&
-	     !rv->object) ||
+	if ((json_object_get(rv->req, "object") &&
+	     !json_is_null(json_object_get(rv->req, "object")) && !rv->object) ||
 	    (json_object_get(rv->req, "oldObject") &&
 	     !json_is_null(json_object_get(rv->req, "oldObject")) && !rv->old_object)) {
-		reply_text(out, 400,
-			   "malformed AdmissionReview: request.object and request.oldObject must be "
-			   "objects or null");
+		reply_text(
+		    out, 400,
+		    "malformed AdmissionReview: request.object and request.oldObject must be "
+		    "objects or null");
 		return false;
 	}
 	rv->user_info = obj_field(rv->req, "userInfo");
@@ -346,9 +348,9 @@ static void judge(struct admission_handler *h, const struct review *rv,
 		reply_allowed(out, rv, NULL);
 		return;
 	}
-	if (h->namespace && (!strcmp(rv->namespace, h->namespace) ||
-			     (!*rv->group && !strcmp(rv->kind, "Namespace") &&
-			      !strcmp(rv->name, h->namespace)))) {
+	if (h->namespace &&
+	    (!strcmp(rv->namespace, h->namespace) ||
+	     (!*rv->group && !strcmp(rv->kind, "Namespace") && !strcmp(rv->name, h->namespace)))) {
 		reply_allowed(out, rv, NULL);
 		return;
 	}
@@ -399,19 +401,19 @@ static void judge(struct admission_handler *h, const struct review *rv,
 				free(w);
 			}
 			nreported += d.reported;
-			metrics_inc(h->results,
-				    (const char *const[]){pname, r->rule, engine_status_name(r->status),
-							  r->action == ENGINE_ENFORCE ? "enforce"
-										      : "audit",
-							  rv->kind, rv->namespace, op});
+			metrics_inc(
+			    h->results,
+			    (const char *const[]){pname, r->rule, engine_status_name(r->status),
+						  r->action == ENGINE_ENFORCE ? "enforce" : "audit",
+						  rv->kind, rv->namespace, op});
 		}
 	}
 	if (blocked) {
 		const json_t *meta = obj_field(judged, "metadata");
 		const char *kind = str_field(judged, "kind");
 		const char *ns = str_field(meta, "namespace");
-		char *msg = admission_denial_message(kind ? kind : rv->kind, ns ? ns : "",
-						     rv->name, entries, nentries);
+		char *msg = admission_denial_message(kind ? kind : rv->kind, ns ? ns : "", rv->name,
+						     entries, nentries);
 		reply_denied(out, rv, msg);
 		free(msg);
 	} else {
@@ -422,8 +424,8 @@ static void judge(struct admission_handler *h, const struct review *rv,
 			admission_queue_push(h->queue, report_item(rv, judged, &rep, nreported));
 	}
 	if (warnings.dropped)
-		gv_debug("admission: request %s: %zu warnings left out (API server limits)", rv->uid,
-			 warnings.dropped);
+		gv_debug("admission: request %s: %zu warnings left out (API server limits)",
+			 rv->uid, warnings.dropped);
 	admission_warnings_release(&warnings);
 	free(entries);
 	engine_report_release(&rep);

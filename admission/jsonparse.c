@@ -26,7 +26,7 @@
 struct jp {
 	const unsigned char *start, *p, *end;
 	int depth;
-	const char *error;	     /* static reason, NULL while all is well */
+	const char *error;	    /* static reason, NULL while all is well */
 	const unsigned char *where; /* position of the error */
 };
 
@@ -172,14 +172,38 @@ static bool parse_string(struct jp *j, const char **s, size_t *n, struct gv_buf 
 			return false;
 		}
 		switch (p[1]) {
-		case '"': gv_buf_addc(heap, '"'); p += 2; break;
-		case '\\': gv_buf_addc(heap, '\\'); p += 2; break;
-		case '/': gv_buf_addc(heap, '/'); p += 2; break;
-		case 'b': gv_buf_addc(heap, '\b'); p += 2; break;
-		case 'f': gv_buf_addc(heap, '\f'); p += 2; break;
-		case 'n': gv_buf_addc(heap, '\n'); p += 2; break;
-		case 'r': gv_buf_addc(heap, '\r'); p += 2; break;
-		case 't': gv_buf_addc(heap, '\t'); p += 2; break;
+		case '"':
+			gv_buf_addc(heap, '"');
+			p += 2;
+			break;
+		case '\\':
+			gv_buf_addc(heap, '\\');
+			p += 2;
+			break;
+		case '/':
+			gv_buf_addc(heap, '/');
+			p += 2;
+			break;
+		case 'b':
+			gv_buf_addc(heap, '\b');
+			p += 2;
+			break;
+		case 'f':
+			gv_buf_addc(heap, '\f');
+			p += 2;
+			break;
+		case 'n':
+			gv_buf_addc(heap, '\n');
+			p += 2;
+			break;
+		case 'r':
+			gv_buf_addc(heap, '\r');
+			p += 2;
+			break;
+		case 't':
+			gv_buf_addc(heap, '\t');
+			p += 2;
+			break;
 		case 'u': {
 			int hi = j->end - p >= 6 ? hex4(p + 2) : -1;
 			uint32_t cp;
@@ -196,14 +220,17 @@ static bool parse_string(struct jp *j, const char **s, size_t *n, struct gv_buf 
 				return false;
 			}
 			if (hi >= 0xD800 && hi <= 0xDBFF) {
-				int lo = j->end - p >= 6 && p[0] == '\\' && p[1] == 'u' ? hex4(p + 2) : -1;
+				int lo = j->end - p >= 6 && p[0] == '\\' && p[1] == 'u'
+					     ? hex4(p + 2)
+					     : -1;
 				if (lo < 0xDC00 || lo > 0xDFFF) {
 					j->p = p - 6;
 					fail(j, "invalid Unicode escape (lone high surrogate)");
 					return false;
 				}
 				p += 6;
-				cp = 0x10000 + (((uint32_t)hi - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
+				cp = 0x10000 + (((uint32_t)hi - 0xD800) << 10) +
+				     ((uint32_t)lo - 0xDC00);
 			}
 			put_utf8(heap, cp);
 			break;
@@ -321,6 +348,10 @@ static json_t *parse_object(struct jp *j, struct gv_buf *heap)
 		if (!parse_string(j, &k, &kn, heap)) {
 			json_decref(o);
 			return NULL;
+		}
+		if (memchr(k, '\0', kn)) {
+			json_decref(o);
+			return fail(j, "NUL byte in object key");
 		}
 		if (k == heap->data) /* the value below may reuse heap */
 			k = kcopy = gv_xstrndup(k, kn);

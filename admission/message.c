@@ -73,7 +73,7 @@ static bool all_digits(const char *s, const char *e, int base)
 	if (s >= e)
 		return false;
 	for (; s < e; s++) {
-		int d = isdigit((unsigned char)*s)   ? *s - '0'
+		int d = isdigit((unsigned char)*s)    ? *s - '0'
 			: isxdigit((unsigned char)*s) ? tolower((unsigned char)*s) - 'a' + 10
 						      : 99;
 		if (d >= base)
@@ -88,7 +88,8 @@ static bool digits_value(const char *s, const char *e, int base, uint64_t *out)
 	uint64_t v = 0;
 
 	for (; s < e; s++) {
-		int d = isdigit((unsigned char)*s) ? *s - '0' : tolower((unsigned char)*s) - 'a' + 10;
+		int d =
+		    isdigit((unsigned char)*s) ? *s - '0' : tolower((unsigned char)*s) - 'a' + 10;
 		if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
 			return false;
 		v = v * (uint64_t)base + (uint64_t)d;
@@ -283,13 +284,12 @@ static bool in_list(const char *s, const char *const *list, size_t n)
 
 bool admission_yaml_non_string(const char *s)
 {
-	static const char *const map[] = {
-		"true", "True", "TRUE", "false", "False", "FALSE", "", "~", "null", "Null", "NULL",
-		".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf",
-		"-.Inf", "-.INF"};
-	static const char *const old_bools[] = {"y",  "Y",   "yes", "Yes", "YES", "on",
-						"On", "ON",  "n",   "N",   "no",  "No",
-						"NO", "off", "Off", "OFF"};
+	static const char *const map[] = {"true",  "True",  "TRUE",  "false", "False", "FALSE",
+					  "",	   "~",	    "null",  "Null",  "NULL",  ".nan",
+					  ".NaN",  ".NAN",  ".inf",  ".Inf",  ".INF",  "+.inf",
+					  "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF"};
+	static const char *const old_bools[] = {"y", "Y", "yes", "Yes", "YES", "on",  "On",  "ON",
+						"n", "N", "no",	 "No",	"NO",  "off", "Off", "OFF"};
 	unsigned char c = (unsigned char)s[0];
 
 	if (in_list(s, old_bools, GV_ARRAY_LEN(old_bools)))
@@ -352,11 +352,26 @@ static void analyze(const char *str, struct scalar_analysis *a)
 		followed_ws = i + w >= len || is_blank(v + i + w);
 		if (i == 0) {
 			switch (v[i]) {
-			case '#': case ',': case '[': case ']': case '{': case '}': case '&': case '*':
-			case '!': case '|': case '>': case '\'': case '"': case '%': case '@': case '`':
+			case '#':
+			case ',':
+			case '[':
+			case ']':
+			case '{':
+			case '}':
+			case '&':
+			case '*':
+			case '!':
+			case '|':
+			case '>':
+			case '\'':
+			case '"':
+			case '%':
+			case '@':
+			case '`':
 				block_ind = true;
 				break;
-			case '?': case ':':
+			case '?':
+			case ':':
 				if (followed_ws)
 					block_ind = true;
 				break;
@@ -461,21 +476,51 @@ static void write_double(struct gv_buf *out, const char *str)
 		i += w;
 		gv_buf_addc(out, '\\');
 		switch (r) {
-		case 0x00: gv_buf_addc(out, '0'); continue;
-		case 0x07: gv_buf_addc(out, 'a'); continue;
-		case 0x08: gv_buf_addc(out, 'b'); continue;
-		case 0x09: gv_buf_addc(out, 't'); continue;
-		case 0x0A: gv_buf_addc(out, 'n'); continue;
-		case 0x0B: gv_buf_addc(out, 'v'); continue;
-		case 0x0C: gv_buf_addc(out, 'f'); continue;
-		case 0x0D: gv_buf_addc(out, 'r'); continue;
-		case 0x1B: gv_buf_addc(out, 'e'); continue;
-		case 0x22: gv_buf_addc(out, '"'); continue;
-		case 0x5C: gv_buf_addc(out, '\\'); continue;
-		case 0x85: gv_buf_addc(out, 'N'); continue;
-		case 0xA0: gv_buf_addc(out, '_'); continue;
-		case 0x2028: gv_buf_addc(out, 'L'); continue;
-		case 0x2029: gv_buf_addc(out, 'P'); continue;
+		case 0x00:
+			gv_buf_addc(out, '0');
+			continue;
+		case 0x07:
+			gv_buf_addc(out, 'a');
+			continue;
+		case 0x08:
+			gv_buf_addc(out, 'b');
+			continue;
+		case 0x09:
+			gv_buf_addc(out, 't');
+			continue;
+		case 0x0A:
+			gv_buf_addc(out, 'n');
+			continue;
+		case 0x0B:
+			gv_buf_addc(out, 'v');
+			continue;
+		case 0x0C:
+			gv_buf_addc(out, 'f');
+			continue;
+		case 0x0D:
+			gv_buf_addc(out, 'r');
+			continue;
+		case 0x1B:
+			gv_buf_addc(out, 'e');
+			continue;
+		case 0x22:
+			gv_buf_addc(out, '"');
+			continue;
+		case 0x5C:
+			gv_buf_addc(out, '\\');
+			continue;
+		case 0x85:
+			gv_buf_addc(out, 'N');
+			continue;
+		case 0xA0:
+			gv_buf_addc(out, '_');
+			continue;
+		case 0x2028:
+			gv_buf_addc(out, 'L');
+			continue;
+		case 0x2029:
+			gv_buf_addc(out, 'P');
+			continue;
 		}
 		if (r <= 0xFF) {
 			gv_buf_addc(out, 'x');
@@ -689,7 +734,8 @@ void admission_yaml_policies(struct gv_buf *out, struct admission_msg_entry *v, 
 	for (size_t i = 0; i < n; i++) {
 		size_t j;
 		for (j = 0; j < m; j++)
-			if (!strcmp(sorted[j].policy, v[i].policy) && !strcmp(sorted[j].rule, v[i].rule))
+			if (!strcmp(sorted[j].policy, v[i].policy) &&
+			    !strcmp(sorted[j].rule, v[i].rule))
 				break;
 		sorted[j] = v[i];
 		if (j == m)
@@ -795,13 +841,27 @@ void admission_json_str(struct gv_buf *out, const char *s)
 			continue;
 		gv_buf_add(out, run, (size_t)(s - run));
 		switch (c) {
-		case '"': esc = "\\\""; break;
-		case '\\': esc = "\\\\"; break;
-		case '\n': esc = "\\n"; break;
-		case '\r': esc = "\\r"; break;
-		case '\t': esc = "\\t"; break;
-		case '\b': esc = "\\b"; break;
-		case '\f': esc = "\\f"; break;
+		case '"':
+			esc = "\\\"";
+			break;
+		case '\\':
+			esc = "\\\\";
+			break;
+		case '\n':
+			esc = "\\n";
+			break;
+		case '\r':
+			esc = "\\r";
+			break;
+		case '\t':
+			esc = "\\t";
+			break;
+		case '\b':
+			esc = "\\b";
+			break;
+		case '\f':
+			esc = "\\f";
+			break;
 		default:
 			snprintf(u, sizeof(u), "\\u%04x", c);
 			esc = u;

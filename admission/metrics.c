@@ -39,10 +39,10 @@ struct metrics_family {
 	struct metrics_family *next; /* registration order */
 	struct metrics_registry *reg;
 	enum metrics_type type;
-	char *name, *help;	 /* owned */
-	char **labels;		 /* owned */
+	char *name, *help; /* owned */
+	char **labels;	   /* owned */
 	size_t nlabels;
-	double *buckets;	 /* owned, histogram bounds */
+	double *buckets; /* owned, histogram bounds */
 	size_t nbuckets;
 	struct shard shards[NSHARDS];
 	atomic_size_t nseries;
@@ -479,10 +479,11 @@ void metrics_render(struct metrics_registry *r, struct gv_buf *out)
 	if (ncs)
 		memcpy(cs, r->collectors, ncs * sizeof(*cs));
 	pthread_mutex_unlock(&r->mu);
-	gv_buf_adds(out, "# HELP gavel_metrics_series_dropped_total Metric updates dropped because a "
-			 "family reached its series limit.\n"
-			 "# TYPE gavel_metrics_series_dropped_total counter\n"
-			 "gavel_metrics_series_dropped_total ");
+	gv_buf_adds(out,
+		    "# HELP gavel_metrics_series_dropped_total Metric updates dropped because a "
+		    "family reached its series limit.\n"
+		    "# TYPE gavel_metrics_series_dropped_total counter\n"
+		    "gavel_metrics_series_dropped_total ");
 	gv_buf_addf(out, "%llu\n", (unsigned long long)atomic_load(&r->dropped));
 	for (size_t i = 0; i < ncs; i++)
 		cs[i].fn(cs[i].ud, out);

@@ -58,9 +58,9 @@ struct metrics_family *metrics_histogram_new(struct metrics_registry *r, const c
  * order; NULL counts as ""; values are copied when the series is created).
  * f may be NULL (no-op), so optional metrics need no checks at call sites.
  */
-void metrics_inc(struct metrics_family *f, const char *const *values);	  /* counter/gauge += 1 */
-void metrics_add(struct metrics_family *f, const char *const *values, double v); /* += v */
-void metrics_set(struct metrics_family *f, const char *const *values, double v); /* gauge = v */
+void metrics_inc(struct metrics_family *f, const char *const *values); /* counter/gauge += 1 */
+void metrics_add(struct metrics_family *f, const char *const *values, double v);     /* += v */
+void metrics_set(struct metrics_family *f, const char *const *values, double v);     /* gauge = v */
 void metrics_observe(struct metrics_family *f, const char *const *values, double v); /* histogram */
 
 /*

@@ -37,12 +37,12 @@
 #include "common/log.h"
 #include "common/banned.h"
 
-#define TLS_PRIORITIES	   "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
-#define MAX_CERTS	   16		/* certificates in tls.crt (leaf + chain) */
-#define MAX_DISCARD	   (16u << 20)	/* bytes of an oversize body read before hanging up */
-#define RETIRED_KEEP	   600		/* seconds a replaced key pair stays valid for handshakes */
-#define TEXT_TYPE	   "text/plain; charset=utf-8"
-#define METRICS_TYPE	   "text/plain; version=0.0.4; charset=utf-8"
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+#define MAX_CERTS      16	   /* certificates in tls.crt (leaf + chain) */
+#define MAX_DISCARD    (16u << 20) /* bytes of an oversize body read before hanging up */
+#define RETIRED_KEEP   600	   /* seconds a replaced key pair stays valid for handshakes */
+#define TEXT_TYPE      "text/plain; charset=utf-8"
+#define METRICS_TYPE   "text/plain; version=0.0.4; charset=utf-8"
 
 /* ---- the TLS key pair ---- */
 
@@ -50,7 +50,7 @@ struct tls_pair {
 	gnutls_pcert_st pcerts[MAX_CERTS];
 	unsigned npcerts;
 	gnutls_privkey_t key;
-	time_t retired; /* 0 while current */
+	time_t retired;	       /* 0 while current */
 	struct tls_pair *next; /* retired list */
 };
 
@@ -95,7 +95,8 @@ static enum gv_code read_pem(const char *path, gnutls_datum_t *d, struct gv_err 
 /* Loads dir/tls.crt and dir/tls.key, checking that they belong together. */
 static enum gv_code pair_load(const char *dir, struct tls_pair **out, struct gv_err *err)
 {
-	char *crt_path = gv_xasprintf("%s/tls.crt", dir), *key_path = gv_xasprintf("%s/tls.key", dir);
+	char *crt_path = gv_xasprintf("%s/tls.crt", dir),
+	     *key_path = gv_xasprintf("%s/tls.key", dir);
 	gnutls_datum_t crt = {0}, key = {0};
 	gnutls_certificate_credentials_t check = NULL;
 	struct tls_pair *p = NULL;
@@ -360,7 +361,7 @@ static enum MHD_Result request_begin(struct admission_server *s, struct MHD_Conn
 	if (strcmp(method, MHD_HTTP_METHOD_POST))
 		return respond_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "POST");
 	if (!json_content_type(
-		    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
 		return respond_text(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
 				    "unsupported media type: Content-Type must be application/json",
 				    NULL);
@@ -374,11 +375,21 @@ static enum MHD_Result request_begin(struct admission_server *s, struct MHD_Conn
 		errno = 0;
 		n = strtoull(cl, &end, 10);
 		if (errno || end == cl || n > ADMISSION_MAX_BODY) {
-			free(r);
-			return respond_text(c, MHD_HTTP_CONTENT_TOO_LARGE,
-					    "request body too large: the limit is 3 MiB", NULL);
-		}
-		if (n) {
+			const char *expect =
+			    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+			/*
+			 * Answer at once when the client waits for 100 Continue or the body is
+			 * huge; otherwise read and drop the body first, so that closing the
+			 * connection does not reset it before the client reads the 413.
+			 */
+			if (expect || errno || end == cl || n > MAX_DISCARD) {
+				free(r);
+				return respond_text(c, MHD_HTTP_CONTENT_TOO_LARGE,
+						    "request body too large: the limit is 3 MiB",
+						    NULL);
+			}
+			r->too_big = true;
+		} else if (n) {
 			r->body.data = gv_xmalloc((size_t)n + 1);
 			r->body.cap = (size_t)n + 1;
 			r->body.data[0] = '\0';
@@ -503,8 +514,8 @@ static enum gv_code parse_listen(const char *spec, char **host, unsigned *port, 
 
 static int bind_one(const struct addrinfo *ai, bool dual)
 {
-	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-			ai->ai_protocol);
+	int fd =
+	    socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
 	int one = 1, zero = 0;
 
 	if (fd < 0)
@@ -521,8 +532,7 @@ static int bind_one(const struct addrinfo *ai, bool dual)
 	return fd;
 }
 
-static enum gv_code listen_on(const char *spec, int *fd_out, unsigned *port_out,
-			      struct gv_err *err)
+static enum gv_code listen_on(const char *spec, int *fd_out, unsigned *port_out, struct gv_err *err)
 {
 	struct addrinfo hints = {0}, *res = NULL, *ai;
 	char *host = NULL, portstr[16];
@@ -553,8 +563,10 @@ static enum gv_code listen_on(const char *spec, int *fd_out, unsigned *port_out,
 	}
 	if (fd < 0 && !host && last == EAFNOSUPPORT) {
 		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-		struct addrinfo v4 = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM,
-				      .ai_addr = (struct sockaddr *)&sin, .ai_addrlen = sizeof(sin)};
+		struct addrinfo v4 = {.ai_family = AF_INET,
+				      .ai_socktype = SOCK_STREAM,
+				      .ai_addr = (struct sockaddr *)&sin,
+				      .ai_addrlen = sizeof(sin)};
 		sin.sin_addr.s_addr = htonl(INADDR_ANY);
 		fd = bind_one(&v4, false);
 		if (fd < 0)
@@ -569,9 +581,9 @@ static enum gv_code listen_on(const char *spec, int *fd_out, unsigned *port_out,
 		socklen_t sl = sizeof(ss);
 		*port_out = port;
 		if (!getsockname(fd, (struct sockaddr *)&ss, &sl))
-			*port_out = ntohs(ss.ss_family == AF_INET6
-						  ? ((struct sockaddr_in6 *)&ss)->sin6_port
-						  : ((struct sockaddr_in *)&ss)->sin_port);
+			*port_out =
+			    ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+							   : ((struct sockaddr_in *)&ss)->sin_port);
 	}
 	*fd_out = fd;
 out:
@@ -610,7 +622,8 @@ enum gv_code admission_server_start(const struct admission_server_config *cfg,
 		pthread_mutex_unlock(&tls.mu);
 		free(s->tls_dir);
 		free(s);
-		return gv_err_set(err, GV_EINVAL, "a TLS server is already running in this process");
+		return gv_err_set(err, GV_EINVAL,
+				  "a TLS server is already running in this process");
 	}
 	tls.in_use = true;
 	pthread_mutex_unlock(&tls.mu);
@@ -632,14 +645,13 @@ enum gv_code admission_server_start(const struct admission_server_config *cfg,
 		goto fail;
 
 	s->daemon = MHD_start_daemon(
-		MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS | MHD_USE_ITC, 0, NULL,
-		NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_THREAD_POOL_SIZE,
-		threads, MHD_OPTION_CONNECTION_LIMIT,
-		cfg->connection_limit ? cfg->connection_limit : 1024u,
-		MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout ? cfg->idle_timeout : 60u,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_HTTPS_CERT_CALLBACK,
-		cert_callback, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
-		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+	    MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS | MHD_USE_ITC, 0, NULL,
+	    NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_THREAD_POOL_SIZE,
+	    threads, MHD_OPTION_CONNECTION_LIMIT,
+	    cfg->connection_limit ? cfg->connection_limit : 1024u, MHD_OPTION_CONNECTION_TIMEOUT,
+	    cfg->idle_timeout ? cfg->idle_timeout : 60u, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+	    s, MHD_OPTION_HTTPS_CERT_CALLBACK, cert_callback, MHD_OPTION_HTTPS_PRIORITIES,
+	    TLS_PRIORITIES, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
 	if (!s->daemon) {
 		rc = gv_err_set(err, GV_EIO, "listen %s: the HTTPS server did not start",
 				cfg->listen ? cfg->listen : ":9443");
@@ -648,10 +660,10 @@ enum gv_code admission_server_start(const struct admission_server_config *cfg,
 	s->fd = -1; /* the daemon owns the socket now */
 	if (s->metrics_fd >= 0) {
 		s->metrics_daemon = MHD_start_daemon(
-			MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC, 0, NULL, NULL,
-			on_metrics, s, MHD_OPTION_LISTEN_SOCKET, s->metrics_fd,
-			MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
-			MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+		    MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC, 0, NULL, NULL,
+		    on_metrics, s, MHD_OPTION_LISTEN_SOCKET, s->metrics_fd,
+		    MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
+		    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
 		if (!s->metrics_daemon) {
 			rc = gv_err_set(err, GV_EIO, "listen %s: the metrics server did not start",
 					cfg->metrics_listen);

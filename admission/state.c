@@ -18,7 +18,11 @@
 
 static size_t cp_len(unsigned char c)
 {
-	return c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+	return c < 0x80		    ? 1
+	       : (c & 0xE0) == 0xC0 ? 2
+	       : (c & 0xF0) == 0xE0 ? 3
+	       : (c & 0xF8) == 0xF0 ? 4
+				    : 1;
 }
 
 /* `*` = any run of code points, `?` = one code point (go-wildcard). */
@@ -168,7 +172,8 @@ static void parse_filters(struct admission_config *c, const char *s)
 		{
 			char *inner = gv_xstrndup(open + 1, (size_t)(close - open - 1));
 			if (strchr(inner, '[')) {
-				gv_warn("config: resourceFilters: malformed entry \"%s\" ignored", inner);
+				gv_warn("config: resourceFilters: malformed entry \"%s\" ignored",
+					inner);
 				free(inner);
 				s = close + 1;
 				continue;
@@ -177,7 +182,8 @@ static void parse_filters(struct admission_config *c, const char *s)
 			free(inner);
 		}
 		if (n == 0 || n > 3) {
-			gv_warn("config: resourceFilters: entry %.*s ignored (want [Kind,Namespace,Name])",
+			gv_warn("config: resourceFilters: entry %.*s ignored (want "
+				"[Kind,Namespace,Name])",
 				(int)(close - open + 1), open);
 			free_list(el, n);
 			s = close + 1;
@@ -253,7 +259,8 @@ bool admission_config_filtered(const struct admission_config *c, const char *gro
 		if (wild(f->group, group) && wild(f->version, version) && wild(f->kind, kind) &&
 		    wild(f->sub, subresource) && wild(f->ns, namespace) && wild(f->name, name))
 			return true;
-		/* [Namespace,kube-system,*] and [*,kube-system,*] also filter the Namespace itself. */
+		/* [Namespace,kube-system,*] and [*,kube-system,*] also filter the Namespace itself.
+		 */
 		if (ns_object && !*subresource && wild(f->kind, "Namespace") && wild(f->ns, name))
 			return true;
 	}
@@ -289,8 +296,8 @@ bool admission_config_user_excluded(const struct admission_config *c, const json
 
 struct admission_state {
 	atomic_int refs;
-	struct engine_policyset *set;	  /* owned reference */
-	json_t *namespaces;		  /* owned reference, or NULL */
+	struct engine_policyset *set;	 /* owned reference */
+	json_t *namespaces;		 /* owned reference, or NULL */
 	struct admission_config *config; /* owned reference */
 };
 

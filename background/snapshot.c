@@ -73,8 +73,9 @@ static const char *meta_str(const json_t *o, const char *key)
 
 static char *doc_key(const json_t *doc, const char *kind)
 {
-	return gv_xasprintf("%s/%s/%s/%s/%s", kind, meta_str(doc, "namespace"), meta_str(doc, "name"),
-			    meta_str(doc, "uid"), meta_str(doc, "resourceVersion"));
+	return gv_xasprintf("%s/%s/%s/%s/%s", kind, meta_str(doc, "namespace"),
+			    meta_str(doc, "name"), meta_str(doc, "uid"),
+			    meta_str(doc, "resourceVersion"));
 }
 
 /*
@@ -137,9 +138,9 @@ static void compile_policies(const json_t *docs, const char *kind, struct cache 
 			e.policy = engine_policy_compile(doc, &err);
 			if (!e.policy)
 				gv_warn("snapshot: %s %s%s%s not loaded: %s%s%s", kind,
-					meta_str(d, "namespace"), *meta_str(d, "namespace") ? "/" : "",
-					meta_str(d, "name"), err.pointer,
-					err.pointer[0] ? ": " : "", err.msg);
+					meta_str(d, "namespace"),
+					*meta_str(d, "namespace") ? "/" : "", meta_str(d, "name"),
+					err.pointer, err.pointer[0] ? ": " : "", err.msg);
 			else
 				gv_debug("snapshot: %s %s compiled", kind, meta_str(d, "name"));
 			json_decref(doc);
@@ -228,8 +229,8 @@ struct engine_policyset *snapshot_build_policyset(const json_t *policies, const 
 		else if (kind && !strcmp(kind, "ClusterPolicy"))
 			json_array_append(cpols, (json_t *)d);
 	}
-	set = build_set(cpols, pols, exceptions, static_policies, nstatic, &cache, logged,
-			ncompiled);
+	set =
+	    build_set(cpols, pols, exceptions, static_policies, nstatic, &cache, logged, ncompiled);
 	cache_release(&cache);
 	json_decref(cpols);
 	json_decref(pols);
@@ -249,8 +250,8 @@ json_t *snapshot_build_namespaces(const json_t *namespaces)
 		const json_t *labels = json_object_get(json_object_get(d, "metadata"), "labels");
 		if (!*name)
 			continue;
-		json_object_set_new(map, name,
-				    json_is_object(labels) ? json_deep_copy(labels) : json_object());
+		json_object_set_new(
+		    map, name, json_is_object(labels) ? json_deep_copy(labels) : json_object());
 	}
 	return map;
 }
@@ -279,8 +280,7 @@ static json_t *watch_list(struct watch *w)
  * Finds where a kind is served. Returns GV_OK with *path set (caller
  * frees), GV_OK with *path NULL when it is not served, or GV_ENET.
  */
-static enum gv_code discover(struct snapshot *s, enum watch_kind k, char **path,
-			     struct gv_err *err)
+static enum gv_code discover(struct snapshot *s, enum watch_kind k, char **path, struct gv_err *err)
 {
 	static const char *const exc_versions[] = {"v2", "v2beta1"};
 	struct kube_resource r = {0};
@@ -464,8 +464,8 @@ static void *rebuild_thread(void *ud)
 				break;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > next_discovery.tv_sec ||
-		    (now.tv_sec == next_discovery.tv_sec && now.tv_nsec >= next_discovery.tv_nsec)) {
+		if (now.tv_sec > next_discovery.tv_sec || (now.tv_sec == next_discovery.tv_sec &&
+							   now.tv_nsec >= next_discovery.tv_nsec)) {
 			pthread_mutex_unlock(&s->mu);
 			rediscover(s);
 			deadline_in(&next_discovery, SNAPSHOT_REDISCOVER_S * 1000L);
@@ -556,9 +556,10 @@ enum gv_code snapshot_start(const struct snapshot_config *cfg, struct snapshot *
 			goto fail;
 		}
 		if (!paths[k])
-			gv_warn("snapshot: %s is not served by the API server (CRD not installed?): "
-				"counted as empty, looked for again every %ds",
-				kind_name((enum watch_kind)k), SNAPSHOT_REDISCOVER_S);
+			gv_warn(
+			    "snapshot: %s is not served by the API server (CRD not installed?): "
+			    "counted as empty, looked for again every %ds",
+			    kind_name((enum watch_kind)k), SNAPSHOT_REDISCOVER_S);
 	}
 	for (int k = 0; k < W_COUNT; k++)
 		if (paths[k]) {

@@ -23,7 +23,7 @@
 #include "common/log.h"
 #include "common/banned.h"
 
-#define DAY            86400L
+#define DAY	       86400L
 #define BACKDATE       3600L
 #define MAX_DAYS       36500
 #define WRITE_ATTEMPTS 5
@@ -62,7 +62,7 @@ static enum gv_code ssl_fail(struct gv_err *err, const char *what)
 }
 
 /* Every certificate of a PEM text (empty stack when none or pem is NULL). */
-static STACK_OF(X509) *pem_certs(const char *pem)
+static STACK_OF(X509) * pem_certs(const char *pem)
 {
 	STACK_OF(X509) *sk = sk_X509_new_null();
 	BIO *bio;
@@ -113,7 +113,7 @@ static char *cert_pem(X509 *x)
 	return s;
 }
 
-static char *certs_pem(STACK_OF(X509) *sk)
+static char *certs_pem(STACK_OF(X509) * sk)
 {
 	BIO *bio = BIO_new(BIO_s_mem());
 	char *s;
@@ -210,8 +210,8 @@ static bool dns_ok(const char *s)
 			label = 0;
 			continue;
 		}
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-		      ch == '-'))
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '-'))
 			return false;
 		if (!label && ch == '-')
 			return false;
@@ -265,8 +265,7 @@ static enum gv_code add_ip(struct names *n, const char *ip, struct gv_err *err)
 	return GV_OK;
 }
 
-static enum gv_code names_from(const struct certs_request *req, struct names *n,
-			       struct gv_err *err)
+static enum gv_code names_from(const struct certs_request *req, struct names *n, struct gv_err *err)
 {
 	enum gv_code rc = GV_OK;
 	char *s;
@@ -284,9 +283,9 @@ static enum gv_code names_from(const struct certs_request *req, struct names *n,
 			return gv_err_set(err, GV_EINVAL, "\"%s\" is not a valid namespace",
 					  req->namespace);
 		for (size_t i = 0; i < GV_ARRAY_LEN(suffixes) && !rc; i++) {
-			s = suffixes[i] ? gv_xasprintf("%s.%s%s", req->service, req->namespace,
-						       suffixes[i])
-					: gv_xstrdup(req->service);
+			s = suffixes[i]
+				? gv_xasprintf("%s.%s%s", req->service, req->namespace, suffixes[i])
+				: gv_xstrdup(req->service);
 			rc = add_dns(n, s, err);
 			free(s);
 		}
@@ -327,7 +326,8 @@ static bool sans_match(X509 *x, const struct names *n)
 			size_t len = (size_t)ASN1_STRING_length(g->d.dNSName);
 
 			for (size_t j = 0; j < n->n_dns && !found; j++)
-				if (strlen(n->dns[j]) == len && !strncasecmp(n->dns[j], (const char *)d, len)) {
+				if (strlen(n->dns[j]) == len &&
+				    !strncasecmp(n->dns[j], (const char *)d, len)) {
 					found = true;
 					seen += !dns_seen[j];
 					dns_seen[j] = true;
@@ -410,8 +410,8 @@ static bool add_sans(X509 *x, const struct names *n)
  * A certificate for key `pub` named cn, valid [nb, na], signed by
  * issuer/issuer_key (NULL issuer = self-signed with issuer_key).
  */
-static X509 *make_cert(const char *cn, EVP_PKEY *pub, X509 *issuer, EVP_PKEY *issuer_key,
-		       time_t nb, time_t na, const struct names *sans)
+static X509 *make_cert(const char *cn, EVP_PKEY *pub, X509 *issuer, EVP_PKEY *issuer_key, time_t nb,
+		       time_t na, const struct names *sans)
 {
 	X509 *x = X509_new();
 	X509_NAME *name = X509_NAME_new();
@@ -424,11 +424,12 @@ static X509 *make_cert(const char *cn, EVP_PKEY *pub, X509 *issuer, EVP_PKEY *is
 	     BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(x));
 	ok = ok && X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8,
 					      (const unsigned char *)"gavel", -1, -1, 0);
-	ok = ok && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
-					      (const unsigned char *)cn, -1, -1, 0);
+	ok = ok && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn,
+					      -1, -1, 0);
 	ok = ok && X509_set_subject_name(x, name);
 	ok = ok && X509_set_issuer_name(x, issuer ? X509_get_subject_name(issuer) : name);
-	ok = ok && ASN1_TIME_set(X509_getm_notBefore(x), nb) && ASN1_TIME_set(X509_getm_notAfter(x), na);
+	ok = ok && ASN1_TIME_set(X509_getm_notBefore(x), nb) &&
+	     ASN1_TIME_set(X509_getm_notAfter(x), na);
 	ok = ok && X509_set_pubkey(x, pub);
 	if (ok) {
 		X509V3_set_ctx(&ctx, issuer ? issuer : x, x, NULL, NULL, 0);
@@ -478,8 +479,8 @@ static bool verify_leaf(X509 *leaf, X509 *ca, time_t now, const char **why)
 	return ok;
 }
 
-enum gv_code certs_verify(const struct certs_bundle *b, const struct certs_request *req,
-			  time_t now, struct gv_err *err)
+enum gv_code certs_verify(const struct certs_bundle *b, const struct certs_request *req, time_t now,
+			  struct gv_err *err)
 {
 	STACK_OF(X509) *cas = pem_certs(b->ca_crt), *leafs = pem_certs(b->tls_crt);
 	EVP_PKEY *key = pem_key(b->tls_key);
@@ -542,7 +543,8 @@ enum gv_code certs_ensure(struct certs_bundle *b, const struct certs_request *re
 	cas = pem_certs(b->ca_crt);
 	ca_key = pem_key(b->ca_key);
 	keep = sk_X509_new_null();
-	if (!sk_X509_num(cas) || !ca_key || X509_check_private_key(sk_X509_value(cas, 0), ca_key) != 1 ||
+	if (!sk_X509_num(cas) || !ca_key ||
+	    X509_check_private_key(sk_X509_value(cas, 0), ca_key) != 1 ||
 	    X509_check_ca(sk_X509_value(cas, 0)) < 1 || due(sk_X509_value(cas, 0), now)) {
 		/* A new CA; the old ones that still work stay behind it. */
 		ERR_clear_error();
@@ -880,7 +882,7 @@ enum gv_code certs_secret_sync(struct kube_client *c, const char *ns, const char
 			goto out;
 		}
 		label = json_string_value(json_object_get(
-			json_object_get(json_object_get(sec, "metadata"), "labels"), MANAGED_LABEL));
+		    json_object_get(json_object_get(sec, "metadata"), "labels"), MANAGED_LABEL));
 		type = json_string_value(json_object_get(sec, "type"));
 		if (!label || strcmp(label, MANAGED_VALUE) || !type ||
 		    strcmp(type, "kubernetes.io/tls")) {
@@ -908,8 +910,8 @@ enum gv_code certs_secret_sync(struct kube_client *c, const char *ns, const char
 				ch & CERTS_PRUNED ? " expired CA dropped" : "");
 		goto out;
 	}
-	rc = gv_err_set(err, GV_ENET, "Secret %s/%s: still conflicting after %d attempts", ns,
-			name, WRITE_ATTEMPTS);
+	rc = gv_err_set(err, GV_ENET, "Secret %s/%s: still conflicting after %d attempts", ns, name,
+			WRITE_ATTEMPTS);
 out:
 	if (!rc && changed)
 		*changed = ch;
@@ -943,7 +945,7 @@ enum gv_code certs_inject(struct kube_client *c, const char *name, const char *c
 	}
 	b64 = kube_base64_encode(ca_pem, strlen(ca_pem));
 	path = gv_xasprintf(
-		"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/%s", ename);
+	    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/%s", ename);
 	for (int attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
 		struct kube_status st;
 		struct gv_err lerr = {0};
@@ -952,7 +954,8 @@ enum gv_code certs_inject(struct kube_client *c, const char *name, const char *c
 
 		if ((rc = kube_request(c, "GET", path, NULL, &cfg, &st, &lerr))) {
 			if (st.http == 404)
-				gv_err_set(err, rc, "ValidatingWebhookConfiguration %s not found", name);
+				gv_err_set(err, rc, "ValidatingWebhookConfiguration %s not found",
+					   name);
 			else
 				gv_err_set(err, rc, "%s", lerr.msg);
 			goto out;
@@ -960,11 +963,12 @@ enum gv_code certs_inject(struct kube_client *c, const char *name, const char *c
 		hooks = json_object_get(cfg, "webhooks");
 		if (!json_array_size(hooks)) {
 			json_decref(cfg);
-			rc = gv_err_set(err, GV_EINVAL, "ValidatingWebhookConfiguration %s has no webhooks",
-					name);
+			rc = gv_err_set(err, GV_EINVAL,
+					"ValidatingWebhookConfiguration %s has no webhooks", name);
 			goto out;
 		}
-		json_array_foreach (hooks, i, hook) {
+		json_array_foreach(hooks, i, hook)
+		{
 			json_t *cc = json_object_get(hook, "clientConfig");
 			const char *cur;
 
@@ -995,7 +999,8 @@ enum gv_code certs_inject(struct kube_client *c, const char *name, const char *c
 			*changed = true;
 		goto out;
 	}
-	rc = gv_err_set(err, GV_ENET, "ValidatingWebhookConfiguration %s: still conflicting after %d attempts",
+	rc = gv_err_set(err, GV_ENET,
+			"ValidatingWebhookConfiguration %s: still conflicting after %d attempts",
 			name, WRITE_ATTEMPTS);
 out:
 	sk_X509_pop_free(sk, X509_free);

@@ -32,10 +32,10 @@
 #include "common/gv.h"
 #include "kube/kube.h"
 
-#define CERTS_CA_DAYS 3650 /* default CA lifetime */
-#define CERTS_DAYS    365  /* default serving certificate lifetime */
-#define CERTS_MAX_CAS 3    /* CA certificates kept in a bundle (the current one included) */
-#define CERTS_MAX_SANS 64  /* DNS + IP SANs of one serving certificate */
+#define CERTS_CA_DAYS  3650 /* default CA lifetime */
+#define CERTS_DAYS     365  /* default serving certificate lifetime */
+#define CERTS_MAX_CAS  3    /* CA certificates kept in a bundle (the current one included) */
+#define CERTS_MAX_SANS 64   /* DNS + IP SANs of one serving certificate */
 
 /* File names in a TLS directory and keys in the Secret. */
 #define CERTS_TLS_CRT "tls.crt"
@@ -58,8 +58,8 @@ void certs_bundle_release(struct certs_bundle *b);
 
 /* What the serving certificate must cover. Strings borrowed. */
 struct certs_request {
-	const char *service;   /* Service name, or NULL for no Service DNS names */
-	const char *namespace; /* its namespace (required with service) */
+	const char *service;	/* Service name, or NULL for no Service DNS names */
+	const char *namespace;	/* its namespace (required with service) */
 	const char *const *dns; /* extra DNS SANs */
 	size_t n_dns;
 	const char *const *ips; /* IP SANs: IPv4 or IPv6 literals */
@@ -93,8 +93,8 @@ enum gv_code certs_ensure(struct certs_bundle *b, const struct certs_request *re
  * CA, and, when req is non-NULL, its SANs are exactly the requested ones.
  * GV_EINVAL with the reason otherwise.
  */
-enum gv_code certs_verify(const struct certs_bundle *b, const struct certs_request *req,
-			  time_t now, struct gv_err *err);
+enum gv_code certs_verify(const struct certs_bundle *b, const struct certs_request *req, time_t now,
+			  struct gv_err *err);
 
 /* Facts about the first certificate of a PEM text. */
 struct certs_info {
@@ -102,7 +102,7 @@ struct certs_info {
 	bool is_ca;
 	char subject[256]; /* the CN */
 	char sans[1024];   /* "DNS:a, IP:127.0.0.1" (truncated) */
-	int n_certs;       /* certificates in the PEM text */
+	int n_certs;	   /* certificates in the PEM text */
 };
 
 enum gv_code certs_info(const char *pem, struct certs_info *out, struct gv_err *err);

@@ -416,10 +416,10 @@ int cmd_certs(int argc, char **argv)
 		const char *name;
 		int (*fn)(int argc, char **argv);
 	} subs[] = {
-		{"generate", cmd_generate},
-		{"inject", cmd_inject},
-		{"secret", cmd_secret},
-		{"show", cmd_show},
+	    {"generate", cmd_generate},
+	    {"inject", cmd_inject},
+	    {"secret", cmd_secret},
+	    {"show", cmd_show},
 	};
 
 	if (argc < 2) {

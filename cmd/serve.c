@@ -36,9 +36,9 @@
 #include "kube/kube.h"
 #include "common/banned.h"
 
-#define DEFAULT_TLS_DIR	 "/etc/gavel/tls"
-#define GRACE_MS	 25000 /* in-flight requests get this long after SIGTERM */
-#define TLS_CHECK_EVERY	 5     /* seconds between checks of the key pair files */
+#define DEFAULT_TLS_DIR "/etc/gavel/tls"
+#define GRACE_MS	25000 /* in-flight requests get this long after SIGTERM */
+#define TLS_CHECK_EVERY 5     /* seconds between checks of the key pair files */
 
 struct serve_opts {
 	const char *kubeconfig;
@@ -123,13 +123,16 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 			char *end;
 			long n = v ? strtol(v, &end, 10) : 0;
 			if (v && (*end || n < 1 || n > 256)) {
-				fprintf(stderr, "gavel serve: --threads: want a number from 1 to 256\n");
+				fprintf(stderr,
+					"gavel serve: --threads: want a number from 1 to 256\n");
 				return 2;
 			}
 			o->threads = (unsigned)n;
 		} else if (take(argc, argv, &i, "--log-level", &v, &missing)) {
 			if (v && (o->log_level = gv_log_parse_level(v)) < 0) {
-				fprintf(stderr, "gavel serve: --log-level: want debug, info, warn or error\n");
+				fprintf(
+				    stderr,
+				    "gavel serve: --log-level: want debug, info, warn or error\n");
 				return 2;
 			}
 		} else if (take(argc, argv, &i, "--log-format", &v, &missing)) {
@@ -156,9 +159,9 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
  * files too) and, as references, into *pols; invalid ones are logged and
  * left out. Returns GV_OK unless a path cannot be read.
  */
-static enum gv_code load_file_policies(const struct load_paths *given, struct engine_policyset **set,
-				       struct engine_policy ***pols, size_t *npols,
-				       struct gv_err *err)
+static enum gv_code load_file_policies(const struct load_paths *given,
+				       struct engine_policyset **set, struct engine_policy ***pols,
+				       size_t *npols, struct gv_err *err)
 {
 	struct load_paths files = {0};
 	struct load_policies lp = {0};
@@ -247,7 +250,8 @@ int cmd_serve(int argc, char **argv)
 	gv_log_setup((enum gv_log_level)o.log_level, o.log_json);
 	standalone = o.policies.n && !cluster_configured(&o);
 
-	/* Signals are taken synchronously by this thread; every thread started below inherits the mask. */
+	/* Signals are taken synchronously by this thread; every thread started below inherits the
+	 * mask. */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
@@ -293,20 +297,18 @@ int cmd_serve(int argc, char **argv)
 	if (queue)
 		admission_queue_register_metrics(queue, metrics);
 	{
-		struct admission_handler_config hc = {.source = source,
-						      .namespace = o.namespace,
-						      .queue = queue,
-						      .metrics = metrics};
+		struct admission_handler_config hc = {
+		    .source = source, .namespace = o.namespace, .queue = queue, .metrics = metrics};
 		handler = admission_handler_new(&hc);
 	}
 	{
 		struct admission_server_config cfg = {
-			.handler = handler,
-			.listen = o.listen,
-			.tls_dir = o.tls_dir,
-			.metrics_listen = *o.metrics_listen ? o.metrics_listen : NULL,
-			.metrics = metrics,
-			.threads = o.threads,
+		    .handler = handler,
+		    .listen = o.listen,
+		    .tls_dir = o.tls_dir,
+		    .metrics_listen = *o.metrics_listen ? o.metrics_listen : NULL,
+		    .metrics = metrics,
+		    .threads = o.threads,
 		};
 		if (admission_server_start(&cfg, &server, &err)) {
 			code = fail("", &err);
@@ -314,9 +316,10 @@ int cmd_serve(int argc, char **argv)
 		}
 	}
 	if (*o.metrics_listen)
-		gv_info("serve: webhook listening on %s (port %u), metrics on %s (port %u), %s mode",
-			o.listen, admission_server_port(server), o.metrics_listen,
-			admission_server_metrics_port(server), standalone ? "standalone" : "cluster");
+		gv_info(
+		    "serve: webhook listening on %s (port %u), metrics on %s (port %u), %s mode",
+		    o.listen, admission_server_port(server), o.metrics_listen,
+		    admission_server_metrics_port(server), standalone ? "standalone" : "cluster");
 	else
 		gv_info("serve: webhook listening on %s (port %u), %s mode", o.listen,
 			admission_server_port(server), standalone ? "standalone" : "cluster");

@@ -40,7 +40,8 @@ static const json_t *find_named(const json_t *root, const char *list, const char
 
 	if (!json_is_array(arr))
 		return NULL;
-	json_array_foreach (arr, i, it) {
+	json_array_foreach(arr, i, it)
+	{
 		const char *n = json_string_value(json_object_get(it, "name"));
 
 		if (n && !strcmp(n, name)) {
@@ -76,8 +77,8 @@ static char *resolve_path(const char *dir, const char *p)
 }
 
 /* Decodes a *-data field into *out (PEM text). */
-static enum gv_code data_field(const json_t *o, const char *key, const char *what,
-			       const char *file, char **out, struct gv_err *err)
+static enum gv_code data_field(const json_t *o, const char *key, const char *what, const char *file,
+			       char **out, struct gv_err *err)
 {
 	const char *s;
 	enum gv_code rc;
@@ -112,7 +113,8 @@ enum gv_code kube_config_parse(const char *buf, size_t len, const char *file, co
 	}
 	root = docs.v[0].value;
 	ctxname = context;
-	if (!ctxname && (rc = str_field(root, "current-context", "kubeconfig", file, &ctxname, err)))
+	if (!ctxname &&
+	    (rc = str_field(root, "current-context", "kubeconfig", file, &ctxname, err)))
 		goto out;
 	if (!ctxname) {
 		rc = gv_err_set(err, GV_EINVAL, "%s: no current-context", file);

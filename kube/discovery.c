@@ -44,7 +44,8 @@ static enum gv_code load_groups(struct kube_client *c, struct gv_err *err)
 		json_t *versions = json_array();
 		const char *pref = NULL;
 
-		json_array_foreach (json_object_get(api, "versions"), i, v) {
+		json_array_foreach(json_object_get(api, "versions"), i, v)
+		{
 			if (!json_is_string(v))
 				continue;
 			if (!pref)
@@ -53,17 +54,19 @@ static enum gv_code load_groups(struct kube_client *c, struct gv_err *err)
 		}
 		json_array_append_new(groups, group_entry("", pref, versions));
 	}
-	json_array_foreach (json_object_get(apis, "groups"), i, g) {
+	json_array_foreach(json_object_get(apis, "groups"), i, g)
+	{
 		const char *name = json_string_value(json_object_get(g, "name"));
 		const char *pref = json_string_value(
-			json_object_get(json_object_get(g, "preferredVersion"), "version"));
+		    json_object_get(json_object_get(g, "preferredVersion"), "version"));
 		json_t *versions = json_array(), *gv;
 
 		if (!name || !*name) {
 			json_decref(versions);
 			continue;
 		}
-		json_array_foreach (json_object_get(g, "versions"), j, gv) {
+		json_array_foreach(json_object_get(g, "versions"), j, gv)
+		{
 			const char *ver = json_string_value(json_object_get(gv, "version"));
 
 			if (ver)
@@ -100,8 +103,8 @@ static const json_t *gv_resources(struct kube_client *c, const char *group, cons
 			return res;
 		}
 	}
-	path = *group ? gv_xasprintf("/apis/%s/%s", group, version)
-		      : gv_xasprintf("/api/%s", version);
+	path =
+	    *group ? gv_xasprintf("/apis/%s/%s", group, version) : gv_xasprintf("/api/%s", version);
 	if (kube_request(c, "GET", path, NULL, &list, NULL, &err)) {
 		/* An aggregated API that is down (503) must not hide the others. */
 		gv_debug("kube: discovery of %s skipped: %s", key, err.msg);
@@ -123,16 +126,28 @@ static const json_t *gv_resources(struct kube_client *c, const char *group, cons
 	return json_object_get(ent, "resources");
 }
 
+static bool has_verb(const json_t *r, const char *verb)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(r, "verbs"), i,
+			   v) if (json_is_string(v) &&
+				  !strcmp(json_string_value(v), verb)) return true;
+	return false;
+}
+
 /* Looks kind up in one group/version; fills out on a match. */
-static bool find_in(struct kube_client *c, const char *group, const char *version,
-		    const char *kind, struct kube_resource *out)
+static bool find_in(struct kube_client *c, const char *group, const char *version, const char *kind,
+		    struct kube_resource *out)
 {
 	const json_t *res = gv_resources(c, group, version), *r;
 	size_t i;
 
 	if (!res)
 		return false;
-	json_array_foreach (res, i, r) {
+	json_array_foreach(res, i, r)
+	{
 		const char *name = json_string_value(json_object_get(r, "name"));
 		const char *k = json_string_value(json_object_get(r, "kind"));
 
@@ -143,18 +158,20 @@ static bool find_in(struct kube_client *c, const char *group, const char *versio
 		out->kind = gv_xstrdup(kind);
 		out->resource = gv_xstrdup(name);
 		out->namespaced = json_is_true(json_object_get(r, "namespaced"));
+		out->listable = has_verb(r, "list") && has_verb(r, "watch");
 		return true;
 	}
 	return false;
 }
 
-static bool search(struct kube_client *c, const char *group, const char *version,
-		   const char *kind, struct kube_resource *out)
+static bool search(struct kube_client *c, const char *group, const char *version, const char *kind,
+		   struct kube_resource *out)
 {
 	const json_t *g, *v;
 	size_t i, j;
 
-	json_array_foreach (c->disc_groups, i, g) {
+	json_array_foreach(c->disc_groups, i, g)
+	{
 		const char *name = json_string_value(json_object_get(g, "name"));
 		const char *pref = json_string_value(json_object_get(g, "preferred"));
 
@@ -163,15 +180,16 @@ static bool search(struct kube_client *c, const char *group, const char *version
 		if (version) {
 			bool listed = false;
 
-			json_array_foreach (json_object_get(g, "versions"), j, v)
-				listed |= !strcmp(json_string_value(v), version);
+			json_array_foreach(json_object_get(g, "versions"), j, v) listed |=
+			    !strcmp(json_string_value(v), version);
 			if (listed && find_in(c, name, version, kind, out))
 				return true;
 			continue;
 		}
 		if (pref && *pref && find_in(c, name, pref, kind, out))
 			return true;
-		json_array_foreach (json_object_get(g, "versions"), j, v) {
+		json_array_foreach(json_object_get(g, "versions"), j, v)
+		{
 			const char *ver = json_string_value(v);
 
 			if (pref && !strcmp(ver, pref))

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <curl/curl.h>
 
 #include "common/log.h"
 #include "kube/kube_int.h"
@@ -107,7 +108,7 @@ void kube_stream_release(struct kube_stream *s)
 
 struct kube_informer {
 	struct kube_client *c; /* borrowed */
-	char *path;            /* owned: collection path, maybe with a query */
+	char *path;	       /* owned: collection path, maybe with a query */
 	void (*on_change)(void *ud);
 	void *ud;
 	pthread_t thread;
@@ -116,7 +117,8 @@ struct kube_informer {
 	pthread_mutex_t mu; /* objects */
 	json_t *objects;    /* owned: "ns/name" -> object */
 	/* informer thread only */
-	char *rv;  /* owned: resume point */
+	CURL *watch_curl; /* owned: the watch's own handle, so that on_change may use the client */
+	char *rv;	  /* owned: resume point */
 	bool changed;
 	bool relist;
 	bool watch_error;
@@ -137,8 +139,8 @@ static char *object_key(const json_t *obj)
 
 static void set_rv(struct kube_informer *inf, const json_t *obj)
 {
-	const char *rv = json_string_value(
-		json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+	const char *rv =
+	    json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
 
 	if (rv && *rv) {
 		free(inf->rv);
@@ -165,8 +167,8 @@ static enum gv_code do_list(struct kube_informer *inf)
 	char *rv = NULL;
 	enum gv_code rc;
 
-	rc = kube_list_abortable(inf->c, inf->path, INFORMER_PAGE, list_item, map, &rv,
-				 &inf->stop, &err);
+	rc = kube_list_abortable(inf->c, inf->path, INFORMER_PAGE, list_item, map, &rv, &inf->stop,
+				 &err);
 	if (rc) {
 		json_decref(map);
 		free(rv);
@@ -284,6 +286,7 @@ static enum watch_end do_watch(struct kube_informer *inf)
 	req.abort = &inf->stop;
 	req.on_data = on_watch_data;
 	req.ud = &w;
+	req.curl = inf->watch_curl;
 	req.timeout_ms = (ws + 30) * 1000L;
 	req.retries = 0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -317,6 +320,14 @@ static void *informer_main(void *arg)
 	unsigned failures = 0, watch_failures = 0;
 	bool need_list = true;
 
+	/*
+	 * on_change runs inside the watch's write callback; a callback must not
+	 * reuse its own transfer's handle, so the watch gets a handle of its own
+	 * and on_change may call kube_request (the thread's handle) freely.
+	 */
+	if (!(inf->watch_curl = curl_easy_init()))
+		abort();
+
 	while (!atomic_load(&inf->stop)) {
 		if (need_list) {
 			if (do_list(inf)) {
@@ -346,6 +357,8 @@ static void *informer_main(void *arg)
 			break;
 		}
 	}
+	curl_easy_cleanup(inf->watch_curl);
+	inf->watch_curl = NULL;
 	return NULL;
 }
 
@@ -401,8 +414,7 @@ json_t *kube_informer_list(struct kube_informer *inf)
 
 	pthread_mutex_lock(&inf->mu);
 	keys = gv_xcalloc(json_object_size(inf->objects) + 1, sizeof(*keys));
-	json_object_foreach (inf->objects, k, v)
-		keys[n++] = k;
+	json_object_foreach(inf->objects, k, v) keys[n++] = k;
 	qsort(keys, n, sizeof(*keys), cmp_str);
 	for (i = 0; i < n; i++)
 		json_array_append(arr, json_object_get(inf->objects, keys[i]));

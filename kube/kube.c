@@ -43,8 +43,8 @@ static uint64_t rng_next(void)
 		struct timespec ts;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		rng_state = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^
-			    (uint64_t)(uintptr_t)&ts;
+		rng_state =
+		    (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)&ts;
 		rng_state |= 1;
 	}
 	z = (rng_state += 0x9e3779b97f4a7c15ull);
@@ -112,8 +112,8 @@ char *kube_escape(const char *s)
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
 
-		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-		    ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
 			gv_buf_addc(&b, (char)ch);
 		} else {
 			gv_buf_addc(&b, '%');
@@ -235,7 +235,8 @@ static enum gv_code check_tls(const struct kube_config *cfg, struct gv_err *err)
 	BIO *bio = NULL;
 	char *hold = NULL;
 	enum gv_code rc = GV_OK;
-	bool have_cert = cfg->cert_data || cfg->cert_file, have_key = cfg->key_data || cfg->key_file;
+	bool have_cert = cfg->cert_data || cfg->cert_file,
+	     have_key = cfg->key_data || cfg->key_file;
 
 	ERR_clear_error();
 	if (cfg->ca_data || cfg->ca_file) {
@@ -484,21 +485,21 @@ const char *kube_reason_for(long http)
 		long code;
 		const char *reason;
 	} t[] = {
-		{400, "BadRequest"},
-		{401, "Unauthorized"},
-		{403, "Forbidden"},
-		{404, "NotFound"},
-		{405, "MethodNotAllowed"},
-		{406, "NotAcceptable"},
-		{409, "Conflict"},
-		{410, "Gone"},
-		{413, "RequestEntityTooLarge"},
-		{415, "UnsupportedMediaType"},
-		{422, "Invalid"},
-		{429, "TooManyRequests"},
-		{500, "InternalError"},
-		{503, "ServiceUnavailable"},
-		{504, "Timeout"},
+	    {400, "BadRequest"},
+	    {401, "Unauthorized"},
+	    {403, "Forbidden"},
+	    {404, "NotFound"},
+	    {405, "MethodNotAllowed"},
+	    {406, "NotAcceptable"},
+	    {409, "Conflict"},
+	    {410, "Gone"},
+	    {413, "RequestEntityTooLarge"},
+	    {415, "UnsupportedMediaType"},
+	    {422, "Invalid"},
+	    {429, "TooManyRequests"},
+	    {500, "InternalError"},
+	    {503, "ServiceUnavailable"},
+	    {504, "Timeout"},
 	};
 
 	for (size_t i = 0; i < GV_ARRAY_LEN(t); i++)
@@ -644,6 +645,10 @@ static void setup(struct kube_client *c, CURL *h, const struct kube_req *req, co
 	} else if (c->cfg.ca_file) {
 		curl_easy_setopt(h, CURLOPT_CAINFO, c->cfg.ca_file);
 		curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
+#if LIBCURL_VERSION_NUM >= 0x075700
+		/* The in-cluster CA file can rotate: do not keep it for curl's default 24 h. */
+		curl_easy_setopt(h, CURLOPT_CA_CACHE_TIMEOUT, 60L);
+#endif
 	}
 	if (c->cfg.cert_data) {
 		set_blob(h, CURLOPT_SSLCERT_BLOB, c->cfg.cert_data);
@@ -730,7 +735,7 @@ enum gv_code kube_do(struct kube_client *c, const struct kube_req *req, struct g
 		     struct kube_status *st, struct gv_err *err)
 {
 	struct kube_status tmp;
-	struct kube_handle *h;
+	CURL *curl;
 	struct gv_buf body = {0};
 	char *url = NULL, errbuf[CURL_ERROR_SIZE];
 	int retries = req->retries < 0 ? c->max_retries : req->retries;
@@ -744,11 +749,11 @@ enum gv_code kube_do(struct kube_client *c, const struct kube_req *req, struct g
 	if (!req->path || req->path[0] != '/')
 		return gv_err_set(err, GV_EINVAL, "%s %s: path must start with '/'", req->method,
 				  req->path ? req->path : "(null)");
-	h = handle_get(c);
+	curl = req->curl ? req->curl : handle_get(c)->curl;
 	url = gv_xasprintf("%s%s", c->cfg.server, req->path);
 	for (;;) {
 		struct curl_slist *hdrs = NULL;
-		struct xfer x = {.curl = h->curl, .req = req, .body = &body};
+		struct xfer x = {.curl = curl, .req = req, .body = &body};
 		char *token = token_get(c, false);
 		CURLcode cc;
 		long http = 0;
@@ -756,10 +761,10 @@ enum gv_code kube_do(struct kube_client *c, const struct kube_req *req, struct g
 
 		gv_buf_reset(&body);
 		errbuf[0] = '\0';
-		setup(c, h->curl, req, url, token, &x, errbuf, &hdrs);
-		cc = curl_easy_perform(h->curl);
-		curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &http);
-		curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
+		setup(c, curl, req, url, token, &x, errbuf, &hdrs);
+		cc = curl_easy_perform(curl);
+		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &http);
+		curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
 		curl_slist_free_all(hdrs);
 		if (token) {
 			memset(token, 0, strlen(token));
@@ -840,8 +845,11 @@ static enum gv_code request_json(struct kube_client *c, const char *method, cons
 				 const atomic_bool *abort, json_t **out, struct kube_status *st,
 				 struct gv_err *err)
 {
-	struct kube_req req = {.method = method, .path = path, .content_type = content_type,
-			       .abort = abort, .retries = -1};
+	struct kube_req req = {.method = method,
+			       .path = path,
+			       .content_type = content_type,
+			       .abort = abort,
+			       .retries = -1};
 	struct gv_buf resp = {0};
 	char *text = NULL;
 	enum gv_code rc;
@@ -1005,28 +1013,31 @@ restart:
 			gv_err_set(err, rc, "%s", lerr.msg);
 			goto out;
 		}
-		if (!json_is_object(page) || !json_is_array(items = json_object_get(page, "items"))) {
+		if (!json_is_object(page) ||
+		    !json_is_array(items = json_object_get(page, "items"))) {
 			json_decref(page);
 			rc = gv_err_set(err, GV_ENET, "GET %s: not a list", path);
 			goto out;
 		}
 		if (first) {
 			const char *v = json_string_value(
-				json_object_get(json_object_get(page, "metadata"), "resourceVersion"));
+			    json_object_get(json_object_get(page, "metadata"), "resourceVersion"));
 
 			free(rv);
 			rv = v ? gv_xstrdup(v) : NULL;
 		}
 		av = json_string_value(json_object_get(page, "apiVersion"));
 		kind = json_string_value(json_object_get(page, "kind"));
-		json_array_foreach (items, i, item) {
+		json_array_foreach(items, i, item)
+		{
 			item_fill_kind(item, av, kind);
 			if (fn && fn(item, ud)) {
 				stop = true;
 				break;
 			}
 		}
-		next = json_string_value(json_object_get(json_object_get(page, "metadata"), "continue"));
+		next = json_string_value(
+		    json_object_get(json_object_get(page, "metadata"), "continue"));
 		free(cont);
 		cont = next && *next && !stop ? gv_xstrdup(next) : NULL;
 		json_decref(page);

@@ -16,15 +16,15 @@
 
 /* Connection settings. All strings owned. */
 struct kube_config {
-	char *server;      /* "https://127.0.0.1:6443" */
-	char *ca_file;     /* PEM file, or NULL */
-	char *ca_data;     /* PEM text (decoded certificate-authority-data), or NULL */
-	char *token;       /* bearer token, or NULL */
-	char *token_file;  /* re-read periodically and on 401 (in-cluster), or NULL */
+	char *server;		    /* "https://127.0.0.1:6443" */
+	char *ca_file;		    /* PEM file, or NULL */
+	char *ca_data;		    /* PEM text (decoded certificate-authority-data), or NULL */
+	char *token;		    /* bearer token, or NULL */
+	char *token_file;	    /* re-read periodically and on 401 (in-cluster), or NULL */
 	char *cert_file, *key_file; /* client certificate, or NULL */
 	char *cert_data, *key_data; /* PEM text, or NULL */
-	bool insecure;     /* insecure-skip-tls-verify */
-	char *namespace;   /* in-cluster namespace file or kubeconfig context namespace */
+	bool insecure;		    /* insecure-skip-tls-verify */
+	char *namespace;	    /* in-cluster namespace file or kubeconfig context namespace */
 };
 
 /*
@@ -47,7 +47,9 @@ enum gv_code kube_config_load(const char *path, struct kube_config **out, struct
  * `context` picks a context by name (NULL = current-context). Supported:
  * cluster server, certificate-authority[-data], insecure-skip-tls-verify;
  * user token, tokenFile, client-certificate[-data], client-key[-data];
- * context namespace (NULL when unset). `*-data` is base64 of PEM. Users with
+ * context namespace (NULL when unset). `*-data` is base64 of PEM; a file
+ * field and its -data twin: the data wins. tls-server-name and proxy-url are
+ * not supported (ignored). Users with
  * exec, auth-provider or username/password are rejected (GV_EINVAL), as are a
  * missing context/cluster/user, a server that is not http(s)://, and bad base64.
  */
@@ -58,9 +60,10 @@ void kube_config_free(struct kube_config *c);
 struct kube_client;
 
 /*
- * Creates a client (copies cfg). Never fails except on bad TLS material (NULL + err):
- * a CA, certificate or key (file or data) that does not parse as PEM, a key
- * that does not match the certificate, or a certificate without a key.
+ * Creates a client (copies cfg). Never fails except on bad TLS material or an
+ * empty server (NULL + err). Bad TLS material is a CA, certificate or key
+ * (file or data) that does not parse as PEM, a key that does not match the
+ * certificate, or a certificate without a key.
  * Defaults: connect timeout 10 s, request timeout 60 s, watch timeoutSeconds
  * 300, 5 retries, backoff 200 ms doubling up to 5 s. Free only when no other
  * thread uses the client (informers stopped).
@@ -77,8 +80,7 @@ void kube_client_free(struct kube_client *c);
  */
 void kube_client_set_retries(struct kube_client *c, int max_retries, unsigned base_ms,
 			     unsigned cap_ms);
-void kube_client_set_timeouts(struct kube_client *c, long connect_ms, long request_ms,
-			      int watch_s);
+void kube_client_set_timeouts(struct kube_client *c, long connect_ms, long request_ms, int watch_s);
 
 /*
  * Capped exponential backoff with jitter for attempt n (1 = first retry):
@@ -88,9 +90,9 @@ unsigned kube_backoff_ms(unsigned attempt, unsigned base_ms, unsigned cap_ms);
 
 /* The Kubernetes Status of a failed request. */
 struct kube_status {
-	long http;          /* HTTP status, 0 when no answer */
-	char reason[64];    /* Status.reason: NotFound, Conflict, Gone, ... */
-	char message[512];  /* Status.message */
+	long http;	   /* HTTP status, 0 when no answer */
+	char reason[64];   /* Status.reason: NotFound, Conflict, Gone, ... */
+	char message[512]; /* Status.message */
 };
 
 /*
@@ -101,6 +103,15 @@ struct kube_status {
  * On 2xx returns GV_OK and *out (new reference, may be NULL for no body);
  * otherwise GV_ENET with st filled (st may be NULL) and err describing
  * "<method> <path>: <http> <reason>: <message>".
+ *
+ * Details: st->reason/message come from the Status body (or the
+ * conventional reason for the code when the body is not a Status); a
+ * connection failure has st->http 0 and err "<method> <server><path>:
+ * <curl's reason>". Not retried: other 4xx, TLS verification failures, 501.
+ * Retry-After (s) is honoured up to 30 s. A response body over 64 MiB is
+ * GV_ELIMIT; a 2xx body that is not JSON is GV_ENET (pass out NULL for
+ * endpoints such as /readyz). Sends Accept: application/json, no
+ * Accept-Encoding, HTTP/1.1. Tokens and bodies are never logged.
  */
 enum gv_code kube_request(struct kube_client *c, const char *method, const char *path,
 			  const json_t *body, json_t **out, struct kube_status *st,
@@ -122,6 +133,7 @@ enum gv_code kube_patch(struct kube_client *c, const char *path, enum kube_patch
 struct kube_resource {
 	char *group, *version, *kind, *resource; /* resource: plural, e.g. "pods" */
 	bool namespaced;
+	bool listable; /* its verbs include list and watch (what scans and informers need) */
 };
 
 /*
@@ -134,7 +146,9 @@ struct kube_resource {
  * the server's order. Only top-level resources count (names without '/').
  * Groups whose discovery fails (an aggregated API answering 503) are
  * skipped. Each group/version is cached for 10 minutes; a miss refetches
- * once when the cache is older than 10 s (a CRD just created). group ""
+ * once when the cache is older than 10 s (a CRD just created); a failed
+ * group/version is asked again after 10 s. Lookups of one client are
+ * serialized (the cache lock is held while fetching). group ""
  * is the core group. out is filled only on GV_OK (release it).
  */
 enum gv_code kube_discover(struct kube_client *c, const char *group, const char *version,

@@ -18,25 +18,25 @@
 
 /* Bounds. */
 #define KUBE_MAX_RESPONSE   (64u << 20) /* bytes of one buffered response body */
-#define KUBE_MAX_EVENT      (16u << 20) /* bytes of one watch event (etcd objects are < 1.5 MiB) */
-#define KUBE_MAX_RETRIES    10          /* upper bound for kube_client_set_retries */
-#define KUBE_MAX_RETRY_WAIT 30000       /* ms: cap for Retry-After */
-#define KUBE_TOKEN_TTL      60          /* s: a token file is re-read after this long */
-#define KUBE_DISCOVERY_TTL  600         /* s: discovery results are refetched after this long */
-#define KUBE_DISCOVERY_MISS 10          /* s: a miss refetches when the cache is older than this */
+#define KUBE_MAX_EVENT	    (16u << 20) /* bytes of one watch event (etcd objects are < 1.5 MiB) */
+#define KUBE_MAX_RETRIES    10		/* upper bound for kube_client_set_retries */
+#define KUBE_MAX_RETRY_WAIT 30000	/* ms: cap for Retry-After */
+#define KUBE_TOKEN_TTL	    60		/* s: a token file is re-read after this long */
+#define KUBE_DISCOVERY_TTL  600		/* s: discovery results are refetched after this long */
+#define KUBE_DISCOVERY_MISS 10		/* s: a miss refetches when the cache is older than this */
 
 /* One curl easy handle, owned by one thread, listed in its client for kube_client_free. */
 struct kube_handle {
-	void *curl;                /* owned CURL * */
-	struct kube_client *c;     /* borrowed */
-	struct kube_handle *next;  /* in c->handles */
+	void *curl;		  /* owned CURL * */
+	struct kube_client *c;	  /* borrowed */
+	struct kube_handle *next; /* in c->handles */
 	struct kube_handle **pprev;
 };
 
 struct kube_client {
 	struct kube_config cfg; /* owned strings */
-	pthread_key_t key;      /* -> struct kube_handle of the calling thread */
-	pthread_mutex_t mu;     /* handles, token */
+	pthread_key_t key;	/* -> struct kube_handle of the calling thread */
+	pthread_mutex_t mu;	/* handles, token */
 	struct kube_handle *handles;
 	char *token; /* owned: token read from cfg.token_file */
 	time_t token_read;
@@ -46,7 +46,8 @@ struct kube_client {
 	unsigned base_ms, cap_ms;
 	/* discovery cache (discovery.c), under disc_mu */
 	pthread_mutex_t disc_mu;
-	json_t *disc_groups; /* owned: [{"name": g, "preferred": v, "versions": [v...]}], core first */
+	json_t
+	    *disc_groups; /* owned: [{"name": g, "preferred": v, "versions": [v...]}], core first */
 	time_t disc_groups_at;
 	json_t *disc_gv; /* owned: "group/version" -> {"at": time, "resources": [...]} */
 };
@@ -58,16 +59,18 @@ struct kube_client {
  * bodies are still buffered for the Status.
  */
 struct kube_req {
-	const char *method;       /* GET, POST, PUT, PATCH, DELETE */
-	const char *path;         /* "/api/v1/..." with query */
+	const char *method;	  /* GET, POST, PUT, PATCH, DELETE */
+	const char *path;	  /* "/api/v1/..." with query */
 	const char *content_type; /* of body; NULL = application/json */
-	const char *body;         /* borrowed, may be NULL */
+	const char *body;	  /* borrowed, may be NULL */
 	size_t body_len;
-	const atomic_bool *abort; /* borrowed: when it becomes true the request ends (GV_ENET, http 0) */
+	const atomic_bool
+	    *abort; /* borrowed: when it becomes true the request ends (GV_ENET, http 0) */
 	bool (*on_data)(const char *p, size_t n, void *ud);
 	void *ud;
+	void *curl;	 /* borrowed CURL * to use; NULL = the calling thread's handle */
 	long timeout_ms; /* total; 0 = client default, <0 = none */
-	int retries;     /* -1 = client default; 0 = single attempt */
+	int retries;	 /* -1 = client default; 0 = single attempt */
 };
 
 /*
@@ -105,8 +108,8 @@ bool kube_sleep(long ms, const atomic_bool *abort);
  */
 struct kube_stream {
 	struct gv_buf buf; /* bytes of the event being assembled */
-	size_t max;        /* bytes; 0 = KUBE_MAX_EVENT */
-	int depth;         /* brace depth in buf */
+	size_t max;	   /* bytes; 0 = KUBE_MAX_EVENT */
+	int depth;	   /* brace depth in buf */
 	bool in_str, esc;
 	bool (*on_event)(const char *type, json_t *object, void *ud);
 	void *ud;
@@ -129,8 +132,8 @@ void kube_stream_release(struct kube_stream *s);
 enum gv_code kube_config_incluster(const char *sa_dir, const char *host, const char *port,
 				   struct kube_config **out, struct gv_err *err);
 
-/* Reads a small file trimmed of surrounding whitespace; NULL when unreadable or empty. Caller frees. */
+/* Reads a small file trimmed of surrounding whitespace; NULL when unreadable or empty. Caller
+ * frees. */
 char *kube_read_trimmed(const char *path);
-
 
 #endif

@@ -29,6 +29,7 @@
 
 #include "certs/certs.h"
 #include "common/gv.h"
+#include "common/log.h"
 #include "kube/kube.h"
 #include "kube/tests/httpd.h"
 
@@ -38,7 +39,7 @@
 
 static const char *const IPS[] = {"127.0.0.1", "::1"};
 static const struct certs_request REQ = {
-	.service = "gavel", .namespace = "gavel-system", .ips = IPS, .n_ips = 2};
+    .service = "gavel", .namespace = "gavel-system", .ips = IPS, .n_ips = 2};
 
 static time_t t0;
 static char tmpdir[256];
@@ -180,7 +181,8 @@ static void test_generate(void **state)
 	assert_int_equal(X509_check_host(leaf, "gavel", 0, 0, NULL), 1);
 	assert_int_equal(X509_check_host(leaf, "gavel.gavel-system", 0, 0, NULL), 1);
 	assert_int_equal(X509_check_host(leaf, "gavel.gavel-system.svc", 0, 0, NULL), 1);
-	assert_int_equal(X509_check_host(leaf, "gavel.gavel-system.svc.cluster.local", 0, 0, NULL), 1);
+	assert_int_equal(X509_check_host(leaf, "gavel.gavel-system.svc.cluster.local", 0, 0, NULL),
+			 1);
 	assert_int_equal(X509_check_host(leaf, "other.gavel-system.svc", 0, 0, NULL), 0);
 	assert_int_equal(X509_check_ip_asc(leaf, "127.0.0.1", 0), 1);
 	assert_int_equal(X509_check_ip_asc(leaf, "::1", 0), 1);
@@ -194,8 +196,9 @@ static void test_generate(void **state)
 	assert_int_equal(certs_info(b.tls_crt, &info, &err), GV_OK);
 	assert_string_equal(info.subject, "gavel.gavel-system.svc");
 	assert_false(info.is_ca);
-	assert_string_equal(info.sans, "DNS:gavel, DNS:gavel.gavel-system, DNS:gavel.gavel-system.svc, "
-				       "DNS:gavel.gavel-system.svc.cluster.local, IP:127.0.0.1, IP:::1");
+	assert_string_equal(info.sans,
+			    "DNS:gavel, DNS:gavel.gavel-system, DNS:gavel.gavel-system.svc, "
+			    "DNS:gavel.gavel-system.svc.cluster.local, IP:127.0.0.1, IP:::1");
 	assert_false(certs_due(&info, t0));
 	assert_false(certs_due(&info, t0 + 240 * DAY));
 	assert_true(certs_due(&info, t0 + 245 * DAY));
@@ -331,7 +334,8 @@ static void test_bad_requests(void **state)
 {
 	const char *bad_ip[] = {"127.0.0.300"};
 	const char *bad_dns[] = {"-x.example"};
-	const char *long_label[] = {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.b"};
+	const char *long_label[] = {
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.b"};
 	const char *many[CERTS_MAX_SANS + 1];
 	struct certs_request r;
 
@@ -447,11 +451,11 @@ static void test_secret_shape(void **state)
 	assert_string_equal(json_string_value(json_object_get(s, "type")), "kubernetes.io/tls");
 	assert_string_equal(json_string_value(json_object_get(s, "kind")), "Secret");
 	assert_string_equal(json_string_value(json_object_get(
-				    json_object_get(json_object_get(s, "metadata"), "labels"),
-				    "app.kubernetes.io/managed-by")),
+				json_object_get(json_object_get(s, "metadata"), "labels"),
+				"app.kubernetes.io/managed-by")),
 			    "gavel");
 	assert_int_equal(kube_base64_decode(json_string_value(json_object_get(
-						    json_object_get(s, "data"), "tls.crt")),
+						json_object_get(s, "data"), "tls.crt")),
 					    &dec, NULL, NULL),
 			 GV_OK);
 	assert_string_equal(dec, b.tls_crt);
@@ -586,7 +590,7 @@ static void test_tls_client(void **state)
 
 struct fake {
 	pthread_mutex_t mu;
-	json_t *objs;      /* path -> object */
+	json_t *objs; /* path -> object */
 	int rv;
 	atomic_int conflicts; /* answer 409 to this many PUTs first */
 	atomic_int puts, posts;
@@ -608,8 +612,9 @@ static void fake_handler(struct httpd_conn *c, const struct httpd_req *r, void *
 	} else if (!strcmp(r->method, "POST")) {
 		atomic_fetch_add(&f->posts, 1);
 		body = json_loads(r->body, 0, NULL);
-		snprintf(path, sizeof(path), "%s/%s", r->path,
-			 json_string_value(json_object_get(json_object_get(body, "metadata"), "name")));
+		snprintf(
+		    path, sizeof(path), "%s/%s", r->path,
+		    json_string_value(json_object_get(json_object_get(body, "metadata"), "name")));
 		if (json_object_get(f->objs, path)) {
 			code = 409;
 		} else {
@@ -629,9 +634,9 @@ static void fake_handler(struct httpd_conn *c, const struct httpd_req *r, void *
 		atomic_fetch_add(&f->puts, 1);
 		body = json_loads(r->body, 0, NULL);
 		want = json_string_value(
-			json_object_get(json_object_get(body, "metadata"), "resourceVersion"));
+		    json_object_get(json_object_get(body, "metadata"), "resourceVersion"));
 		have = json_string_value(
-			json_object_get(json_object_get(cur, "metadata"), "resourceVersion"));
+		    json_object_get(json_object_get(cur, "metadata"), "resourceVersion"));
 		if (!cur) {
 			code = 404;
 		} else if (atomic_fetch_sub(&f->conflicts, 1) > 0 || !want || strcmp(want, have)) {
@@ -652,17 +657,20 @@ static void fake_handler(struct httpd_conn *c, const struct httpd_req *r, void *
 			obj = json_incref(body);
 		}
 	}
-	pthread_mutex_unlock(&f->mu);
 	if (code == 404)
-		text = gv_xstrdup("{\"kind\":\"Status\",\"reason\":\"NotFound\",\"message\":\"not found\",\"code\":404}");
+		text = gv_xstrdup("{\"kind\":\"Status\",\"reason\":\"NotFound\",\"message\":\"not "
+				  "found\",\"code\":404}");
 	else if (code == 409)
-		text = gv_xstrdup("{\"kind\":\"Status\",\"reason\":\"Conflict\",\"message\":\"the object has been modified\",\"code\":409}");
+		text = gv_xstrdup("{\"kind\":\"Status\",\"reason\":\"Conflict\",\"message\":\"the "
+				  "object has been modified\",\"code\":409}");
 	else
 		text = json_dumps(obj, JSON_COMPACT);
-	httpd_respond(c, code, NULL, text);
-	free(text);
+	/* stored objects are shared: drop references under the lock */
 	json_decref(obj);
 	json_decref(body);
+	pthread_mutex_unlock(&f->mu);
+	httpd_respond(c, code, NULL, text);
+	free(text);
 }
 
 static struct kube_client *fake_client(struct httpd *srv)
@@ -702,29 +710,31 @@ static void test_secret_sync(void **state)
 	assert_int_equal(atomic_load(&f.posts), 1);
 	stored = json_object_get(f.objs, SECRET_PATH);
 	assert_non_null(stored);
-	assert_string_equal(json_string_value(json_object_get(stored, "type")), "kubernetes.io/tls");
+	assert_string_equal(json_string_value(json_object_get(stored, "type")),
+			    "kubernetes.io/tls");
 	/* present and current: read, nothing written */
-	assert_int_equal(certs_secret_sync(c, "gavel-system", "gavel-tls", &REQ, t0 + DAY, &b2, &ch,
-					   &err),
-			 GV_OK);
+	assert_int_equal(
+	    certs_secret_sync(c, "gavel-system", "gavel-tls", &REQ, t0 + DAY, &b2, &ch, &err),
+	    GV_OK);
 	assert_int_equal(ch, 0);
 	assert_string_equal(b2.tls_crt, b.tls_crt);
 	assert_int_equal(atomic_load(&f.puts), 0);
 	/* due: updated with PUT, after one conflict */
 	atomic_store(&f.conflicts, 1);
-	assert_int_equal(certs_secret_sync(c, "gavel-system", "gavel-tls", &REQ, t0 + 300 * DAY, &b2,
-					   &ch, &err),
-			 GV_OK);
+	assert_int_equal(
+	    certs_secret_sync(c, "gavel-system", "gavel-tls", &REQ, t0 + 300 * DAY, &b2, &ch, &err),
+	    GV_OK);
 	assert_int_equal(ch, CERTS_NEW_SERVING);
 	assert_int_equal(atomic_load(&f.puts), 2);
 	assert_string_equal(b2.ca_crt, b.ca_crt);
 	assert_string_not_equal(b2.tls_crt, b.tls_crt);
 	/* an unlabelled Secret is not rewritten */
-	json_object_del(json_object_get(json_object_get(f.objs, SECRET_PATH), "metadata"), "labels");
+	json_object_del(json_object_get(json_object_get(f.objs, SECRET_PATH), "metadata"),
+			"labels");
 	gv_err_clear(&err);
-	assert_int_equal(certs_secret_sync(c, "gavel-system", "gavel-tls", &REQ, t0 + 700 * DAY, &b2,
-					   &ch, &err),
-			 GV_EINVAL);
+	assert_int_equal(
+	    certs_secret_sync(c, "gavel-system", "gavel-tls", &REQ, t0 + 700 * DAY, &b2, &ch, &err),
+	    GV_EINVAL);
 	assert_non_null(strstr(err.msg, "not touching it"));
 	kube_client_free(c);
 	httpd_stop(srv);
@@ -749,16 +759,17 @@ static void test_inject(void **state)
 	(void)state;
 	pthread_mutex_init(&f.mu, NULL);
 	json_object_set_new(
-		f.objs, VWC_PATH,
-		json_pack("{s:s, s:s, s:{s:s, s:s}, s:[{s:s, s:{s:s}}, {s:s, s:{s:s, s:s}}]}",
-			  "apiVersion", "admissionregistration.k8s.io/v1", "kind",
-			  "ValidatingWebhookConfiguration", "metadata", "name", "gavel",
-			  "resourceVersion", "5", "webhooks", "name", "a.gavel.dev", "clientConfig",
-			  "url", "https://127.0.0.1:9443/validate", "name", "b.gavel.dev",
-			  "clientConfig", "url", "https://127.0.0.1:9443/validate", "caBundle", "b2xk"));
-	json_object_set_new(f.objs, VWC_PATH "-empty",
-			    json_pack("{s:{s:s, s:s}}", "metadata", "name", "gavel-empty",
-				      "resourceVersion", "1"));
+	    f.objs, VWC_PATH,
+	    json_pack("{s:s, s:s, s:{s:s, s:s}, s:[{s:s, s:{s:s}}, {s:s, s:{s:s, s:s}}]}",
+		      "apiVersion", "admissionregistration.k8s.io/v1", "kind",
+		      "ValidatingWebhookConfiguration", "metadata", "name", "gavel",
+		      "resourceVersion", "5", "webhooks", "name", "a.gavel.dev", "clientConfig",
+		      "url", "https://127.0.0.1:9443/validate", "name", "b.gavel.dev",
+		      "clientConfig", "url", "https://127.0.0.1:9443/validate", "caBundle",
+		      "b2xk"));
+	json_object_set_new(
+	    f.objs, VWC_PATH "-empty",
+	    json_pack("{s:{s:s, s:s}}", "metadata", "name", "gavel-empty", "resourceVersion", "1"));
 	f.rv = 10;
 	srv = httpd_start(fake_handler, &f, NULL);
 	c = fake_client(srv);
@@ -770,13 +781,12 @@ static void test_inject(void **state)
 	assert_true(changed);
 	assert_int_equal(atomic_load(&f.puts), 3);
 	hooks = json_object_get(json_object_get(f.objs, VWC_PATH), "webhooks");
-	json_array_foreach (hooks, i, h)
-		assert_string_equal(json_string_value(json_object_get(
-					    json_object_get(h, "clientConfig"), "caBundle")),
-				    b64);
+	json_array_foreach(hooks, i, h) assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(h, "clientConfig"), "caBundle")),
+	    b64);
 	/* the other fields are untouched */
 	assert_string_equal(json_string_value(json_object_get(
-				    json_object_get(json_array_get(hooks, 0), "clientConfig"), "url")),
+				json_object_get(json_array_get(hooks, 0), "clientConfig"), "url")),
 			    "https://127.0.0.1:9443/validate");
 	/* again: nothing to write */
 	assert_int_equal(certs_inject(c, "gavel", b.ca_crt, &changed, &err), GV_OK);
@@ -807,19 +817,20 @@ static void test_inject(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_generate),
-		cmocka_unit_test(test_idempotent_and_renewal),
-		cmocka_unit_test(test_reissue_on_change),
-		cmocka_unit_test(test_bad_requests),
-		cmocka_unit_test(test_ip_only_and_short_lifetimes),
-		cmocka_unit_test_setup_teardown(test_files, setup_tmp, teardown_tmp),
-		cmocka_unit_test(test_secret_shape),
-		cmocka_unit_test_setup_teardown(test_tls_client, setup_tmp, teardown_tmp),
-		cmocka_unit_test(test_secret_sync),
-		cmocka_unit_test(test_inject),
+	    cmocka_unit_test(test_generate),
+	    cmocka_unit_test(test_idempotent_and_renewal),
+	    cmocka_unit_test(test_reissue_on_change),
+	    cmocka_unit_test(test_bad_requests),
+	    cmocka_unit_test(test_ip_only_and_short_lifetimes),
+	    cmocka_unit_test_setup_teardown(test_files, setup_tmp, teardown_tmp),
+	    cmocka_unit_test(test_secret_shape),
+	    cmocka_unit_test_setup_teardown(test_tls_client, setup_tmp, teardown_tmp),
+	    cmocka_unit_test(test_secret_sync),
+	    cmocka_unit_test(test_inject),
 	};
 
 	gv_init();
+	gv_log_setup(GV_LOG_WARN, 0);
 	t0 = time(NULL);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,9 +30,9 @@ struct httpd;
 struct httpd_req {
 	char method[16];
 	char path[2048];
-	char auth[512];         /* Authorization header value, "" when none */
+	char auth[512];		/* Authorization header value, "" when none */
 	char content_type[128]; /* Content-Type header value */
-	char *body;             /* NUL-terminated */
+	char *body;		/* NUL-terminated */
 	size_t body_len;
 	int n; /* sequence number of the request, from 0 */
 };
@@ -97,8 +97,8 @@ static __attribute__((unused)) ssize_t httpd_read(struct httpd_conn *c, void *p,
 }
 
 /* Sends a complete response with a body (Connection: close). */
-static __attribute__((unused)) void httpd_respond(struct httpd_conn *c, int code, const char *extra_headers,
-			  const char *body)
+static __attribute__((unused)) void httpd_respond(struct httpd_conn *c, int code,
+						  const char *extra_headers, const char *body)
 {
 	char head[1024];
 	size_t len = body ? strlen(body) : 0;
@@ -151,7 +151,8 @@ static __attribute__((unused)) char *httpd_strcasestr(const char *h, const char 
 	return NULL;
 }
 
-static __attribute__((unused)) void httpd_header(const char *head, const char *name, char *out, size_t n)
+static __attribute__((unused)) void httpd_header(const char *head, const char *name, char *out,
+						 size_t n)
 {
 	char *p = httpd_strcasestr(head, name), *e;
 
@@ -271,7 +272,8 @@ static __attribute__((unused)) void *httpd_accept_main(void *arg)
 }
 
 /* Starts a server on 127.0.0.1 (a free port); tls may be NULL. */
-static __attribute__((unused)) struct httpd *httpd_start(httpd_handler_fn handler, void *ud, SSL_CTX *tls)
+static __attribute__((unused)) struct httpd *httpd_start(httpd_handler_fn handler, void *ud,
+							 SSL_CTX *tls)
 {
 	struct httpd *s = calloc(1, sizeof(*s));
 	struct sockaddr_in a = {.sin_family = AF_INET};

@@ -20,6 +20,7 @@
 #include "common/gv.h"
 #include "common/log.h"
 #include "kube/kube.h"
+#include "kube/kube_int.h"
 #include "common/banned.h"
 
 static int print_item(const json_t *item, void *ud)
@@ -37,8 +38,8 @@ static int report(enum gv_code rc, const json_t *out, const struct kube_status *
 		  const struct gv_err *err)
 {
 	if (!rc) {
-		const char *name = json_string_value(
-			json_object_get(json_object_get(out, "metadata"), "name"));
+		const char *name =
+		    json_string_value(json_object_get(json_object_get(out, "metadata"), "name"));
 
 		printf("ok %s\n", name ? name : "-");
 		return 0;
@@ -85,9 +86,10 @@ static bool has(struct kube_informer *inf, const char *name)
 	size_t i;
 	bool found = false;
 
-	json_array_foreach (all, i, o) {
-		const char *n = json_string_value(
-			json_object_get(json_object_get(o, "metadata"), "name"));
+	json_array_foreach(all, i, o)
+	{
+		const char *n =
+		    json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
 
 		found |= n && !strcmp(n, name);
 	}

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "common/gv.h"
+#include "common/log.h"
 #include "kube/kube.h"
 #include "kube/kube_int.h"
 #include "kube/tests/httpd.h"
@@ -88,35 +89,36 @@ static void wait_until(bool (*cond)(void *), void *ud, double timeout_s)
 /* ---- kubeconfig ---- */
 
 static const char KC_MAIN[] =
-	"apiVersion: v1\n"
-	"kind: Config\n"
-	"current-context: dev\n"
-	"clusters:\n"
-	"- name: c1\n"
-	"  cluster:\n"
-	"    server: https://127.0.0.1:6443/\n"
-	"    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCmFiYwotLS0tLUVORCBDRVJUSUZJQ0FURS0tLS0tCg==\n"
-	"- name: c2\n"
-	"  cluster:\n"
-	"    server: http://10.0.0.2:8080\n"
-	"    certificate-authority: certs/ca.crt\n"
-	"    insecure-skip-tls-verify: true\n"
-	"contexts:\n"
-	"- name: dev\n"
-	"  context: {cluster: c1, user: u1, namespace: team-a}\n"
-	"- name: other\n"
-	"  context: {cluster: c2, user: u2}\n"
-	"- name: nouser\n"
-	"  context: {cluster: c2, user: ghost}\n"
-	"users:\n"
-	"- name: u1\n"
-	"  user:\n"
-	"    token: abc.def\n"
-	"- name: u2\n"
-	"  user:\n"
-	"    tokenFile: /var/tok\n"
-	"    client-certificate: client.crt\n"
-	"    client-key: /abs/client.key\n";
+    "apiVersion: v1\n"
+    "kind: Config\n"
+    "current-context: dev\n"
+    "clusters:\n"
+    "- name: c1\n"
+    "  cluster:\n"
+    "    server: https://127.0.0.1:6443/\n"
+    "    certificate-authority-data: "
+    "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCmFiYwotLS0tLUVORCBDRVJUSUZJQ0FURS0tLS0tCg==\n"
+    "- name: c2\n"
+    "  cluster:\n"
+    "    server: http://10.0.0.2:8080\n"
+    "    certificate-authority: certs/ca.crt\n"
+    "    insecure-skip-tls-verify: true\n"
+    "contexts:\n"
+    "- name: dev\n"
+    "  context: {cluster: c1, user: u1, namespace: team-a}\n"
+    "- name: other\n"
+    "  context: {cluster: c2, user: u2}\n"
+    "- name: nouser\n"
+    "  context: {cluster: c2, user: ghost}\n"
+    "users:\n"
+    "- name: u1\n"
+    "  user:\n"
+    "    token: abc.def\n"
+    "- name: u2\n"
+    "  user:\n"
+    "    tokenFile: /var/tok\n"
+    "    client-certificate: client.crt\n"
+    "    client-key: /abs/client.key\n";
 
 static void test_config_inline(void **state)
 {
@@ -154,8 +156,7 @@ static void test_config_context_and_files(void **state)
 	kube_config_free(c);
 }
 
-static void expect_bad(const char *yaml, const char *context, enum gv_code code,
-		       const char *needle)
+static void expect_bad(const char *yaml, const char *context, enum gv_code code, const char *needle)
 {
 	struct kube_config *c = NULL;
 	struct gv_err err = {0};
@@ -209,10 +210,11 @@ static void test_config_load_paths(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/kubeconfig", tmpdir);
-	write_text(path, "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
-			 "clusters:\n- name: c\n  cluster: {server: 'https://h:1', "
-			 "certificate-authority: ca.pem}\n"
-			 "users:\n- name: u\n  user: {tokenFile: tok}\n");
+	write_text(path,
+		   "current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+		   "clusters:\n- name: c\n  cluster: {server: 'https://h:1', "
+		   "certificate-authority: ca.pem}\n"
+		   "users:\n- name: u\n  user: {tokenFile: tok}\n");
 	assert_int_equal(kube_config_load(path, &c, &err), GV_OK);
 	{
 		char want[600];
@@ -280,8 +282,8 @@ static void test_config_incluster(void **state)
 static void test_base64(void **state)
 {
 	static const char *const plain[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
-	static const char *const enc[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=",
-					  "Zm9vYmFy"};
+	static const char *const enc[] = {"",	      "Zg==",	  "Zm8=",    "Zm9v",
+					  "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
 	char *s, *d;
 	size_t len;
 
@@ -334,15 +336,23 @@ static void test_status_fill(void **state)
 
 static void test_paths(void **state)
 {
-	struct kube_resource cm = {.group = S(""), .version = S("v1"), .kind = S("ConfigMap"),
-				   .resource = S("configmaps"), .namespaced = true};
-	struct kube_resource ns = {.group = S(""), .version = S("v1"), .kind = S("Namespace"),
+	struct kube_resource cm = {.group = S(""),
+				   .version = S("v1"),
+				   .kind = S("ConfigMap"),
+				   .resource = S("configmaps"),
+				   .namespaced = true};
+	struct kube_resource ns = {.group = S(""),
+				   .version = S("v1"),
+				   .kind = S("Namespace"),
 				   .resource = S("namespaces")};
-	struct kube_resource vwc = {.group = S("admissionregistration.k8s.io"), .version = S("v1"),
+	struct kube_resource vwc = {.group = S("admissionregistration.k8s.io"),
+				    .version = S("v1"),
 				    .kind = S("ValidatingWebhookConfiguration"),
 				    .resource = S("validatingwebhookconfigurations")};
-	struct kube_resource pr = {.group = S("wgpolicyk8s.io"), .version = S("v1alpha2"),
-				   .kind = S("PolicyReport"), .resource = S("policyreports"),
+	struct kube_resource pr = {.group = S("wgpolicyk8s.io"),
+				   .version = S("v1alpha2"),
+				   .kind = S("PolicyReport"),
+				   .resource = S("policyreports"),
 				   .namespaced = true};
 	char *p;
 
@@ -399,7 +409,8 @@ struct events {
 static bool record_event(const char *type, json_t *obj, void *ud)
 {
 	struct events *e = ud;
-	const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+	const char *name =
+	    json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 	size_t len = strlen(e->log);
 
 	snprintf(e->log + len, sizeof(e->log) - len, "%s%s:%s", len ? " " : "", type,
@@ -409,12 +420,12 @@ static bool record_event(const char *type, json_t *obj, void *ud)
 }
 
 static const char STREAM[] =
-	"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"},"
-	"\"data\":{\"k\":\"}{\\\"]\"}}}\n"
-	"{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"b\"},\"list\":[1,{\"x\":[]}]}}\n"
-	"\n"
-	"{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"7\"}}}"
-	"{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"c\\\\\"}}}\r\n";
+    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\"},"
+    "\"data\":{\"k\":\"}{\\\"]\"}}}\n"
+    "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"b\"},\"list\":[1,{\"x\":[]}]}}\n"
+    "\n"
+    "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"7\"}}}"
+    "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"c\\\\\"}}}\r\n";
 
 static void test_stream_every_split(void **state)
 {
@@ -428,8 +439,10 @@ static void test_stream_every_split(void **state)
 			struct kube_stream s = {.on_event = record_event, .ud = &e};
 
 			assert_int_equal(kube_stream_feed(&s, STREAM, cut1, NULL), GV_OK);
-			assert_int_equal(kube_stream_feed(&s, STREAM + cut1, cut2 - cut1, NULL), GV_OK);
-			assert_int_equal(kube_stream_feed(&s, STREAM + cut2, len - cut2, NULL), GV_OK);
+			assert_int_equal(kube_stream_feed(&s, STREAM + cut1, cut2 - cut1, NULL),
+					 GV_OK);
+			assert_int_equal(kube_stream_feed(&s, STREAM + cut2, len - cut2, NULL),
+					 GV_OK);
 			assert_string_equal(e.log, "ADDED:a MODIFIED:b BOOKMARK:- DELETED:c\\");
 			assert_int_equal(s.events, 4);
 			kube_stream_release(&s);
@@ -470,7 +483,8 @@ static void test_stream_errors(void **state)
 	s.on_event = record_event;
 	s.ud = &e;
 	gv_err_clear(&err);
-	assert_int_equal(kube_stream_feed(&s, "{\"type\":\"ADDED\",\"object\":{}", 27, &err), GV_OK);
+	assert_int_equal(kube_stream_feed(&s, "{\"type\":\"ADDED\",\"object\":{}", 27, &err),
+			 GV_OK);
 	assert_int_equal(kube_stream_feed(&s, ",\"x\":}", 6, &err), GV_EINVAL);
 	kube_stream_release(&s);
 
@@ -568,13 +582,12 @@ static void test_request_ok_and_errors(void **state)
 	json_t *out = NULL, *body;
 
 	(void)state;
-	assert_int_equal(kube_request(c, "GET", "/api/v1/namespaces/x/configmaps/x", NULL, &out,
-				      &st, &err),
-			 GV_OK);
+	assert_int_equal(
+	    kube_request(c, "GET", "/api/v1/namespaces/x/configmaps/x", NULL, &out, &st, &err),
+	    GV_OK);
 	assert_int_equal(st.http, 200);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(out, "metadata"),
-							       "name")),
-			    "x");
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(out, "metadata"), "name")), "x");
 	assert_string_equal(b.tokens[0], "Bearer t0k");
 	json_decref(out);
 
@@ -592,9 +605,9 @@ static void test_request_ok_and_errors(void **state)
 
 	/* PATCH is a merge patch; the body goes out as compact JSON. */
 	body = json_pack("{s:{s:s}}", "data", "k", "v");
-	assert_int_equal(kube_request(c, "PATCH", "/api/v1/namespaces/x/configmaps/x", body, &out,
-				      &st, NULL),
-			 GV_OK);
+	assert_int_equal(
+	    kube_request(c, "PATCH", "/api/v1/namespaces/x/configmaps/x", body, &out, &st, NULL),
+	    GV_OK);
 	assert_string_equal(b.ctype, "application/merge-patch+json");
 	assert_string_equal(b.body, "{\"data\":{\"k\":\"v\"}}");
 	assert_int_equal(st.http, 201);
@@ -608,9 +621,9 @@ static void test_request_ok_and_errors(void **state)
 	json_decref(body);
 	/* DELETE without a body; an empty 200 gives no object */
 	out = json_true();
-	assert_int_equal(kube_request(c, "DELETE", "/api/v1/namespaces/x/configmaps/x", NULL, &out,
-				      &st, NULL),
-			 GV_OK);
+	assert_int_equal(
+	    kube_request(c, "DELETE", "/api/v1/namespaces/x/configmaps/x", NULL, &out, &st, NULL),
+	    GV_OK);
 	assert_null(out);
 	/* bad input */
 	gv_err_clear(&err);
@@ -727,9 +740,10 @@ static void list_handler(struct httpd_conn *c, const struct httpd_req *r, void *
 
 	if (strstr(r->path, "continue=tok%2F2")) {
 		if (atomic_fetch_sub(&l->gone_once, 1) > 0) {
-			httpd_respond(c, 410, NULL,
-				      "{\"kind\":\"Status\",\"reason\":\"Expired\",\"code\":410,"
-				      "\"message\":\"The provided continue parameter is too old\"}");
+			httpd_respond(
+			    c, 410, NULL,
+			    "{\"kind\":\"Status\",\"reason\":\"Expired\",\"code\":410,"
+			    "\"message\":\"The provided continue parameter is too old\"}");
 			return;
 		}
 		httpd_respond(c, 200, NULL,
@@ -780,16 +794,17 @@ static void test_list_pages(void **state)
 	char *rv = NULL, line[256];
 
 	(void)state;
-	assert_int_equal(kube_list(c, "/api/v1/configmaps?labelSelector=a%3Db", 2, collect, &s,
-				   &rv, &err),
-			 GV_OK);
+	assert_int_equal(
+	    kube_list(c, "/api/v1/configmaps?labelSelector=a%3Db", 2, collect, &s, &rv, &err),
+	    GV_OK);
 	assert_string_equal(s.names, "ConfigMap/a Other/a2 ConfigMap/b ConfigMap/c");
 	assert_string_equal(rv, "42");
 	free(rv);
 	httpd_logged(srv, 0, line, sizeof(line));
 	assert_string_equal(line, "GET /api/v1/configmaps?labelSelector=a%3Db&limit=2");
 	httpd_logged(srv, 1, line, sizeof(line));
-	assert_string_equal(line, "GET /api/v1/configmaps?labelSelector=a%3Db&limit=2&continue=tok1");
+	assert_string_equal(line,
+			    "GET /api/v1/configmaps?labelSelector=a%3Db&limit=2&continue=tok1");
 	httpd_logged(srv, 2, line, sizeof(line));
 	assert_string_equal(line,
 			    "GET /api/v1/configmaps?labelSelector=a%3Db&limit=2&continue=tok%2F2");
@@ -824,36 +839,42 @@ static void disc_handler(struct httpd_conn *c, const struct httpd_req *r, void *
 	if (!strcmp(r->path, "/api"))
 		httpd_respond(c, 200, NULL, "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"]}");
 	else if (!strcmp(r->path, "/api/v1"))
-		httpd_respond(c, 200, NULL,
-			      "{\"groupVersion\":\"v1\",\"resources\":["
-			      "{\"name\":\"configmaps\",\"namespaced\":true,\"kind\":\"ConfigMap\"},"
-			      "{\"name\":\"namespaces\",\"namespaced\":false,\"kind\":\"Namespace\"},"
-			      "{\"name\":\"namespaces/status\",\"namespaced\":false,\"kind\":\"Namespace\"},"
-			      "{\"name\":\"events\",\"namespaced\":true,\"kind\":\"Event\"}]}");
+		httpd_respond(
+		    c, 200, NULL,
+		    "{\"groupVersion\":\"v1\",\"resources\":["
+		    "{\"name\":\"configmaps\",\"namespaced\":true,\"kind\":\"ConfigMap\","
+		    "\"verbs\":[\"create\",\"get\",\"list\",\"watch\"]},"
+		    "{\"name\":\"namespaces\",\"namespaced\":false,\"kind\":\"Namespace\"},"
+		    "{\"name\":\"namespaces/status\",\"namespaced\":false,\"kind\":\"Namespace\"},"
+		    "{\"name\":\"events\",\"namespaced\":true,\"kind\":\"Event\"}]}");
 	else if (!strcmp(r->path, "/apis"))
-		httpd_respond(c, 200, NULL,
-			      "{\"kind\":\"APIGroupList\",\"groups\":["
-			      "{\"name\":\"metrics.k8s.io\",\"versions\":[{\"groupVersion\":"
-			      "\"metrics.k8s.io/v1beta1\",\"version\":\"v1beta1\"}],"
-			      "\"preferredVersion\":{\"version\":\"v1beta1\"}},"
-			      "{\"name\":\"apps\",\"versions\":["
-			      "{\"groupVersion\":\"apps/v1\",\"version\":\"v1\"},"
-			      "{\"groupVersion\":\"apps/v1beta1\",\"version\":\"v1beta1\"}],"
-			      "\"preferredVersion\":{\"groupVersion\":\"apps/v1\",\"version\":\"v1\"}},"
-			      "{\"name\":\"events.k8s.io\",\"versions\":[{\"version\":\"v1\"}],"
-			      "\"preferredVersion\":{\"version\":\"v1\"}}]}");
+		httpd_respond(
+		    c, 200, NULL,
+		    "{\"kind\":\"APIGroupList\",\"groups\":["
+		    "{\"name\":\"metrics.k8s.io\",\"versions\":[{\"groupVersion\":"
+		    "\"metrics.k8s.io/v1beta1\",\"version\":\"v1beta1\"}],"
+		    "\"preferredVersion\":{\"version\":\"v1beta1\"}},"
+		    "{\"name\":\"apps\",\"versions\":["
+		    "{\"groupVersion\":\"apps/v1\",\"version\":\"v1\"},"
+		    "{\"groupVersion\":\"apps/v1beta1\",\"version\":\"v1beta1\"}],"
+		    "\"preferredVersion\":{\"groupVersion\":\"apps/v1\",\"version\":\"v1\"}},"
+		    "{\"name\":\"events.k8s.io\",\"versions\":[{\"version\":\"v1\"}],"
+		    "\"preferredVersion\":{\"version\":\"v1\"}}]}");
 	else if (!strcmp(r->path, "/apis/metrics.k8s.io/v1beta1"))
-		httpd_respond(c, 503, NULL, "{\"kind\":\"Status\",\"reason\":\"ServiceUnavailable\"}");
+		httpd_respond(c, 503, NULL,
+			      "{\"kind\":\"Status\",\"reason\":\"ServiceUnavailable\"}");
 	else if (!strcmp(r->path, "/apis/apps/v1"))
-		httpd_respond(c, 200, NULL,
-			      "{\"resources\":["
-			      "{\"name\":\"deployments/scale\",\"namespaced\":true,\"kind\":\"Scale\"},"
-			      "{\"name\":\"deployments\",\"namespaced\":true,\"kind\":\"Deployment\"}]}");
+		httpd_respond(
+		    c, 200, NULL,
+		    "{\"resources\":["
+		    "{\"name\":\"deployments/scale\",\"namespaced\":true,\"kind\":\"Scale\"},"
+		    "{\"name\":\"deployments\",\"namespaced\":true,\"kind\":\"Deployment\"}]}");
 	else if (!strcmp(r->path, "/apis/apps/v1beta1"))
-		httpd_respond(c, 200, NULL,
-			      "{\"resources\":["
-			      "{\"name\":\"deployments\",\"namespaced\":true,\"kind\":\"Deployment\"},"
-			      "{\"name\":\"oldthings\",\"namespaced\":false,\"kind\":\"OldThing\"}]}");
+		httpd_respond(
+		    c, 200, NULL,
+		    "{\"resources\":["
+		    "{\"name\":\"deployments\",\"namespaced\":true,\"kind\":\"Deployment\"},"
+		    "{\"name\":\"oldthings\",\"namespaced\":false,\"kind\":\"OldThing\"}]}");
 	else if (!strcmp(r->path, "/apis/events.k8s.io/v1"))
 		httpd_respond(c, 200, NULL,
 			      "{\"resources\":[{\"name\":\"events\",\"namespaced\":true,"
@@ -877,11 +898,13 @@ static void test_discovery(void **state)
 	assert_string_equal(r.version, "v1");
 	assert_string_equal(r.resource, "configmaps");
 	assert_true(r.namespaced);
+	assert_true(r.listable);
 	kube_resource_release(&r);
 
 	assert_int_equal(kube_discover(c, NULL, NULL, "Namespace", &r, &err), GV_OK);
 	assert_string_equal(r.resource, "namespaces");
 	assert_false(r.namespaced);
+	assert_false(r.listable); /* no verbs given */
 	kube_resource_release(&r);
 
 	/* preferred version first; subresources never match; the broken group is skipped */
@@ -930,18 +953,23 @@ struct inf_srv {
 };
 
 static const char *const WATCH1 =
-	"{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\","
-	"\"namespace\":\"ns\",\"resourceVersion\":\"11\"}}}\n"
-	"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\","
-	"\"namespace\":\"ns\",\"resourceVersion\":\"12\"},\"data\":{\"v\":\"2\"}}}\n"
-	"{\"type\":\"DELETED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"b\","
-	"\"namespace\":\"ns\",\"resourceVersion\":\"13\"}}}\n"
-	"{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":"
-	"{\"resourceVersion\":\"14\"}}}\n";
+    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\","
+    "\"namespace\":\"ns\",\"resourceVersion\":\"11\"}}}\n"
+    "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\","
+    "\"namespace\":\"ns\",\"resourceVersion\":\"12\"},\"data\":{\"v\":\"2\"}}}\n"
+    "{\"type\":\"DELETED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"b\","
+    "\"namespace\":\"ns\",\"resourceVersion\":\"13\"}}}\n"
+    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":"
+    "{\"resourceVersion\":\"14\"}}}\n";
 
 static void inf_handler(struct httpd_conn *c, const struct httpd_req *r, void *ud)
 {
 	struct inf_srv *s = ud;
+
+	if (!strcmp(r->path, "/ping")) {
+		httpd_respond(c, 200, NULL, "{}");
+		return;
+	}
 
 	if (!strstr(r->path, "watch=1")) {
 		int n = atomic_fetch_add(&s->lists, 1);
@@ -950,14 +978,16 @@ static void inf_handler(struct httpd_conn *c, const struct httpd_req *r, void *u
 			httpd_respond(c, 200, NULL,
 				      "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\","
 				      "\"metadata\":{\"resourceVersion\":\"10\"},\"items\":["
-				      "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},\"data\":{\"v\":\"1\"}},"
+				      "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},"
+				      "\"data\":{\"v\":\"1\"}},"
 				      "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ns\"}}]}");
 		else
 			httpd_respond(c, 200, NULL,
 				      "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\","
 				      "\"metadata\":{\"resourceVersion\":\"20\"},\"items\":["
 				      "{\"metadata\":{\"name\":\"z\",\"namespace\":\"ns\"}},"
-				      "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},\"data\":{\"v\":\"3\"}}]}");
+				      "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\"},"
+				      "\"data\":{\"v\":\"3\"}}]}");
 		return;
 	}
 	{
@@ -978,8 +1008,9 @@ static void inf_handler(struct httpd_conn *c, const struct httpd_req *r, void *u
 		}
 		if (strstr(r->path, "resourceVersion=14")) {
 			static const char gone[] =
-				"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,"
-				"\"reason\":\"Expired\",\"message\":\"too old resource version: 14\"}}\n";
+			    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,"
+			    "\"reason\":\"Expired\",\"message\":\"too old resource version: "
+			    "14\"}}\n";
 
 			httpd_write(c, gone, sizeof(gone) - 1);
 			httpd_wait_close(c, 5000);
@@ -992,7 +1023,9 @@ static void inf_handler(struct httpd_conn *c, const struct httpd_req *r, void *u
 
 struct changes {
 	struct kube_informer *_Atomic inf;
+	struct kube_client *c;
 	atomic_int calls;
+	atomic_int pings; /* requests made from on_change that succeeded */
 	char snaps[8][256];
 };
 
@@ -1004,16 +1037,21 @@ static void on_change(void *ud)
 	json_t *all, *o;
 	size_t j;
 
+	/* on_change may use the client (even from inside the watch's callback) */
+	if (!kube_request(ch->c, "GET", "/ping", NULL, NULL, NULL, NULL))
+		atomic_fetch_add(&ch->pings, 1);
 	if (!inf || i >= 8)
 		return;
 	all = kube_informer_list(inf);
-	json_array_foreach (all, j, o) {
+	json_array_foreach(all, j, o)
+	{
 		size_t len = strlen(ch->snaps[i]);
 		const json_t *data = json_object_get(o, "data");
 
 		snprintf(ch->snaps[i] + len, sizeof(ch->snaps[i]) - len, "%s%s%s%s", len ? " " : "",
 			 json_string_value(json_object_get(json_object_get(o, "metadata"), "name")),
-			 data ? "=" : "", data ? json_string_value(json_object_get(data, "v")) : "");
+			 data ? "=" : "",
+			 data ? json_string_value(json_object_get(data, "v")) : "");
 	}
 	json_decref(all);
 }
@@ -1036,6 +1074,7 @@ static void test_informer(void **state)
 
 	(void)state;
 	kube_client_set_timeouts(c, 0, 0, 30);
+	ch.c = c;
 	/* on_change may run before start returns: it reads ch.inf */
 	inf = kube_informer_start(c, "/api/v1/namespaces/ns/configmaps", on_change, &ch);
 	atomic_store(&ch.inf, inf);
@@ -1060,14 +1099,16 @@ static void test_informer(void **state)
 	if (!found)
 		fail_msg("no snapshot \"a=2 c\"; first: \"%s\" \"%s\"", ch.snaps[0], ch.snaps[1]);
 
+	assert_int_equal(atomic_load(&ch.pings), atomic_load(&ch.calls));
+
 	/* now: the relisted objects, sorted */
 	all = kube_informer_list(inf);
 	assert_int_equal(json_array_size(all), 2);
 	assert_string_equal(json_string_value(json_object_get(
-				    json_object_get(json_array_get(all, 0), "metadata"), "name")),
+				json_object_get(json_array_get(all, 0), "metadata"), "name")),
 			    "a");
 	assert_string_equal(json_string_value(json_object_get(
-				    json_object_get(json_array_get(all, 1), "metadata"), "name")),
+				json_object_get(json_array_get(all, 1), "metadata"), "name")),
 			    "z");
 	/* list items got kind/apiVersion */
 	assert_string_equal(json_string_value(json_object_get(json_array_get(all, 1), "kind")),
@@ -1075,7 +1116,8 @@ static void test_informer(void **state)
 	json_decref(all);
 	o = kube_informer_get(inf, "ns", "a");
 	assert_non_null(o);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "data"), "v")), "3");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(o, "data"), "v")),
+			    "3");
 	json_decref(o);
 	assert_null(kube_informer_get(inf, "ns", "b"));
 	assert_null(kube_informer_get(inf, NULL, "a"));
@@ -1147,29 +1189,30 @@ static void test_threads(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_config_inline),
-		cmocka_unit_test(test_config_context_and_files),
-		cmocka_unit_test(test_config_bad),
-		cmocka_unit_test_setup_teardown(test_config_load_paths, setup_tmp, teardown_tmp),
-		cmocka_unit_test_setup_teardown(test_config_incluster, setup_tmp, teardown_tmp),
-		cmocka_unit_test(test_base64),
-		cmocka_unit_test(test_status_fill),
-		cmocka_unit_test(test_paths),
-		cmocka_unit_test(test_backoff_bounds),
-		cmocka_unit_test(test_stream_every_split),
-		cmocka_unit_test(test_stream_errors),
-		cmocka_unit_test(test_request_ok_and_errors),
-		cmocka_unit_test(test_request_retries),
-		cmocka_unit_test_setup_teardown(test_request_token_reread, setup_tmp, teardown_tmp),
-		cmocka_unit_test(test_request_unreachable),
-		cmocka_unit_test(test_client_bad_tls),
-		cmocka_unit_test(test_list_pages),
-		cmocka_unit_test(test_discovery),
-		cmocka_unit_test(test_informer),
-		cmocka_unit_test(test_informer_unreachable_stop),
-		cmocka_unit_test(test_threads),
+	    cmocka_unit_test(test_config_inline),
+	    cmocka_unit_test(test_config_context_and_files),
+	    cmocka_unit_test(test_config_bad),
+	    cmocka_unit_test_setup_teardown(test_config_load_paths, setup_tmp, teardown_tmp),
+	    cmocka_unit_test_setup_teardown(test_config_incluster, setup_tmp, teardown_tmp),
+	    cmocka_unit_test(test_base64),
+	    cmocka_unit_test(test_status_fill),
+	    cmocka_unit_test(test_paths),
+	    cmocka_unit_test(test_backoff_bounds),
+	    cmocka_unit_test(test_stream_every_split),
+	    cmocka_unit_test(test_stream_errors),
+	    cmocka_unit_test(test_request_ok_and_errors),
+	    cmocka_unit_test(test_request_retries),
+	    cmocka_unit_test_setup_teardown(test_request_token_reread, setup_tmp, teardown_tmp),
+	    cmocka_unit_test(test_request_unreachable),
+	    cmocka_unit_test(test_client_bad_tls),
+	    cmocka_unit_test(test_list_pages),
+	    cmocka_unit_test(test_discovery),
+	    cmocka_unit_test(test_informer),
+	    cmocka_unit_test(test_informer_unreachable_stop),
+	    cmocka_unit_test(test_threads),
 	};
 
 	gv_init();
+	gv_log_setup(GV_LOG_WARN, 0);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

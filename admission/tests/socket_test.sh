@@ -1,0 +1,176 @@
+#!/bin/sh
+# Socket tests of the webhook server: starts the real `gavel serve` in
+# standalone mode on 127.0.0.1 (a free port picked by the kernel) with a test
+# CA made by openssl, and talks to it with curl and openssl s_client:
+# routes, 400/404/405/413/415, keep-alive, TLS 1.1 refused, TLS 1.2 and 1.3
+# accepted, key pair reload, /validate-policy, /metrics, start-up failures
+# (exit 2), SIGTERM (exit 0).
+#
+#   sh admission/tests/socket_test.sh        (from the top of the tree)
+#   GAVEL=path/to/gavel sh admission/tests/socket_test.sh
+#
+# Ends with a line "N passed, N failed"; exit status 1 when something failed.
+set -u
+GAVEL=${GAVEL:-./gavel}
+POLICIES=${POLICIES:-manifests/samples/policies}
+passed=0
+failed=0
+tmp=$(mktemp -d)
+pid=
+cleanup() {
+	if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; fi
+	[ -n "${KEEP_TMP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+ok() { passed=$((passed + 1)); echo "ok     $1"; }
+ko() { failed=$((failed + 1)); echo "FAILED $1${2:+: $2}"; }
+# check NAME WANT GOT
+check() { if [ "$2" = "$3" ]; then ok "$1"; else ko "$1" "want [$2], got [$3]"; fi; }
+# contains NAME NEEDLE FILE
+contains() { if grep -q -- "$2" "$3"; then ok "$1"; else ko "$1" "no [$2] in $(head -c 300 "$3")"; fi; }
+
+for tool in curl openssl; do
+	command -v $tool >/dev/null || { echo "socket_test: $tool not found"; echo "0 passed, 1 failed"; exit 1; }
+done
+[ -x "$GAVEL" ] || { echo "socket_test: $GAVEL not found (run make first)"; echo "0 passed, 1 failed"; exit 1; }
+
+# ---- TLS material: a CA and a serving certificate for IP 127.0.0.1 ----
+make_pair() { # DIR
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
+		-keyout "$1/tls.key.new" -out "$tmp/tls.csr" 2>/dev/null &&
+	openssl x509 -req -in "$tmp/tls.csr" -CA "$tmp/ca.crt" -CAkey "$tmp/ca.key" \
+		-CAcreateserial -days 2 -extfile "$tmp/san.ext" -out "$1/tls.crt.new" 2>/dev/null &&
+	mv "$1/tls.key.new" "$1/tls.key" && mv "$1/tls.crt.new" "$1/tls.crt"
+}
+mkdir -p "$tmp/tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=gavel-test-ca" \
+	-keyout "$tmp/ca.key" -out "$tmp/ca.crt" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >"$tmp/san.ext"
+make_pair "$tmp/tls" || { echo "socket_test: openssl failed"; echo "0 passed, 1 failed"; exit 1; }
+
+# ---- start-up failures: one line, exit 2 ----
+"$GAVEL" serve --policies "$POLICIES" --tls-dir "$tmp/none" --listen 127.0.0.1:0 \
+	--metrics-listen "" >"$tmp/out" 2>&1
+check "missing key pair: exit 2" 2 $?
+contains "missing key pair: says which file" "tls.crt" "$tmp/out"
+"$GAVEL" serve --policies "$POLICIES" --tls-dir "$tmp/tls" --listen 127.0.0.1:99999 \
+	--metrics-listen "" >"$tmp/out" 2>&1
+check "bad port: exit 2" 2 $?
+"$GAVEL" serve --bogus >"$tmp/out" 2>&1
+check "unknown flag: exit 2" 2 $?
+
+# ---- the server ----
+"$GAVEL" serve --policies "$POLICIES" --tls-dir "$tmp/tls" --listen 127.0.0.1:0 \
+	--metrics-listen 127.0.0.1:0 --namespace gavel >"$tmp/log" 2>&1 &
+pid=$!
+port=
+for _ in $(seq 1 100); do
+	port=$(sed -n 's/.*webhook listening on .* (port \([0-9]*\)), metrics on .* (port \([0-9]*\)).*/\1 \2/p' "$tmp/log")
+	[ -n "$port" ] && break
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+if [ -z "$port" ]; then
+	cat "$tmp/log"
+	ko "server starts"
+	pid=
+	echo "$passed passed, $failed failed"
+	exit 1
+fi
+mport=${port#* }
+port=${port% *}
+ok "server starts (port $port, metrics $mport)"
+base=https://127.0.0.1:$port
+C="curl -s --cacert $tmp/ca.crt --max-time 10"
+
+# Port in use: a second server on the same port.
+"$GAVEL" serve --policies "$POLICIES" --tls-dir "$tmp/tls" --listen 127.0.0.1:$port \
+	--metrics-listen "" >"$tmp/out" 2>&1
+check "port in use: exit 2" 2 $?
+contains "port in use: one clear line" "Address already in use" "$tmp/out"
+
+review() { # FILE UID POD_JSON [OPERATION]
+	printf '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"%s","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"shop","operation":"%s","userInfo":{"username":"alice"},"object":%s,"oldObject":null,"dryRun":false}}' \
+		"$2" "${4:-CREATE}" "$3" >"$1"
+}
+review "$tmp/good.json" uid-good '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"shop","labels":{"team":"a"}},"spec":{"containers":[{"name":"web","image":"nginx:1.25"}]}}'
+review "$tmp/bad.json" uid-bad '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"debug","namespace":"shop"},"spec":{"containers":[{"name":"c","image":"busybox:latest","securityContext":{"privileged":true}}]}}'
+J="-H Content-Type:application/json"
+
+# ---- routes ----
+check "GET /healthz" "200 ok" "$($C -w '%{http_code}' -o "$tmp/b" $base/healthz; echo " $(cat "$tmp/b")")"
+check "GET /readyz" 200 "$($C -o /dev/null -w '%{http_code}' $base/readyz)"
+check "POST /validate allowed" 200 "$($C -o "$tmp/b" -w '%{http_code}' $J --data-binary @"$tmp/good.json" $base/validate)"
+contains "allowed answer echoes the uid" '"uid":"uid-good","allowed":true' "$tmp/b"
+check "POST /validate?timeout=10s (query ignored)" 200 "$($C -o "$tmp/b" -w '%{http_code}' $J --data-binary @"$tmp/bad.json" "$base/validate?timeout=10s")"
+contains "violating Pod denied" '"allowed":false' "$tmp/b"
+contains "denial message in Kyverno's format" 'resource Pod/shop/debug was blocked due to the following policies' "$tmp/b"
+review "$tmp/warn.json" uid-warn '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"w","namespace":"shop","labels":{"team":"a"}},"spec":{"containers":[{"name":"web","image":"nginx:latest"}]}}'
+$C -o "$tmp/b" $J --data-binary @"$tmp/warn.json" $base/validate
+contains "allowed with an emitWarning warning" '"warnings":\["policy disallow-latest-tag.no-latest: the :latest tag is not allowed"\]' "$tmp/b"
+check "unknown path: 404" 404 "$($C -o /dev/null -w '%{http_code}' $base/nope)"
+check "GET /validate: 405" 405 "$($C -o /dev/null -w '%{http_code}' $base/validate)"
+$C -D "$tmp/h" -o /dev/null $base/validate
+contains "405 names the allowed method" 'Allow: POST' "$tmp/h"
+check "POST /healthz: 405" 405 "$($C -o /dev/null -w '%{http_code}' -X POST $base/healthz)"
+check "text/plain body: 415" 415 "$($C -o /dev/null -w '%{http_code}' -H 'Content-Type: text/plain' --data x $base/validate)"
+check "no Content-Type: 415" 415 "$($C -o /dev/null -w '%{http_code}' -H 'Content-Type:' --data-binary @"$tmp/good.json" $base/validate)"
+check "malformed JSON: 400" 400 "$($C -o "$tmp/b" -w '%{http_code}' $J --data '{"apiVersion": tru' $base/validate)"
+contains "400 says why" 'malformed JSON: invalid token at line 1 column 16' "$tmp/b"
+check "not an AdmissionReview: 400" 400 "$($C -o "$tmp/b" -w '%{http_code}' $J --data '{"kind":"Pod"}' $base/validate)"
+head -c 4194304 /dev/zero | tr '\0' ' ' >"$tmp/big.json"
+check "4 MiB body by Content-Length: 413" 413 "$($C -o /dev/null -w '%{http_code}' $J -H 'Expect:' --data-binary @"$tmp/big.json" $base/validate)"
+check "4 MiB chunked body: 413" 413 "$($C -o /dev/null -w '%{http_code}' $J -H 'Transfer-Encoding: chunked' --data-binary @"$tmp/big.json" $base/validate)"
+check "empty body: 400" 400 "$($C -o /dev/null -w '%{http_code}' $J --data '' $base/validate)"
+
+# ---- keep-alive: several requests on one connection ----
+$C -v $J --data-binary @"$tmp/good.json" $base/validate -o /dev/null \
+	--next --cacert "$tmp/ca.crt" $J --data-binary @"$tmp/bad.json" $base/validate -o /dev/null \
+	--next --cacert "$tmp/ca.crt" $base/healthz -o /dev/null 2>"$tmp/v"
+check "keep-alive: one connection for three requests" 2 "$(grep -c 'Re-using existing connection' "$tmp/v")"
+
+# ---- /validate-policy ----
+printf '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"p1","kind":{"group":"kyverno.io","version":"v1","kind":"ClusterPolicy"},"operation":"CREATE","object":{"apiVersion":"kyverno.io/v1","kind":"ClusterPolicy","metadata":{"name":"bad"},"spec":{"rules":[{"name":"r","match":{"any":[{"resources":{"kinds":["Pod"]}}]},"validate":{"message":"{{request.userInfo.username}}","deny":{}}}]}}}}' >"$tmp/pol.json"
+$C -o "$tmp/b" $J --data-binary @"$tmp/pol.json" $base/validate-policy
+contains "validate-policy denies a policy that does not compile" 'only select variables are allowed in background mode' "$tmp/b"
+
+# ---- TLS versions ----
+echo | openssl s_client -connect 127.0.0.1:$port -tls1_1 -cipher 'DEFAULT@SECLEVEL=0' >"$tmp/s" 2>&1
+if grep -q 'Cipher is (NONE)\|no protocols available\|alert protocol version\|wrong version number\|unsupported protocol' "$tmp/s"; then ok "TLS 1.1 refused"; else ko "TLS 1.1 refused" "$(grep -i 'protocol\|cipher' "$tmp/s" | head -3)"; fi
+check "TLS 1.2 accepted" 200 "$($C --tlsv1.2 --tls-max 1.2 -o /dev/null -w '%{http_code}' $base/healthz)"
+check "TLS 1.3 accepted" 200 "$($C --tlsv1.3 -o /dev/null -w '%{http_code}' $base/healthz)"
+check "certificate verifies against the CA for IP 127.0.0.1" 0 "$($C -o /dev/null $base/healthz; echo $?)"
+
+# ---- metrics (plain HTTP, separate port) ----
+curl -s --max-time 10 http://127.0.0.1:$mport/metrics >"$tmp/m"
+contains "metrics: requests counter" 'kyverno_admission_requests_total{resource_kind="Pod",resource_namespace="shop",resource_request_operation="create",request_allowed="false"} ' "$tmp/m"
+contains "metrics: duration histogram" 'kyverno_admission_review_duration_seconds_bucket{' "$tmp/m"
+contains "metrics: policy results" 'kyverno_policy_results_total{policy_name="disallow-privileged",rule_name="no-privileged-containers",rule_result="fail",policy_validation_mode="enforce"' "$tmp/m"
+check "metrics: unknown path 404" 404 "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$mport/x)"
+
+# ---- key pair reload ----
+old=$(echo | openssl s_client -connect 127.0.0.1:$port 2>/dev/null | openssl x509 -noout -serial)
+make_pair "$tmp/tls"
+new=$(openssl x509 -noout -serial -in "$tmp/tls/tls.crt")
+got=
+for _ in $(seq 1 40); do
+	got=$(echo | openssl s_client -connect 127.0.0.1:$port 2>/dev/null | openssl x509 -noout -serial)
+	[ "$got" = "$new" ] && break
+	sleep 0.25
+done
+if [ "$got" = "$new" ] && [ "$old" != "$new" ]; then ok "new key pair served after rotation"; else ko "new key pair served after rotation" "old $old new $new got $got"; fi
+check "still serving after rotation" 200 "$($C -o /dev/null -w '%{http_code}' $J --data-binary @"$tmp/good.json" $base/validate)"
+
+# ---- still alive after everything ----
+check "server still serving" 200 "$($C -o /dev/null -w '%{http_code}' $base/healthz)"
+
+# ---- SIGTERM: exit 0 ----
+kill -TERM "$pid"
+wait "$pid"
+check "SIGTERM: exit 0" 0 $?
+pid=
+contains "SIGTERM: stopped cleanly" 'serve: stopped' "$tmp/log"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

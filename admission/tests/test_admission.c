@@ -1,0 +1,1031 @@
+/*
+ * Unit tests for admission/: the pure handler (AdmissionReview bytes in,
+ * bytes out) with real policies, the denial message and its go-yaml-style
+ * YAML (kyverno-semantics.md section 8.2, E26), warnings and their limits
+ * (k8s-wire.md 1.6), v1beta1, DELETE on oldObject, dryRun, resourceFilters,
+ * gavel's own namespace, malformed bodies (400 reasons), /validate-policy,
+ * the report queue, the metrics registry and the request JSON parser.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "admission/admission_int.h"
+#include "common/yaml.h"
+
+#include "common/banned.h"
+
+/* ---- fixtures ---- */
+
+/* E26: p1 Enforce fails (a), p2 failurePolicy Fail errors (b) and passes (c), p3 Audit+emitWarning
+ * fails (d). */
+static const char E26_POLICIES[] =
+    "apiVersion: kyverno.io/v1\n"
+    "kind: ClusterPolicy\n"
+    "metadata: {name: p1}\n"
+    "spec:\n"
+    "  validationFailureAction: Enforce\n"
+    "  rules:\n"
+    "  - name: a\n"
+    "    match: {any: [{resources: {kinds: [Pod]}}]}\n"
+    "    validate:\n"
+    "      message: \"label team is required\"\n"
+    "      pattern: {metadata: {labels: {team: \"?*\"}}}\n"
+    "---\n"
+    "apiVersion: kyverno.io/v1\n"
+    "kind: ClusterPolicy\n"
+    "metadata: {name: p2}\n"
+    "spec:\n"
+    "  validationFailureAction: Enforce\n"
+    "  failurePolicy: FAILURE_POLICY\n"
+    "  rules:\n"
+    "  - name: b\n"
+    "    match: {any: [{resources: {kinds: [Pod]}}]}\n"
+    "    context:\n"
+    "    - name: x\n"
+    "      variable: {jmesPath: \"request.object.metadata.nothing.here\"}\n"
+    "    validate:\n"
+    "      message: never\n"
+    "      deny: {conditions: {any: [{key: \"{{ x }}\", operator: Equals, value: \"1\"}]}}\n"
+    "  - name: c\n"
+    "    match: {any: [{resources: {kinds: [Pod]}}]}\n"
+    "    validate:\n"
+    "      message: name needed\n"
+    "      pattern: {metadata: {name: \"?*\"}}\n"
+    "---\n"
+    "apiVersion: kyverno.io/v1\n"
+    "kind: ClusterPolicy\n"
+    "metadata: {name: p3}\n"
+    "spec:\n"
+    "  emitWarning: true\n"
+    "  rules:\n"
+    "  - name: d\n"
+    "    match: {any: [{resources: {kinds: [Pod]}}]}\n"
+    "    validate:\n"
+    "      failureAction: Audit\n"
+    "      message: \"images must not use latest: {{ request.object.metadata.name }}\"\n"
+    "      pattern: {spec: {containers: [{image: \"!*:latest\"}]}}\n";
+
+/* Protects ConfigMaps labelled protected=true from deletion (judged on oldObject). */
+static const char DELETE_POLICY[] =
+    "apiVersion: kyverno.io/v1\n"
+    "kind: ClusterPolicy\n"
+    "metadata: {name: protect}\n"
+    "spec:\n"
+    "  background: false\n"
+    "  rules:\n"
+    "  - name: no-delete\n"
+    "    match: {any: [{resources: {kinds: [ConfigMap], operations: [DELETE]}}]}\n"
+    "    validate:\n"
+    "      failureAction: Enforce\n"
+    "      message: \"{{ request.object.metadata.name }} is protected\"\n"
+    "      deny:\n"
+    "        conditions:\n"
+    "          any:\n"
+    "          - {key: \"{{ request.object.metadata.labels.protected || '' }}\", operator: "
+    "Equals, value: \"true\"}\n";
+
+/* Only p3-like audit results: what gets reported. */
+static const char AUDIT_POLICY[] =
+    "apiVersion: kyverno.io/v1\n"
+    "kind: ClusterPolicy\n"
+    "metadata: {name: audit-team, annotations: {policies.kyverno.io/severity: medium}}\n"
+    "spec:\n"
+    "  rules:\n"
+    "  - name: team\n"
+    "    match: {any: [{resources: {kinds: [Pod]}}]}\n"
+    "    validate:\n"
+    "      failureAction: Audit\n"
+    "      message: team label\n"
+    "      pattern: {metadata: {labels: {team: \"?*\"}}}\n";
+
+static const char POD_X[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"x\","
+			    "\"namespace\":\"default\",\"uid\":\"pod-uid-1\"},\"spec\":{"
+			    "\"containers\":[{\"name\":\"c\",\"image\":\"nginx:latest\"}]}}";
+
+static const char POD_GOOD[] =
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"good\",\"namespace\":"
+    "\"default\",\"uid\":\"pod-uid-2\",\"labels\":{\"team\":\"a\"}},\"spec\":{\"containers\":[{"
+    "\"name\":\"c\",\"image\":\"nginx:1.25\"}]}}";
+
+struct fixture {
+	struct engine_policyset *set;
+	struct admission_state *state;
+	struct admission_fixed_source src;
+	struct metrics_registry *metrics;
+	struct admission_queue *queue;
+	struct admission_handler *h;
+};
+
+static struct engine_policyset *compile_set(const char *yaml)
+{
+	struct gv_docs docs = {0};
+	struct gv_err err = {0};
+	struct engine_policy *pv[16];
+	struct engine_policyset *set;
+	size_t n = 0;
+
+	if (gv_yaml_load(yaml, strlen(yaml), "test", &docs, &err))
+		fail_msg("policies: %s", err.msg);
+	for (size_t i = 0; i < docs.n; i++) {
+		struct gv_err e = {0};
+		pv[n] = engine_policy_compile(docs.v[i].value, &e);
+		if (!pv[n])
+			fail_msg("policy %zu: %s: %s", i, e.pointer, e.msg);
+		n++;
+	}
+	set = engine_policyset_new(pv, n, NULL, 0);
+	for (size_t i = 0; i < n; i++)
+		engine_policy_unref(pv[i]);
+	gv_docs_release(&docs);
+	return set;
+}
+
+/* config: JSON of the ConfigMap data or NULL; namespaces: JSON {ns: labels} or NULL. */
+static void fixture_init(struct fixture *f, const char *yaml, const char *config,
+			 const char *namespaces)
+{
+	json_t *cfg_data = config ? json_loads(config, 0, NULL) : NULL;
+	json_t *ns = namespaces ? json_loads(namespaces, 0, NULL) : NULL;
+	struct admission_config *cfg = admission_config_new(cfg_data);
+	struct admission_handler_config hc = {0};
+
+	memset(f, 0, sizeof(*f));
+	f->set = compile_set(yaml);
+	f->state = admission_state_new(f->set, ns, cfg);
+	admission_fixed_source_init(&f->src, f->state);
+	f->metrics = metrics_registry_new();
+	f->queue = admission_queue_new(4, ADMISSION_QUEUE_DROP_OLDEST);
+	hc.source = &f->src.source;
+	hc.namespace = "gavel";
+	hc.queue = f->queue;
+	hc.metrics = f->metrics;
+	f->h = admission_handler_new(&hc);
+	admission_config_unref(cfg);
+	json_decref(cfg_data);
+	json_decref(ns);
+}
+
+static void fixture_release(struct fixture *f)
+{
+	admission_handler_free(f->h);
+	admission_queue_free(f->queue);
+	metrics_registry_free(f->metrics);
+	admission_fixed_source_release(&f->src);
+	admission_state_unref(f->state);
+	engine_policyset_unref(f->set);
+}
+
+static char *with_failure_policy(const char *fp)
+{
+	const char *at = strstr(E26_POLICIES, "FAILURE_POLICY");
+
+	return gv_xasprintf("%.*s%s%s", (int)(at - E26_POLICIES), E26_POLICIES, fp,
+			    at + strlen("FAILURE_POLICY"));
+}
+
+/* An AdmissionReview; object/old are JSON text or NULL (null). */
+static char *review(const char *api, const char *op, const char *kind, const char *ns,
+		    const char *name, const char *object, const char *old, bool dry_run)
+{
+	return gv_xasprintf(
+	    "{\"apiVersion\":\"%s\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"req-1\","
+	    "\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"%s\"},\"resource\":{\"group\":"
+	    "\"\",\"version\":\"v1\",\"resource\":\"x\"},\"name\":\"%s\",\"namespace\":\"%s\","
+	    "\"operation\":\"%s\",\"userInfo\":{\"username\":\"alice\",\"groups\":[\"dev\"]},"
+	    "\"object\":%s,\"oldObject\":%s,\"dryRun\":%s}}",
+	    api, kind, name, ns, op, object ? object : "null", old ? old : "null",
+	    dry_run ? "true" : "false");
+}
+
+static json_t *handle(struct fixture *f, const char *body, int want_http)
+{
+	struct admission_reply r;
+	json_t *j;
+
+	admission_handle(f->h, body, strlen(body), &r);
+	assert_int_equal(r.http, want_http);
+	if (want_http != 200) {
+		j = json_string(r.body);
+		admission_reply_release(&r);
+		return j;
+	}
+	assert_string_equal(r.content_type, "application/json");
+	j = json_loadb(r.body, r.len, 0, NULL);
+	assert_non_null(j);
+	admission_reply_release(&r);
+	return j;
+}
+
+static const char *resp_str(const json_t *j, const char *a, const char *b)
+{
+	const json_t *v = json_object_get(json_object_get(j, "response"), a);
+
+	if (b)
+		v = json_object_get(v, b);
+	return json_string_value(v);
+}
+
+static bool allowed(const json_t *j)
+{
+	return json_is_true(json_object_get(json_object_get(j, "response"), "allowed"));
+}
+
+static const json_t *warnings(const json_t *j)
+{
+	return json_object_get(json_object_get(j, "response"), "warnings");
+}
+
+static size_t queue_drain_all(struct admission_queue *q, struct admission_report_item **out,
+			      size_t max)
+{
+	return admission_queue_drain(q, out, max, 0);
+}
+
+/* ---- the handler ---- */
+
+static void test_e26_denied_exact_message(void **state)
+{
+	struct fixture f;
+	char *pols = with_failure_policy("Fail");
+	char *body =
+	    review("admission.k8s.io/v1", "CREATE", "Pod", "default", "x", POD_X, NULL, false);
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, pols, NULL, NULL);
+	j = handle(&f, body, 200);
+	assert_string_equal(json_string_value(json_object_get(j, "apiVersion")),
+			    "admission.k8s.io/v1");
+	assert_string_equal(json_string_value(json_object_get(j, "kind")), "AdmissionReview");
+	assert_string_equal(resp_str(j, "uid", NULL), "req-1");
+	assert_false(allowed(j));
+	assert_null(warnings(j)); /* no warnings on a denial */
+	assert_int_equal(json_integer_value(json_object_get(
+			     json_object_get(json_object_get(j, "response"), "status"), "code")),
+			 403);
+	assert_string_equal(
+	    resp_str(j, "status", "message"),
+	    "\n\nresource Pod/default/x was blocked due to the following policies \n\n"
+	    "p1:\n"
+	    "  a: 'validation error: label team is required. rule a failed at path "
+	    "/metadata/labels/'\n"
+	    "p2:\n"
+	    "  b: 'failed to load context: failed to evaluate jmespath "
+	    "request.object.metadata.nothing.here for variable x: Unknown key \"nothing\" in "
+	    "path'\n");
+	json_decref(j);
+	fixture_release(&f);
+	free(body);
+	free(pols);
+}
+
+static void test_e26_ignore_allowed_with_warnings(void **state)
+{
+	struct fixture f;
+	char *pols = with_failure_policy("Ignore");
+	const char *no_p1 = strstr(pols, "---\n") + 4; /* drop p1 */
+	char *body =
+	    review("admission.k8s.io/v1", "CREATE", "Pod", "default", "x", POD_X, NULL, false);
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, no_p1, NULL, NULL);
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	assert_null(json_object_get(json_object_get(j, "response"), "status"));
+	assert_int_equal(json_array_size(warnings(j)), 2);
+	assert_string_equal(json_string_value(json_array_get(warnings(j), 0)),
+			    "policy p2.b: failed to load context: failed to evaluate jmespath "
+			    "request.object.metadata.nothing.here for variable x: Unknown key "
+			    "\"nothing\" in path");
+	assert_string_equal(json_string_value(json_array_get(warnings(j), 1)),
+			    "policy p3.d: validation error: images must not use latest: x. rule d "
+			    "failed at path /spec/containers/0/image/");
+	json_decref(j);
+	fixture_release(&f);
+	free(body);
+	free(pols);
+}
+
+static void test_allowed_and_v1beta1(void **state)
+{
+	struct fixture f;
+	char *pols = with_failure_policy("Fail");
+	char *body = review("admission.k8s.io/v1beta1", "CREATE", "Pod", "default", "good",
+			    POD_GOOD, NULL, false);
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, pols, NULL, NULL);
+	j = handle(&f, body, 200);
+	assert_string_equal(json_string_value(json_object_get(j, "apiVersion")),
+			    "admission.k8s.io/v1beta1");
+	assert_string_equal(resp_str(j, "uid", NULL), "req-1");
+	/* p2.b errors under failurePolicy Fail: still denied, only p2 listed. */
+	assert_false(allowed(j));
+	assert_string_equal(resp_str(j, "status", "message"),
+			    "\n\nresource Pod/default/good was blocked due to the following "
+			    "policies \n\np2:\n  b: 'failed to load context: failed to evaluate "
+			    "jmespath request.object.metadata.nothing.here for variable x: Unknown "
+			    "key \"nothing\" in path'\n");
+	json_decref(j);
+	fixture_release(&f);
+	free(body);
+	free(pols);
+
+	fixture_init(&f, AUDIT_POLICY, NULL, NULL);
+	body = review("admission.k8s.io/v1beta1", "CREATE", "Pod", "default", "good", POD_GOOD,
+		      NULL, false);
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	assert_null(warnings(j)); /* audit without emitWarning: no warnings */
+	json_decref(j);
+	free(body);
+	fixture_release(&f);
+}
+
+static void test_delete_judged_on_old_object(void **state)
+{
+	struct fixture f;
+	const char *cm = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+			 "\"keep\",\"namespace\":\"default\",\"uid\":\"cm-1\",\"labels\":{"
+			 "\"protected\":\"true\"}}}";
+	const char *cm2 = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+			  "\"other\",\"namespace\":\"default\"}}";
+	char *body;
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, DELETE_POLICY, NULL, NULL);
+	body = review("admission.k8s.io/v1", "DELETE", "ConfigMap", "default", "keep", NULL, cm,
+		      false);
+	j = handle(&f, body, 200);
+	assert_false(allowed(j));
+	assert_string_equal(resp_str(j, "status", "message"),
+			    "\n\nresource ConfigMap/default/keep was blocked due to the following "
+			    "policies \n\nprotect:\n  no-delete: keep is protected\n");
+	json_decref(j);
+	free(body);
+	/* Another ConfigMap may go; and CREATE of the protected one is not matched. */
+	body = review("admission.k8s.io/v1", "DELETE", "ConfigMap", "default", "other", NULL, cm2,
+		      false);
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	json_decref(j);
+	free(body);
+	body = review("admission.k8s.io/v1", "CREATE", "ConfigMap", "default", "keep", cm, NULL,
+		      false);
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	json_decref(j);
+	free(body);
+	/* A DELETE without oldObject (API server before 1.15): nothing to judge. */
+	body = review("admission.k8s.io/v1", "DELETE", "ConfigMap", "default", "keep", NULL, NULL,
+		      false);
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	json_decref(j);
+	free(body);
+	fixture_release(&f);
+}
+
+static void test_dry_run_judged_not_reported(void **state)
+{
+	struct fixture f;
+	struct admission_report_item *items[8];
+	char *body;
+	json_t *j;
+	size_t n;
+
+	(void)state;
+	fixture_init(&f, AUDIT_POLICY, NULL, NULL);
+	body = review("admission.k8s.io/v1", "CREATE", "Pod", "default", "x", POD_X, NULL, true);
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	json_decref(j);
+	free(body);
+	assert_int_equal(queue_drain_all(f.queue, items, 8), 0);
+
+	body = review("admission.k8s.io/v1", "CREATE", "Pod", "default", "x", POD_X, NULL, false);
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	json_decref(j);
+	free(body);
+	n = queue_drain_all(f.queue, items, 8);
+	assert_int_equal(n, 1);
+	assert_string_equal(items[0]->kind, "Pod");
+	assert_string_equal(items[0]->namespace, "default");
+	assert_string_equal(items[0]->name, "x");
+	assert_string_equal(items[0]->uid, "pod-uid-1");
+	assert_string_equal(items[0]->operation, "CREATE");
+	assert_string_equal(items[0]->request_uid, "req-1");
+	assert_int_equal(items[0]->nresults, 1);
+	assert_string_equal(engine_policy_name(items[0]->results[0].policy), "audit-team");
+	assert_string_equal(items[0]->results[0].rule, "team");
+	assert_int_equal(items[0]->results[0].status, ENGINE_FAIL);
+	assert_string_equal(
+	    engine_policy_annotation(items[0]->results[0].policy, "policies.kyverno.io/severity"),
+	    "medium");
+	admission_report_item_free(items[0]);
+
+	/* DryRun of an Enforce denial is still denied. */
+	fixture_release(&f);
+	fixture_init(&f, DELETE_POLICY, NULL, NULL);
+	body =
+	    review("admission.k8s.io/v1", "DELETE", "ConfigMap", "default", "keep", NULL,
+		   "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"keep\","
+		   "\"namespace\":\"default\",\"labels\":{\"protected\":\"true\"}}}",
+		   true);
+	j = handle(&f, body, 200);
+	assert_false(allowed(j));
+	json_decref(j);
+	free(body);
+	fixture_release(&f);
+}
+
+static void test_resource_filters_and_own_namespace(void **state)
+{
+	struct fixture f;
+	char *pols = with_failure_policy("Fail");
+	const char *cfg = "{\"resourceFilters\":\"[Event,*,*] [Pod,kube-system,*][*,kube-public,*]"
+			  "[Pod,default,skip-*]\",\"excludeGroups\":\"system:nodes, ops\"}";
+	const char *pod_ks = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"x\","
+			     "\"namespace\":\"kube-system\"},\"spec\":{\"containers\":[{\"name\":"
+			     "\"c\",\"image\":\"nginx:latest\"}]}}";
+	const char *ns_obj = "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":"
+			     "\"kube-public\"}}";
+	char *body;
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, pols, cfg, NULL);
+	/* A violating Pod in kube-system: filtered. */
+	body =
+	    review("admission.k8s.io/v1", "CREATE", "Pod", "kube-system", "x", pod_ks, NULL, false);
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	json_decref(j);
+	free(body);
+	/* Name wildcard. */
+	body = review("admission.k8s.io/v1", "CREATE", "Pod", "default", "skip-me", POD_X, NULL,
+		      false);
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	json_decref(j);
+	free(body);
+	/* The same Pod elsewhere is judged. */
+	body = review("admission.k8s.io/v1", "CREATE", "Pod", "default", "x", POD_X, NULL, false);
+	j = handle(&f, body, 200);
+	assert_false(allowed(j));
+	json_decref(j);
+	free(body);
+	/* gavel's own namespace: allowed without evaluation. */
+	body = review("admission.k8s.io/v1", "CREATE", "Pod", "gavel", "x", POD_X, NULL, false);
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	json_decref(j);
+	free(body);
+	/* [*,kube-public,*] also filters the kube-public Namespace object itself. */
+	assert_true(admission_config_filtered(admission_state_config(f.state), "", "v1",
+					      "Namespace", "", "", "kube-public"));
+	assert_false(admission_config_filtered(admission_state_config(f.state), "", "v1",
+					       "Namespace", "", "", "team-a"));
+	assert_true(admission_config_filtered(admission_state_config(f.state), "", "v1", "Event",
+					      "", "team-a", "e1"));
+	assert_false(admission_config_filtered(admission_state_config(f.state), "", "v1", "Pod",
+					       "exec", "kube-system", "x"));
+	body = review("admission.k8s.io/v1", "CREATE", "Namespace", "", "kube-public", ns_obj, NULL,
+		      false);
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	json_decref(j);
+	free(body);
+	/* Excluded group. */
+	{
+		json_t *ui = json_pack("{s:s,s:[s,s]}", "username", "n1", "groups", "x", "ops");
+		assert_true(admission_config_user_excluded(admission_state_config(f.state), ui));
+		json_decref(ui);
+		ui = json_pack("{s:s,s:[s]}", "username", "n1", "groups", "dev");
+		assert_false(admission_config_user_excluded(admission_state_config(f.state), ui));
+		json_decref(ui);
+	}
+	fixture_release(&f);
+	free(pols);
+}
+
+static void test_kind_selectors(void **state)
+{
+	json_t *d =
+	    json_pack("{s:s}", "resourceFilters",
+		      "[*/*,kube-node-lease,*][Pod/exec,*,*][apps/v1/Deployment,*,d1][v1/Node]");
+	struct admission_config *c = admission_config_new(d);
+
+	(void)state;
+	assert_true(admission_config_filtered(c, "", "v1", "Lease", "", "kube-node-lease", "x"));
+	assert_true(
+	    admission_config_filtered(c, "", "v1", "Pod", "status", "kube-node-lease", "x"));
+	assert_true(admission_config_filtered(c, "", "v1", "Pod", "exec", "team", "x"));
+	assert_false(admission_config_filtered(c, "", "v1", "Pod", "", "team", "x"));
+	assert_true(admission_config_filtered(c, "apps", "v1", "Deployment", "", "t", "d1"));
+	assert_false(admission_config_filtered(c, "apps", "v1", "Deployment", "", "t", "d2"));
+	assert_true(admission_config_filtered(c, "", "v1", "Node", "", "", "n1"));
+	admission_config_unref(c);
+	json_decref(d);
+}
+
+static void test_namespace_selector_uses_snapshot_labels(void **state)
+{
+	static const char pol[] =
+	    "apiVersion: kyverno.io/v1\n"
+	    "kind: ClusterPolicy\n"
+	    "metadata: {name: prod-only}\n"
+	    "spec:\n"
+	    "  rules:\n"
+	    "  - name: r\n"
+	    "    match: {any: [{resources: {kinds: [Pod], namespaceSelector: {matchLabels: "
+	    "{env: prod}}}}]}\n"
+	    "    validate:\n"
+	    "      failureAction: Enforce\n"
+	    "      message: no latest\n"
+	    "      pattern: {spec: {containers: [{image: \"!*:latest\"}]}}\n";
+	struct fixture f;
+	char *body;
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, pol, NULL, "{\"default\":{\"env\":\"prod\"},\"dev\":{\"env\":\"dev\"}}");
+	body = review("admission.k8s.io/v1", "CREATE", "Pod", "default", "x", POD_X, NULL, false);
+	j = handle(&f, body, 200);
+	assert_false(allowed(j));
+	json_decref(j);
+	free(body);
+	body = review("admission.k8s.io/v1", "CREATE", "Pod", "dev", "x",
+		      "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"x\","
+		      "\"namespace\":\"dev\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+		      "\"nginx:latest\"}]}}",
+		      NULL, false);
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	json_decref(j);
+	free(body);
+	fixture_release(&f);
+}
+
+static void expect_400(struct fixture *f, const char *body, const char *reason)
+{
+	json_t *j = handle(f, body, 400);
+
+	if (!strstr(json_string_value(j), reason))
+		fail_msg("400 reason \"%s\" does not contain \"%s\"", json_string_value(j), reason);
+	json_decref(j);
+}
+
+static void test_bad_requests(void **state)
+{
+	struct fixture f;
+	struct admission_reply r;
+
+	(void)state;
+	fixture_init(&f, AUDIT_POLICY, NULL, NULL);
+	expect_400(&f, "", "malformed JSON: empty body");
+	expect_400(&f, "{\"a\":", "malformed JSON: unexpected end of input at line 1 column 6");
+	expect_400(&f, "{\n \"a\": tru}", "malformed JSON: invalid token at line 2 column 7");
+	expect_400(&f, "\"just a string\"", "malformed JSON: '[' or '{' expected");
+	expect_400(&f, "{} {}", "end of input expected");
+	expect_400(&f, "[]", "not a JSON object");
+	expect_400(&f, "{\"apiVersion\":\"v1\",\"kind\":\"AdmissionReview\"}",
+		   "apiVersion must be admission.k8s.io/v1");
+	expect_400(&f, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"Pod\"}",
+		   "kind must be AdmissionReview");
+	expect_400(&f, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"}",
+		   "request is missing");
+	expect_400(&f,
+		   "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+		   "\"request\":{\"operation\":\"CREATE\"}}",
+		   "request.uid is missing");
+	expect_400(&f,
+		   "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+		   "\"request\":{\"uid\":\"u\",\"operation\":\"PATCH\"}}",
+		   "request.operation must be");
+	expect_400(&f,
+		   "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+		   "\"request\":{\"uid\":\"u\",\"operation\":\"CREATE\"}}",
+		   "request.kind.kind is missing");
+	expect_400(
+	    &f,
+	    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	    "\"request\":{\"uid\":\"u\",\"operation\":\"CREATE\",\"kind\":{\"kind\":\"Pod\"},"
+	    "\"object\":[1]}}",
+	    "must be objects or null");
+	/* Bodies need not be NUL-terminated: a prefix of a valid review is malformed. */
+	admission_handle(f.h, "{\"apiVersion\":1}XXXX", 16, &r);
+	assert_int_equal(r.http, 400);
+	assert_string_equal(r.content_type, "text/plain; charset=utf-8");
+	admission_reply_release(&r);
+	fixture_release(&f);
+}
+
+static struct admission_state *no_state(void *ud)
+{
+	(void)ud;
+	return NULL;
+}
+
+static void test_not_ready_503(void **state)
+{
+	struct admission_source src = {.acquire = no_state};
+	struct admission_handler_config hc = {.source = &src};
+	struct admission_handler *h = admission_handler_new(&hc);
+	char *body =
+	    review("admission.k8s.io/v1", "CREATE", "Pod", "default", "x", POD_X, NULL, false);
+	struct admission_reply r;
+
+	(void)state;
+	assert_false(admission_handler_ready(h));
+	admission_handle(h, body, strlen(body), &r);
+	assert_int_equal(r.http, 503);
+	admission_reply_release(&r);
+	admission_handler_free(h);
+	free(body);
+}
+
+static void test_validate_policy(void **state)
+{
+	struct fixture f;
+	const char *bad =
+	    "{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\",\"metadata\":"
+	    "{\"name\":\"bad\"},\"spec\":{\"rules\":[{\"name\":\"r\",\"match\":{"
+	    "\"any\":[{\"resources\":{\"kinds\":[\"Pod\"]}}]},\"validate\":{"
+	    "\"message\":\"user {{request.userInfo.username}}\",\"deny\":{}}}]}}";
+	const char *good =
+	    "{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\",\"metadata\":"
+	    "{\"name\":\"good\"},\"spec\":{\"background\":false,\"rules\":[{\"name\":"
+	    "\"r\",\"match\":{\"any\":[{\"resources\":{\"kinds\":[\"Pod\"]}}]},"
+	    "\"validate\":{\"message\":\"user {{request.userInfo.username}}\","
+	    "\"deny\":{}}}]}}";
+	struct admission_reply r;
+	char *body;
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, AUDIT_POLICY, NULL, NULL);
+	body =
+	    review("admission.k8s.io/v1", "CREATE", "ClusterPolicy", "", "bad", bad, NULL, false);
+	admission_handle_policy(f.h, body, strlen(body), &r);
+	assert_int_equal(r.http, 200);
+	j = json_loadb(r.body, r.len, 0, NULL);
+	assert_false(allowed(j));
+	assert_non_null(strstr(resp_str(j, "status", "message"),
+			       "only select variables are allowed in background mode"));
+	json_decref(j);
+	admission_reply_release(&r);
+	free(body);
+
+	body =
+	    review("admission.k8s.io/v1", "CREATE", "ClusterPolicy", "", "good", good, NULL, false);
+	admission_handle_policy(f.h, body, strlen(body), &r);
+	j = json_loadb(r.body, r.len, 0, NULL);
+	assert_true(allowed(j));
+	json_decref(j);
+	admission_reply_release(&r);
+	free(body);
+
+	/* DELETE of a bad policy and other kinds pass. */
+	body =
+	    review("admission.k8s.io/v1", "DELETE", "ClusterPolicy", "", "bad", NULL, bad, false);
+	admission_handle_policy(f.h, body, strlen(body), &r);
+	j = json_loadb(r.body, r.len, 0, NULL);
+	assert_true(allowed(j));
+	json_decref(j);
+	admission_reply_release(&r);
+	free(body);
+
+	admission_handle_policy(f.h, "nope", 4, &r);
+	assert_int_equal(r.http, 400);
+	admission_reply_release(&r);
+	fixture_release(&f);
+}
+
+static void test_warnings_limits(void **state)
+{
+	struct admission_warnings w = {0};
+	char big[600];
+
+	(void)state;
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	admission_warnings_add(&w, "line one\nline\ttwo");
+	admission_warnings_add(&w, "line one\nline\ttwo"); /* duplicate */
+	admission_warnings_add(&w, big);
+	assert_int_equal(w.n, 2);
+	assert_string_equal(w.v[0], "line one line two");
+	assert_int_equal(strlen(w.v[1]), ADMISSION_WARNING_MAX);
+	assert_string_equal(w.v[1] + ADMISSION_WARNING_MAX - 3, "...");
+	for (int i = 0; i < 40; i++) {
+		char *s = gv_xasprintf("%d %s", i, big);
+		admission_warnings_add(&w, s);
+		free(s);
+	}
+	assert_true(w.total <= ADMISSION_WARNINGS_TOTAL);
+	assert_true(w.dropped > 0);
+	admission_warnings_release(&w);
+	/* Multi-byte characters count once; invalid UTF-8 becomes '?'. */
+	admission_warnings_add(&w, "caf\xc3\xa9 \xff!");
+	assert_string_equal(w.v[0], "caf\xc3\xa9 ?!");
+	assert_int_equal(w.total, 7);
+	admission_warnings_release(&w);
+}
+
+/* ---- the YAML of the denial message ---- */
+
+static char *scalar(const char *s, bool key)
+{
+	struct gv_buf b = {0};
+
+	admission_yaml_scalar(&b, s, 4, key);
+	return gv_buf_detach(&b);
+}
+
+static void check_scalar(const char *in, const char *want)
+{
+	char *got = scalar(in, false);
+
+	if (strcmp(got, want))
+		fail_msg("scalar \"%s\": got [%s], want [%s]", in, got, want);
+	free(got);
+}
+
+static void test_yaml_scalars(void **state)
+{
+	(void)state;
+	check_scalar("plain text", "plain text\n");
+	check_scalar("validation error: x", "'validation error: x'\n");
+	check_scalar("it's: here", "'it''s: here'\n");
+	check_scalar("ends with colon:", "'ends with colon:'\n");
+	check_scalar("a #comment", "'a #comment'\n");
+	check_scalar("a#b", "a#b\n");
+	check_scalar("- dash", "'- dash'\n");
+	check_scalar("-dash", "-dash\n");
+	check_scalar("*star", "'*star'\n");
+	check_scalar("[x]", "'[x]'\n");
+	check_scalar("x, y [z]", "x, y [z]\n");
+	check_scalar(" lead", "' lead'\n");
+	check_scalar("trail ", "'trail '\n");
+	check_scalar("", "\"\"\n");
+	check_scalar("true", "\"true\"\n");
+	check_scalar("yes", "\"yes\"\n");
+	check_scalar("Off", "\"Off\"\n");
+	check_scalar("null", "\"null\"\n");
+	check_scalar("~", "\"~\"\n");
+	check_scalar("123", "\"123\"\n");
+	check_scalar("-1.5e3", "\"-1.5e3\"\n");
+	check_scalar("0x1F", "\"0x1F\"\n");
+	check_scalar("1_000", "\"1_000\"\n");
+	check_scalar(".5", "\".5\"\n");
+	check_scalar(".inf", "\".inf\"\n");
+	check_scalar("1:30", "\"1:30\"\n");
+	check_scalar("2024-01-31", "\"2024-01-31\"\n");
+	check_scalar("2024-02-30", "2024-02-30\n");
+	check_scalar("2024-01-31T10:00:00Z", "\"2024-01-31T10:00:00Z\"\n");
+	check_scalar("1.2.3", "1.2.3\n");
+	check_scalar("tab\there", "\"tab\\there\"\n");
+	check_scalar("bell\a", "\"bell\\a\"\n");
+	check_scalar("caf\xc3\xa9: ok", "'caf\xc3\xa9: ok'\n");
+	check_scalar("emoji \xf0\x9f\x98\x80", "\"emoji \\U0001F600\"\n");
+	check_scalar("line1\nline2", "|-\n    line1\n    line2\n");
+	check_scalar("line1\nline2\n", "|\n    line1\n    line2\n");
+	check_scalar("line1\n\nline2\n\n", "|+\n    line1\n\n    line2\n\n");
+	check_scalar(" indented\nx", "|2-\n     indented\n    x\n");
+	check_scalar("trailing space \nx", "\"trailing space \\nx\"\n");
+	{
+		char *k = scalar("true", true);
+		assert_string_equal(k, "\"true\"");
+		free(k);
+		k = scalar("multi\nline", true);
+		assert_string_equal(k, "\"multi\\nline\"");
+		free(k);
+	}
+}
+
+static void test_yaml_key_order(void **state)
+{
+	struct admission_msg_entry v[] = {
+	    {"pol", "rule10", "m10"}, {"pol", "rule2", "m2"}, {"b", "x", "1"},
+	    {"a-b", "r", "2"},	      {"ab", "r", "3"},	      {"pol", "rule2", "m2b"},
+	};
+	struct gv_buf b = {0};
+
+	(void)state;
+	assert_true(admission_yaml_key_cmp("rule2", "rule10") < 0);
+	assert_true(admission_yaml_key_cmp("a-b", "ab") < 0);
+	assert_true(admission_yaml_key_cmp("B", "a") < 0);
+	assert_int_equal(admission_yaml_key_cmp("x", "x"), 0);
+	admission_yaml_policies(&b, v, GV_ARRAY_LEN(v));
+	assert_string_equal(gv_buf_str(&b), "a-b:\n  r: \"2\"\nab:\n  r: \"3\"\nb:\n  x: \"1\"\n"
+					    "pol:\n  rule2: m2b\n  rule10: m10\n");
+	gv_buf_release(&b);
+}
+
+/* ---- queue ---- */
+
+static struct admission_report_item *item(const char *name)
+{
+	struct admission_report_item *it = gv_xcalloc(1, sizeof(*it));
+
+	it->name = gv_xstrdup(name);
+	return it;
+}
+
+static void test_queue(void **state)
+{
+	struct admission_queue *q = admission_queue_new(2, ADMISSION_QUEUE_DROP_OLDEST);
+	struct admission_report_item *out[4];
+	struct admission_queue_stats st;
+	size_t n;
+
+	(void)state;
+	assert_true(admission_queue_push(q, item("a")));
+	assert_true(admission_queue_push(q, item("b")));
+	assert_true(admission_queue_push(q, item("c"))); /* drops a */
+	admission_queue_stats(q, &st);
+	assert_int_equal(st.depth, 2);
+	assert_int_equal(st.dropped, 1);
+	n = admission_queue_drain(q, out, 4, 10);
+	assert_int_equal(n, 2);
+	assert_string_equal(out[0]->name, "b");
+	assert_string_equal(out[1]->name, "c");
+	admission_report_item_free(out[0]);
+	admission_report_item_free(out[1]);
+	assert_int_equal(admission_queue_drain(q, out, 4, 20), 0); /* times out */
+	admission_queue_close(q);
+	assert_false(admission_queue_push(q, item("d")));
+	assert_int_equal(admission_queue_drain(q, out, 4, -1), 0); /* closed: no wait */
+	admission_queue_free(q);
+
+	q = admission_queue_new(1, ADMISSION_QUEUE_REJECT);
+	assert_true(admission_queue_push(q, item("a")));
+	assert_false(admission_queue_push(q, item("b")));
+	admission_queue_stats(q, &st);
+	assert_int_equal(st.rejected, 1);
+	assert_int_equal(st.depth, 1);
+	admission_queue_free(q); /* frees what is left */
+}
+
+/* ---- metrics ---- */
+
+static void test_metrics(void **state)
+{
+	struct metrics_registry *r = metrics_registry_new();
+	static const char *const labels[] = {"a", "b", NULL};
+	static const double buckets[] = {0.1, 1};
+	struct metrics_family *c = metrics_counter_new(r, "x_total", "Xs.", labels);
+	struct metrics_family *h = metrics_histogram_new(r, "y_seconds", "Ys.", NULL, buckets, 2);
+	struct metrics_family *g = metrics_gauge_new(r, "z", "Z.", NULL);
+	struct gv_buf b = {0};
+
+	(void)state;
+	assert_ptr_equal(metrics_counter_new(r, "x_total", "again", labels), c);
+	assert_null(metrics_gauge_new(r, "x_total", "wrong type", labels));
+	metrics_inc(c, (const char *const[]){"2", "q\"\n"});
+	metrics_inc(c, (const char *const[]){"1", "v"});
+	metrics_add(c, (const char *const[]){"1", "v"}, 2);
+	metrics_observe(h, NULL, 0.05);
+	metrics_observe(h, NULL, 0.5);
+	metrics_observe(h, NULL, 5);
+	metrics_set(g, NULL, 1.5);
+	metrics_inc(NULL, NULL); /* no-op */
+	metrics_render(r, &b);
+	assert_non_null(strstr(gv_buf_str(&b), "# HELP x_total Xs.\n# TYPE x_total counter\n"
+					       "x_total{a=\"1\",b=\"v\"} 3\n"
+					       "x_total{a=\"2\",b=\"q\\\"\\n\"} 1\n"));
+	assert_non_null(strstr(gv_buf_str(&b), "y_seconds_bucket{le=\"0.1\"} 1\n"
+					       "y_seconds_bucket{le=\"1\"} 2\n"
+					       "y_seconds_bucket{le=\"+Inf\"} 3\n"
+					       "y_seconds_sum 5.55\ny_seconds_count 3\n"));
+	assert_non_null(strstr(gv_buf_str(&b), "z 1.5\n"));
+	gv_buf_release(&b);
+	metrics_registry_free(r);
+}
+
+static void test_handler_metrics(void **state)
+{
+	struct fixture f;
+	char *pols = with_failure_policy("Fail");
+	char *body =
+	    review("admission.k8s.io/v1", "CREATE", "Pod", "default", "x", POD_X, NULL, false);
+	struct gv_buf b = {0};
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, pols, NULL, NULL);
+	j = handle(&f, body, 200);
+	json_decref(j);
+	metrics_render(f.metrics, &b);
+	assert_non_null(strstr(gv_buf_str(&b), "kyverno_admission_requests_total{resource_kind="
+					       "\"Pod\",resource_namespace=\"default\","
+					       "resource_request_operation=\"create\","
+					       "request_allowed=\"false\"} 1\n"));
+	assert_non_null(strstr(gv_buf_str(&b), "kyverno_policy_results_total{policy_name=\"p1\","
+					       "rule_name=\"a\",rule_result=\"fail\","
+					       "policy_validation_mode=\"enforce\",resource_kind="
+					       "\"Pod\",resource_namespace=\"default\","
+					       "resource_request_operation=\"create\"} 1\n"));
+	assert_non_null(strstr(gv_buf_str(&b), "policy_name=\"p3\",rule_name=\"d\",rule_result="
+					       "\"fail\",policy_validation_mode=\"audit\""));
+	assert_non_null(strstr(gv_buf_str(&b), "kyverno_admission_review_duration_seconds_count{"));
+	gv_buf_release(&b);
+	fixture_release(&f);
+	free(body);
+	free(pols);
+}
+
+/* ---- request JSON parser ---- */
+
+static void same_as_jansson(const char *text)
+{
+	struct gv_err err = {0};
+	json_t *a = json_loads(text, JSON_ALLOW_NUL, NULL);
+	json_t *b = admission_json_parse(text, strlen(text), &err);
+
+	if (!a || !b || !json_equal(a, b))
+		fail_msg("parse of %s differs from jansson (%s)", text, err.msg);
+	json_decref(a);
+	json_decref(b);
+}
+
+static void parse_error(const char *text, const char *want)
+{
+	struct gv_err err = {0};
+	json_t *v = admission_json_parse(text, strlen(text), &err);
+
+	assert_null(v);
+	if (!strstr(err.msg, want))
+		fail_msg("parse error of %s: got \"%s\", want \"%s\"", text, err.msg, want);
+}
+
+static void test_json_parser(void **state)
+{
+	(void)state;
+	same_as_jansson("{\"a\":[1,-2,0,3.5,-0.0,1e3,2E-2,true,false,null],\"b\":{}}");
+	same_as_jansson("[\"esc \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u00e9 \\ud83d\\ude00\"]");
+	same_as_jansson("[\"caf\xc3\xa9\",\"\xe2\x82\xac\",\"\xf0\x9f\x98\x80\"]");
+	same_as_jansson("{\"k\":1,\"k\":2}");
+	same_as_jansson("  [9223372036854775807, -9223372036854775808, 1e308]  \n");
+	same_as_jansson("{\"nul\":\"a\\u0000b\"}");
+	parse_error("{\"nul\\u0000key\":1}", "NUL byte in object key");
+	parse_error("[9223372036854775808]", "too big integer");
+	parse_error("[-9223372036854775809]", "too big negative integer");
+	parse_error("[1e400]", "real number overflow");
+	parse_error("[01]", "',' or ']' expected");
+	parse_error("[1.]", "invalid number");
+	parse_error("[\"\\ud800\"]", "lone high surrogate");
+	parse_error("[\"\\udc00\"]", "lone low surrogate");
+	parse_error("[\"\\x\"]", "invalid escape");
+	parse_error("[\"a\tb\"]", "control character");
+	parse_error("[\"\xc3\"]", "invalid UTF-8");
+	parse_error("[\"\xed\xa0\x80\"]", "invalid UTF-8");
+	parse_error("[\"\xc0\xaf\"]", "invalid UTF-8");
+	parse_error("[\"abc", "unterminated string");
+	parse_error("{\"a\" 1}", "':' expected");
+	parse_error("{1:2}", "string or '}' expected");
+	{
+		struct gv_buf deep = {0};
+		for (int i = 0; i < ADMISSION_JSON_MAX_DEPTH + 1; i++)
+			gv_buf_addc(&deep, '[');
+		parse_error(gv_buf_str(&deep), "nesting too deep");
+		gv_buf_release(&deep);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_e26_denied_exact_message),
+	    cmocka_unit_test(test_e26_ignore_allowed_with_warnings),
+	    cmocka_unit_test(test_allowed_and_v1beta1),
+	    cmocka_unit_test(test_delete_judged_on_old_object),
+	    cmocka_unit_test(test_dry_run_judged_not_reported),
+	    cmocka_unit_test(test_resource_filters_and_own_namespace),
+	    cmocka_unit_test(test_kind_selectors),
+	    cmocka_unit_test(test_namespace_selector_uses_snapshot_labels),
+	    cmocka_unit_test(test_bad_requests),
+	    cmocka_unit_test(test_not_ready_503),
+	    cmocka_unit_test(test_validate_policy),
+	    cmocka_unit_test(test_warnings_limits),
+	    cmocka_unit_test(test_yaml_scalars),
+	    cmocka_unit_test(test_yaml_key_order),
+	    cmocka_unit_test(test_queue),
+	    cmocka_unit_test(test_metrics),
+	    cmocka_unit_test(test_handler_metrics),
+	    cmocka_unit_test(test_json_parser),
+	};
+
+	gv_init();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
