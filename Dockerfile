@@ -1,5 +1,6 @@
 # gavel container image: build on debian:bookworm, run on debian:bookworm-slim with
-# only the runtime shared libraries, as the non-root user 65532.
+# only the runtime shared libraries, as the non-root user 65532. The library lists
+# follow the Makefile's PKGS (it links gnutls too, libmicrohttpd's TLS library).
 #   docker build -t gavel:dev .
 #   docker run --rm gavel:dev version
 # The Deployment (manifests/deployment.yaml) runs `gavel serve ...` with a read-only
@@ -10,7 +11,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential pkg-config \
       libjansson-dev libyaml-dev libpcre2-dev libssl-dev \
-      libcurl4-openssl-dev libmicrohttpd-dev \
+      libcurl4-openssl-dev libmicrohttpd-dev libgnutls28-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -20,7 +21,7 @@ FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libjansson4 libyaml-0-2 libpcre2-8-0 libssl3 libcurl4 libmicrohttpd12 \
-      ca-certificates \
+      libgnutls30 ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/gavel /usr/local/bin/gavel
 # Fails the build when a runtime library is missing.

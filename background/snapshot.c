@@ -307,9 +307,14 @@ static enum gv_code discover(struct snapshot *s, enum watch_kind k, char **path,
 	case W_NS:
 		*path = gv_xstrdup("/api/v1/namespaces");
 		return GV_OK;
-	case W_CM:
-		*path = gv_xasprintf("/api/v1/namespaces/%s/configmaps", s->namespace);
+	case W_CM: {
+		char *ns = kube_escape(s->namespace), *name = kube_escape(s->configmap);
+		*path = gv_xasprintf(
+		    "/api/v1/namespaces/%s/configmaps?fieldSelector=metadata.name%%3D%s", ns, name);
+		free(ns);
+		free(name);
 		return GV_OK;
+	}
 	case W_COUNT:
 		break;
 	}
@@ -332,11 +337,18 @@ static const char *kind_name(enum watch_kind k)
 	return k < W_COUNT ? names[k] : "?";
 }
 
-static void watch_start(struct snapshot *s, struct watch *w, char *path)
+/* Starts the informer of w at path (taken); false when no thread could be made. */
+static bool watch_start(struct snapshot *s, struct watch *w, char *path)
 {
-	w->path = path;
 	w->inf = kube_informer_start(s->client, path, on_change, w);
+	if (!w->inf) {
+		gv_error("snapshot: cannot start the informer of %s", kind_name(w->kind));
+		free(path);
+		return false;
+	}
+	w->path = path;
 	gv_info("snapshot: watching %s at %s", kind_name(w->kind), path);
+	return true;
 }
 
 /* Looks again for the kinds that were not served. */
@@ -352,10 +364,8 @@ static void rediscover(struct snapshot *s)
 			gv_debug("snapshot: discovery of %s: %s", kind_name(w->kind), err.msg);
 			continue;
 		}
-		if (!path)
-			continue;
-		watch_start(s, w, path);
-		s->pending |= 1u << k;
+		if (path && watch_start(s, w, path))
+			s->pending |= 1u << k;
 	}
 }
 
@@ -561,11 +571,14 @@ enum gv_code snapshot_start(const struct snapshot_config *cfg, struct snapshot *
 			    "counted as empty, looked for again every %ds",
 			    kind_name((enum watch_kind)k), SNAPSHOT_REDISCOVER_S);
 	}
-	for (int k = 0; k < W_COUNT; k++)
-		if (paths[k]) {
-			watch_start(s, &s->w[k], paths[k]);
-			paths[k] = NULL;
+	for (int k = 0; k < W_COUNT; k++) {
+		char *path = paths[k];
+		paths[k] = NULL;
+		if (path && !watch_start(s, &s->w[k], path)) {
+			rc = gv_err_set(err, GV_EINTERNAL, "snapshot: cannot start a thread");
+			goto fail;
 		}
+	}
 	if (pthread_create(&s->thread, NULL, rebuild_thread, s)) {
 		rc = gv_err_set(err, GV_EINTERNAL, "snapshot: cannot start a thread");
 		goto fail;

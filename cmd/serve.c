@@ -48,6 +48,7 @@ struct serve_opts {
 	const char *metrics_listen; /* "" = none */
 	const char *namespace;
 	unsigned threads;
+	bool leader_elect; /* accepted for the Deployment's contract; the reconciler uses it */
 	int log_level;
 	int log_json;
 };
@@ -67,7 +68,9 @@ static void serve_usage(FILE *f)
 	      ")\n"
 	      "  --listen ADDR:PORT    webhook address (default :9443)\n"
 	      "  --metrics-listen A:P  metrics address (default :8000; \"\" = none)\n"
-	      "  --namespace NS        gavel's namespace, never judged (default gavel)\n"
+	      "  --namespace NS        gavel's namespace, never judged (default $POD_NAMESPACE,\n"
+	      "                        else gavel)\n"
+	      "  --leader-elect        take part in leader election (background scans)\n"
 	      "  --threads N           worker threads (default: number of CPUs)\n"
 	      "  --log-level L         debug, info, warn, error (default info)\n"
 	      "  --log-format F        text or json (default text)\n",
@@ -119,6 +122,8 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 			o->metrics_listen = v;
 		} else if (take(argc, argv, &i, "--namespace", &v, &missing)) {
 			o->namespace = v;
+		} else if (!strcmp(argv[i], "--leader-elect")) {
+			o->leader_elect = true;
 		} else if (take(argc, argv, &i, "--threads", &v, &missing)) {
 			char *end;
 			long n = v ? strtol(v, &end, 10) : 0;
@@ -244,11 +249,16 @@ int cmd_serve(int argc, char **argv)
 	int code, sig;
 	time_t last_tls_check;
 
+	if (getenv("POD_NAMESPACE") && *getenv("POD_NAMESPACE"))
+		o.namespace = getenv("POD_NAMESPACE");
 	code = parse_args(&o, argc, argv);
 	if (code >= 0)
 		goto out;
 	gv_log_setup((enum gv_log_level)o.log_level, o.log_json);
 	standalone = o.policies.n && !cluster_configured(&o);
+	if (o.leader_elect)
+		gv_info("serve: --leader-elect: this build has no background reconciler yet; "
+			"serving admission only");
 
 	/* Signals are taken synchronously by this thread; every thread started below inherits the
 	 * mask. */

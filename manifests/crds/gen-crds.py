@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""gen-crds.py: writes gavel's CustomResourceDefinitions (this folder's *.yaml).
+
+The CRD files are committed; this script is how they are produced, so the
+copies of a schema (ClusterPolicy and Policy, each at v1 and v2beta1;
+PolicyException at v2 and v2beta1) cannot drift apart. Edit here, then run
+    python3 manifests/crds/gen-crds.py        (needs PyYAML)
+and review the diff. Structural schemas for apiextensions.k8s.io/v1 (1.20+).
+"""
+import copy, os, sys, yaml
+
+def s(desc=None, **kw):
+    d = {"type": "string"}
+    if desc: d["description"] = desc
+    d.update(kw); return d
+
+def b(desc=None, **kw):
+    d = {"type": "boolean"}
+    if desc: d["description"] = desc
+    d.update(kw); return d
+
+def strlist(desc=None):
+    d = {"type": "array", "items": {"type": "string"}}
+    if desc: d["description"] = desc
+    return d
+
+def obj(props, desc=None, required=None, **kw):
+    d = {"type": "object"}
+    if desc: d["description"] = desc
+    if required: d["required"] = required
+    d.update(kw)
+    d["properties"] = props
+    return d
+
+def free(desc, typ=None):
+    d = {}
+    if typ: d["type"] = typ
+    d["description"] = desc
+    d["x-kubernetes-preserve-unknown-fields"] = True
+    return d
+
+def strmap(desc=None):
+    d = {"type": "object"}
+    if desc: d["description"] = desc
+    d["additionalProperties"] = {"type": "string"}
+    return d
+
+def labelselector(desc):
+    return obj({
+        "matchLabels": strmap(),
+        "matchExpressions": {"type": "array", "items": obj({
+            "key": s(), "operator": s(), "values": strlist()}, required=["key", "operator"])},
+    }, desc=desc, **{"x-kubernetes-map-type": "atomic"})
+
+ACTIONS = ["audit", "enforce", "Audit", "Enforce"]
+
+def resource_description():
+    return obj({
+        "kinds": strlist("Kinds: Kind, Kind/subresource, group/version/Kind; wildcards allowed."),
+        "name": s("Name of the resource (wildcards allowed). Deprecated: use names."),
+        "names": strlist("Names of the resources (wildcards allowed)."),
+        "namespaces": strlist("Namespaces (wildcards allowed)."),
+        "annotations": strmap("Annotations that must be present (wildcards allowed in values)."),
+        "selector": labelselector("Label selector on the resource."),
+        "namespaceSelector": labelselector("Label selector on the resource's namespace."),
+        "operations": {"type": "array", "description": "Admission operations; empty means all.",
+                       "items": {"type": "string", "enum": ["CREATE", "CONNECT", "UPDATE", "DELETE"]}},
+    }, desc="Resources to select.")
+
+def userinfo_props():
+    return {
+        "subjects": {"type": "array", "description": "Users, groups or service accounts.",
+                     "items": obj({"kind": s("User, Group or ServiceAccount."), "apiGroup": s(),
+                                   "name": s(), "namespace": s()}, required=["kind", "name"])},
+        "roles": strlist("Namespaced roles, as namespace:name."),
+        "clusterRoles": strlist("Cluster roles."),
+    }
+
+def resource_filter():
+    p = {"resources": resource_description()}
+    p.update(userinfo_props())
+    return obj(p)
+
+def match_resources(desc):
+    p = {
+        "any": {"type": "array", "description": "Selects when any of the filters matches.", "items": resource_filter()},
+        "all": {"type": "array", "description": "Selects when all of the filters match.", "items": resource_filter()},
+        "resources": resource_description(),
+    }
+    p.update(userinfo_props())
+    return obj(p, desc=desc)
+
+def overrides(action_enum):
+    return {"type": "array", "items": obj({
+        "action": s("Audit or Enforce.", enum=action_enum),
+        "namespaces": strlist(),
+        "namespaceSelector": labelselector("Namespaces, by label."),
+    })}
+
+def cel_list(desc):
+    return {"type": "array", "description": desc, "items": obj(
+        {"name": s(), "expression": s()}, required=["name", "expression"])}
+
+def rule():
+    return obj({
+        "name": s("Rule name, unique in the policy.", maxLength=63),
+        "match": match_resources("Selects the resources the rule applies to."),
+        "exclude": match_resources("Resources the rule does not apply to, even when matched."),
+        "context": {"type": "array", "description": "Variables: configMap, apiCall, variable, imageRegistry, globalReference.",
+                    "items": {"type": "object", "properties": {"name": s()},
+                              "x-kubernetes-preserve-unknown-fields": True}},
+        "preconditions": free("Conditions (any/all, or a legacy list) that must hold for the rule to apply."),
+        "celPreconditions": cel_list("CEL preconditions."),
+        "validate": obj({
+            "message": s("Message on failure; may contain {{ }} variables."),
+            "failureAction": s("Audit allows and reports; Enforce blocks.", enum=["Audit", "Enforce"]),
+            "failureActionOverrides": overrides(ACTIONS),
+            "allowExistingViolations": b("Allow updates of resources that already violate the rule."),
+            "pattern": free("Overlay pattern the resource must match."),
+            "anyPattern": free("Patterns of which at least one must match."),
+            "deny": obj({"conditions": free("Conditions (any/all, or a legacy list) that deny when true.")},
+                        desc="Deny conditions."),
+            "foreach": {"type": "array", "description": "Validation over each element of a list.",
+                        "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            "podSecurity": obj({
+                "level": s("Pod Security Standards level.", enum=["privileged", "baseline", "restricted"]),
+                "version": s("Pod Security Standards version, e.g. v1.29 or latest."),
+                "exclude": {"type": "array", "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }, desc="Pod Security Standards check."),
+            "cel": free("CEL expressions.", "object"),
+            "manifests": free("Signed manifest verification.", "object"),
+            "assert": free("Assertion tree.", "object"),
+        }, desc="Validation: message, failureAction and one of pattern, anyPattern, deny, foreach, podSecurity, cel."),
+        "mutate": free("Mutation (not evaluated by gavel, kept as written).", "object"),
+        "generate": free("Generation (not evaluated by gavel, kept as written).", "object"),
+        "verifyImages": {"type": "array", "description": "Image verification (not evaluated by gavel, kept as written).",
+                         "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+        "imageExtractors": free("Custom image extractors per kind.", "object"),
+        "skipBackgroundRequests": b("Skip admission requests made by background controllers."),
+        "reportProperties": strmap("Extra properties copied into report results."),
+    }, required=["name"])
+
+def policy_schema(kind, scope_word):
+    spec = obj({
+        "admission": b("Apply the policy at admission.", default=True),
+        "background": b("Apply the policy to existing resources in background scans.", default=True),
+        "validationFailureAction": s("Policy-wide default for rules without validate.failureAction.", enum=ACTIONS),
+        "validationFailureActionOverrides": overrides(ACTIONS),
+        "emitWarning": b("Return audit results as admission warnings."),
+        "failurePolicy": s("Webhook failure policy.", enum=["Ignore", "Fail"]),
+        "applyRules": s("All: every matching rule applies; One: only the first.", enum=["All", "One"]),
+        "schemaValidation": b(),
+        "useServerSideApply": b(),
+        "generateExisting": b(),
+        "generateExistingOnPolicyUpdate": b(),
+        "mutateExistingOnPolicyUpdate": b(),
+        "webhookTimeoutSeconds": {"type": "integer", "format": "int32", "minimum": 1, "maximum": 30},
+        "webhookConfiguration": obj({
+            "failurePolicy": s(enum=["Ignore", "Fail"]),
+            "timeoutSeconds": {"type": "integer", "format": "int32"},
+            "matchConditions": cel_list("Webhook match conditions (CEL)."),
+        }),
+        "scanInterval": s("gavel: background scan period for this policy, a Go duration such as 30m or 2h30m "
+                          "(overrides the ConfigMap's backgroundScanInterval).",
+                          pattern=r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$"),
+        "scanSchedule": s("gavel: background scan cron schedule (5 or 6 fields, or @hourly-style; UTC unless CRON_TZ=).",
+                          maxLength=256),
+        "scanSuspend": b("gavel: suspend background scans of this policy."),
+        "rules": {"type": "array", "description": "Rules, evaluated in order.", "items": rule()},
+    }, desc="Policy spec.")
+    return obj({
+        "apiVersion": s(), "kind": s(), "metadata": {"type": "object"},
+        "spec": spec,
+        "status": free("Status (not written by gavel).", "object"),
+    }, desc=f"{kind}: Kyverno-compatible {scope_word} policy with validate rules.", required=["spec"])
+
+POLICY_COLUMNS = [
+    {"name": "Admission", "type": "boolean", "jsonPath": ".spec.admission"},
+    {"name": "Background", "type": "boolean", "jsonPath": ".spec.background"},
+    {"name": "Action", "type": "string", "jsonPath": ".spec.validationFailureAction"},
+    {"name": "Scan-Interval", "type": "string", "jsonPath": ".spec.scanInterval", "priority": 1},
+    {"name": "Scan-Schedule", "type": "string", "jsonPath": ".spec.scanSchedule", "priority": 1},
+    {"name": "Scan-Suspend", "type": "boolean", "jsonPath": ".spec.scanSuspend", "priority": 1},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+def crd(group, plural, singular, kind, scope, short, versions, categories):
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}",
+                     "labels": {"app.kubernetes.io/name": "gavel", "app.kubernetes.io/part-of": "gavel"}},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "listKind": kind + "List", "plural": plural, "singular": singular,
+                      "shortNames": short, "categories": categories},
+            "scope": scope,
+            "versions": versions,
+        },
+    }
+
+def policy_crd(kind, plural, singular, scope, short, word):
+    vs = []
+    for v, storage in (("v1", True), ("v2beta1", False)):
+        vs.append({"name": v, "served": True, "storage": storage,
+                   "schema": {"openAPIV3Schema": policy_schema(kind, word)},
+                   "subresources": {"status": {}},
+                   "additionalPrinterColumns": copy.deepcopy(POLICY_COLUMNS)})
+    return crd("kyverno.io", plural, singular, kind, scope, short, vs, ["kyverno", "gavel"])
+
+def exception_crd():
+    schema = obj({
+        "apiVersion": s(), "kind": s(), "metadata": {"type": "object"},
+        "spec": obj({
+            "background": b("Also apply the exception in background scans.", default=True),
+            "match": match_resources("Resources the exception applies to."),
+            "conditions": free("Conditions (any/all) that must hold for the exception to apply."),
+            "exceptions": {"type": "array", "description": "Policies and rules that are excepted.",
+                           "items": obj({"policyName": s("Policy name; namespace/name for a namespaced Policy."),
+                                         "ruleNames": strlist("Rule names (wildcards allowed).")},
+                                        required=["policyName", "ruleNames"])},
+            "podSecurity": {"type": "array", "description": "Pod Security Standards controls excepted.",
+                            "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+        }, desc="Exception spec.", required=["exceptions", "match"]),
+    }, desc="PolicyException: lets matching resources bypass the named policy rules.", required=["spec"])
+    cols = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+    vs = [{"name": v, "served": True, "storage": st, "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
+           "additionalPrinterColumns": copy.deepcopy(cols)} for v, st in (("v2", True), ("v2beta1", False))]
+    return crd("kyverno.io", "policyexceptions", "policyexception", "PolicyException", "Namespaced",
+               ["polex"], vs, ["kyverno", "gavel"])
+
+def objref(desc):
+    return obj({"apiVersion": s(), "kind": s(), "namespace": s(), "name": s(), "uid": s(),
+                "resourceVersion": s(), "fieldPath": s()}, desc=desc, **{"x-kubernetes-map-type": "atomic"})
+
+def report_crd(kind, plural, singular, scope, short):
+    i32 = lambda d: {"type": "integer", "description": d}
+    result = obj({
+        "source": s("Engine that produced the result, e.g. gavel."),
+        "policy": s("Policy name (namespace/name for a namespaced Policy in a cluster report)."),
+        "rule": s("Rule name."),
+        "category": s("Policy category (policies.kyverno.io/category)."),
+        "severity": s("Policy severity (policies.kyverno.io/severity).",
+                      enum=["critical", "high", "low", "medium", "info"]),
+        "timestamp": obj({"seconds": {"type": "integer", "format": "int64"},
+                          "nanos": {"type": "integer", "format": "int32"}},
+                         desc="When the result was produced.", required=["seconds", "nanos"]),
+        "result": s("Outcome.", enum=["pass", "fail", "warn", "error", "skip"]),
+        "scored": b("Whether the result counts towards a score."),
+        "message": s("Result message."),
+        "resources": {"type": "array", "description": "Subjects of the result.", "items": objref("A subject.")},
+        "resourceSelector": labelselector("Subjects of the result, by label."),
+        "properties": strmap("Extra properties."),
+    }, required=["policy"])
+    schema = obj({
+        "apiVersion": s(), "kind": s(), "metadata": {"type": "object"},
+        "scope": objref("The one resource the report is about (optional)."),
+        "scopeSelector": labelselector("The resources the report is about, by label (not with scope)."),
+        "summary": obj({
+            "pass": i32("Results that passed."), "fail": i32("Results that failed."),
+            "warn": i32("Results with warnings."), "error": i32("Results that could not be evaluated."),
+            "skip": i32("Results that were skipped."),
+        }, desc="Counts of results by outcome; always equal to the results list."),
+        "results": {"type": "array", "description": "Policy results.", "items": result},
+    }, desc=f"{kind}: wgpolicyk8s.io policy results for {'a namespace' if scope == 'Namespaced' else 'cluster-scoped resources'}.")
+    cols = [
+        {"name": "Kind", "type": "string", "jsonPath": ".scope.kind", "priority": 1},
+        {"name": "Name", "type": "string", "jsonPath": ".scope.name", "priority": 1},
+        {"name": "Pass", "type": "integer", "jsonPath": ".summary.pass"},
+        {"name": "Fail", "type": "integer", "jsonPath": ".summary.fail"},
+        {"name": "Warn", "type": "integer", "jsonPath": ".summary.warn"},
+        {"name": "Error", "type": "integer", "jsonPath": ".summary.error"},
+        {"name": "Skip", "type": "integer", "jsonPath": ".summary.skip"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    vs = [{"name": "v1alpha2", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema},
+           "additionalPrinterColumns": cols}]
+    return crd("wgpolicyk8s.io", plural, singular, kind, scope, short, vs, ["policy-report", "gavel"])
+
+class D(yaml.SafeDumper):
+    pass
+def str_rep(dumper, data):
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
+D.add_representer(str, str_rep)
+# No aliases: every copy is written out in full.
+D.ignore_aliases = lambda self, data: True
+
+def dump(o):
+    return yaml.dump(o, Dumper=D, sort_keys=False, default_flow_style=False, width=110, allow_unicode=True)
+
+HEAD = {
+ "kyverno.io_clusterpolicies.yaml": """# CustomResourceDefinition for kyverno.io ClusterPolicy (cluster-scoped), written for gavel.
+# Served at v1 (storage) and v2beta1 with the same schema (no conversion needed).
+# Structural schema: the policy tree is typed; Kyverno's free-form parts (pattern, anyPattern,
+# deny conditions, preconditions, context, foreach) keep unknown fields. gavel's own fields:
+# spec.scanInterval, spec.scanSchedule, spec.scanSuspend. Needs Kubernetes 1.20+.
+# Do not apply over an installed Kyverno's CRDs (same names): use Kyverno's then.
+""",
+ "kyverno.io_policies.yaml": """# CustomResourceDefinition for kyverno.io Policy (namespaced), written for gavel.
+# Same schema as ClusterPolicy (kyverno.io_clusterpolicies.yaml).
+# Served at v1 (storage) and v2beta1. Needs Kubernetes 1.20+.
+""",
+ "kyverno.io_policyexceptions.yaml": """# CustomResourceDefinition for kyverno.io PolicyException (namespaced), written for gavel.
+# Served at v2 (storage) and v2beta1 with the same schema. Needs Kubernetes 1.20+.
+""",
+ "wgpolicyk8s.io_policyreports.yaml": """# CustomResourceDefinition for wgpolicyk8s.io/v1alpha2 PolicyReport (namespaced), written for gavel.
+# gavel's background reconciler writes one per namespace (polr-ns-<namespace>) or one per
+# policy per namespace. No status subresource: summary and results are top-level.
+# Columns: Pass, Fail, Warn, Error, Skip, Age (Kind and Name of .scope with -o wide).
+""",
+ "wgpolicyk8s.io_clusterpolicyreports.yaml": """# CustomResourceDefinition for wgpolicyk8s.io/v1alpha2 ClusterPolicyReport (cluster-scoped),
+# written for gavel: results for cluster-scoped resources (clusterpolicyreport[-<policy>]).
+# Same schema as PolicyReport. Columns: Pass, Fail, Warn, Error, Skip, Age.
+""",
+}
+
+out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+docs = {
+ "kyverno.io_clusterpolicies.yaml": policy_crd("ClusterPolicy", "clusterpolicies", "clusterpolicy", "Cluster", ["cpol"], "cluster-wide"),
+ "kyverno.io_policies.yaml": policy_crd("Policy", "policies", "policy", "Namespaced", ["pol"], "namespaced"),
+ "kyverno.io_policyexceptions.yaml": exception_crd(),
+ "wgpolicyk8s.io_policyreports.yaml": report_crd("PolicyReport", "policyreports", "policyreport", "Namespaced", ["polr"]),
+ "wgpolicyk8s.io_clusterpolicyreports.yaml": report_crd("ClusterPolicyReport", "clusterpolicyreports", "clusterpolicyreport", "Cluster", ["cpolr"]),
+}
+for name, d in docs.items():
+    with open(f"{out}/{name}", "w") as f:
+        f.write(HEAD[name])
+        f.write("# Generated by manifests/crds/gen-crds.py: edit that, then rerun it.\n")
+        f.write("---\n")
+        f.write(dump(d))
