@@ -51,11 +51,13 @@
  *                     entry are allowed without evaluation. Kind is `Kind`,
  *                     `Kind/subresource`, `version/Kind`, `group/version/Kind`
  *                     or `group/version/Kind/subresource`; `*` and `?`
- *                     wildcards everywhere; missing Namespace or Name mean
- *                     `*`; the kind `*` slash `*` is every kind and subresource. An entry's
- *                     Namespace also matches a Namespace object by name
- *                     (`[*,kube-system,*]` filters the kube-system Namespace
- *                     itself), as in Kyverno.
+ *                     wildcards everywhere; a Kind without a subresource
+ *                     matches only requests without one, and `*` slash `*`
+ *                     matches every kind and subresource; a missing
+ *                     Namespace or Name means `*`. An entry whose Kind
+ *                     matches Namespace also filters the Namespace objects
+ *                     named by its Namespace part (`[*,kube-system,*]`
+ *                     filters the kube-system Namespace itself), as Kyverno.
  *   excludeUsernames  comma-separated usernames (wildcards) whose requests
  *   excludeGroups     (or groups) are allowed without evaluation.
  *
@@ -309,8 +311,9 @@ struct admission_server_config {
 	struct metrics_registry *metrics;  /* rendered by /metrics; NULL = none */
 	unsigned threads;		   /* worker threads; 0 = number of CPUs */
 	unsigned connection_limit;	   /* 0 = 1024 */
-	unsigned idle_timeout;		   /* seconds a connection may stay idle; 0 = 60 */
-	unsigned request_timeout;	   /* seconds to receive one request body; 0 = 10 */
+	unsigned idle_timeout;	  /* seconds a connection may stay idle; 0 = 120 (longer than
+				     the API server's 90 s, so the client closes first) */
+	unsigned request_timeout; /* seconds to receive one request body; 0 = 10 */
 };
 
 struct admission_server;

@@ -649,7 +649,7 @@ enum gv_code admission_server_start(const struct admission_server_config *cfg,
 	    NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_THREAD_POOL_SIZE,
 	    threads, MHD_OPTION_CONNECTION_LIMIT,
 	    cfg->connection_limit ? cfg->connection_limit : 1024u, MHD_OPTION_CONNECTION_TIMEOUT,
-	    cfg->idle_timeout ? cfg->idle_timeout : 60u, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+	    cfg->idle_timeout ? cfg->idle_timeout : 120u, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
 	    s, MHD_OPTION_HTTPS_CERT_CALLBACK, cert_callback, MHD_OPTION_HTTPS_PRIORITIES,
 	    TLS_PRIORITIES, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
 	if (!s->daemon) {

@@ -23,7 +23,16 @@ struct watch {
 	enum watch_kind kind;
 	char *path;		   /* owned; NULL while the kind is not served */
 	struct kube_informer *inf; /* owned */
+	time_t started;		   /* when the informer started */
+	bool waived;		   /* optional kind not synced in time: no longer waited for */
 };
+
+/*
+ * PolicyExceptions are optional: when their informer has not listed within
+ * this many seconds (RBAC, a broken CRD), states are published without
+ * them (and with them once the list arrives) rather than never.
+ */
+#define OPTIONAL_SYNC_WAIT_S 10
 
 /* Compiled policies of the last build, reused while a policy is unchanged. */
 struct cache_entry {
@@ -347,6 +356,7 @@ static bool watch_start(struct snapshot *s, struct watch *w, char *path)
 		return false;
 	}
 	w->path = path;
+	w->started = time(NULL);
 	gv_info("snapshot: watching %s at %s", kind_name(w->kind), path);
 	return true;
 }
@@ -371,9 +381,19 @@ static void rediscover(struct snapshot *s)
 
 static bool all_synced(struct snapshot *s)
 {
-	for (int k = 0; k < W_COUNT; k++)
-		if (s->w[k].path && !kube_informer_synced(s->w[k].inf))
-			return false;
+	for (int k = 0; k < W_COUNT; k++) {
+		struct watch *w = &s->w[k];
+		if (!w->path || kube_informer_synced(w->inf) || w->waived)
+			continue;
+		if (k == W_EXC && time(NULL) - w->started >= OPTIONAL_SYNC_WAIT_S) {
+			gv_warn("snapshot: %s not listed after %ds: going on without them until "
+				"they are",
+				kind_name(w->kind), OPTIONAL_SYNC_WAIT_S);
+			w->waived = true;
+			continue;
+		}
+		return false;
+	}
 	return true;
 }
 
@@ -469,7 +489,14 @@ static void *rebuild_thread(void *ud)
 	pthread_mutex_lock(&s->mu);
 	while (!s->stop) {
 		if (!s->dirty) {
-			pthread_cond_timedwait(&s->cv, &s->mu, &next_discovery);
+			/* While a build waits for informers to list, look again every second. */
+			struct timespec until = next_discovery, soon;
+			deadline_in(&soon, 1000);
+			if (s->pending &&
+			    (soon.tv_sec < until.tv_sec ||
+			     (soon.tv_sec == until.tv_sec && soon.tv_nsec < until.tv_nsec)))
+				until = soon;
+			pthread_cond_timedwait(&s->cv, &s->mu, &until);
 			if (s->stop)
 				break;
 		}

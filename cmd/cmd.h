@@ -11,5 +11,6 @@ int cmd_jp(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_certs(int argc, char **argv);
+int cmd_schedule(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@ static const struct {
 	{"jp", cmd_jp, "evaluate JMESPath expressions (query, functions)"},
 	{"serve", cmd_serve, "serve the validating admission webhook"},
 	{"certs", cmd_certs, "generate and inject TLS material"},
+	{"schedule", cmd_schedule, "show the next fire times of a scan schedule"},
 	{"version", cmd_version, "print the version"},
 };
 

@@ -165,8 +165,18 @@ check "still serving after rotation" 200 "$($C -o /dev/null -w '%{http_code}' $J
 # ---- still alive after everything ----
 check "server still serving" 200 "$($C -o /dev/null -w '%{http_code}' $base/healthz)"
 
-# ---- SIGTERM: exit 0 ----
+# ---- SIGTERM: stop accepting, finish the request in flight, exit 0 ----
+pad=$(head -c 150000 /dev/zero | tr '\0' 'x')
+review "$tmp/slow.json" uid-slow "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"web\",\"namespace\":\"shop\",\"labels\":{\"team\":\"a\"},\"annotations\":{\"pad\":\"$pad\"}},\"spec\":{\"containers\":[{\"name\":\"web\",\"image\":\"nginx:1.25\"}]}}"
+$C -H 'Expect:' $J --limit-rate 60k --data-binary @"$tmp/slow.json" -o "$tmp/slow.out" -w '%{http_code}' $base/validate >"$tmp/slow.code" &
+slow=$!
+sleep 1
 kill -TERM "$pid"
+sleep 0.5
+check "SIGTERM: new connections refused" 000 "$($C -m 2 -o /dev/null -w '%{http_code}' $base/healthz)"
+wait "$slow"
+check "SIGTERM: the request in flight is answered" 200 "$(cat "$tmp/slow.code")"
+contains "SIGTERM: with its AdmissionReview" '"uid":"uid-slow","allowed":true' "$tmp/slow.out"
 wait "$pid"
 check "SIGTERM: exit 0" 0 $?
 pid=

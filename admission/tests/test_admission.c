@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "admission/admission_int.h"
+#include "background/snapshot.h"
 #include "common/yaml.h"
 
 #include "common/banned.h"
@@ -1003,6 +1004,48 @@ static void test_json_parser(void **state)
 	}
 }
 
+/* ---- snapshot building (background/snapshot.h), as cluster mode feeds the handler ---- */
+
+static void test_snapshot_build(void **state)
+{
+	json_t *pols = json_loads(
+	    "[{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\",\"metadata\":{\"name\":"
+	    "\"ok\"},\"spec\":{\"rules\":[{\"name\":\"r\",\"match\":{\"any\":[{\"resources\":{"
+	    "\"kinds\":[\"Pod\"]}}]},\"validate\":{\"failureAction\":\"Enforce\",\"message\":"
+	    "\"m\",\"pattern\":{\"metadata\":{\"labels\":{\"team\":\"?*\"}}}}}]}},"
+	    "{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\",\"metadata\":{\"name\":"
+	    "\"broken\"},\"spec\":{\"rules\":[{\"name\":\"r\",\"match\":{\"any\":[{\"resources\":"
+	    "{\"kinds\":[\"Pod\"]}}]},\"validate\":{\"message\":\"{{request.userInfo.username}}\","
+	    "\"deny\":{}}}]}},"
+	    "{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"Policy\",\"metadata\":{\"name\":\"ns\","
+	    "\"namespace\":\"team\"},\"spec\":{\"rules\":[{\"name\":\"r\",\"match\":{\"any\":[{"
+	    "\"resources\":{\"kinds\":[\"Pod\"]}}]},\"validate\":{\"message\":\"m\",\"pattern\":{"
+	    "\"metadata\":{\"name\":\"?*\"}}}}]}}]",
+	    0, NULL);
+	json_t *nss = json_loads("[{\"metadata\":{\"name\":\"a\",\"labels\":{\"env\":\"prod\"}}},"
+				 "{\"metadata\":{\"name\":\"b\"}}]",
+				 0, NULL);
+	struct engine_policyset *set;
+	json_t *map;
+	size_t n = 0;
+
+	(void)state;
+	assert_non_null(pols);
+	set = snapshot_build_policyset(pols, NULL, NULL, 0, &n);
+	assert_int_equal(n, 2); /* "broken" is logged and left out */
+	assert_int_equal(engine_policyset_count(set), 2);
+	assert_string_equal(engine_policy_name(engine_policyset_get(set, 0)), "ok");
+	assert_string_equal(engine_policy_namespace(engine_policyset_get(set, 1)), "team");
+	engine_policyset_unref(set);
+	map = snapshot_build_namespaces(nss);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(map, "a"), "env")),
+			    "prod");
+	assert_int_equal(json_object_size(json_object_get(map, "b")), 0);
+	json_decref(map);
+	json_decref(nss);
+	json_decref(pols);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1024,6 +1067,7 @@ int main(void)
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_handler_metrics),
 	    cmocka_unit_test(test_json_parser),
+	    cmocka_unit_test(test_snapshot_build),
 	};
 
 	gv_init();

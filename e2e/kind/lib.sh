@@ -10,6 +10,7 @@
 #   has_output SUBSTR... -- CMD...   CMD succeeded and its output has each SUBSTR
 #   expect NAME CHECK ARGS...        runs a check once and records it as passed or failed
 #   eventually SECS NAME CHECK ARGS...  retries a check every 0.5 s until it holds or SECS elapse
+#   skip NAME REASON                 records a case that cannot run here (not counted as passed)
 #   summary                          prints the failures and "N passed, N failed"; status 1 if any failed
 #
 # Checks leave the command's combined stdout+stderr in OUT (shown on failure)
@@ -18,6 +19,7 @@
 E2E_PASSED=0
 E2E_FAILED=0
 E2E_FAILURES=()
+E2E_SKIPPED=0
 E2E_TMP=${E2E_TMP:-$(mktemp -d "${TMPDIR:-/tmp}/gavel-e2e.XXXXXX")}
 KUBECTL=${KUBECTL:-kubectl}
 OUT=
@@ -121,6 +123,11 @@ fail() {
 	printf '%s\n' "$OUT" | sed -e 's/^/     | /' | head -n 40
 }
 
+skip() {
+	E2E_SKIPPED=$((E2E_SKIPPED + 1))
+	printf 'skip %s: %s\n' "$1" "$2"
+}
+
 expect() {
 	local name=$1
 	shift
@@ -157,6 +164,7 @@ summary() {
 			printf '  %s\n' "$f"
 		done
 	fi
+	[ "$E2E_SKIPPED" -eq 0 ] || printf '%d skipped\n' "$E2E_SKIPPED"
 	printf '%d passed, %d failed\n' "$E2E_PASSED" "$E2E_FAILED"
 	[ "$E2E_FAILED" -eq 0 ]
 }

@@ -2,9 +2,10 @@
 # run.sh: gavel's end-to-end run on kind (needs docker, kind, kubectl; bash 4+).
 #
 #   e2e/kind/run.sh            create the kind cluster gavel-e2e, build and load the
-#                              image gavel:dev, install manifests/, apply the sample
-#                              policies, wait until the webhook denies a violating
-#                              Pod, run cases.sh, delete the cluster
+#                              image gavel:dev, install manifests/ and wait for the
+#                              Deployment, apply the sample policies, wait until the
+#                              webhook denies a violating Pod, run cases.sh, delete
+#                              the cluster
 #   KEEP=1 e2e/kind/run.sh     keep the cluster (and its kubeconfig) afterwards
 #
 # Env: CLUSTER (default gavel-e2e), NODE_IMAGE (kindest/node image, default kind's),
@@ -66,7 +67,8 @@ finish() {
 trap finish EXIT
 
 # --- cluster ------------------------------------------------------------------
-if kind get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
+clusters=$(kind get clusters 2>/dev/null) || clusters=
+if grep -qx "$CLUSTER" <<<"$clusters"; then
 	log "deleting the existing cluster $CLUSTER"
 	kind delete cluster --name "$CLUSTER"
 fi
@@ -90,15 +92,19 @@ for ns in kube-system kube-public kube-node-lease; do
 done
 
 # --- install ----------------------------------------------------------------------
-# Everything but the webhook configuration first: with failurePolicy Fail it
-# would refuse cluster-scoped objects until a gavel pod serves.
-log "installing manifests/ (webhook configuration last)"
+# `kubectl apply -k manifests/` in two calls so that the webhook configuration
+# comes last whatever kustomize's ordering (kubectl 1.20's puts it right after
+# the CRDs, where, failing closed, it would refuse the cluster-scoped objects
+# that follow). It still exists before a gavel pod starts: gavel injects its
+# caBundle at start-up.
+log "installing manifests/"
 k apply -k "$ROOT/manifests/" -l 'app.kubernetes.io/component!=webhook-configuration'
-k wait --for condition=established --timeout=60s \
+k apply -k "$ROOT/manifests/"
+# No --request-timeout for the watches of wait and rollout status.
+"$KUBECTL" wait --for condition=established --timeout=60s \
 	crd/clusterpolicies.kyverno.io crd/policies.kyverno.io crd/policyexceptions.kyverno.io \
 	crd/policyreports.wgpolicyk8s.io crd/clusterpolicyreports.wgpolicyk8s.io
-k -n gavel rollout status deployment/gavel --timeout="${READY_TIMEOUT}s"
-k apply -k "$ROOT/manifests/"
+"$KUBECTL" -n gavel rollout status deployment/gavel --timeout="${READY_TIMEOUT}s"
 
 # The sample policies go through validate-policy.gavel.svc, which answers once
 # gavel has injected its caBundle: retry until they are accepted.
@@ -133,4 +139,4 @@ log "webhook effective: ${OUT//$'\n'/ }"
 
 # --- cases ------------------------------------------------------------------------
 log "running cases.sh"
-"$HERE/cases.sh"
+bash "$HERE/cases.sh"

@@ -1,0 +1,2364 @@
+/*
+ * report.c - the PolicyReport model, its rendering into chunked objects,
+ * the merge with what the cluster holds, and the writer (report.h).
+ *
+ * A group keeps two states: `model` (what the reports should say) and,
+ * once the model changed since the group was last in sync with the
+ * cluster, `synced` (what the cluster held then). The net change is the
+ * key-by-key difference synced -> model; after a 409 the group is read
+ * again and that difference is applied to what was read. Keys that did
+ * not change are not touched, so results written by others survive.
+ */
+#include "background/report.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admission/admission.h"
+#include "common/log.h"
+#include "common/banned.h"
+
+#define LAYOUT_NAMESPACE "namespace"
+#define LAYOUT_SPLIT	 "split"
+#define LIST_PAGE	 50
+#define LIST_RESTARTS	 3
+#define HASH_CUT	 231 /* characters of a long base name kept before "-<hash>" */
+#define LABEL_CUT	 50  /* characters of a long base name kept in the group label */
+
+/* ---- small helpers ---- */
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME  0x100000001b3ULL
+
+static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *s = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= FNV_PRIME;
+	}
+	return h;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	return fnv1a(s, strlen(s), FNV_OFFSET);
+}
+
+static const char *str_or(const char *s, const char *def)
+{
+	return s ? s : def;
+}
+
+static const char *jstr(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+/* A copy of s of at most max bytes: longer text is cut at a UTF-8 boundary and ends in "...". */
+static char *bounded_dup(const char *s, size_t max)
+{
+	size_t n = strlen(s), cut;
+	char *out;
+
+	if (n <= max)
+		return gv_xstrdup(s);
+	cut = max - 3;
+	while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80)
+		cut--;
+	out = gv_xmalloc(cut + 4);
+	memcpy(out, s, cut);
+	memcpy(out + cut, "...", 4);
+	return out;
+}
+
+/* json_string that never returns NULL: bytes that are not valid UTF-8 become '?'. */
+static json_t *jstring(const char *s)
+{
+	json_t *v = json_string(s);
+	char *copy;
+
+	if (v)
+		return v;
+	copy = gv_xstrdup(s);
+	for (char *p = copy; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	v = json_string(copy);
+	free(copy);
+	return v;
+}
+
+/* ---- a string-keyed hash map (linear probing, backward-shift deletion) ---- */
+
+struct map_slot {
+	const char *key; /* borrowed (usually owned by val); NULL = empty */
+	uint64_t h;
+	void *val;
+};
+
+struct map {
+	struct map_slot *v; /* owned */
+	size_t cap, n;	    /* cap: 0 or a power of two */
+};
+
+static size_t map_find(const struct map *m, const char *key, uint64_t h)
+{
+	size_t mask = m->cap - 1;
+
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		if (!m->v[i].key || (m->v[i].h == h && !strcmp(m->v[i].key, key)))
+			return i;
+	}
+}
+
+static void *map_get(const struct map *m, const char *key)
+{
+	size_t i;
+
+	if (!m->cap)
+		return NULL;
+	i = map_find(m, key, hash_str(key));
+	return m->v[i].key ? m->v[i].val : NULL;
+}
+
+static void map_grow(struct map *m)
+{
+	struct map old = *m;
+
+	m->cap = old.cap ? old.cap * 2 : 16;
+	m->v = gv_xcalloc(m->cap, sizeof(*m->v));
+	for (size_t i = 0; i < old.cap; i++) {
+		if (old.v[i].key)
+			m->v[map_find(m, old.v[i].key, old.v[i].h)] = old.v[i];
+	}
+	free(old.v);
+}
+
+/* Sets key -> val (key must stay valid while it is in the map). */
+static void map_put(struct map *m, const char *key, void *val)
+{
+	uint64_t h = hash_str(key);
+	size_t i;
+
+	if ((m->n + 1) * 4 > m->cap * 3)
+		map_grow(m);
+	i = map_find(m, key, h);
+	if (!m->v[i].key)
+		m->n++;
+	m->v[i] = (struct map_slot){key, h, val};
+}
+
+/* Removes key; returns its value or NULL. Invalidates iteration positions. */
+static void *map_del(struct map *m, const char *key)
+{
+	size_t mask, i, j;
+	void *val;
+
+	if (!m->cap)
+		return NULL;
+	mask = m->cap - 1;
+	i = map_find(m, key, hash_str(key));
+	if (!m->v[i].key)
+		return NULL;
+	val = m->v[i].val;
+	m->v[i].key = NULL;
+	m->n--;
+	for (j = (i + 1) & mask; m->v[j].key; j = (j + 1) & mask) {
+		size_t k = m->v[j].h & mask;
+		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+
+		if (stays)
+			continue;
+		m->v[i] = m->v[j];
+		m->v[j].key = NULL;
+		i = j;
+	}
+	return val;
+}
+
+static void map_release(struct map *m)
+{
+	free(m->v);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- the model ---- */
+
+/* One result. Interned strings belong to the set's pool. */
+struct rentry {
+	const char *policy, *rule; /* interned */
+	const char *source;	   /* interned or NULL */
+	const char *severity;	   /* interned or NULL */
+	const char *category;	   /* interned or NULL */
+	const char *process;	   /* interned or NULL */
+	char *message;		   /* owned */
+	json_t *props;		   /* owned: properties besides process (strings), or NULL */
+	enum engine_status result;
+	bool scored;
+	int64_t seconds;
+	int32_t nanos;
+};
+
+/* The results of one object in one group. */
+struct rnode {
+	char *uid;				    /* owned; the map key */
+	const char *api_version, *kind, *namespace; /* interned, "" when absent */
+	char *name;				    /* owned */
+	struct rentry *v;			    /* owned */
+	size_t n, cap;
+};
+
+struct gstate {
+	struct map nodes; /* uid -> struct rnode */
+	size_t nresults;
+};
+
+/* An object of a group as the cluster holds it. */
+struct rchunk {
+	char *name; /* owned */
+	char *rv;   /* owned resourceVersion, NULL when unknown */
+	uint64_t hash;
+};
+
+struct rgroup {
+	char *key;	       /* owned: ns "\x1f" base; the map key */
+	char *ns, *base;       /* owned; ns "" = ClusterPolicyReport */
+	struct gstate model;   /* what the reports should say */
+	struct gstate *synced; /* owned: the cluster's state when last in sync; NULL = model */
+	struct rchunk *chunks; /* owned: the group's objects in the cluster */
+	size_t nchunks;
+	bool known; /* chunks describe the cluster (read, written, or report_load) */
+	bool dirty; /* visit in the next flush */
+};
+
+struct report_set {
+	struct report_options opt;
+	struct map groups;  /* key -> struct rgroup */
+	struct map strings; /* interned strings (key == val, owned) */
+	bool loaded;	    /* report_load ran: groups it did not see do not exist */
+	char **obsolete;    /* owned paths of objects to delete after the next full flush */
+	size_t nobsolete;
+	size_t nresults;
+};
+
+static const char *intern(struct report_set *rs, const char *s)
+{
+	char *v;
+
+	if (!s)
+		return NULL;
+	v = map_get(&rs->strings, s);
+	if (v)
+		return v;
+	v = gv_xstrdup(s);
+	map_put(&rs->strings, v, v);
+	return v;
+}
+
+static void rentry_release(struct rentry *e)
+{
+	free(e->message);
+	json_decref(e->props);
+}
+
+static void rentry_copy(struct rentry *dst, const struct rentry *src)
+{
+	*dst = *src;
+	dst->message = gv_xstrdup(src->message);
+	dst->props = json_incref(src->props); /* never modified once built */
+}
+
+/* Equal apart from the timestamp. Interned strings compare by pointer. */
+static bool rentry_same(const struct rentry *a, const struct rentry *b)
+{
+	return a->policy == b->policy && a->rule == b->rule && a->source == b->source &&
+	       a->severity == b->severity && a->category == b->category &&
+	       a->process == b->process && a->result == b->result && a->scored == b->scored &&
+	       !strcmp(a->message, b->message) &&
+	       (a->props == b->props || (a->props && b->props && json_equal(a->props, b->props)));
+}
+
+static bool rentry_identical(const struct rentry *a, const struct rentry *b)
+{
+	return rentry_same(a, b) && a->seconds == b->seconds && a->nanos == b->nanos;
+}
+
+static bool ts_newer(const struct rentry *a, const struct rentry *b)
+{
+	return a->seconds > b->seconds || (a->seconds == b->seconds && a->nanos > b->nanos);
+}
+
+/* Resource fields of a node, as a change gives them. */
+struct rinfo {
+	const char *uid;			    /* borrowed */
+	const char *api_version, *kind, *namespace; /* interned */
+	const char *name;			    /* borrowed */
+};
+
+static bool rnode_same_info(const struct rnode *nd, const struct rinfo *ri)
+{
+	return nd->api_version == ri->api_version && nd->kind == ri->kind &&
+	       nd->namespace == ri->namespace && !strcmp(nd->name, ri->name);
+}
+
+static void rnode_set_info(struct rnode *nd, const struct rinfo *ri)
+{
+	nd->api_version = ri->api_version;
+	nd->kind = ri->kind;
+	nd->namespace = ri->namespace;
+	if (strcmp(nd->name, ri->name)) {
+		free(nd->name);
+		nd->name = gv_xstrdup(ri->name);
+	}
+}
+
+static void rnode_free(struct rnode *nd)
+{
+	if (!nd)
+		return;
+	for (size_t i = 0; i < nd->n; i++)
+		rentry_release(&nd->v[i]);
+	free(nd->v);
+	free(nd->uid);
+	free(nd->name);
+	free(nd);
+}
+
+static struct rentry *rnode_find(const struct rnode *nd, const char *policy, const char *rule)
+{
+	if (!nd)
+		return NULL;
+	for (size_t i = 0; i < nd->n; i++)
+		if (nd->v[i].policy == policy && nd->v[i].rule == rule)
+			return &nd->v[i];
+	return NULL;
+}
+
+static void gstate_release(struct gstate *s)
+{
+	for (size_t i = 0; i < s->nodes.cap; i++)
+		if (s->nodes.v[i].key)
+			rnode_free(s->nodes.v[i].val);
+	map_release(&s->nodes);
+	s->nresults = 0;
+}
+
+static void gstate_free(struct gstate *s)
+{
+	if (s) {
+		gstate_release(s);
+		free(s);
+	}
+}
+
+static struct gstate *gstate_copy(const struct gstate *s)
+{
+	struct gstate *c = gv_xcalloc(1, sizeof(*c));
+
+	for (size_t i = 0; i < s->nodes.cap; i++) {
+		const struct rnode *nd = s->nodes.v[i].val;
+		struct rnode *cn;
+
+		if (!s->nodes.v[i].key)
+			continue;
+		cn = gv_xcalloc(1, sizeof(*cn));
+		*cn = *nd;
+		cn->uid = gv_xstrdup(nd->uid);
+		cn->name = gv_xstrdup(nd->name);
+		cn->cap = nd->n;
+		cn->v = gv_xcalloc(nd->n ? nd->n : 1, sizeof(*cn->v));
+		for (size_t j = 0; j < nd->n; j++)
+			rentry_copy(&cn->v[j], &nd->v[j]);
+		map_put(&c->nodes, cn->uid, cn);
+	}
+	c->nresults = s->nresults;
+	return c;
+}
+
+static struct rnode *gstate_node(struct gstate *s, const struct rinfo *ri, bool create)
+{
+	struct rnode *nd = map_get(&s->nodes, ri->uid);
+
+	if (nd || !create)
+		return nd;
+	nd = gv_xcalloc(1, sizeof(*nd));
+	nd->uid = gv_xstrdup(ri->uid);
+	nd->name = gv_xstrdup(ri->name);
+	nd->api_version = ri->api_version;
+	nd->kind = ri->kind;
+	nd->namespace = ri->namespace;
+	map_put(&s->nodes, nd->uid, nd);
+	return nd;
+}
+
+static void gstate_drop_if_empty(struct gstate *s, struct rnode *nd)
+{
+	if (nd && !nd->n)
+		rnode_free(map_del(&s->nodes, nd->uid));
+}
+
+/* Sets e (ownership moves here) for its key, freeing a result it replaces; ri becomes the node's. */
+static void gstate_set(struct gstate *s, const struct rinfo *ri, struct rentry *e)
+{
+	struct rnode *nd = gstate_node(s, ri, true);
+	struct rentry *old = rnode_find(nd, e->policy, e->rule);
+
+	rnode_set_info(nd, ri);
+	if (old) {
+		rentry_release(old);
+		*old = *e;
+		return;
+	}
+	if (nd->n == nd->cap) {
+		nd->cap = nd->cap ? nd->cap * 2 : 4;
+		nd->v = gv_xrealloc(nd->v, nd->cap * sizeof(*nd->v));
+	}
+	nd->v[nd->n++] = *e;
+	s->nresults++;
+}
+
+/* Removes entry i of nd (the node may become empty; the caller drops it). */
+static void rnode_remove(struct gstate *s, struct rnode *nd, size_t i)
+{
+	rentry_release(&nd->v[i]);
+	memmove(&nd->v[i], &nd->v[i + 1], (nd->n - i - 1) * sizeof(*nd->v));
+	nd->n--;
+	s->nresults--;
+}
+
+static bool gstate_remove(struct gstate *s, const char *uid, const char *policy, const char *rule)
+{
+	struct rnode *nd = map_get(&s->nodes, uid);
+
+	if (!nd)
+		return false;
+	for (size_t i = 0; i < nd->n; i++) {
+		if (nd->v[i].policy == policy && nd->v[i].rule == rule) {
+			rnode_remove(s, nd, i);
+			gstate_drop_if_empty(s, nd);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The nodes of s, in no particular order (borrowed pointers). */
+static struct rnode **gstate_nodes(const struct gstate *s, size_t *n)
+{
+	struct rnode **v = gv_xcalloc(s->nodes.n ? s->nodes.n : 1, sizeof(*v));
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->nodes.cap; i++)
+		if (s->nodes.v[i].key)
+			v[k++] = s->nodes.v[i].val;
+	*n = k;
+	return v;
+}
+
+/* ---- groups ---- */
+
+static char *group_key(const char *ns, const char *base)
+{
+	return gv_xasprintf("%s\x1f%s", ns ? ns : "", base);
+}
+
+static struct rgroup *group_find(const struct report_set *rs, const char *ns, const char *base)
+{
+	char *key = group_key(ns, base);
+	struct rgroup *g = map_get(&rs->groups, key);
+
+	free(key);
+	return g;
+}
+
+static struct rgroup *group_get(struct report_set *rs, const char *ns, const char *base)
+{
+	struct rgroup *g = group_find(rs, ns, base);
+
+	if (g)
+		return g;
+	g = gv_xcalloc(1, sizeof(*g));
+	g->key = group_key(ns, base);
+	g->ns = gv_xstrdup(ns ? ns : "");
+	g->base = gv_xstrdup(base);
+	g->known = rs->loaded;
+	map_put(&rs->groups, g->key, g);
+	return g;
+}
+
+static void chunks_free(struct rchunk *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(c[i].name);
+		free(c[i].rv);
+	}
+	free(c);
+}
+
+static void group_free(struct rgroup *g)
+{
+	if (!g)
+		return;
+	gstate_release(&g->model);
+	gstate_free(g->synced);
+	chunks_free(g->chunks, g->nchunks);
+	free(g->key);
+	free(g->ns);
+	free(g->base);
+	free(g);
+}
+
+/* Before the first change of a group in sync: remember the synced state. */
+static void group_touch(struct report_set *rs, struct rgroup *g)
+{
+	if (!g->synced)
+		g->synced = gstate_copy(&g->model);
+	g->dirty = true;
+	(void)rs;
+}
+
+static struct rgroup **groups_sorted(const struct report_set *rs, size_t *n);
+
+/* ---- the public model API ---- */
+
+const char *report_process_name(enum report_process p)
+{
+	return p == REPORT_ADMISSION_REVIEW ? "admission review" : "background scan";
+}
+
+enum gv_code report_resource_from_object(const json_t *obj, struct report_resource *r,
+					 struct gv_err *err)
+{
+	const json_t *md = json_object_get(obj, "metadata");
+
+	memset(r, 0, sizeof(*r));
+	r->api_version = jstr(obj, "apiVersion");
+	r->kind = jstr(obj, "kind");
+	r->namespace = jstr(md, "namespace");
+	r->name = jstr(md, "name");
+	r->uid = jstr(md, "uid");
+	if (!r->uid || !*r->uid)
+		return gv_err_set(err, GV_EINVAL, "%s %s%s%s: no metadata.uid", str_or(r->kind, "?"),
+				  str_or(r->namespace, ""), r->namespace ? "/" : "",
+				  str_or(r->name, "?"));
+	return GV_OK;
+}
+
+char *report_policy_ref(const struct engine_policy *p)
+{
+	const char *ns = engine_policy_namespace(p);
+
+	if (ns && *ns)
+		return gv_xasprintf("%s/%s", ns, engine_policy_name(p));
+	return gv_xstrdup(engine_policy_name(p));
+}
+
+bool report_policy_scored(const struct engine_policy *p)
+{
+	const char *v = engine_policy_annotation(p, "policies.kyverno.io/scored");
+
+	return !(v && !strcmp(v, "false"));
+}
+
+enum engine_status report_status(const struct engine_policy *p, enum engine_status s)
+{
+	if (s == ENGINE_FAIL && !report_policy_scored(p))
+		return ENGINE_WARN;
+	return s;
+}
+
+struct report_set *report_set_new(const struct report_options *opt)
+{
+	struct report_set *rs = gv_xcalloc(1, sizeof(*rs));
+
+	if (opt)
+		rs->opt = *opt;
+	if (!rs->opt.chunk_results)
+		rs->opt.chunk_results = REPORT_CHUNK_RESULTS;
+	if (!rs->opt.chunk_bytes)
+		rs->opt.chunk_bytes = REPORT_CHUNK_BYTES;
+	return rs;
+}
+
+void report_set_free(struct report_set *rs)
+{
+	if (!rs)
+		return;
+	for (size_t i = 0; i < rs->groups.cap; i++)
+		if (rs->groups.v[i].key)
+			group_free(rs->groups.v[i].val);
+	map_release(&rs->groups);
+	for (size_t i = 0; i < rs->strings.cap; i++)
+		if (rs->strings.v[i].key)
+			free(rs->strings.v[i].val);
+	map_release(&rs->strings);
+	for (size_t i = 0; i < rs->nobsolete; i++)
+		free(rs->obsolete[i]);
+	free(rs->obsolete);
+	free(rs);
+}
+
+size_t report_count(const struct report_set *rs)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < rs->groups.cap; i++)
+		if (rs->groups.v[i].key)
+			n += ((const struct rgroup *)rs->groups.v[i].val)->model.nresults;
+	return n;
+}
+
+size_t report_dirty_count(const struct report_set *rs)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < rs->groups.cap; i++)
+		if (rs->groups.v[i].key)
+			n += ((const struct rgroup *)rs->groups.v[i].val)->dirty;
+	return n;
+}
+
+/* ---- names ---- */
+
+static bool ends_in_digits(const char *s)
+{
+	size_t n = strlen(s), i = n;
+
+	while (i > 0 && isdigit((unsigned char)s[i - 1]))
+		i--;
+	return i < n && i > 0 && s[i - 1] == '-';
+}
+
+/* s cut to at most n characters, without trailing '-' or '.', then "-" and `hex` hex digits of hash. */
+static char *cut_hashed(const char *s, size_t n, int hex)
+{
+	size_t len = strlen(s);
+
+	if (len > n)
+		len = n;
+	while (len > 0 && (s[len - 1] == '-' || s[len - 1] == '.'))
+		len--;
+	return gv_xasprintf("%.*s-%0*llx", (int)len, s, hex,
+			    (unsigned long long)(hash_str(s) >> (64 - 4 * hex)));
+}
+
+char *report_base_name(bool split, const char *ns, const char *policy)
+{
+	const char *pname = policy ? strrchr(policy, '/') : NULL;
+	char *name, *cut;
+
+	pname = pname ? pname + 1 : str_or(policy, "");
+	if (!split)
+		return ns && *ns ? gv_xasprintf("polr-ns-%s", ns) : gv_xstrdup("clusterpolicyreport");
+	if (ns && *ns)
+		name = gv_xasprintf("polr-ns-%s-%s", ns, pname);
+	else
+		name = gv_xasprintf("clusterpolicyreport-%s", pname);
+	if (strlen(name) <= REPORT_MAX_BASE)
+		return name;
+	cut = cut_hashed(name, HASH_CUT, 12);
+	free(name);
+	return cut;
+}
+
+char *report_chunk_name(const char *base, size_t i)
+{
+	if (i)
+		return gv_xasprintf("%s-%zu", base, i);
+	if (ends_in_digits(base))
+		return gv_xasprintf("%s-0", base);
+	return gv_xstrdup(base);
+}
+
+bool report_parse_name(const char *name, char **base, size_t *index)
+{
+	size_t n = strlen(name), i = n;
+
+	while (i > 0 && isdigit((unsigned char)name[i - 1]))
+		i--;
+	if (i == n || i < 2 || name[i - 1] != '-') {
+		/* no "-<digits>" at the end: chunk 0 of itself */
+		*base = gv_xstrdup(name);
+		*index = 0;
+		return n > 0;
+	}
+	if (name[i] == '0') {
+		char *prefix;
+
+		if (n - i != 1)
+			return false; /* leading zero */
+		prefix = gv_xstrndup(name, i - 1);
+		if (!ends_in_digits(prefix)) {
+			free(prefix);
+			return false;
+		}
+		*base = prefix;
+		*index = 0;
+		return true;
+	}
+	if (n - i > 9)
+		return false;
+	*index = (size_t)strtoul(name + i, NULL, 10);
+	*base = gv_xstrndup(name, i - 1);
+	return true;
+}
+
+char *report_group_label(const char *base)
+{
+	if (strlen(base) <= 63)
+		return gv_xstrdup(base);
+	return cut_hashed(base, LABEL_CUT, 12);
+}
+
+char *report_path(const char *ns, const char *name)
+{
+	char *ens = ns && *ns ? kube_escape(ns) : NULL;
+	char *ename = name ? kube_escape(name) : NULL;
+	char *p;
+
+	if (ens)
+		p = gv_xasprintf("/apis/" REPORT_API_VERSION "/namespaces/%s/policyreports%s%s", ens,
+				 ename ? "/" : "", ename ? ename : "");
+	else
+		p = gv_xasprintf("/apis/" REPORT_API_VERSION "/clusterpolicyreports%s%s",
+				 ename ? "/" : "", ename ? ename : "");
+	free(ens);
+	free(ename);
+	return p;
+}
+
+/* Whether base is a base name of the set's layout for namespace ns. */
+static bool layout_owns(const struct report_set *rs, const char *ns, const char *base)
+{
+	char *prefix;
+	bool ok;
+
+	if (!rs->opt.split) {
+		char *want = report_base_name(false, ns, NULL);
+
+		ok = !strcmp(want, base);
+		free(want);
+		return ok;
+	}
+	prefix = *ns ? gv_xasprintf("polr-ns-%s-", ns) : gv_xstrdup("clusterpolicyreport-");
+	ok = !strncmp(base, prefix, strlen(prefix)) && strlen(base) > strlen(prefix);
+	free(prefix);
+	return ok;
+}
+
+/* ---- entries: conversion in, parsing, rendering ---- */
+
+static const char *const SEVERITIES[] = {"critical", "high", "medium", "low", "info"};
+
+/* The CRD's severity (interned), or NULL when s is not one of its values (any case). */
+static const char *severity_norm(struct report_set *rs, const char *s)
+{
+	char low[16];
+	size_t n;
+
+	if (!s)
+		return NULL;
+	n = strlen(s);
+	if (n >= sizeof(low))
+		return NULL;
+	for (size_t i = 0; i <= n; i++)
+		low[i] = (char)tolower((unsigned char)s[i]);
+	for (size_t i = 0; i < GV_ARRAY_LEN(SEVERITIES); i++)
+		if (!strcmp(low, SEVERITIES[i]))
+			return intern(rs, SEVERITIES[i]);
+	return NULL;
+}
+
+static const char *category_norm(struct report_set *rs, const char *s)
+{
+	char *b;
+	const char *v;
+
+	if (!s || !*s)
+		return NULL;
+	if (strlen(s) <= REPORT_MAX_CATEGORY)
+		return intern(rs, s);
+	b = bounded_dup(s, REPORT_MAX_CATEGORY);
+	v = intern(rs, b);
+	free(b);
+	return v;
+}
+
+static void entry_in(struct report_set *rs, const struct report_entry *in, const char *policy,
+		     struct rentry *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->policy = intern(rs, policy);
+	e->rule = intern(rs, in->rule);
+	e->source = intern(rs, REPORT_SOURCE);
+	e->severity = severity_norm(rs, in->severity);
+	e->category = category_norm(rs, in->category);
+	e->process = intern(rs, report_process_name(in->process));
+	e->message = bounded_dup(str_or(in->message, ""), REPORT_MAX_MESSAGE);
+	e->result = in->result;
+	e->scored = in->scored;
+	e->seconds = in->seconds;
+	e->nanos = in->nanos;
+}
+
+static void rinfo_in(struct report_set *rs, const struct report_resource *res, struct rinfo *ri)
+{
+	ri->uid = res->uid;
+	ri->api_version = intern(rs, str_or(res->api_version, ""));
+	ri->kind = intern(rs, str_or(res->kind, ""));
+	ri->namespace = intern(rs, str_or(res->namespace, ""));
+	ri->name = str_or(res->name, "");
+}
+
+static bool status_parse(const char *s, enum engine_status *out)
+{
+	static const enum engine_status all[] = {ENGINE_PASS, ENGINE_FAIL, ENGINE_WARN, ENGINE_ERROR,
+						 ENGINE_SKIP};
+
+	for (size_t i = 0; s && i < GV_ARRAY_LEN(all); i++) {
+		if (!strcmp(s, engine_status_name(all[i]))) {
+			*out = all[i];
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * One result of a report as read from the cluster. Returns false (nothing
+ * filled) when it has no policy or an unknown result. ri's uid and name
+ * point into r.
+ */
+static bool entry_parse(struct report_set *rs, const json_t *r, struct rentry *e, struct rinfo *ri)
+{
+	const json_t *res = json_array_get(json_object_get(r, "resources"), 0);
+	const json_t *ts = json_object_get(r, "timestamp");
+	const json_t *props = json_object_get(r, "properties");
+	const json_t *scored = json_object_get(r, "scored");
+	const char *policy = jstr(r, "policy"), *key;
+	enum engine_status st;
+	json_t *v;
+
+	if (!policy || !status_parse(jstr(r, "result"), &st))
+		return false;
+	memset(e, 0, sizeof(*e));
+	e->policy = intern(rs, policy);
+	e->rule = intern(rs, str_or(jstr(r, "rule"), ""));
+	e->source = intern(rs, jstr(r, "source"));
+	e->severity = severity_norm(rs, jstr(r, "severity"));
+	e->category = category_norm(rs, jstr(r, "category"));
+	e->message = bounded_dup(str_or(jstr(r, "message"), ""), REPORT_MAX_MESSAGE);
+	e->result = st;
+	e->scored = json_is_boolean(scored) ? json_is_true(scored) : true;
+	e->seconds = json_integer_value(json_object_get(ts, "seconds"));
+	e->nanos = (int32_t)json_integer_value(json_object_get(ts, "nanos"));
+	json_object_foreach((json_t *)props, key, v)
+	{
+		if (!json_is_string(v))
+			continue;
+		if (!strcmp(key, "process")) {
+			e->process = intern(rs, json_string_value(v));
+			continue;
+		}
+		if (!e->props)
+			e->props = json_object();
+		json_object_set(e->props, key, v);
+	}
+	ri->uid = str_or(jstr(res, "uid"), "");
+	ri->api_version = intern(rs, str_or(jstr(res, "apiVersion"), ""));
+	ri->kind = intern(rs, str_or(jstr(res, "kind"), ""));
+	ri->namespace = intern(rs, str_or(jstr(res, "namespace"), ""));
+	ri->name = str_or(jstr(res, "name"), "");
+	return true;
+}
+
+static json_t *entry_render(const struct rnode *nd, const struct rentry *e)
+{
+	json_t *o = json_object(), *ts = json_object();
+
+	if (e->source)
+		json_object_set_new(o, "source", json_string(e->source));
+	json_object_set_new(o, "policy", jstring(e->policy));
+	if (*e->rule)
+		json_object_set_new(o, "rule", jstring(e->rule));
+	if (e->category)
+		json_object_set_new(o, "category", jstring(e->category));
+	if (e->severity)
+		json_object_set_new(o, "severity", json_string(e->severity));
+	json_object_set_new(ts, "seconds", json_integer(e->seconds));
+	json_object_set_new(ts, "nanos", json_integer(e->nanos));
+	json_object_set_new(o, "timestamp", ts);
+	json_object_set_new(o, "result", json_string(engine_status_name(e->result)));
+	json_object_set_new(o, "scored", json_boolean(e->scored));
+	if (*e->message)
+		json_object_set_new(o, "message", jstring(e->message));
+	if (*nd->uid || *nd->kind || *nd->name) {
+		json_t *r = json_object(), *list = json_array();
+
+		json_object_set_new(r, "apiVersion", jstring(nd->api_version));
+		json_object_set_new(r, "kind", jstring(nd->kind));
+		if (*nd->namespace)
+			json_object_set_new(r, "namespace", jstring(nd->namespace));
+		json_object_set_new(r, "name", jstring(nd->name));
+		json_object_set_new(r, "uid", jstring(nd->uid));
+		json_array_append_new(list, r);
+		json_object_set_new(o, "resources", list);
+	}
+	if (e->process || e->props) {
+		json_t *p = json_object();
+
+		if (e->props)
+			json_object_update(p, e->props);
+		if (e->process)
+			json_object_set_new(p, "process", jstring(e->process));
+		json_object_set_new(o, "properties", p);
+	}
+	return o;
+}
+
+/* ---- changes to the model ---- */
+
+/*
+ * The results of (ri, policy) in g become e[0..n) (ownership of the
+ * entries moves here). Results equal to the recorded ones keep their
+ * timestamps; nothing changes (and g stays in sync) when all are equal.
+ */
+static void model_replace(struct report_set *rs, struct rgroup *g, const struct rinfo *ri,
+			  const char *policy, struct rentry *e, size_t n)
+{
+	struct rnode *nd = map_get(&g->model.nodes, ri->uid);
+	size_t old = 0, same = 0;
+
+	for (size_t i = 0; nd && i < nd->n; i++)
+		old += nd->v[i].policy == policy;
+	for (size_t i = 0; i < n; i++) {
+		struct rentry *o = rnode_find(nd, policy, e[i].rule);
+		bool dup = false;
+
+		for (size_t j = i + 1; j < n; j++)
+			dup |= e[j].rule == e[i].rule;
+		if (dup) {
+			/* the last result of a rule counts */
+			rentry_release(&e[i]);
+			e[i].rule = NULL;
+			continue;
+		}
+		if (o && rentry_same(o, &e[i])) {
+			e[i].seconds = o->seconds;
+			e[i].nanos = o->nanos;
+			same++;
+		}
+	}
+	{
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (e[i].rule)
+				e[k++] = e[i];
+		n = k;
+	}
+	if (same == n && old == n && (!n || rnode_same_info(nd, ri))) {
+		for (size_t i = 0; i < n; i++)
+			rentry_release(&e[i]);
+		return;
+	}
+	group_touch(rs, g);
+	if (nd) {
+		for (size_t i = nd->n; i-- > 0;)
+			if (nd->v[i].policy == policy)
+				rnode_remove(&g->model, nd, i);
+	}
+	for (size_t i = 0; i < n; i++)
+		gstate_set(&g->model, ri, &e[i]);
+	if (nd && !n)
+		gstate_drop_if_empty(&g->model, nd);
+}
+
+/*
+ * Sets one result (ownership moves here). newer_wins: a recorded result
+ * with a later timestamp stays.
+ */
+static void model_upsert(struct report_set *rs, struct rgroup *g, const struct rinfo *ri,
+			 struct rentry *e, bool newer_wins)
+{
+	struct rnode *nd = map_get(&g->model.nodes, ri->uid);
+	struct rentry *o = rnode_find(nd, e->policy, e->rule);
+
+	if (o && ((rentry_same(o, e) && rnode_same_info(nd, ri)) || (newer_wins && ts_newer(o, e)))) {
+		rentry_release(e);
+		return;
+	}
+	group_touch(rs, g);
+	gstate_set(&g->model, ri, e);
+}
+
+static char *base_of(const struct report_set *rs, const char *ns, const char *policy)
+{
+	return report_base_name(rs->opt.split, ns, policy);
+}
+
+static enum gv_code check_entries(const struct report_resource *res, const struct report_entry *e,
+				  size_t n, bool need_policy, struct gv_err *err)
+{
+	if (!res->uid || !*res->uid)
+		return gv_err_set(err, GV_EINVAL, "report: %s %s: no uid", str_or(res->kind, "?"),
+				  str_or(res->name, "?"));
+	for (size_t i = 0; i < n; i++) {
+		if (!e[i].rule || !*e[i].rule)
+			return gv_err_set(err, GV_EINVAL, "report: result %zu has no rule", i);
+		if (need_policy && (!e[i].policy || !*e[i].policy))
+			return gv_err_set(err, GV_EINVAL, "report: result %zu has no policy", i);
+		if (e[i].result > ENGINE_SKIP)
+			return gv_err_set(err, GV_EINVAL, "report: result %zu: bad status", i);
+	}
+	return GV_OK;
+}
+
+enum gv_code report_replace(struct report_set *rs, const struct report_resource *res,
+			    const char *policy, const struct report_entry *e, size_t n,
+			    struct gv_err *err)
+{
+	struct rentry *v;
+	struct rinfo ri;
+	struct rgroup *g;
+	char *base;
+	enum gv_code rc;
+
+	rc = check_entries(res, e, n, false, err);
+	if (rc)
+		return rc;
+	if (!policy || !*policy)
+		return gv_err_set(err, GV_EINVAL, "report: no policy");
+	rinfo_in(rs, res, &ri);
+	base = base_of(rs, ri.namespace, policy);
+	g = group_find(rs, ri.namespace, base);
+	if (!g && !n) {
+		free(base);
+		return GV_OK;
+	}
+	g = group_get(rs, ri.namespace, base);
+	free(base);
+	v = gv_xcalloc(n ? n : 1, sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		entry_in(rs, &e[i], policy, &v[i]);
+	model_replace(rs, g, &ri, intern(rs, policy), v, n);
+	free(v);
+	return GV_OK;
+}
+
+enum gv_code report_upsert(struct report_set *rs, const struct report_resource *res,
+			   const struct report_entry *e, size_t n, struct gv_err *err)
+{
+	struct rinfo ri;
+	enum gv_code rc;
+
+	rc = check_entries(res, e, n, true, err);
+	if (rc)
+		return rc;
+	rinfo_in(rs, res, &ri);
+	for (size_t i = 0; i < n; i++) {
+		char *base = base_of(rs, ri.namespace, e[i].policy);
+		struct rgroup *g = group_get(rs, ri.namespace, base);
+		struct rentry re;
+
+		free(base);
+		entry_in(rs, &e[i], e[i].policy, &re);
+		model_upsert(rs, g, &ri, &re, false);
+	}
+	return GV_OK;
+}
+
+static void entry_from_engine(const struct engine_policy *p, const char *ref, const char *rule,
+			      enum engine_status st, const char *msg, enum report_process proc,
+			      int64_t seconds, int32_t nanos, struct report_entry *e)
+{
+	e->policy = ref;
+	e->rule = rule;
+	e->result = report_status(p, st);
+	e->message = msg;
+	e->severity = engine_policy_annotation(p, "policies.kyverno.io/severity");
+	e->category = engine_policy_annotation(p, "policies.kyverno.io/category");
+	e->scored = report_policy_scored(p);
+	e->seconds = seconds;
+	e->nanos = nanos;
+	e->process = proc;
+}
+
+enum gv_code report_put_response(struct report_set *rs, const struct report_resource *res,
+				 const struct engine_response *resp, enum engine_mode mode,
+				 int64_t seconds, int32_t nanos, struct gv_err *err)
+{
+	enum report_process proc =
+	    mode == ENGINE_BACKGROUND ? REPORT_BACKGROUND_SCAN : REPORT_ADMISSION_REVIEW;
+	struct report_entry *e = gv_xcalloc(resp->nrules ? resp->nrules : 1, sizeof(*e));
+	char *ref = report_policy_ref(resp->policy);
+	size_t n = 0;
+	enum gv_code rc;
+
+	for (size_t i = 0; i < resp->nrules; i++) {
+		const struct engine_rule_result *r = &resp->rules[i];
+
+		if (!engine_decide(resp->policy, r, mode).reported)
+			continue;
+		entry_from_engine(resp->policy, ref, r->rule, r->status, r->message, proc, seconds,
+				  nanos, &e[n++]);
+	}
+	if (mode == ENGINE_BACKGROUND)
+		rc = report_replace(rs, res, ref, e, n, err);
+	else
+		rc = report_upsert(rs, res, e, n, err);
+	free(ref);
+	free(e);
+	return rc;
+}
+
+enum gv_code report_put_admission(struct report_set *rs, const struct admission_report_item *it,
+				  struct gv_err *err)
+{
+	struct report_resource res = {it->api_version, it->kind, it->namespace, it->name, it->uid};
+	struct report_entry *e = gv_xcalloc(it->nresults ? it->nresults : 1, sizeof(*e));
+	char **refs = gv_xcalloc(it->nresults ? it->nresults : 1, sizeof(*refs));
+	enum gv_code rc;
+
+	for (size_t i = 0; i < it->nresults; i++) {
+		const struct admission_report_result *r = &it->results[i];
+
+		refs[i] = report_policy_ref(r->policy);
+		entry_from_engine(r->policy, refs[i], r->rule, r->status, r->message,
+				  REPORT_ADMISSION_REVIEW, it->timestamp, 0, &e[i]);
+	}
+	rc = report_upsert(rs, &res, e, it->nresults, err);
+	for (size_t i = 0; i < it->nresults; i++)
+		free(refs[i]);
+	free(refs);
+	free(e);
+	return rc;
+}
+
+/*
+ * Removes, in every group that `applies` accepts, the results `match`
+ * selects. Returns the number removed.
+ */
+struct sweep {
+	bool (*applies)(const struct report_set *rs, const struct rgroup *g, const void *arg);
+	bool (*match)(const struct rnode *nd, const struct rentry *e, const void *arg);
+	const void *arg;
+};
+
+static size_t group_sweep(struct report_set *rs, struct rgroup *g, const struct sweep *sw)
+{
+	struct rnode **nodes;
+	size_t nn, hits = 0;
+
+	nodes = gstate_nodes(&g->model, &nn);
+	for (size_t i = 0; i < nn; i++)
+		for (size_t j = 0; j < nodes[i]->n; j++)
+			hits += sw->match(nodes[i], &nodes[i]->v[j], sw->arg);
+	if (hits) {
+		group_touch(rs, g);
+		for (size_t i = 0; i < nn; i++) {
+			struct rnode *nd = nodes[i];
+
+			for (size_t j = nd->n; j-- > 0;)
+				if (sw->match(nd, &nd->v[j], sw->arg))
+					rnode_remove(&g->model, nd, j);
+			gstate_drop_if_empty(&g->model, nd);
+		}
+	}
+	free(nodes);
+	return hits;
+}
+
+static size_t sweep_all(struct report_set *rs, const struct sweep *sw)
+{
+	struct rgroup **gs;
+	size_t n, hits = 0;
+
+	gs = groups_sorted(rs, &n);
+	for (size_t i = 0; i < n; i++)
+		if (!sw->applies || sw->applies(rs, gs[i], sw->arg))
+			hits += group_sweep(rs, gs[i], sw);
+	free(gs);
+	return hits;
+}
+
+struct sweep_arg {
+	const char *ns;	    /* NULL = any */
+	const char *uid;    /* report_delete_object */
+	const char *policy; /* interned */
+	const char *rule;   /* interned */
+	const char *process;
+	const struct map *keep; /* report_retain: uids */
+};
+
+static bool applies_ns(const struct report_set *rs, const struct rgroup *g, const void *arg)
+{
+	const struct sweep_arg *a = arg;
+
+	(void)rs;
+	return !a->ns || !strcmp(a->ns, g->ns);
+}
+
+/* Split layout: only the groups of that policy can hold its results. */
+static bool applies_policy(const struct report_set *rs, const struct rgroup *g, const void *arg)
+{
+	const struct sweep_arg *a = arg;
+	char *base;
+	bool ok;
+
+	if (!rs->opt.split)
+		return true;
+	base = base_of(rs, g->ns, a->policy);
+	ok = !strcmp(base, g->base);
+	free(base);
+	return ok;
+}
+
+static bool match_uid(const struct rnode *nd, const struct rentry *e, const void *arg)
+{
+	(void)e;
+	return !strcmp(nd->uid, ((const struct sweep_arg *)arg)->uid);
+}
+
+static bool match_policy(const struct rnode *nd, const struct rentry *e, const void *arg)
+{
+	const struct sweep_arg *a = arg;
+
+	(void)nd;
+	return e->policy == a->policy && (!a->rule || e->rule == a->rule) &&
+	       (!a->process || e->process == a->process);
+}
+
+static bool match_not_kept(const struct rnode *nd, const struct rentry *e, const void *arg)
+{
+	const struct sweep_arg *a = arg;
+
+	return e->policy == a->policy && !map_get(a->keep, nd->uid);
+}
+
+void report_delete_object(struct report_set *rs, const char *ns, const char *uid)
+{
+	struct sweep_arg a = {.ns = ns, .uid = uid};
+	struct sweep sw = {applies_ns, match_uid, &a};
+
+	if (uid)
+		sweep_all(rs, &sw);
+}
+
+void report_delete_policy(struct report_set *rs, const char *policy)
+{
+	struct sweep_arg a = {.policy = intern(rs, policy)};
+	struct sweep sw = {applies_policy, match_policy, &a};
+
+	if (policy)
+		sweep_all(rs, &sw);
+}
+
+void report_delete_rule(struct report_set *rs, const char *policy, const char *rule)
+{
+	struct sweep_arg a = {.policy = intern(rs, policy), .rule = intern(rs, rule)};
+	struct sweep sw = {applies_policy, match_policy, &a};
+
+	if (policy && rule)
+		sweep_all(rs, &sw);
+}
+
+void report_delete_background(struct report_set *rs, const char *policy)
+{
+	struct sweep_arg a = {.policy = intern(rs, policy),
+			      .process = intern(rs, report_process_name(REPORT_BACKGROUND_SCAN))};
+	struct sweep sw = {applies_policy, match_policy, &a};
+
+	if (policy)
+		sweep_all(rs, &sw);
+}
+
+void report_retain(struct report_set *rs, const char *policy, const char *const *uids, size_t n)
+{
+	struct map keep = {0};
+	struct sweep_arg a = {.policy = intern(rs, policy), .keep = &keep};
+	struct sweep sw = {applies_policy, match_not_kept, &a};
+
+	if (!policy)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (uids[i])
+			map_put(&keep, uids[i], (void *)uids[i]);
+	sweep_all(rs, &sw);
+	map_release(&keep);
+}
+
+struct prune_arg {
+	struct map policies; /* interned ref -> const struct engine_policy */
+	const char *background;
+};
+
+static bool match_pruned(const struct rnode *nd, const struct rentry *e, const void *arg)
+{
+	const struct prune_arg *a = arg;
+	const struct engine_policy *p = map_get(&a->policies, e->policy);
+	size_t nr;
+
+	(void)nd;
+	if (!p)
+		return true;
+	if (!engine_policy_background(p) && e->process == a->background)
+		return true;
+	nr = engine_policy_rule_count(p);
+	for (size_t i = 0; i < nr; i++)
+		if (!strcmp(engine_policy_rule_name(p, i), e->rule))
+			return false;
+	return true;
+}
+
+size_t report_prune(struct report_set *rs, const struct engine_policyset *set)
+{
+	struct prune_arg a = {.background =
+				  intern(rs, report_process_name(REPORT_BACKGROUND_SCAN))};
+	struct sweep sw = {NULL, match_pruned, &a};
+	size_t n = set ? engine_policyset_count(set) : 0, hits;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct engine_policy *p = engine_policyset_get(set, i);
+		char *ref = report_policy_ref(p);
+
+		map_put(&a.policies, intern(rs, ref), (void *)p);
+		free(ref);
+	}
+	hits = sweep_all(rs, &sw);
+	map_release(&a.policies);
+	return hits;
+}
+
+/* ---- rendering ---- */
+
+struct rpair {
+	const struct rnode *nd;
+	const struct rentry *e;
+};
+
+static int rpair_cmp(const void *pa, const void *pb)
+{
+	const struct rpair *a = pa, *b = pb;
+	int c;
+
+	if ((c = strcmp(a->nd->kind, b->nd->kind)) || (c = strcmp(a->nd->namespace, b->nd->namespace)) ||
+	    (c = strcmp(a->nd->name, b->nd->name)) || (c = strcmp(a->nd->uid, b->nd->uid)) ||
+	    (c = strcmp(a->e->policy, b->e->policy)) || (c = strcmp(a->e->rule, b->e->rule)))
+		return c;
+	return 0;
+}
+
+static struct rpair *gstate_sorted(const struct gstate *s, size_t *n)
+{
+	struct rpair *v = gv_xcalloc(s->nresults ? s->nresults : 1, sizeof(*v));
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->nodes.cap; i++) {
+		const struct rnode *nd = s->nodes.v[i].val;
+
+		if (!s->nodes.v[i].key)
+			continue;
+		for (size_t j = 0; j < nd->n; j++)
+			v[k++] = (struct rpair){nd, &nd->v[j]};
+	}
+	qsort(v, k, sizeof(*v), rpair_cmp);
+	*n = k;
+	return v;
+}
+
+static json_t *summary_of(const json_t *results)
+{
+	size_t count[ENGINE_SKIP + 1] = {0};
+	const json_t *r;
+	size_t i;
+	json_t *s = json_object();
+
+	json_array_foreach(results, i, r)
+	{
+		enum engine_status st;
+
+		if (status_parse(jstr(r, "result"), &st))
+			count[st]++;
+	}
+	json_object_set_new(s, "pass", json_integer((json_int_t)count[ENGINE_PASS]));
+	json_object_set_new(s, "fail", json_integer((json_int_t)count[ENGINE_FAIL]));
+	json_object_set_new(s, "warn", json_integer((json_int_t)count[ENGINE_WARN]));
+	json_object_set_new(s, "error", json_integer((json_int_t)count[ENGINE_ERROR]));
+	json_object_set_new(s, "skip", json_integer((json_int_t)count[ENGINE_SKIP]));
+	return s;
+}
+
+/* The hash that says whether two versions of an object differ in what gavel writes. */
+static uint64_t content_hash(const json_t *labels, const json_t *summary, const json_t *results)
+{
+	json_t *o = json_object();
+	char *s;
+	uint64_t h;
+
+	json_object_set(o, "l", (json_t *)labels);
+	json_object_set(o, "s", summary ? (json_t *)summary : json_null());
+	json_object_set(o, "r", (json_t *)results);
+	s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
+	h = hash_str(s ? s : "");
+	free(s);
+	json_decref(o);
+	return h;
+}
+
+static const char *const MANAGED_LABELS[] = {REPORT_LABEL_MANAGED_BY, REPORT_LABEL_GROUP,
+					     REPORT_LABEL_CHUNK, REPORT_LABEL_LAYOUT};
+
+/* The labels gavel manages, as obj carries them. */
+static json_t *managed_labels(const json_t *obj)
+{
+	const json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
+	json_t *out = json_object();
+
+	for (size_t i = 0; i < GV_ARRAY_LEN(MANAGED_LABELS); i++) {
+		json_t *v = json_object_get(labels, MANAGED_LABELS[i]);
+
+		if (v)
+			json_object_set(out, MANAGED_LABELS[i], v);
+	}
+	return out;
+}
+
+static json_t *report_object(const struct report_set *rs, const struct rgroup *g, size_t index,
+			     json_t *results, uint64_t *hash)
+{
+	json_t *o = json_object(), *md = json_object(), *labels = json_object(), *sum;
+	char *name = report_chunk_name(g->base, index), *label = report_group_label(g->base);
+	char idx[24];
+
+	snprintf(idx, sizeof(idx), "%zu", index);
+	json_object_set_new(labels, REPORT_LABEL_MANAGED_BY, json_string("gavel"));
+	json_object_set_new(labels, REPORT_LABEL_GROUP, json_string(label));
+	json_object_set_new(labels, REPORT_LABEL_CHUNK, json_string(idx));
+	json_object_set_new(labels, REPORT_LABEL_LAYOUT,
+			    json_string(rs->opt.split ? LAYOUT_SPLIT : LAYOUT_NAMESPACE));
+	sum = summary_of(results);
+	*hash = content_hash(labels, sum, results);
+	json_object_set_new(o, "apiVersion", json_string(REPORT_API_VERSION));
+	json_object_set_new(o, "kind", json_string(*g->ns ? "PolicyReport" : "ClusterPolicyReport"));
+	json_object_set_new(md, "name", json_string(name));
+	if (*g->ns)
+		json_object_set_new(md, "namespace", json_string(g->ns));
+	json_object_set_new(md, "labels", labels);
+	json_object_set_new(o, "metadata", md);
+	json_object_set_new(o, "summary", sum);
+	json_object_set_new(o, "results", results);
+	free(name);
+	free(label);
+	return o;
+}
+
+/*
+ * The objects of g as the model says (new reference, chunk order), and
+ * their content hashes (*hashes, caller frees).
+ */
+static enum gv_code group_render(const struct report_set *rs, const struct rgroup *g, json_t **out,
+				 uint64_t **hashes, struct gv_err *err)
+{
+	size_t n, count = 0, bytes = 0, nchunks = 0;
+	struct rpair *v = gstate_sorted(&g->model, &n);
+	json_t *objs = json_array(), *cur = NULL;
+	uint64_t *h = gv_xcalloc(n / (rs->opt.chunk_results ? rs->opt.chunk_results : 1) + n + 1,
+				 sizeof(*h));
+	enum gv_code rc = GV_OK;
+
+	for (size_t i = 0; i <= n; i++) {
+		json_t *r = NULL;
+		size_t sz = 0;
+
+		if (i < n) {
+			char *s;
+
+			r = entry_render(v[i].nd, v[i].e);
+			s = json_dumps(r, JSON_COMPACT);
+			sz = s ? strlen(s) + 1 : 0;
+			free(s);
+		}
+		if (cur && (i == n || count >= rs->opt.chunk_results ||
+			    (count && bytes + sz > rs->opt.chunk_bytes))) {
+			json_array_append_new(objs,
+					      report_object(rs, g, nchunks, cur, &h[nchunks]));
+			nchunks++;
+			cur = NULL;
+		}
+		if (i == n)
+			break;
+		if (!cur) {
+			if (nchunks >= REPORT_MAX_CHUNKS) {
+				json_decref(r);
+				rc = gv_err_set(err, GV_ELIMIT,
+						"report %s%s%s: more than %d objects needed",
+						g->ns, *g->ns ? "/" : "", g->base,
+						REPORT_MAX_CHUNKS);
+				goto out;
+			}
+			cur = json_array();
+			count = 0;
+			bytes = 0;
+		}
+		json_array_append_new(cur, r);
+		count++;
+		bytes += sz;
+	}
+out:
+	free(v);
+	if (rc) {
+		json_decref(objs);
+		free(h);
+		return rc;
+	}
+	*out = objs;
+	*hashes = h;
+	return GV_OK;
+}
+
+static int group_cmp(const void *pa, const void *pb)
+{
+	const struct rgroup *a = *(struct rgroup *const *)pa, *b = *(struct rgroup *const *)pb;
+
+	return strcmp(a->key, b->key);
+}
+
+static struct rgroup **groups_sorted(const struct report_set *rs, size_t *n)
+{
+	struct rgroup **v = gv_xcalloc(rs->groups.n ? rs->groups.n : 1, sizeof(*v));
+	size_t k = 0;
+
+	for (size_t i = 0; i < rs->groups.cap; i++)
+		if (rs->groups.v[i].key)
+			v[k++] = rs->groups.v[i].val;
+	qsort(v, k, sizeof(*v), group_cmp);
+	*n = k;
+	return v;
+}
+
+json_t *report_render_all(struct report_set *rs)
+{
+	json_t *all = json_array();
+	struct rgroup **gs;
+	size_t n;
+
+	gs = groups_sorted(rs, &n);
+	for (size_t i = 0; i < n; i++) {
+		json_t *objs = NULL;
+		uint64_t *h = NULL;
+
+		if (group_render(rs, gs[i], &objs, &h, NULL))
+			continue;
+		json_array_extend(all, objs);
+		json_decref(objs);
+		free(h);
+	}
+	free(gs);
+	return all;
+}
+
+/* ---- reading objects back ---- */
+
+/* The state and chunks of a group being read. */
+struct fresh {
+	struct gstate st;
+	struct rchunk *chunks;
+	size_t n, cap;
+};
+
+static void fresh_release(struct fresh *f)
+{
+	gstate_release(&f->st);
+	chunks_free(f->chunks, f->n);
+	memset(f, 0, sizeof(*f));
+}
+
+/* A result read that belongs elsewhere (report_load moves it). */
+struct stray {
+	char *ns; /* owned: namespace of the report it was in */
+	struct rentry e;
+	char *uid, *name; /* owned */
+	const char *api_version, *kind, *namespace;
+};
+
+struct strays {
+	struct stray *v;
+	size_t n, cap;
+};
+
+static void strays_release(struct strays *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->v[i].ns);
+		free(s->v[i].uid);
+		free(s->v[i].name);
+		rentry_release(&s->v[i].e);
+	}
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+static void strays_add(struct strays *s, const char *ns, const struct rinfo *ri, struct rentry *e)
+{
+	struct stray *x;
+
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 16;
+		s->v = gv_xrealloc(s->v, s->cap * sizeof(*s->v));
+	}
+	x = &s->v[s->n++];
+	x->ns = gv_xstrdup(ns);
+	x->e = *e;
+	x->uid = gv_xstrdup(ri->uid);
+	x->name = gv_xstrdup(ri->name);
+	x->api_version = ri->api_version;
+	x->kind = ri->kind;
+	x->namespace = ri->namespace;
+}
+
+/*
+ * Adds the results of obj to st: duplicates keep the newer timestamp.
+ * Results whose policy belongs to another group of the layout (base of
+ * obj's group given) go to strays (or are dropped when strays is NULL).
+ * Returns the content hash of obj as gavel would render it.
+ */
+static uint64_t fold_object(struct report_set *rs, struct gstate *st, const char *ns,
+			    const char *base, const json_t *obj, struct strays *strays)
+{
+	const json_t *results = json_object_get(obj, "results"), *r;
+	struct gstate own = {0}; /* obj's results alone, for the hash */
+	json_t *rendered = json_array(), *labels;
+	struct rpair *v;
+	size_t i, n;
+	uint64_t h;
+
+	json_array_foreach(results, i, r)
+	{
+		struct rentry e, e2;
+		struct rinfo ri;
+		struct rentry *o;
+		struct rnode *nd;
+		bool mine = true;
+
+		if (!entry_parse(rs, r, &e, &ri))
+			continue;
+		if (base) {
+			char *want = base_of(rs, ns, e.policy);
+
+			mine = !strcmp(want, base);
+			free(want);
+		}
+		rentry_copy(&e2, &e);
+		nd = map_get(&own.nodes, ri.uid);
+		o = rnode_find(nd, e2.policy, e2.rule);
+		if (!o || ts_newer(&e2, o))
+			gstate_set(&own, &ri, &e2);
+		else
+			rentry_release(&e2);
+		if (!mine) {
+			if (strays)
+				strays_add(strays, ns, &ri, &e);
+			else
+				rentry_release(&e);
+			continue;
+		}
+		nd = map_get(&st->nodes, ri.uid);
+		o = rnode_find(nd, e.policy, e.rule);
+		if (!o || ts_newer(&e, o))
+			gstate_set(st, &ri, &e);
+		else
+			rentry_release(&e);
+	}
+	v = gstate_sorted(&own, &n);
+	for (i = 0; i < n; i++)
+		json_array_append_new(rendered, entry_render(v[i].nd, v[i].e));
+	free(v);
+	labels = managed_labels(obj);
+	h = content_hash(labels, json_object_get(obj, "summary"), rendered);
+	json_decref(labels);
+	json_decref(rendered);
+	gstate_release(&own);
+	return h;
+}
+
+static void fresh_add(struct report_set *rs, struct fresh *f, const char *ns, const char *base,
+		      const json_t *obj, struct strays *strays)
+{
+	const json_t *md = json_object_get(obj, "metadata");
+	struct rchunk *c;
+
+	if (f->n == f->cap) {
+		f->cap = f->cap ? f->cap * 2 : 4;
+		f->chunks = gv_xrealloc(f->chunks, f->cap * sizeof(*f->chunks));
+	}
+	c = &f->chunks[f->n++];
+	c->name = gv_xstrdup(str_or(jstr(md, "name"), ""));
+	c->rv = jstr(md, "resourceVersion") ? gv_xstrdup(jstr(md, "resourceVersion")) : NULL;
+	c->hash = fold_object(rs, &f->st, ns, base, obj, strays);
+}
+
+/*
+ * The group's known state becomes f (moved); the net changes synced ->
+ * model are applied on top of it.
+ */
+static void group_rebase(struct report_set *rs, struct rgroup *g, struct fresh *f)
+{
+	struct gstate *cluster = NULL;
+	bool changed = false;
+
+	if (g->synced) {
+		struct rnode **nodes;
+		size_t nn;
+
+		cluster = gstate_copy(&f->st);
+		/* results added or changed */
+		nodes = gstate_nodes(&g->model, &nn);
+		for (size_t i = 0; i < nn; i++) {
+			const struct rnode *m = nodes[i];
+			const struct rnode *s = map_get(&g->synced->nodes, m->uid);
+			struct rinfo ri = {m->uid, m->api_version, m->kind, m->namespace, m->name};
+
+			for (size_t j = 0; j < m->n; j++) {
+				const struct rentry *se = rnode_find(s, m->v[j].policy, m->v[j].rule);
+				struct rnode *fn;
+				struct rentry *fe, e;
+
+				if (se && rentry_identical(se, &m->v[j]) && rnode_same_info(s, &ri))
+					continue;
+				fn = map_get(&f->st.nodes, m->uid);
+				fe = rnode_find(fn, m->v[j].policy, m->v[j].rule);
+				if (fe && rentry_same(fe, &m->v[j]) && rnode_same_info(fn, &ri))
+					continue;
+				rentry_copy(&e, &m->v[j]);
+				gstate_set(&f->st, &ri, &e);
+				changed = true;
+			}
+		}
+		free(nodes);
+		/* results removed */
+		nodes = gstate_nodes(g->synced, &nn);
+		for (size_t i = 0; i < nn; i++) {
+			const struct rnode *s = nodes[i];
+			const struct rnode *m = map_get(&g->model.nodes, s->uid);
+
+			for (size_t j = 0; j < s->n; j++)
+				if (!rnode_find(m, s->v[j].policy, s->v[j].rule))
+					changed |= gstate_remove(&f->st, s->uid, s->v[j].policy,
+								 s->v[j].rule);
+		}
+		free(nodes);
+	}
+	gstate_release(&g->model);
+	g->model = f->st;
+	gstate_free(g->synced);
+	g->synced = NULL;
+	if (changed) {
+		g->synced = cluster;
+		cluster = NULL;
+	}
+	gstate_free(cluster);
+	chunks_free(g->chunks, g->nchunks);
+	g->chunks = f->chunks;
+	g->nchunks = f->n;
+	memset(f, 0, sizeof(*f));
+	g->known = true;
+	g->dirty = true;
+}
+
+enum gv_code report_merge(struct report_set *rs, const char *ns, const char *base,
+			  const json_t *current, json_t **desired, struct gv_err *err)
+{
+	struct rgroup *g = group_get(rs, ns, base);
+	struct fresh f = {0};
+	const json_t *obj;
+	uint64_t *h = NULL;
+	json_t *objs = NULL;
+	size_t i;
+	enum gv_code rc;
+
+	json_array_foreach(current, i, obj)
+		fresh_add(rs, &f, g->ns, g->base, obj, NULL);
+	group_rebase(rs, g, &f);
+	rc = group_render(rs, g, &objs, &h, err);
+	if (rc)
+		return rc;
+	json_array_foreach(objs, i, obj)
+	{
+		const char *name = jstr(json_object_get(obj, "metadata"), "name");
+
+		for (size_t j = 0; j < g->nchunks; j++)
+			if (!strcmp(g->chunks[j].name, name) && g->chunks[j].rv)
+				json_object_set_new(json_object_get(obj, "metadata"),
+						    "resourceVersion",
+						    json_string(g->chunks[j].rv));
+	}
+	free(h);
+	*desired = objs;
+	return GV_OK;
+}
+
+/* ---- plans ---- */
+
+static json_t *delete_options(const char *rv)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "kind", json_string("DeleteOptions"));
+	json_object_set_new(o, "apiVersion", json_string("v1"));
+	json_object_set_new(o, "propagationPolicy", json_string("Background"));
+	if (rv) {
+		json_t *pre = json_object();
+
+		json_object_set_new(pre, "resourceVersion", json_string(rv));
+		json_object_set_new(o, "preconditions", pre);
+	}
+	return o;
+}
+
+static void ops_add(struct report_op **ops, size_t *n, size_t *cap, struct report_op op)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 4;
+		*ops = gv_xrealloc(*ops, *cap * sizeof(**ops));
+	}
+	(*ops)[(*n)++] = op;
+}
+
+static enum gv_code group_plan(const struct report_set *rs, const struct rgroup *g,
+			       struct report_op **out, size_t *nout, size_t *unchanged,
+			       struct gv_err *err)
+{
+	struct report_op *ops = NULL;
+	size_t n = 0, cap = 0, i, nobj;
+	uint64_t *h = NULL;
+	json_t *objs = NULL, *obj;
+	bool *used = gv_xcalloc(g->nchunks + 1, sizeof(*used));
+	enum gv_code rc;
+
+	*unchanged = 0;
+	rc = group_render(rs, g, &objs, &h, err);
+	if (rc)
+		goto out;
+	nobj = json_array_size(objs);
+	for (i = 0; i < nobj; i++) {
+		const char *name;
+		struct rchunk *cur = NULL;
+		struct report_op op = {0};
+
+		obj = json_array_get(objs, i);
+		name = jstr(json_object_get(obj, "metadata"), "name");
+		for (size_t j = 0; j < g->nchunks; j++) {
+			if (!used[j] && !strcmp(g->chunks[j].name, name)) {
+				cur = &g->chunks[j];
+				used[j] = true;
+				break;
+			}
+		}
+		if (cur && cur->hash == h[i]) {
+			(*unchanged)++;
+			continue;
+		}
+		op.name = gv_xstrdup(name);
+		op.hash = h[i];
+		op.body = json_incref(obj);
+		if (cur) {
+			op.kind = REPORT_OP_UPDATE;
+			op.path = report_path(g->ns, name);
+			if (cur->rv)
+				json_object_set_new(json_object_get(obj, "metadata"),
+						    "resourceVersion", json_string(cur->rv));
+		} else {
+			op.kind = REPORT_OP_CREATE;
+			op.path = report_path(g->ns, NULL);
+		}
+		ops_add(&ops, &n, &cap, op);
+	}
+	for (size_t j = 0; j < g->nchunks; j++) {
+		struct report_op op = {0};
+
+		if (used[j])
+			continue;
+		op.kind = REPORT_OP_DELETE;
+		op.name = gv_xstrdup(g->chunks[j].name);
+		op.path = report_path(g->ns, g->chunks[j].name);
+		op.body = delete_options(g->chunks[j].rv);
+		ops_add(&ops, &n, &cap, op);
+	}
+out:
+	json_decref(objs);
+	free(h);
+	free(used);
+	if (rc) {
+		report_ops_free(ops, n);
+		return rc;
+	}
+	*out = ops;
+	*nout = n;
+	return GV_OK;
+}
+
+enum gv_code report_plan(struct report_set *rs, const char *ns, const char *base,
+			 struct report_op **ops, size_t *n, struct gv_err *err)
+{
+	struct rgroup *g = group_find(rs, ns, base);
+	size_t unchanged;
+
+	*ops = NULL;
+	*n = 0;
+	if (!g)
+		return GV_OK;
+	return group_plan(rs, g, ops, n, &unchanged, err);
+}
+
+void report_ops_free(struct report_op *ops, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(ops[i].name);
+		free(ops[i].path);
+		json_decref(ops[i].body);
+	}
+	free(ops);
+}
+
+/* ---- the API server ---- */
+
+static enum gv_code api_call(const struct report_api *api, const char *method, const char *path,
+			     const json_t *body, json_t **out, struct kube_status *st,
+			     struct gv_err *err)
+{
+	memset(st, 0, sizeof(*st));
+	if (out)
+		*out = NULL;
+	if (api->request)
+		return api->request(api->ud, method, path, body, out, st, err);
+	return kube_request(api->client, method, path, body, out, st, err);
+}
+
+static bool proceed(const struct report_api *api)
+{
+	return !api->proceed || api->proceed(api->ud);
+}
+
+/* Reads g's objects from the cluster and rebases onto them. */
+static enum gv_code group_reread(struct report_set *rs, const struct report_api *api,
+				 struct rgroup *g, struct report_stats *stats, struct gv_err *err)
+{
+	char *label = report_group_label(g->base);
+	char *sel = gv_xasprintf(REPORT_LABEL_GROUP "=%s", label);
+	char *esel = kube_escape(sel);
+	char *coll = report_path(g->ns, NULL);
+	char *path = gv_xasprintf("%s?labelSelector=%s", coll, esel);
+	char *first = report_chunk_name(g->base, 0), *fpath = NULL;
+	struct kube_status st;
+	struct fresh f = {0};
+	json_t *list = NULL, *one = NULL;
+	const json_t *item;
+	bool have_first = false;
+	size_t i;
+	enum gv_code rc;
+
+	rc = api_call(api, "GET", path, NULL, &list, &st, err);
+	if (rc)
+		goto out;
+	json_array_foreach(json_object_get(list, "items"), i, item)
+	{
+		const char *name = jstr(json_object_get(item, "metadata"), "name");
+		char *b = NULL;
+		size_t idx;
+
+		if (!name || !report_parse_name(name, &b, &idx) || strcmp(b, g->base)) {
+			free(b);
+			continue;
+		}
+		free(b);
+		have_first |= !strcmp(name, first);
+		fresh_add(rs, &f, g->ns, g->base, item, NULL);
+		if (stats)
+			stats->read++;
+	}
+	if (!have_first) {
+		/* chunk 0 written by someone who did not label it */
+		struct gv_err e2 = {0};
+
+		fpath = report_path(g->ns, first);
+		rc = api_call(api, "GET", fpath, NULL, &one, &st, &e2);
+		if (rc && st.http == 404) {
+			rc = GV_OK;
+		} else if (rc) {
+			gv_err_set(err, rc, "%s", e2.msg);
+			goto out;
+		} else {
+			fresh_add(rs, &f, g->ns, g->base, one, NULL);
+			if (stats)
+				stats->read++;
+		}
+	}
+	group_rebase(rs, g, &f);
+out:
+	fresh_release(&f);
+	json_decref(list);
+	json_decref(one);
+	free(label);
+	free(sel);
+	free(esel);
+	free(coll);
+	free(path);
+	free(first);
+	free(fpath);
+	return rc;
+}
+
+static void chunk_set(struct rgroup *g, const char *name, const json_t *resp, uint64_t hash)
+{
+	const char *rv = jstr(json_object_get(resp, "metadata"), "resourceVersion");
+	struct rchunk *c = NULL;
+
+	for (size_t i = 0; i < g->nchunks; i++)
+		if (!strcmp(g->chunks[i].name, name))
+			c = &g->chunks[i];
+	if (!c) {
+		g->chunks = gv_xrealloc(g->chunks, (g->nchunks + 1) * sizeof(*g->chunks));
+		c = &g->chunks[g->nchunks++];
+		c->name = gv_xstrdup(name);
+		c->rv = NULL;
+	}
+	free(c->rv);
+	c->rv = rv ? gv_xstrdup(rv) : NULL;
+	c->hash = hash;
+}
+
+static void chunk_drop(struct rgroup *g, const char *name)
+{
+	for (size_t i = 0; i < g->nchunks; i++) {
+		if (!strcmp(g->chunks[i].name, name)) {
+			free(g->chunks[i].name);
+			free(g->chunks[i].rv);
+			memmove(&g->chunks[i], &g->chunks[i + 1],
+				(g->nchunks - i - 1) * sizeof(*g->chunks));
+			g->nchunks--;
+			return;
+		}
+	}
+}
+
+/* Result of one write: done, conflict (re-read and retry), or failed. */
+enum wres { W_OK, W_CONFLICT, W_FAIL, W_STOP };
+
+static enum wres group_write(struct report_set *rs, const struct report_api *api, struct rgroup *g,
+			     struct report_stats *stats, struct gv_err *err)
+{
+	struct report_op *ops = NULL;
+	size_t n = 0, unchanged = 0;
+	enum wres res = W_OK;
+
+	if (group_plan(rs, g, &ops, &n, &unchanged, err))
+		return W_FAIL;
+	if (stats)
+		stats->unchanged += unchanged;
+	for (size_t i = 0; i < n && res == W_OK; i++) {
+		struct report_op *op = &ops[i];
+		struct kube_status st;
+		json_t *resp = NULL;
+		struct gv_err e2 = {0};
+		enum gv_code rc;
+		static const char *const methods[] = {"POST", "PUT", "DELETE"};
+
+		if (!proceed(api)) {
+			res = W_STOP;
+			break;
+		}
+		rc = api_call(api, methods[op->kind], op->path, op->body, &resp, &st, &e2);
+		if (!rc) {
+			if (op->kind == REPORT_OP_DELETE) {
+				chunk_drop(g, op->name);
+				if (stats)
+					stats->deleted++;
+			} else {
+				chunk_set(g, op->name, resp, op->hash);
+				if (stats && op->kind == REPORT_OP_CREATE)
+					stats->created++;
+				else if (stats)
+					stats->updated++;
+			}
+		} else if (st.http == 404 && op->kind == REPORT_OP_DELETE) {
+			chunk_drop(g, op->name);
+		} else if (st.http == 409 || (st.http == 404 && op->kind == REPORT_OP_UPDATE)) {
+			gv_debug("report %s%s%s: %s: %ld %s, reading it again", g->ns,
+				 *g->ns ? "/" : "", op->name, methods[op->kind], st.http,
+				 st.reason);
+			res = W_CONFLICT;
+		} else {
+			gv_err_set(err, rc, "%s", e2.msg);
+			res = W_FAIL;
+		}
+		json_decref(resp);
+	}
+	report_ops_free(ops, n);
+	return res;
+}
+
+static enum gv_code group_flush(struct report_set *rs, const struct report_api *api,
+				struct rgroup *g, struct report_stats *stats, bool *stopped,
+				struct gv_err *err)
+{
+	enum gv_code rc;
+
+	if (!g->known) {
+		rc = group_reread(rs, api, g, stats, err);
+		if (rc)
+			return rc;
+	}
+	for (int attempt = 0; attempt < REPORT_MAX_ATTEMPTS; attempt++) {
+		enum wres w = group_write(rs, api, g, stats, err);
+
+		if (w == W_OK) {
+			gstate_free(g->synced);
+			g->synced = NULL;
+			g->dirty = false;
+			return GV_OK;
+		}
+		if (w == W_STOP) {
+			*stopped = true;
+			return GV_OK;
+		}
+		if (w == W_FAIL)
+			return err && err->code ? err->code : GV_ENET;
+		if (stats)
+			stats->conflicts++;
+		rc = group_reread(rs, api, g, stats, err);
+		if (rc)
+			return rc;
+	}
+	return gv_err_set(err, GV_ENET, "report %s%s%s: still conflicting after %d attempts",
+			  g->ns, *g->ns ? "/" : "", g->base, REPORT_MAX_ATTEMPTS);
+}
+
+enum gv_code report_flush(struct report_set *rs, const struct report_api *api,
+			  struct report_stats *stats, struct gv_err *err)
+{
+	struct rgroup **gs;
+	size_t n, kept = 0;
+	enum gv_code first = GV_OK;
+	bool stopped = false;
+
+	gs = groups_sorted(rs, &n);
+	for (size_t i = 0; i < n && !stopped; i++) {
+		struct rgroup *g = gs[i];
+		struct gv_err e = {0};
+		enum gv_code rc;
+
+		if (!g->dirty)
+			continue;
+		if (!proceed(api)) {
+			stopped = true;
+			break;
+		}
+		rc = group_flush(rs, api, g, stats, &stopped, &e);
+		if (rc) {
+			gv_warn("report %s%s%s: %s", g->ns, *g->ns ? "/" : "", g->base, e.msg);
+			if (stats)
+				stats->failed++;
+			if (!first) {
+				first = rc;
+				gv_err_set(err, rc, "report %s%s%s: %s", g->ns, *g->ns ? "/" : "",
+					   g->base, e.msg);
+			}
+		} else if (!g->dirty && !g->model.nresults && !g->nchunks && !g->synced) {
+			/* an empty group with no objects: forget it */
+			group_free(map_del(&rs->groups, g->key));
+		}
+	}
+	free(gs);
+	if (first || stopped)
+		return first;
+	/* objects of the other layout, now that their results are written elsewhere */
+	for (size_t i = 0; i < rs->nobsolete; i++) {
+		struct kube_status st;
+		struct gv_err e = {0};
+		json_t *opts = delete_options(NULL);
+		enum gv_code rc;
+
+		rc = api_call(api, "DELETE", rs->obsolete[i], opts, NULL, &st, &e);
+		json_decref(opts);
+		if (!rc || st.http == 404) {
+			if (!rc && stats)
+				stats->deleted++;
+			free(rs->obsolete[i]);
+			continue;
+		}
+		if (!first)
+			first = gv_err_set(err, rc, "%s", e.msg);
+		rs->obsolete[kept++] = rs->obsolete[i];
+	}
+	rs->nobsolete = kept;
+	return first;
+}
+
+/* ---- start-up ---- */
+
+static void obsolete_add(struct report_set *rs, const char *ns, const char *name)
+{
+	char *path = report_path(ns, name);
+
+	for (size_t i = 0; i < rs->nobsolete; i++) {
+		if (!strcmp(rs->obsolete[i], path)) {
+			free(path);
+			return;
+		}
+	}
+	rs->obsolete = gv_xrealloc(rs->obsolete, (rs->nobsolete + 1) * sizeof(*rs->obsolete));
+	rs->obsolete[rs->nobsolete++] = path;
+}
+
+struct loading {
+	struct map groups; /* group key -> struct fresh */
+	struct strays strays;
+};
+
+static void load_item(struct report_set *rs, struct loading *ld, const json_t *item)
+{
+	const json_t *md = json_object_get(item, "metadata");
+	const char *ns = str_or(jstr(md, "namespace"), ""), *name = jstr(md, "name");
+	char *base = NULL, *key;
+	struct fresh *f;
+	size_t idx;
+
+	if (!name)
+		return;
+	if (!report_parse_name(name, &base, &idx) || !layout_owns(rs, ns, base)) {
+		/* another layout's (or a foreign name): move its results, delete it later */
+		struct gstate scratch = {0};
+
+		gv_info("report %s%s%s: not of the %s layout, its results move", ns, *ns ? "/" : "",
+			name, rs->opt.split ? "split" : "namespace");
+		fold_object(rs, &scratch, ns, "", item, &ld->strays);
+		gstate_release(&scratch);
+		obsolete_add(rs, ns, name);
+		free(base);
+		return;
+	}
+	key = group_key(ns, base);
+	f = map_get(&ld->groups, key);
+	if (!f) {
+		f = gv_xcalloc(1, sizeof(*f));
+		f->chunks = NULL;
+		map_put(&ld->groups, gv_xstrdup(key), f);
+	}
+	fresh_add(rs, f, ns, base, item, &ld->strays);
+	free(key);
+	free(base);
+}
+
+static enum gv_code load_list(struct report_set *rs, const struct report_api *api,
+			      struct loading *ld, const char *coll, struct report_stats *stats,
+			      struct gv_err *err)
+{
+	char *sel = kube_escape(REPORT_LABEL_MANAGED_BY "=gavel");
+	char *cont = NULL;
+	int restarts = 0;
+	enum gv_code rc = GV_OK;
+
+	for (;;) {
+		char *econt = cont ? kube_escape(cont) : NULL;
+		char *path = gv_xasprintf("%s?labelSelector=%s&limit=%d%s%s", coll, sel, LIST_PAGE,
+					  econt ? "&continue=" : "", econt ? econt : "");
+		struct kube_status st;
+		struct gv_err e2 = {0};
+		json_t *page = NULL;
+		const json_t *item;
+		const char *next;
+		size_t i;
+
+		rc = api_call(api, "GET", path, NULL, &page, &st, &e2);
+		free(path);
+		free(econt);
+		if (rc && st.http == 410 && restarts < LIST_RESTARTS) {
+			/* the continue token expired: start again (items seen twice fold into one) */
+			restarts++;
+			free(cont);
+			cont = NULL;
+			continue;
+		}
+		if (rc) {
+			gv_err_set(err, rc, "%s", e2.msg);
+			break;
+		}
+		json_array_foreach(json_object_get(page, "items"), i, item)
+		{
+			load_item(rs, ld, item);
+			if (stats)
+				stats->read++;
+		}
+		next = jstr(json_object_get(page, "metadata"), "continue");
+		free(cont);
+		cont = next && *next ? gv_xstrdup(next) : NULL;
+		json_decref(page);
+		if (!cont)
+			break;
+	}
+	free(cont);
+	free(sel);
+	return rc;
+}
+
+enum gv_code report_load(struct report_set *rs, const struct report_api *api,
+			 struct report_stats *stats, struct gv_err *err)
+{
+	struct loading ld = {0};
+	char *pr = gv_xstrdup("/apis/" REPORT_API_VERSION "/policyreports");
+	char *cpr = report_path(NULL, NULL);
+	enum gv_code rc;
+
+	rc = load_list(rs, api, &ld, pr, stats, err);
+	if (!rc)
+		rc = load_list(rs, api, &ld, cpr, stats, err);
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < ld.groups.cap; i++) {
+		const char *key = ld.groups.v[i].key, *sep;
+		struct fresh *f = ld.groups.v[i].val;
+		char *ns;
+
+		if (!key)
+			continue;
+		sep = strchr(key, '\x1f');
+		ns = gv_xstrndup(key, (size_t)(sep - key));
+		group_rebase(rs, group_get(rs, ns, sep + 1), f);
+		free(ns);
+	}
+	rs->loaded = true;
+	/* groups not seen do not exist in the cluster */
+	for (size_t i = 0; i < rs->groups.cap; i++) {
+		struct rgroup *g = rs->groups.v[i].val;
+
+		if (rs->groups.v[i].key && !g->known)
+			g->known = true;
+	}
+	for (size_t i = 0; i < ld.strays.n; i++) {
+		struct stray *x = &ld.strays.v[i];
+		struct rinfo ri = {x->uid, x->api_version, x->kind, x->namespace, x->name};
+		char *base = base_of(rs, x->ns, x->e.policy);
+
+		model_upsert(rs, group_get(rs, x->ns, base), &ri, &x->e, true);
+		memset(&x->e, 0, sizeof(x->e));
+		free(base);
+	}
+out:
+	for (size_t i = 0; i < ld.groups.cap; i++) {
+		if (!ld.groups.v[i].key)
+			continue;
+		fresh_release(ld.groups.v[i].val);
+		free(ld.groups.v[i].val);
+		free((char *)ld.groups.v[i].key);
+	}
+	map_release(&ld.groups);
+	strays_release(&ld.strays);
+	free(pr);
+	free(cpr);
+	return rc;
+}

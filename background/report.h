@@ -1,0 +1,353 @@
+/*
+ * report.h - PolicyReport / ClusterPolicyReport (wgpolicyk8s.io/v1alpha2)
+ * building, merging and writing for the background reconciler.
+ * DESIGN.md "Background: Reports", k8s-wire.md section 3 (shapes) and 4.5,
+ * 4.6 (writes, 409), kyverno-semantics.md sections 7.3 and 8.6 (entries).
+ *
+ * Model. A report_set holds every result gavel reports, grouped by report
+ * ("group": one namespace's report, or one policy's report in a namespace
+ * with the split layout), and inside a group keyed by (resource uid,
+ * policy, rule): one result per key. Changes (a scan of one object for one
+ * policy, an admission review, deleted objects, policies and rules) are
+ * applied to the model at once; report_flush() writes the groups that
+ * changed. A report_set is not thread-safe: one thread (the reconciler's
+ * report writer) owns it.
+ *
+ * Layout and names (REPORT_LABEL_* below label every object):
+ *
+ *   namespace layout   PolicyReport "polr-ns-<namespace>" in <namespace>,
+ *                      ClusterPolicyReport "clusterpolicyreport" for
+ *                      cluster-scoped objects
+ *   split layout       PolicyReport "polr-ns-<namespace>-<policy name>",
+ *                      ClusterPolicyReport "clusterpolicyreport-<policy name>"
+ *                      (the name of a namespaced Policy, without its namespace)
+ *
+ * That name is the group's *base name*. A base name longer than
+ * REPORT_MAX_BASE (248) characters is cut to 231 characters (trailing '-'
+ * and '.' dropped) and suffixed with "-" and 12 hex digits of the FNV-1a
+ * 64-bit hash of the whole name, so every object name stays a DNS-1123
+ * subdomain of at most 253 characters.
+ *
+ * Chunks. A group whose results do not fit in one object (more than
+ * chunk_results results, default REPORT_CHUNK_RESULTS = 1000, or more than
+ * chunk_bytes bytes of serialized results, default 512 KiB, a third of
+ * etcd's 1.5 MiB request limit) continues in further objects. Chunk 0 is
+ * named <base>, chunk i >= 1 <base>-<i>; when <base> itself ends in
+ * "-<digits>" chunk 0 is <base>-0 instead, so that every object name maps
+ * back to exactly one (base, chunk) pair (report_parse_name()), whatever
+ * the policy and namespace names are. The chunks of a group carry the
+ * label REPORT_LABEL_GROUP = report_group_label(base) and
+ * REPORT_LABEL_CHUNK = "<i>"; each has the summary of its own results.
+ * Results are sorted by resource (kind, namespace, name, uid) then policy
+ * and rule, and cut into chunks in that order. A group with no results
+ * has no objects (they are deleted). At most REPORT_MAX_CHUNKS chunks.
+ *
+ * Entries (kyverno-semantics.md 8.6): source "gavel"; policy = name of a
+ * ClusterPolicy or namespace/name of a Policy; rule; result
+ * pass|fail|warn|error|skip, a fail becoming warn when the policy has
+ * annotation policies.kyverno.io/scored: "false" (then scored: false);
+ * severity (policies.kyverno.io/severity, lower-cased; a value outside
+ * critical|high|medium|low|info is left out, as the CRD's enum would refuse
+ * it) and category (policies.kyverno.io/category, at most
+ * REPORT_MAX_CATEGORY bytes); message (at most REPORT_MAX_MESSAGE bytes,
+ * cut at a UTF-8 boundary and ended with "..."); timestamp {seconds,
+ * nanos}; resources [{apiVersion, kind, namespace, name, uid}];
+ * properties {process: "background scan" | "admission review"}.
+ * summary {pass, fail, warn, error, skip} always counts the object's results.
+ *
+ * Timestamps: when a change produces a result equal to the one already
+ * recorded for its key except for the timestamp, the old result (and its
+ * timestamp) is kept: the timestamp says since when the result holds. So
+ * a rescan that finds nothing new changes nothing and writes nothing.
+ *
+ * Concurrency with other writers (a second replica, kubectl): writes are
+ * PUT with resourceVersion or POST; on 409 (or 404 on PUT) the group is
+ * read again and this set's net changes since the group was last in sync
+ * (results added or changed, keys removed) are applied again on top of what
+ * was read, so results written by others survive and none is duplicated
+ * (report_merge()). Each object is written whole, so it is always either
+ * the old or the new version; the chunks of one group are written one by
+ * one, so a reader may briefly see a result in two chunks or in none.
+ * Metadata gavel does not write (annotations, other labels, owner
+ * references) is not kept by an update.
+ */
+#ifndef GV_BACKGROUND_REPORT_H
+#define GV_BACKGROUND_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "common/gv.h"
+#include "engine/engine.h"
+#include "kube/kube.h"
+
+#define REPORT_API_VERSION   "wgpolicyk8s.io/v1alpha2"
+#define REPORT_SOURCE	     "gavel"
+#define REPORT_CHUNK_RESULTS 1000
+#define REPORT_CHUNK_BYTES   (512u * 1024u)
+#define REPORT_MAX_CHUNKS    1000
+#define REPORT_MAX_MESSAGE   1024
+#define REPORT_MAX_CATEGORY  256
+#define REPORT_MAX_BASE	     248
+#define REPORT_MAX_ATTEMPTS  5 /* writes of one group per report_flush (409 -> re-read -> retry) */
+
+#define REPORT_LABEL_MANAGED_BY "app.kubernetes.io/managed-by" /* = "gavel" */
+#define REPORT_LABEL_GROUP	"gavel.dev/report-group"	/* = report_group_label(base) */
+#define REPORT_LABEL_CHUNK	"gavel.dev/report-chunk"	/* = "0", "1", ... */
+#define REPORT_LABEL_LAYOUT	"gavel.dev/report-layout"	/* = "namespace" | "split" */
+
+enum report_process { REPORT_BACKGROUND_SCAN, REPORT_ADMISSION_REVIEW };
+
+/* "background scan", "admission review". */
+const char *report_process_name(enum report_process p);
+
+/* The object a result is about. Strings borrowed; namespace NULL or "" = cluster-scoped. */
+struct report_resource {
+	const char *api_version, *kind, *namespace, *name, *uid;
+};
+
+/*
+ * Fills r from an object (borrowed pointers into obj): apiVersion, kind,
+ * metadata.namespace/name/uid. Returns GV_EINVAL when the object has no
+ * metadata.uid (results are keyed by it).
+ */
+enum gv_code report_resource_from_object(const json_t *obj, struct report_resource *r,
+					 struct gv_err *err);
+
+/* One result as a change gives it. Strings borrowed. */
+struct report_entry {
+	const char *policy;	    /* "name" or "namespace/name" (report_policy_ref) */
+	const char *rule;	    /* required */
+	enum engine_status result;  /* as reported (report_status()) */
+	const char *message;	    /* NULL = "" */
+	const char *severity;	    /* NULL = none */
+	const char *category;	    /* NULL = none */
+	bool scored;
+	int64_t seconds;	    /* timestamp: Unix seconds */
+	int32_t nanos;		    /* and nanoseconds, 0..999999999 */
+	enum report_process process;
+};
+
+/* The policy field of a report entry for p: "name" or "namespace/name". Caller frees. */
+char *report_policy_ref(const struct engine_policy *p);
+
+/* False when p has annotation policies.kyverno.io/scored: "false". */
+bool report_policy_scored(const struct engine_policy *p);
+
+/* The reported result of status s under p: fail becomes warn for an unscored policy. */
+enum engine_status report_status(const struct engine_policy *p, enum engine_status s);
+
+/* ---- names ---- */
+
+/*
+ * The base name of the group a result of `policy` (a policy ref; only the
+ * part after '/' is used) about an object in namespace ns ("" or NULL =
+ * cluster-scoped) belongs to. Caller frees.
+ */
+char *report_base_name(bool split, const char *ns, const char *policy);
+
+/* The name of chunk i of a group (see "Chunks"). Caller frees. */
+char *report_chunk_name(const char *base, size_t i);
+
+/*
+ * Inverse of report_chunk_name(): true with *base (caller frees) and
+ * *index when name is a chunk name; false for names report_chunk_name()
+ * never makes ("x-0" where "x" does not end in "-<digits>", "x-01").
+ */
+bool report_parse_name(const char *name, char **base, size_t *index);
+
+/*
+ * The REPORT_LABEL_GROUP value of a group: base itself when it has at
+ * most 63 characters, else its first 50 (trailing '-'/'.' dropped), "-"
+ * and 12 hex digits of its hash. Caller frees.
+ */
+char *report_group_label(const char *base);
+
+/* ---- the model ---- */
+
+struct report_options {
+	bool split;	      /* one report per policy per namespace */
+	size_t chunk_results; /* results per object; 0 = REPORT_CHUNK_RESULTS */
+	size_t chunk_bytes;   /* serialized results per object; 0 = REPORT_CHUNK_BYTES */
+};
+
+struct report_set;
+
+/* An empty model (opt NULL = defaults). */
+struct report_set *report_set_new(const struct report_options *opt);
+void report_set_free(struct report_set *rs);
+
+/* Number of results in the model, and of groups whose changes are not written yet. */
+size_t report_count(const struct report_set *rs);
+size_t report_dirty_count(const struct report_set *rs);
+
+/*
+ * A scan of one object for one policy: every result of (res, policy)
+ * becomes e[0..n) (n = 0 removes them). e[i].policy is ignored (policy is
+ * used). GV_EINVAL when res has no uid or an entry no rule.
+ */
+enum gv_code report_replace(struct report_set *rs, const struct report_resource *res,
+			    const char *policy, const struct report_entry *e, size_t n,
+			    struct gv_err *err);
+
+/* Sets the results of (res, e[i].policy, e[i].rule), leaving the object's other results. */
+enum gv_code report_upsert(struct report_set *rs, const struct report_resource *res,
+			   const struct report_entry *e, size_t n, struct gv_err *err);
+
+/*
+ * One policy's engine response for one object: the rule results that the
+ * reporting matrix reports (engine_decide(...).reported), with the
+ * entry fields taken from the policy (report_status, severity, category,
+ * scored). BACKGROUND: report_replace() of (res, policy), process
+ * "background scan" (a policy response with no reported rule removes the
+ * object's results of that policy). ADMISSION: report_upsert(), process
+ * "admission review". Timestamp seconds/nanos.
+ */
+enum gv_code report_put_response(struct report_set *rs, const struct report_resource *res,
+				 const struct engine_response *resp, enum engine_mode mode,
+				 int64_t seconds, int32_t nanos, struct gv_err *err);
+
+struct admission_report_item;
+
+/*
+ * An admission report item (admission/admission.h, already filtered by
+ * the reporting matrix): report_upsert() of its results with process
+ * "admission review" and the item's timestamp. Borrowed.
+ */
+enum gv_code report_put_admission(struct report_set *rs, const struct admission_report_item *it,
+				  struct gv_err *err);
+
+/*
+ * Removals. ns of report_delete_object: the object's namespace ("" =
+ * cluster-scoped, NULL = look in every group).
+ *   report_delete_object      every result about the object (it was deleted)
+ *   report_delete_policy      every result of the policy (it was deleted)
+ *   report_delete_rule        the results of one rule of the policy (rule removed)
+ *   report_delete_background  the policy's "background scan" results (it
+ *                             became background: false; its admission
+ *                             results stay, as the reporting matrix says)
+ *   report_retain             the policy's results about objects whose uid
+ *                             is not in uids[0..n) (a full scan of the
+ *                             policy evaluated exactly those objects)
+ */
+void report_delete_object(struct report_set *rs, const char *ns, const char *uid);
+void report_delete_policy(struct report_set *rs, const char *policy);
+void report_delete_rule(struct report_set *rs, const char *policy, const char *rule);
+void report_delete_background(struct report_set *rs, const char *policy);
+void report_retain(struct report_set *rs, const char *policy, const char *const *uids, size_t n);
+
+/*
+ * Brings the model in line with the current policy set: removes results of
+ * policies not in set, of rules the policy no longer has, and the
+ * background-scan results of policies with background: false. Returns the
+ * number of results removed.
+ */
+size_t report_prune(struct report_set *rs, const struct engine_policyset *set);
+
+/* ---- rendering and merging (pure) ---- */
+
+/*
+ * The objects of every group as they should be (new reference: an array
+ * sorted by namespace, base name and chunk; no resourceVersion). For
+ * `gavel scan --dry-run` and tests.
+ */
+json_t *report_render_all(struct report_set *rs);
+
+/*
+ * The merge. `current` (borrowed array; [] when none exist) holds the
+ * objects of the group (ns "" = ClusterPolicyReport, base) as just read
+ * from the cluster, in any order. They become the group's known state, the
+ * set's net changes to the group since it was last in sync are applied on
+ * top (results present in both keep the newer timestamp), and *desired
+ * receives the group's objects as they should be (new reference, chunk
+ * order, each with the metadata.resourceVersion of the current object of
+ * the same name when there is one). Results in `current` that do not
+ * belong to this group under the set's layout are dropped. GV_ELIMIT when
+ * the group needs more than REPORT_MAX_CHUNKS objects.
+ */
+enum gv_code report_merge(struct report_set *rs, const char *ns, const char *base,
+			  const json_t *current, json_t **desired, struct gv_err *err);
+
+enum report_op_kind { REPORT_OP_CREATE, REPORT_OP_UPDATE, REPORT_OP_DELETE };
+
+/* One write of a plan. */
+struct report_op {
+	enum report_op_kind kind;
+	char *name;    /* owned: object name */
+	char *path;    /* owned: API path (the collection for CREATE) */
+	json_t *body;  /* owned: the object (UPDATE: with resourceVersion), or
+			  DeleteOptions with preconditions.resourceVersion */
+	uint64_t hash; /* of the written content (internal) */
+};
+
+/*
+ * The writes that take one group from its known state to the model:
+ * CREATE/UPDATE in chunk order, then DELETE of objects no longer needed.
+ * Objects whose content is unchanged get no op (*n = 0: nothing to
+ * write). Free with report_ops_free().
+ */
+enum gv_code report_plan(struct report_set *rs, const char *ns, const char *base,
+			 struct report_op **ops, size_t *n, struct gv_err *err);
+void report_ops_free(struct report_op *ops, size_t n);
+
+/* ---- talking to the API server ---- */
+
+/*
+ * How reports are read and written: kube_request() on client, or, when
+ * `request` is set, that function (same contract as kube_request; tests).
+ * `proceed` (optional) is asked before each group and each write; false
+ * stops the flush (leadership lost): report_flush returns GV_OK with the
+ * rest left dirty.
+ */
+struct report_api {
+	struct kube_client *client; /* borrowed */
+	enum gv_code (*request)(void *ud, const char *method, const char *path, const json_t *body,
+				json_t **out, struct kube_status *st, struct gv_err *err);
+	void *ud;
+	bool (*proceed)(void *ud);
+};
+
+struct report_stats {
+	size_t read;	  /* objects read */
+	size_t created, updated, deleted, unchanged;
+	size_t conflicts; /* 409s (and 404s on update) that made a group be re-read */
+	size_t failed;	  /* groups left dirty by an error */
+};
+
+/*
+ * Start-up: lists every PolicyReport and ClusterPolicyReport labelled
+ * app.kubernetes.io/managed-by=gavel (pages of 50) and takes over those of
+ * the current layout as the groups' known state, so that existing reports
+ * are reconciled in place. Objects of the other layout (the split flag
+ * changed) or with names gavel does not make are marked obsolete: their
+ * results move into the groups of the current layout (a result already
+ * there with a newer timestamp wins) and the objects are deleted by the
+ * next report_flush() that writes every group. Call before other
+ * changes or after; both work. stats may be NULL. GV_ENET on API errors
+ * (the model is then unchanged... except groups read so far).
+ */
+enum gv_code report_load(struct report_set *rs, const struct report_api *api,
+			 struct report_stats *stats, struct gv_err *err);
+
+/*
+ * Writes every group with unwritten changes (report_plan), reading a group
+ * first when its state in the cluster is unknown (no report_load and not
+ * written yet). On 409 / 404 the group is re-read and merged
+ * (report_merge) and written again, at most REPORT_MAX_ATTEMPTS times.
+ * Then deletes obsolete objects (report_load) once every group is written.
+ * A group that fails stays dirty for the next flush; the first error is
+ * returned (GV_ENET) after the other groups were tried. stats may be NULL.
+ */
+enum gv_code report_flush(struct report_set *rs, const struct report_api *api,
+			  struct report_stats *stats, struct gv_err *err);
+
+/*
+ * API paths: "/apis/wgpolicyk8s.io/v1alpha2/namespaces/<ns>/policyreports[/<name>]",
+ * "/apis/wgpolicyk8s.io/v1alpha2/clusterpolicyreports[/<name>]" (ns "" or NULL).
+ * name NULL = the collection. Caller frees.
+ */
+char *report_path(const char *ns, const char *name);
+
+#endif
