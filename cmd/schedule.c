@@ -25,7 +25,6 @@
 #define NEXT_MAX 10000
 
 /* Declared here until cmd/cmd.h carries it; the two declarations agree. */
-int cmd_schedule(int argc, char **argv);
 
 static void usage(FILE *f)
 {
