@@ -126,8 +126,12 @@ static void check_summaries(const json_t *objs)
 		json_array_foreach(json_object_get(o, "results"), j, r)
 			for (int k = 0; k < 5; k++)
 				count[k] += !strcmp(sget(r, "result"), st[k]);
-		for (int k = 0; k < 5; k++)
-			assert_int_equal(iget(o, gv_xasprintf("summary.%s", st[k])) + 0, count[k]);
+		for (int k = 0; k < 5; k++) {
+			char path[32];
+
+			snprintf(path, sizeof(path), "summary.%s", st[k]);
+			assert_int_equal(iget(o, path), count[k]);
+		}
 	}
 }
 
@@ -303,8 +307,6 @@ static void test_entries(void **state)
 	assert_string_equal(sget(o, "kind"), "PolicyReport");
 	assert_string_equal(sget(o, "metadata.name"), "polr-ns-team-a");
 	assert_string_equal(sget(o, "metadata.namespace"), "team-a");
-	assert_string_equal(sget(o, "metadata.labels.app\\.kubernetes\\.io/managed-by") ?: "gavel",
-			    "gavel");
 	assert_string_equal(
 	    json_string_value(json_object_get(jget(o, "metadata.labels"), REPORT_LABEL_MANAGED_BY)),
 	    "gavel");
@@ -706,8 +708,21 @@ static void test_chunks(void **state)
 	assert_int_equal(ops[0].kind, REPORT_OP_DELETE);
 	assert_string_equal(ops[0].name, "polr-ns-x-2");
 	report_ops_free(ops, n);
+	/* a new last pod changes the last object only */
+	add_pods(rs, "x", 100, 101, "p", ENGINE_PASS);
+	assert_int_equal(report_plan(rs, "x", "polr-ns-x", &ops, &n, &err), GV_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(ops[0].kind, REPORT_OP_UPDATE);
+	assert_string_equal(ops[0].name, "polr-ns-x-2");
+	assert_int_equal(json_array_size(jget(ops[0].body, "results")), 1);
+	report_ops_free(ops, n);
 	/* a new first pod shifts every later object */
-	add_pods(rs, "x", 100, 101, "a-first", ENGINE_PASS);
+	{
+		struct report_resource r = pod("x", "aaa", "uid-aaa");
+		struct report_entry e = ent(NULL, "rule", ENGINE_PASS, "", 1);
+
+		replace1(rs, &r, "p", &e, 1);
+	}
 	assert_int_equal(report_plan(rs, "x", "polr-ns-x", &ops, &n, &err), GV_OK);
 	assert_int_equal(n, 3);
 	assert_int_equal(ops[0].kind, REPORT_OP_UPDATE);
@@ -760,9 +775,8 @@ static void test_merge(void **state)
 	replace1(rs, &a, "p", &e, 1);
 	replace1(rs, &b, "p", &e, 1);
 	synced = report_render_all(rs);
-	json_object_set_new(jget(synced, "0.metadata") ? (json_t *)jget(synced, "0.metadata")
-						       : NULL,
-			    "resourceVersion", json_string("5"));
+	json_object_set_new((json_t *)jget(synced, "0.metadata"), "resourceVersion",
+			    json_string("5"));
 	assert_int_equal(report_merge(rs, "ns1", "polr-ns-ns1", synced, &desired, &err), GV_OK);
 	json_decref(desired);
 
@@ -1315,7 +1329,8 @@ static void test_load_and_layout_switch(void **state)
 	assert_int_equal(report_count(rs), 6);
 	memset(f->calls, 0, sizeof(f->calls));
 	flush_ok(rs, f, &st);
-	assert_int_equal(st.created + st.deleted, 0);
+	assert_int_equal(st.created, 0);
+	assert_int_equal(st.deleted, 1); /* odd-name */
 	assert_int_equal(st.updated, 1); /* polr-ns-y gets uid-z's result */
 	assert_int_equal(json_object_size(f->objs), 3);
 	assert_int_equal(json_array_size(json_object_get(fobj(f, "y/polr-ns-y"), "results")), 2);
