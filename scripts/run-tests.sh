@@ -4,6 +4,8 @@
 # Suites: cmocka unit-test binaries (given as arguments), golden cases,
 # conformance corpus (when ../shared/conformance exists).
 set -u
+# Socket and end-to-end suites run after the unit, golden and conformance ones.
+SHELL_SUITES=${SHELL_SUITES-"admission/tests/socket_test.sh"}
 passed=0
 failed=0
 status=0
@@ -45,6 +47,20 @@ for suite in conformance; do
 	if sh "scripts/$suite.sh" "${CONFORMANCE:-../shared/conformance}" >"$log" 2>&1; then :; else status=1; fi
 	cat "$log"
 	add_counts "$log"
+done
+
+# Shell suites: each ends with its own "N passed, N failed" line.
+for suite in $SHELL_SUITES; do
+	echo "== $suite"
+	if sh "$suite" >"$log" 2>&1; then :; else status=1; fi
+	cat "$log"
+	if grep -Eq '^[0-9]+ passed, [0-9]+ failed' "$log"; then
+		add_counts "$log"
+	else
+		echo "$suite printed no summary"
+		failed=$((failed + 1))
+		status=1
+	fi
 done
 
 echo "$passed passed, $failed failed"
