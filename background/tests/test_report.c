@@ -389,13 +389,13 @@ static void test_engine_entries(void **state)
 	struct engine_policy *local = compile(POL_NAMESPACED);
 	struct report_set *rs = report_set_new(NULL);
 	struct report_resource p = pod("team-a", "web", "uid-web");
-	struct engine_rule_result rr = {.rule = "check-team",
-					.status = ENGINE_FAIL,
-					.message = "label team is required",
-					.action = ENGINE_AUDIT};
-	struct engine_rule_result ru = {.rule = "r", .status = ENGINE_FAIL, .message = "m"};
-	struct engine_rule_result rl[2] = {{.rule = "r1", .status = ENGINE_PASS, .message = "ok"},
-					   {.rule = "r2", .status = ENGINE_FAIL, .message = "no"}};
+	static char check_team[] = "check-team", team_msg[] = "label team is required";
+	static char r[] = "r", m[] = "m", r1[] = "r1", r2[] = "r2", ok[] = "ok", no[] = "no";
+	struct engine_rule_result rr = {
+	    .rule = check_team, .status = ENGINE_FAIL, .message = team_msg, .action = ENGINE_AUDIT};
+	struct engine_rule_result ru = {.rule = r, .status = ENGINE_FAIL, .message = m};
+	struct engine_rule_result rl[2] = {{.rule = r1, .status = ENGINE_PASS, .message = ok},
+					   {.rule = r2, .status = ENGINE_FAIL, .message = no}};
 	struct engine_response resp;
 	struct gv_err err = {0};
 	char *ref;
@@ -438,13 +438,15 @@ static void test_engine_entries(void **state)
 
 	/* an admission item */
 	{
+		static char v1[] = "v1", kind[] = "Pod", ns[] = "team-a", web[] = "web",
+			    uid[] = "uid-web";
 		struct admission_report_result ar = {
-		    .policy = scored, .rule = "check-team", .status = ENGINE_PASS, .message = "ok"};
-		struct admission_report_item it = {.api_version = "v1",
-						   .kind = "Pod",
-						   .namespace = "team-a",
-						   .name = "web",
-						   .uid = "uid-web",
+		    .policy = scored, .rule = check_team, .status = ENGINE_PASS, .message = ok};
+		struct admission_report_item it = {.api_version = v1,
+						   .kind = kind,
+						   .namespace = ns,
+						   .name = web,
+						   .uid = uid,
 						   .timestamp = 200,
 						   .results = &ar,
 						   .nresults = 1};
