@@ -2134,8 +2134,7 @@ static enum gv_code group_flush(struct report_set *rs, const struct report_api *
 		if (rc)
 			return rc;
 	}
-	return gv_err_set(err, GV_ENET, "report %s%s%s: still conflicting after %d attempts",
-			  g->ns, *g->ns ? "/" : "", g->base, REPORT_MAX_ATTEMPTS);
+	return gv_err_set(err, GV_ENET, "still conflicting after %d attempts", REPORT_MAX_ATTEMPTS);
 }
 
 enum gv_code report_flush(struct report_set *rs, const struct report_api *api,

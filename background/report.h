@@ -326,7 +326,7 @@ struct report_stats {
  * there with a newer timestamp wins) and the objects are deleted by the
  * next report_flush() that writes every group. Call before other
  * changes or after; both work. stats may be NULL. GV_ENET on API errors
- * (the model is then unchanged... except groups read so far).
+ * (the model is then unchanged).
  */
 enum gv_code report_load(struct report_set *rs, const struct report_api *api,
 			 struct report_stats *stats, struct gv_err *err);

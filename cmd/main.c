@@ -13,13 +13,13 @@ static const struct {
 	int (*fn)(int argc, char **argv);
 	const char *help;
 } commands[] = {
-	{"apply", cmd_apply, "evaluate policies against resource files"},
-	{"test", cmd_test, "run kyverno-test.yaml suites"},
-	{"jp", cmd_jp, "evaluate JMESPath expressions (query, functions)"},
-	{"serve", cmd_serve, "serve the validating admission webhook"},
-	{"certs", cmd_certs, "generate and inject TLS material"},
-	{"schedule", cmd_schedule, "show the next fire times of a scan schedule"},
-	{"version", cmd_version, "print the version"},
+    {"apply", cmd_apply, "evaluate policies against resource files"},
+    {"test", cmd_test, "run kyverno-test.yaml suites"},
+    {"jp", cmd_jp, "evaluate JMESPath expressions (query, functions)"},
+    {"serve", cmd_serve, "serve the validating admission webhook"},
+    {"certs", cmd_certs, "generate and inject TLS material"},
+    {"schedule", cmd_schedule, "show the next fire times of a scan schedule"},
+    {"version", cmd_version, "print the version"},
 };
 
 static void usage(FILE *f)

@@ -20,7 +20,7 @@ enum gv_code {
 	GV_OK = 0,
 	GV_EINVAL,   /* malformed input: bad YAML/JSON, bad policy, bad flag */
 	GV_ENOENT,   /* a file or object that was asked for does not exist */
-	GV_EIO,      /* read/write failure */
+	GV_EIO,	     /* read/write failure */
 	GV_ELIMIT,   /* a bound tripped: depth, size, step budget */
 	GV_EEVAL,    /* evaluation failed (JMESPath, variable substitution) */
 	GV_ENET,     /* network or remote server failure */
@@ -43,7 +43,7 @@ struct gv_err {
 
 /* Sets err (when non-NULL and still empty) and returns code. printf-style. */
 enum gv_code gv_err_set(struct gv_err *err, enum gv_code code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* Like gv_err_set, and records a JSON pointer too. */
 enum gv_code gv_err_setp(struct gv_err *err, enum gv_code code, const char *pointer,

@@ -19,8 +19,8 @@ int gv_log_parse_level(const char *s);
 void gv_log(enum gv_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define gv_debug(...) gv_log(GV_LOG_DEBUG, __VA_ARGS__)
-#define gv_info(...) gv_log(GV_LOG_INFO, __VA_ARGS__)
-#define gv_warn(...) gv_log(GV_LOG_WARN, __VA_ARGS__)
+#define gv_info(...)  gv_log(GV_LOG_INFO, __VA_ARGS__)
+#define gv_warn(...)  gv_log(GV_LOG_WARN, __VA_ARGS__)
 #define gv_error(...) gv_log(GV_LOG_ERROR, __VA_ARGS__)
 
 #endif

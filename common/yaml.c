@@ -293,7 +293,7 @@ static json_t *resolve_plain(const char *s)
 	static const char *const trues[] = {"true", "True", "TRUE", "yes", "Yes", "YES",
 					    "on",   "On",   "ON",   "y",   "Y"};
 	static const char *const falses[] = {"false", "False", "FALSE", "no", "No", "NO",
-					     "off",   "Off",   "OFF",   "n",  "N"};
+					     "off",   "Off",   "OFF",	"n",  "N"};
 	json_int_t i;
 	double d;
 

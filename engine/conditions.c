@@ -17,24 +17,24 @@ static const struct {
 	const char *name;
 	enum cond_op op;
 } operators[] = {
-	{"Equal", COND_EQUALS},
-	{"Equals", COND_EQUALS},
-	{"NotEqual", COND_NOT_EQUALS},
-	{"NotEquals", COND_NOT_EQUALS},
-	{"In", COND_IN},
-	{"AnyIn", COND_ANY_IN},
-	{"AllIn", COND_ALL_IN},
-	{"NotIn", COND_NOT_IN},
-	{"AnyNotIn", COND_ANY_NOT_IN},
-	{"AllNotIn", COND_ALL_NOT_IN},
-	{"GreaterThan", COND_GT},
-	{"GreaterThanOrEquals", COND_GE},
-	{"LessThan", COND_LT},
-	{"LessThanOrEquals", COND_LE},
-	{"DurationGreaterThan", COND_DUR_GT},
-	{"DurationGreaterThanOrEquals", COND_DUR_GE},
-	{"DurationLessThan", COND_DUR_LT},
-	{"DurationLessThanOrEquals", COND_DUR_LE},
+    {"Equal", COND_EQUALS},
+    {"Equals", COND_EQUALS},
+    {"NotEqual", COND_NOT_EQUALS},
+    {"NotEquals", COND_NOT_EQUALS},
+    {"In", COND_IN},
+    {"AnyIn", COND_ANY_IN},
+    {"AllIn", COND_ALL_IN},
+    {"NotIn", COND_NOT_IN},
+    {"AnyNotIn", COND_ANY_NOT_IN},
+    {"AllNotIn", COND_ALL_NOT_IN},
+    {"GreaterThan", COND_GT},
+    {"GreaterThanOrEquals", COND_GE},
+    {"LessThan", COND_LT},
+    {"LessThanOrEquals", COND_LE},
+    {"DurationGreaterThan", COND_DUR_GT},
+    {"DurationGreaterThanOrEquals", COND_DUR_GE},
+    {"DurationLessThan", COND_DUR_LT},
+    {"DurationLessThanOrEquals", COND_DUR_LE},
 };
 
 static void condition_release(struct condition *c)
@@ -100,7 +100,8 @@ static enum gv_code condition_compile(const json_t *j, struct condition *c, stru
 	if (!json_is_object(j))
 		return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr), "condition must be an object");
 	if (!key)
-		return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr), "entered value of `key` is invalid");
+		return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
+				   "entered value of `key` is invalid");
 	if (!op)
 		return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
 				   "entered value of `operator` is invalid");
@@ -127,7 +128,8 @@ static enum gv_code condition_compile(const json_t *j, struct condition *c, stru
 			size_t base = ptr->len;
 			gv_pointer_add(ptr, "value");
 			gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
-				    "unknown operation \"%s\" compared with {{request.operation}}: want CREATE, UPDATE, DELETE or CONNECT",
+				    "unknown operation \"%s\" compared with {{request.operation}}: "
+				    "want CREATE, UPDATE, DELETE or CONNECT",
 				    bad);
 			ptr->len = base;
 			ptr->data[base] = '\0';
@@ -498,7 +500,7 @@ static bool value_texts(const json_t *value, bool list_key, size_t nkeys, const 
 			}
 			*out = gv_xcalloc(json_array_size(parsed) + 1, sizeof(**out));
 			json_array_foreach(parsed, i, c)(*out)[(*n)++] =
-				gv_xstrdup(json_string_value(c));
+			    gv_xstrdup(json_string_value(c));
 			json_decref(parsed);
 			return true;
 		}
@@ -562,7 +564,7 @@ static bool op_set(enum set_kind kind, const json_t *key, const json_t *value)
 				goto out;
 			}
 			json_array_foreach(parsed, i, c) if (!strcmp(json_string_value(c), keys[0]))
-				found = true;
+			    found = true;
 			json_decref(parsed);
 		} else {
 			found = !strcmp(vs, keys[0]);
@@ -649,8 +651,8 @@ static bool op_legacy_in(bool negate, const json_t *key, const json_t *value)
 			json_decref(list);
 			return false;
 		}
-		json_array_foreach(list, j, v) if (!strcmp(json_string_value(v), json_string_value(k)))
-			found = true;
+		json_array_foreach(list, j, v) if (!strcmp(json_string_value(v),
+							   json_string_value(k))) found = true;
 		if (!negate && !found) {
 			result = false;
 			break;
@@ -698,7 +700,9 @@ static bool op_numeric(enum cond_op op, const json_t *key, const json_t *value)
 			const char *vs = json_string_value(value);
 			long long vi;
 			if (dur_string(value, &vn))
-				return cmp_result((long double)kd * 1e9L < vn ? -1 : (long double)kd * 1e9L > vn, op);
+				return cmp_result(
+				    (long double)kd * 1e9L < vn ? -1 : (long double)kd * 1e9L > vn,
+				    op);
 			if (parse_float(vs, &vd))
 				return cmp_result(cmpd(kd, vd), op);
 			if (parse_int(vs, &vi))
@@ -708,14 +712,15 @@ static bool op_numeric(enum cond_op op, const json_t *key, const json_t *value)
 	}
 	if (json_is_string(key)) {
 		const char *ks = json_string_value(key);
-		
+
 		struct value_semver ksv, vsv;
 		long long ki;
 
 		if (dur_pair(key, value, &kn, &vn))
 			return cmp_result(kn < vn ? -1 : kn > vn, op);
 		int qc;
-		if (json_is_string(value) && value_quantity_cmp_text(ks, json_string_value(value), &qc))
+		if (json_is_string(value) &&
+		    value_quantity_cmp_text(ks, json_string_value(value), &qc))
 			return cmp_result(qc, op);
 		if (parse_float(ks, &kd)) {
 			if (num(value, &vd))
@@ -730,7 +735,8 @@ static bool op_numeric(enum cond_op op, const json_t *key, const json_t *value)
 			return false;
 		}
 		if (value_parse_semver(ks, &ksv)) {
-			if (json_is_string(value) && value_parse_semver(json_string_value(value), &vsv))
+			if (json_is_string(value) &&
+			    value_parse_semver(json_string_value(value), &vsv))
 				return cmp_result(value_semver_cmp(&ksv, &vsv), op);
 			return false;
 		}

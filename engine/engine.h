@@ -33,7 +33,7 @@ enum engine_action { ENGINE_AUDIT, ENGINE_ENFORCE };
 
 enum engine_failure_policy { ENGINE_FAILURE_FAIL, ENGINE_FAILURE_IGNORE };
 
-struct engine_policy;    /* compiled, immutable */
+struct engine_policy;	 /* compiled, immutable */
 struct engine_policyset; /* immutable, refcounted snapshot of policies */
 struct engine_exception; /* compiled PolicyException */
 
@@ -137,8 +137,8 @@ struct engine_hooks {
 	 * Returns GV_ENOENT to mean "not available offline": the entry is
 	 * skipped, and a same-named value injected by rule_values stays.
 	 */
-	enum gv_code (*load_context)(void *ud, const json_t *entry, const json_t *ctx,
-				     json_t **out, struct gv_err *err);
+	enum gv_code (*load_context)(void *ud, const json_t *entry, const json_t *ctx, json_t **out,
+				     struct gv_err *err);
 };
 
 /*
@@ -146,10 +146,10 @@ struct engine_hooks {
  * pointers are borrowed for the duration of engine_evaluate().
  */
 struct engine_input {
-	const json_t *object;      /* new object; NULL for DELETE */
-	const json_t *old_object;  /* old object (UPDATE, DELETE), else NULL */
-	const char *operation;     /* "CREATE" (default when NULL), "UPDATE", "DELETE", "CONNECT" */
-	const char *namespace;     /* request namespace; NULL = from the object */
+	const json_t *object;	  /* new object; NULL for DELETE */
+	const json_t *old_object; /* old object (UPDATE, DELETE), else NULL */
+	const char *operation;	  /* "CREATE" (default when NULL), "UPDATE", "DELETE", "CONNECT" */
+	const char *namespace;	  /* request namespace; NULL = from the object */
 	/* Request kind; NULLs are derived from the object's apiVersion/kind. */
 	const char *group, *version, *kind, *subresource;
 	/*
@@ -160,20 +160,20 @@ struct engine_input {
 	 * they never exclude (section 2.7).
 	 */
 	const json_t *user_info;
-	const json_t *roles;           /* array of "ns:role" or NULL */
-	const json_t *cluster_roles;   /* array or NULL */
+	const json_t *roles;		/* array of "ns:role" or NULL */
+	const json_t *cluster_roles;	/* array or NULL */
 	const json_t *namespace_labels; /* labels object of the object's namespace, or NULL */
-	const json_t *request;         /* whole AdmissionRequest for other request.* fields, or NULL */
+	const json_t *request; /* whole AdmissionRequest for other request.* fields, or NULL */
 	const struct engine_hooks *hooks; /* or NULL */
 };
 
 /* One rule's result (section 8.1). */
 struct engine_rule_result {
-	char *rule;    /* owned: rule name (autogen names included) */
+	char *rule; /* owned: rule name (autogen names included) */
 	enum engine_status status;
-	char *message; /* owned */
+	char *message;		   /* owned */
 	enum engine_action action; /* effective failure action for this request (section 1.4) */
-	bool exception; /* skipped because of a PolicyException */
+	bool exception;		   /* skipped because of a PolicyException */
 };
 
 /*

@@ -33,7 +33,7 @@ struct vtree;
 /* The evaluation context of one rule: the JSON document variables read. */
 struct var_ctx {
 	const json_t *root; /* borrowed: {"request": {...}, "images": ..., "element": ...} */
-	bool delete_op;     /* DELETE: request.object is read as request.oldObject */
+	bool delete_op;	    /* DELETE: request.object is read as request.oldObject */
 };
 
 /* True when s holds at least one unescaped {{ }} variable. */
@@ -72,7 +72,8 @@ enum gv_code var_query(const char *expr, const struct var_ctx *ctx, json_t **out
 
 /*
  * Calls fn for each variable found in tree (strings and keys) with the
- * expression text and the variable as written ("{{ expr }}"). Used at compile time for background-safety and allow-list checks.
+ * expression text and the variable as written ("{{ expr }}"). Used at compile time for
+ * background-safety and allow-list checks.
  */
 void vars_each(const json_t *tree, void (*fn)(const char *expr, const char *raw, void *ud),
 	       void *ud);
@@ -118,7 +119,7 @@ struct match_filter {
 	size_t nroles;
 	char **cluster_roles;
 	size_t ncluster_roles;
-	json_t *subjects; /* owned array or NULL */
+	json_t *subjects;   /* owned array or NULL */
 	bool has_resources; /* some resource field is set */
 	bool has_userinfo;  /* subjects/roles/clusterRoles set */
 };
@@ -188,7 +189,7 @@ struct condition {
 };
 
 struct conditions {
-	bool present;     /* conditions were given at all */
+	bool present;	  /* conditions were given at all */
 	bool any_present; /* an `any` list was given (an empty one is false) */
 	struct condition *any;
 	size_t nany;
@@ -218,12 +219,12 @@ enum body_kind { BODY_NONE, BODY_PATTERN, BODY_ANY_PATTERN, BODY_DENY, BODY_FORE
 
 struct context_entry {
 	char *name;
-	json_t *raw;          /* owned: the whole entry */
-	bool is_variable;     /* variable entry (evaluated); other kinds go to hooks */
-	struct vtree *value;  /* variable.value or NULL */
-	char *jmespath;       /* variable.jmesPath or NULL (may hold {{ }}) */
-	struct vtree *def;    /* variable.default or NULL */
-	json_t *def_raw;      /* variable.default as written */
+	json_t *raw;	     /* owned: the whole entry */
+	bool is_variable;    /* variable entry (evaluated); other kinds go to hooks */
+	struct vtree *value; /* variable.value or NULL */
+	char *jmespath;	     /* variable.jmesPath or NULL (may hold {{ }}) */
+	struct vtree *def;   /* variable.default or NULL */
+	json_t *def_raw;     /* variable.default as written */
 };
 
 struct foreach;
@@ -231,9 +232,9 @@ struct foreach;
 /* A validate body: pattern | anyPattern | deny | foreach. */
 struct body {
 	enum body_kind kind;
-	json_t *pattern_raw;        /* pattern or anyPattern as written (owned) */
-	struct pattern *pattern;    /* compiled when constant */
-	struct pattern **any;       /* compiled anyPattern when constant */
+	json_t *pattern_raw;	 /* pattern or anyPattern as written (owned) */
+	struct pattern *pattern; /* compiled when constant */
+	struct pattern **any;	 /* compiled anyPattern when constant */
 	size_t nany;
 	struct vtree *pattern_vars; /* when the pattern has variables */
 	struct conditions deny;
@@ -242,7 +243,7 @@ struct body {
 };
 
 struct foreach {
-	char *list; /* JMESPath (may contain {{ }}) */
+	char *list;		/* JMESPath (may contain {{ }}) */
 	struct jp_expr *list_x; /* compiled list when it holds no {{ }} */
 	struct context_entry *ctx;
 	size_t nctx;
@@ -292,7 +293,11 @@ struct engine_policy {
 
 struct engine_exception {
 	char *name, *namespace;
-	struct { char *policy; char **rules; size_t nrules; } *entries;
+	struct {
+		char *policy;
+		char **rules;
+		size_t nrules;
+	} * entries;
 	size_t nentries;
 	struct match_block match;
 	struct conditions conditions;
@@ -330,7 +335,8 @@ enum engine_action rule_effective_action(const struct engine_policy *p, const st
 /* Builds the `images` variable of an object (section 6.5); new reference or NULL. */
 json_t *images_extract(const json_t *object);
 
-/* Parses one image reference into {registry, path, name, tag, digest, reference, referenceWithTag}. */
+/* Parses one image reference into {registry, path, name, tag, digest, reference, referenceWithTag}.
+ */
 json_t *image_parse(const char *image);
 
 #endif

@@ -55,7 +55,8 @@ static json_t *request_doc(const struct eval_state *st, const json_t *object,
 			   const json_t *old_object, const char *operation)
 {
 	const struct engine_input *in = st->in;
-	json_t *req = json_is_object(in->request) ? json_copy((json_t *)in->request) : json_object();
+	json_t *req =
+	    json_is_object(in->request) ? json_copy((json_t *)in->request) : json_object();
 
 	json_object_del(req, "object");
 	json_object_del(req, "oldObject");
@@ -152,8 +153,9 @@ static enum gv_code state_init(struct eval_state *st, const struct engine_policy
 	st->name = json_string_value(json_object_get(meta, "name"));
 	if (!st->name || !*st->name)
 		st->name = str_or(json_string_value(json_object_get(meta, "generateName")), "");
-	st->namespace = in->namespace ? in->namespace
-				      : str_or(json_string_value(json_object_get(meta, "namespace")), "");
+	st->namespace = in->namespace
+			    ? in->namespace
+			    : str_or(json_string_value(json_object_get(meta, "namespace")), "");
 	st->root = build_root(st, in->object && !json_is_null(in->object) ? in->object : NULL,
 			      in->old_object, st->operation);
 	return GV_OK;
@@ -178,8 +180,9 @@ static void match_request_init(const struct eval_state *st, const json_t *object
 	mr->version = st->version;
 	mr->kind = st->kind;
 	mr->sub = st->sub;
-	mr->name = name && *name ? name
-				 : str_or(json_string_value(json_object_get(meta, "generateName")), "");
+	mr->name = name && *name
+		       ? name
+		       : str_or(json_string_value(json_object_get(meta, "generateName")), "");
 	mr->namespace = st->namespace;
 	mr->labels = json_object_get(meta, "labels");
 	mr->annotations = json_object_get(meta, "annotations");
@@ -267,9 +270,10 @@ static enum gv_code variable_entry(const struct context_entry *e, const struct v
 			if (!v) {
 				v = entry_default(e, vc);
 				if (!v) {
-					rc = gv_err_set(err, GV_EEVAL,
-							"failed to apply jmespath %s to variable %s: %s",
-							jp, e->name, je.msg);
+					rc = gv_err_set(
+					    err, GV_EEVAL,
+					    "failed to apply jmespath %s to variable %s: %s", jp,
+					    e->name, je.msg);
 					free(jp);
 					return rc;
 				}
@@ -284,9 +288,10 @@ static enum gv_code variable_entry(const struct context_entry *e, const struct v
 				json_decref(v);
 			v = NULL;
 			if (!d) {
-				rc = gv_err_set(err, GV_EEVAL,
-						"failed to evaluate jmespath %s for variable %s: %s", jp,
-						e->name, rc ? qe.msg : "evaluated to nil");
+				rc =
+				    gv_err_set(err, GV_EEVAL,
+					       "failed to evaluate jmespath %s for variable %s: %s",
+					       jp, e->name, rc ? qe.msg : "evaluated to nil");
 				free(jp);
 				return rc;
 			}
@@ -319,7 +324,8 @@ static enum gv_code load_context(const struct eval_state *st, const struct conte
 				continue;
 			}
 			if (rc)
-				return gv_err_set(err, rc, "failed to load context entry %s", e->name);
+				return gv_err_set(err, rc, "failed to load context entry %s",
+						  e->name);
 			json_object_set_new(root, e->name, v);
 			continue;
 		}
@@ -328,9 +334,10 @@ static enum gv_code load_context(const struct eval_state *st, const struct conte
 			return rc;
 		if (!v || json_is_null(v)) {
 			json_decref(v);
-			return gv_err_set(err, GV_EEVAL,
-					  "failed to add context entry for variable %s since it evaluated to nil",
-					  e->name);
+			return gv_err_set(
+			    err, GV_EEVAL,
+			    "failed to add context entry for variable %s since it evaluated to nil",
+			    e->name);
 		}
 		json_object_set_new(root, e->name, v);
 	}
@@ -413,7 +420,8 @@ static void eval_pattern(const struct rule *r, const struct body *b, const json_
 		json_t *sub = NULL;
 		struct gv_err e = {0};
 		if (vtree_eval(b->pattern_vars, vc, &sub, &e)) {
-			outcome_set(o, ENGINE_ERROR, gv_xasprintf("variable substitution failed: %s", e.msg));
+			outcome_set(o, ENGINE_ERROR,
+				    gv_xasprintf("variable substitution failed: %s", e.msg));
 			return;
 		}
 		tmp = pattern_compile(sub, &e);
@@ -430,7 +438,8 @@ static void eval_pattern(const struct rule *r, const struct body *b, const json_
 	} else {
 		m = substitute_message(r, vc, &failed, &errmsg);
 		if (failed)
-			msg = gv_xasprintf("validation error: variables substitution error in rule %s execution error: %s",
+			msg = gv_xasprintf("validation error: variables substitution error in rule "
+					   "%s execution error: %s",
 					   r->name, errmsg);
 		else
 			msg = pattern_message(&po, r->name, m);
@@ -463,7 +472,8 @@ static void eval_any_pattern(const struct rule *r, const struct body *b, const j
 		size_t i;
 		json_t *c;
 		if (vtree_eval(b->pattern_vars, vc, &sub, &e)) {
-			outcome_set(o, ENGINE_ERROR, gv_xasprintf("variable substitution failed: %s", e.msg));
+			outcome_set(o, ENGINE_ERROR,
+				    gv_xasprintf("variable substitution failed: %s", e.msg));
 			return;
 		}
 		n = json_array_size(sub);
@@ -476,7 +486,8 @@ static void eval_any_pattern(const struct rule *r, const struct body *b, const j
 					pattern_free(tmp[k]);
 				free(tmp);
 				json_decref(sub);
-				outcome_set(o, ENGINE_ERROR, gv_xasprintf("invalid pattern: %s", e.msg));
+				outcome_set(o, ENGINE_ERROR,
+					    gv_xasprintf("invalid pattern: %s", e.msg));
 				return;
 			}
 		}
@@ -512,7 +523,8 @@ static void eval_deny(const struct rule *r, const struct body *b, const struct v
 	json_t *c;
 
 	if (conditions_eval(&b->deny, vc, &denied, msgs, &e)) {
-		outcome_set(o, ENGINE_ERROR, gv_xasprintf("failed to check deny conditions: %s", e.msg));
+		outcome_set(o, ENGINE_ERROR,
+			    gv_xasprintf("failed to check deny conditions: %s", e.msg));
 		json_decref(msgs);
 		return;
 	}
@@ -530,7 +542,8 @@ static void eval_deny(const struct rule *r, const struct body *b, const struct v
 		gv_buf_adds(&text, json_string_value(c));
 	}
 	if (!text.len) {
-		outcome_set(o, ENGINE_FAIL, gv_xasprintf("validation error: rule %s failed", r->name));
+		outcome_set(o, ENGINE_FAIL,
+			    gv_xasprintf("validation error: rule %s failed", r->name));
 	} else {
 		json_t *m = NULL;
 		struct gv_err me = {0};
@@ -545,7 +558,8 @@ static void eval_deny(const struct rule *r, const struct body *b, const struct v
 			outcome_set(o, ENGINE_FAIL, gv_buf_detach(&bare));
 		} else if (!json_is_string(m)) {
 			outcome_set(o, ENGINE_FAIL,
-				    gv_xstrdup("the produced message didn't resolve to a string, check your policy definition."));
+				    gv_xstrdup("the produced message didn't resolve to a string, "
+					       "check your policy definition."));
 		} else {
 			outcome_set(o, ENGINE_FAIL, gv_xstrdup(json_string_value(m)));
 		}
@@ -556,8 +570,8 @@ static void eval_deny(const struct rule *r, const struct body *b, const struct v
 }
 
 static void eval_body(const struct eval_state *st, const struct engine_policy *p,
-		      const struct rule *r, const struct body *b, const json_t *resource, json_t *root,
-		      int depth, struct outcome *o);
+		      const struct rule *r, const struct body *b, const json_t *resource,
+		      json_t *root, int depth, struct outcome *o);
 
 static bool is_unknown_key(const struct jp_error *je)
 {
@@ -566,9 +580,8 @@ static bool is_unknown_key(const struct jp_error *je)
 
 /* section 1.7 */
 static void eval_foreach(const struct eval_state *st, const struct engine_policy *p,
-			 const struct rule *r,
-			 const struct foreach *fe, size_t nfe, const json_t *resource,
-			 json_t *root, int depth, struct outcome *o)
+			 const struct rule *r, const struct foreach *fe, size_t nfe,
+			 const json_t *resource, json_t *root, int depth, struct outcome *o)
 {
 	size_t applied = 0;
 	char *list_err = NULL;
@@ -644,12 +657,18 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 					continue;
 				}
 				if (e->element_scope == 1 && !json_is_object(elem)) {
-					outcome_set(&eo, ENGINE_ERROR,
-						    gv_xasprintf("cannot use elementScope=true foreach rules for elements that are not maps, expected type=map got type=%s",
-								 json_is_array(elem) ? "array" : json_is_string(elem) ? "string" : "scalar"));
+					outcome_set(
+					    &eo, ENGINE_ERROR,
+					    gv_xasprintf("cannot use elementScope=true foreach "
+							 "rules for elements that are not maps, "
+							 "expected type=map got type=%s",
+							 json_is_array(elem)	? "array"
+							 : json_is_string(elem) ? "string"
+										: "scalar"));
 					goto element_done;
 				}
-				if ((e->body.kind == BODY_PATTERN || e->body.kind == BODY_ANY_PATTERN) &&
+				if ((e->body.kind == BODY_PATTERN ||
+				     e->body.kind == BODY_ANY_PATTERN) &&
 				    json_is_object(elem) && e->element_scope != 0)
 					target = elem;
 				eval_body(st, p, r, &e->body, target, eroot, depth + 1, &eo);
@@ -662,7 +681,8 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 			}
 			if (eo.status == ENGINE_FAIL || eo.status == ENGINE_ERROR) {
 				outcome_set(o, eo.status,
-					    gv_xasprintf("validation failure: %s", eo.message ? eo.message : ""));
+					    gv_xasprintf("validation failure: %s",
+							 eo.message ? eo.message : ""));
 				free(eo.message);
 				json_decref(list);
 				json_decref(fvalues);
@@ -686,8 +706,8 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 }
 
 static void eval_body(const struct eval_state *st, const struct engine_policy *p,
-		      const struct rule *r, const struct body *b, const json_t *resource, json_t *root,
-		      int depth, struct outcome *o)
+		      const struct rule *r, const struct body *b, const json_t *resource,
+		      json_t *root, int depth, struct outcome *o)
 {
 	struct var_ctx vc = {.root = root, .delete_op = st->delete_op};
 
@@ -735,8 +755,8 @@ static bool exception_applies(const struct eval_state *st, const struct engine_e
 			want = gv_xasprintf("%s/%s", p->namespace, p->name);
 		else
 			want = gv_xstrdup(p->name);
-		ok = value_wildcard(pn, want) || (!p->namespace[0] && slash == NULL &&
-						  value_wildcard(pn, p->name));
+		ok = value_wildcard(pn, want) ||
+		     (!p->namespace[0] && slash == NULL && value_wildcard(pn, p->name));
 		free(want);
 		if (!ok)
 			continue;
@@ -788,7 +808,8 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 	}
 	msgs = json_array();
 	if (conditions_eval(&r->pre, &vc, &ok, msgs, &e)) {
-		outcome_set(o, ENGINE_ERROR, gv_xasprintf("failed to evaluate preconditions: %s", e.msg));
+		outcome_set(o, ENGINE_ERROR,
+			    gv_xasprintf("failed to evaluate preconditions: %s", e.msg));
 		json_decref(msgs);
 		goto out;
 	}
@@ -819,8 +840,9 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 			gv_buf_adds(&exc, x->name);
 	}
 	if (exc.len) {
-		outcome_set(o, ENGINE_SKIP,
-			    gv_xasprintf("rule is skipped due to policy exceptions%s", gv_buf_str(&exc)));
+		outcome_set(
+		    o, ENGINE_SKIP,
+		    gv_xasprintf("rule is skipped due to policy exceptions%s", gv_buf_str(&exc)));
 		o->exception = true;
 		goto out;
 	}
@@ -896,7 +918,8 @@ static void eval_policy(const struct eval_state *st, const struct engine_policy 
 		    o.status == ENGINE_FAIL && action == ENGINE_ENFORCE && r->allow_existing &&
 		    old_object_fails(st, p, r))
 			outcome_set(&o, ENGINE_SKIP,
-				    gv_xstrdup("skipping the rule evaluation as pre-existing violations are allowed"));
+				    gv_xstrdup("skipping the rule evaluation as pre-existing "
+					       "violations are allowed"));
 		push_result(resp, r->name, &o, action);
 		if (p->apply_one && (resp->rules[resp->nrules - 1].status == ENGINE_PASS ||
 				     resp->rules[resp->nrules - 1].status == ENGINE_FAIL))
@@ -946,8 +969,8 @@ struct engine_decision engine_decide(const struct engine_policy *p,
 				     const struct engine_rule_result *r, enum engine_mode mode)
 {
 	struct engine_decision d = {0};
-	bool bad = r->status == ENGINE_FAIL || r->status == ENGINE_ERROR ||
-		   r->status == ENGINE_WARN;
+	bool bad =
+	    r->status == ENGINE_FAIL || r->status == ENGINE_ERROR || r->status == ENGINE_WARN;
 
 	if (mode == ENGINE_BACKGROUND) {
 		d.reported = p->background;

@@ -114,12 +114,14 @@ json_t *images_extract(const json_t *object)
 	if (!strcmp(kind, "Pod"))
 		add_containers(images, spec, "/spec");
 	else if (!strcmp(kind, "CronJob"))
-		add_containers(images,
-			       json_object_get(json_object_get(json_object_get(json_object_get(
-							       spec, "jobTemplate"), "spec"),
-							       "template"),
-					       "spec"),
-			       "/spec/jobTemplate/spec/template/spec");
+		add_containers(
+		    images,
+		    json_object_get(
+			json_object_get(
+			    json_object_get(json_object_get(spec, "jobTemplate"), "spec"),
+			    "template"),
+			"spec"),
+		    "/spec/jobTemplate/spec/template/spec");
 	else if (json_object_get(spec, "template"))
 		add_containers(images, json_object_get(json_object_get(spec, "template"), "spec"),
 			       "/spec/template/spec");

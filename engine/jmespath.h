@@ -25,8 +25,8 @@ enum jp_error_kind {
 	JP_ERR_INVALID_VALUE,
 	JP_ERR_UNKNOWN_FUNCTION,
 	JP_ERR_UNKNOWN_KEY, /* Kyverno dialect: missing map key (section 6.3) */
-	JP_ERR_LIMIT,       /* step budget or depth exceeded */
-	JP_ERR_RUNTIME,     /* any other function failure (bad regex, bad base64, ...) */
+	JP_ERR_LIMIT,	    /* step budget or depth exceeded */
+	JP_ERR_RUNTIME,	    /* any other function failure (bad regex, bad base64, ...) */
 };
 
 /*

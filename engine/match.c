@@ -178,7 +178,8 @@ enum gv_code selector_compile(const json_t *j, struct selector **out, struct gv_
 
 	*out = NULL;
 	if (!json_is_object(j))
-		return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr), "label selector must be an object");
+		return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
+				   "label selector must be an object");
 	s = gv_xcalloc(1, sizeof(*s));
 	s->match_labels = json_is_object(ml) ? json_incref((json_t *)ml) : NULL;
 	if (json_is_array(me)) {
@@ -191,8 +192,9 @@ enum gv_code selector_compile(const json_t *j, struct selector **out, struct gv_
 
 			if (!key || !op) {
 				selector_free(s);
-				return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
-						   "matchExpressions[%zu]: key and operator are required", i);
+				return gv_err_setp(
+				    err, GV_EINVAL, gv_buf_str(ptr),
+				    "matchExpressions[%zu]: key and operator are required", i);
 			}
 			if (!strcmp(op, "In"))
 				r->op = SEL_IN;
@@ -205,7 +207,8 @@ enum gv_code selector_compile(const json_t *j, struct selector **out, struct gv_
 			else {
 				selector_free(s);
 				return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
-						   "\"%s\" is not a valid label selector operator", op);
+						   "\"%s\" is not a valid label selector operator",
+						   op);
 			}
 			r->key = gv_xstrdup(key);
 			r->values = str_list(json_object_get(c, "values"), &r->nvalues);
@@ -398,7 +401,8 @@ static enum gv_code filter_compile(const json_t *res, const json_t *ui, struct m
 		f->has_resources = true;
 	if (ui) {
 		f->roles = str_list(json_object_get(ui, "roles"), &f->nroles);
-		f->cluster_roles = str_list(json_object_get(ui, "clusterRoles"), &f->ncluster_roles);
+		f->cluster_roles =
+		    str_list(json_object_get(ui, "clusterRoles"), &f->ncluster_roles);
 		v = json_object_get(ui, "subjects");
 		if (json_is_array(v) && json_array_size(v))
 			f->subjects = json_incref((json_t *)v);
@@ -457,7 +461,8 @@ enum gv_code match_block_compile(const json_t *m, struct match_block *b, bool is
 		}
 		return rc;
 	} else {
-		if (!is_exclude && (json_is_array(any) || json_is_array(all) || json_object_size(m)))
+		if (!is_exclude &&
+		    (json_is_array(any) || json_is_array(all) || json_object_size(m)))
 			return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
 					   "match resources not specified");
 		return GV_OK;
@@ -514,8 +519,8 @@ static bool in_list(const json_t *arr, const char *s)
 	size_t i;
 	json_t *c;
 
-	json_array_foreach(arr, i, c) if (json_is_string(c) && !strcmp(json_string_value(c), s))
-		return true;
+	json_array_foreach(arr, i, c) if (json_is_string(c) &&
+					  !strcmp(json_string_value(c), s)) return true;
 	return false;
 }
 
@@ -538,9 +543,10 @@ static bool subjects_match(const json_t *subjects, const json_t *ui)
 			if (value_wildcard(name, user))
 				return true;
 		} else if (!strcmp(kind, "Group")) {
-			json_array_foreach(groups, j, g) if (json_is_string(g) &&
-							     value_wildcard(name, json_string_value(g)))
-				return true;
+			json_array_foreach(
+			    groups, j,
+			    g) if (json_is_string(g) &&
+				   value_wildcard(name, json_string_value(g))) return true;
 		} else if (!strcmp(kind, "ServiceAccount")) {
 			const char *ns = json_string_value(json_object_get(s, "namespace"));
 			char *sa = gv_xasprintf("system:serviceaccount:%s:%s", ns ? ns : "", name);

@@ -13,25 +13,59 @@
 
 #define MAX_NAME 63
 
-static const char *const spec_fields[] = {
-	"rules", "background", "admission", "validationFailureAction",
-	"validationFailureActionOverrides", "failurePolicy", "webhookConfiguration", "emitWarning",
-	"applyRules", "webhookTimeoutSeconds", "mutateExistingOnPolicyUpdate", "generateExisting",
-	"generateExistingOnPolicyUpdate", "useServerSideApply", "schemaValidation", "evaluation",
-	"scanInterval", "scanSchedule", "scanSuspend", NULL};
+static const char *const spec_fields[] = {"rules",
+					  "background",
+					  "admission",
+					  "validationFailureAction",
+					  "validationFailureActionOverrides",
+					  "failurePolicy",
+					  "webhookConfiguration",
+					  "emitWarning",
+					  "applyRules",
+					  "webhookTimeoutSeconds",
+					  "mutateExistingOnPolicyUpdate",
+					  "generateExisting",
+					  "generateExistingOnPolicyUpdate",
+					  "useServerSideApply",
+					  "schemaValidation",
+					  "evaluation",
+					  "scanInterval",
+					  "scanSchedule",
+					  "scanSuspend",
+					  NULL};
 
-static const char *const rule_fields[] = {
-	"name", "match", "exclude", "context", "preconditions", "validate", "mutate", "generate",
-	"verifyImages", "imageExtractors", "celPreconditions", "skipBackgroundRequests",
-	"reportProperties", NULL};
+static const char *const rule_fields[] = {"name",
+					  "match",
+					  "exclude",
+					  "context",
+					  "preconditions",
+					  "validate",
+					  "mutate",
+					  "generate",
+					  "verifyImages",
+					  "imageExtractors",
+					  "celPreconditions",
+					  "skipBackgroundRequests",
+					  "reportProperties",
+					  NULL};
 
-static const char *const validate_fields[] = {
-	"message", "pattern", "anyPattern", "deny", "foreach", "podSecurity", "cel", "manifests",
-	"failureAction", "failureActionOverrides", "allowExistingViolations", "assert", NULL};
+static const char *const validate_fields[] = {"message",
+					      "pattern",
+					      "anyPattern",
+					      "deny",
+					      "foreach",
+					      "podSecurity",
+					      "cel",
+					      "manifests",
+					      "failureAction",
+					      "failureActionOverrides",
+					      "allowExistingViolations",
+					      "assert",
+					      NULL};
 
-static const char *const foreach_fields[] = {
-	"list", "context", "preconditions", "elementScope", "pattern", "anyPattern", "deny",
-	"foreach", NULL};
+static const char *const foreach_fields[] = {"list",	     "context", "preconditions",
+					     "elementScope", "pattern", "anyPattern",
+					     "deny",	     "foreach", NULL};
 
 static bool in_set(const char *const *set, const char *k)
 {
@@ -119,7 +153,7 @@ static enum gv_code overrides_compile(const json_t *arr, struct override **out, 
 		o->namespaces = gv_xcalloc(json_array_size(json_object_get(c, "namespaces")) + 1,
 					   sizeof(char *));
 		json_array_foreach(json_object_get(c, "namespaces"), j, ns) if (json_is_string(ns))
-			o->namespaces[o->nnamespaces++] = gv_xstrdup(json_string_value(ns));
+		    o->namespaces[o->nnamespaces++] = gv_xstrdup(json_string_value(ns));
 		(*n)++;
 		if (json_is_object(sel)) {
 			rc = selector_compile(sel, &o->ns_selector, ptr, err);
@@ -394,7 +428,8 @@ static enum gv_code ref_string(const json_t *root, const char *here, const char 
 				gv_buf_addf(&b, "%f", json_real_value(v));
 			} else {
 				gv_err_set(err, GV_EINVAL,
-					   "failed to resolve reference $(%s): the path %s does not hold a string or number",
+					   "failed to resolve reference $(%s): the path %s does "
+					   "not hold a string or number",
 					   inner, abs);
 				free(inner);
 				free(abs);
@@ -511,11 +546,13 @@ static enum gv_code body_compile_fields(const json_t *v, struct body *b, bool in
 
 	memset(b, 0, sizeof(*b));
 	if (count == 0)
-		return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
-				   "one of pattern, anyPattern, deny, foreach, cel must be specified");
+		return gv_err_setp(
+		    err, GV_EINVAL, gv_buf_str(ptr),
+		    "one of pattern, anyPattern, deny, foreach, cel must be specified");
 	if (count > 1)
-		return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
-				   "only one of pattern, anyPattern, deny, foreach, cel can be specified");
+		return gv_err_setp(
+		    err, GV_EINVAL, gv_buf_str(ptr),
+		    "only one of pattern, anyPattern, deny, foreach, cel can be specified");
 	if (deny) {
 		b->kind = BODY_DENY;
 		ptr_push(ptr, "deny");
@@ -705,10 +742,9 @@ static bool admission_only_var(const char *expr)
 		for (const char *p = strstr(expr, names[i]); p; p = strstr(p + 1, names[i])) {
 			char before = p == expr ? ' ' : p[-1];
 			char after = p[n];
-			bool word_before = (before >= 'a' && before <= 'z') ||
-					   (before >= 'A' && before <= 'Z') ||
-					   (before >= '0' && before <= '9') || before == '_' ||
-					   before == '.';
+			bool word_before =
+			    (before >= 'a' && before <= 'z') || (before >= 'A' && before <= 'Z') ||
+			    (before >= '0' && before <= '9') || before == '_' || before == '.';
 			bool word_after = (after >= 'a' && after <= 'z') ||
 					  (after >= 'A' && after <= 'Z') ||
 					  (after >= '0' && after <= '9') || after == '_';
@@ -735,8 +771,10 @@ static char *userinfo_path(size_t rule, const char *block, const struct match_bl
 {
 	for (size_t i = 0; i < b->n; i++) {
 		const struct match_filter *f = &b->f[i];
-		const char *field = f->nroles ? "roles" : f->ncluster_roles ? "clusterRoles"
-				    : f->subjects ? "subjects" : NULL;
+		const char *field = f->nroles		? "roles"
+				    : f->ncluster_roles ? "clusterRoles"
+				    : f->subjects	? "subjects"
+							: NULL;
 		if (!field)
 			continue;
 		if (b->mode == MATCH_ANY || b->mode == MATCH_ALL) {
@@ -781,13 +819,15 @@ enum gv_code rule_compile(const json_t *j, struct rule *r, bool background, stru
 	      !!json_object_get(j, "verifyImages");
 	if (ops == 0) {
 		rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
-				 "No operation defined in the rule '%s'.(supported operations: mutate,validate,generate,verifyImages)",
+				 "No operation defined in the rule '%s'.(supported operations: "
+				 "mutate,validate,generate,verifyImages)",
 				 name);
 		goto out;
 	}
 	if (ops > 1) {
 		rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
-				 "Multiple operations defined in the rule '%s', only one operation (mutate,validate,generate,verifyImages) is allowed per rule",
+				 "Multiple operations defined in the rule '%s', only one operation "
+				 "(mutate,validate,generate,verifyImages) is allowed per rule",
 				 name);
 		goto out;
 	}
@@ -812,17 +852,19 @@ enum gv_code rule_compile(const json_t *j, struct rule *r, bool background, stru
 		vars_each(json_object_get(j, "exclude"), scan_var, &ms);
 		if (!ms.first_bad) {
 			struct gv_buf t = {0};
-			char *m = json_dumps(json_object_get(j, "match"), JSON_COMPACT | JSON_ENCODE_ANY);
-			char *x = json_dumps(json_object_get(j, "exclude"), JSON_COMPACT | JSON_ENCODE_ANY);
+			char *m =
+			    json_dumps(json_object_get(j, "match"), JSON_COMPACT | JSON_ENCODE_ANY);
+			char *x = json_dumps(json_object_get(j, "exclude"),
+					     JSON_COMPACT | JSON_ENCODE_ANY);
 			gv_buf_adds(&t, m ? m : "");
 			gv_buf_adds(&t, x ? x : "");
 			free(m);
 			free(x);
 			if (tmpl_has_vars(gv_buf_str(&t))) {
 				ptr_push(ptr, "match");
-				rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
-						 "rule \"%s\" should not have variables in match section",
-						 name);
+				rc = gv_err_setp(
+				    err, GV_EINVAL, gv_buf_str(ptr),
+				    "rule \"%s\" should not have variables in match section", name);
 			}
 			gv_buf_release(&t);
 		}
@@ -845,7 +887,8 @@ enum gv_code rule_compile(const json_t *j, struct rule *r, bool background, stru
 		r->has_validate = true;
 		ptr_push(ptr, "validate");
 		if (!json_is_object(validate)) {
-			rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr), "validate must be an object");
+			rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
+					 "validate must be an object");
 			goto out;
 		}
 		rc = check_fields(validate, validate_fields, ptr, err);
@@ -869,15 +912,16 @@ enum gv_code rule_compile(const json_t *j, struct rule *r, bool background, stru
 			ptr_pop(ptr, base);
 			ptr_push(ptr, "validate");
 		}
-		r->has_action = parse_action(json_object_get(validate, "failureAction"), &r->action);
+		r->has_action =
+		    parse_action(json_object_get(validate, "failureAction"), &r->action);
 		ptr_push(ptr, "failureActionOverrides");
 		rc = overrides_compile(json_object_get(validate, "failureActionOverrides"),
 				       &r->overrides, &r->noverrides, ptr, err);
 		if (rc)
 			goto out;
 		if (json_is_boolean(json_object_get(validate, "allowExistingViolations")))
-			r->allow_existing =
-				json_boolean_value(json_object_get(validate, "allowExistingViolations"));
+			r->allow_existing = json_boolean_value(
+			    json_object_get(validate, "allowExistingViolations"));
 		ptr_pop(ptr, base);
 	}
 	/* Background safety (section 7.1). */
@@ -903,11 +947,15 @@ out:
 
 /* ---- autogen (section 9) ---- */
 
-static const char *const controllers[] = {"DaemonSet", "Deployment", "Job", "StatefulSet",
-					  "ReplicaSet", "ReplicationController", NULL};
-static const char *const controller_gvk[] = {"apps/v1/DaemonSet", "apps/v1/Deployment",
-					     "batch/v1/Job", "apps/v1/StatefulSet",
-					     "apps/v1/ReplicaSet", "v1/ReplicationController", NULL};
+static const char *const controllers[] = {
+    "DaemonSet", "Deployment", "Job", "StatefulSet", "ReplicaSet", "ReplicationController", NULL};
+static const char *const controller_gvk[] = {"apps/v1/DaemonSet",
+					     "apps/v1/Deployment",
+					     "batch/v1/Job",
+					     "apps/v1/StatefulSet",
+					     "apps/v1/ReplicaSet",
+					     "v1/ReplicationController",
+					     NULL};
 
 static bool kinds_has(const json_t *kinds, const char *kind, bool gvk_forms)
 {
@@ -941,8 +989,10 @@ static void each_resources(const json_t *block, void (*fn)(const json_t *res, vo
 
 	if (!json_is_object(block))
 		return;
-	json_array_foreach(json_object_get(block, "any"), i, c) fn(json_object_get(c, "resources"), ud);
-	json_array_foreach(json_object_get(block, "all"), i, c) fn(json_object_get(c, "resources"), ud);
+	json_array_foreach(json_object_get(block, "any"), i, c)
+	    fn(json_object_get(c, "resources"), ud);
+	json_array_foreach(json_object_get(block, "all"), i, c)
+	    fn(json_object_get(c, "resources"), ud);
 	if (json_object_get(block, "resources"))
 		fn(json_object_get(block, "resources"), ud);
 }
@@ -1075,13 +1125,13 @@ static json_t *autogen_rule(const json_t *rule, const json_t *kinds, bool cronjo
 	static const char *const from[] = {"request.object.spec", "request.oldObject.spec",
 					   "request.object.metadata", "request.oldObject.metadata"};
 	static const char *const to_pod[] = {
-		"request.object.spec.template.spec", "request.oldObject.spec.template.spec",
-		"request.object.spec.template.metadata", "request.oldObject.spec.template.metadata"};
+	    "request.object.spec.template.spec", "request.oldObject.spec.template.spec",
+	    "request.object.spec.template.metadata", "request.oldObject.spec.template.metadata"};
 	static const char *const to_cron[] = {
-		"request.object.spec.jobTemplate.spec.template.spec",
-		"request.oldObject.spec.jobTemplate.spec.template.spec",
-		"request.object.spec.jobTemplate.spec.template.metadata",
-		"request.oldObject.spec.jobTemplate.spec.template.metadata"};
+	    "request.object.spec.jobTemplate.spec.template.spec",
+	    "request.oldObject.spec.jobTemplate.spec.template.spec",
+	    "request.object.spec.jobTemplate.spec.template.metadata",
+	    "request.oldObject.spec.jobTemplate.spec.template.metadata"};
 
 	if (strlen(newname) > MAX_NAME)
 		newname[MAX_NAME] = '\0';
@@ -1099,7 +1149,8 @@ static json_t *autogen_rule(const json_t *rule, const json_t *kinds, bool cronjo
 			json_t *arr = json_array();
 			size_t i;
 			json_t *c;
-			json_array_foreach(t, i, c) json_array_append_new(arr, wrap_pattern(c, cronjob));
+			json_array_foreach(t, i, c)
+			    json_array_append_new(arr, wrap_pattern(c, cronjob));
 			json_object_set_new(v, "anyPattern", arr);
 		}
 	}
@@ -1110,7 +1161,8 @@ static json_t *autogen_rule(const json_t *rule, const json_t *kinds, bool cronjo
 		free(text);
 		text = rep;
 	}
-	rep = shift_references(text, cronjob ? "/spec/jobTemplate/spec/template" : "/spec/template");
+	rep =
+	    shift_references(text, cronjob ? "/spec/jobTemplate/spec/template" : "/spec/template");
 	free(text);
 	text = rep;
 	json_decref(r);
@@ -1123,9 +1175,9 @@ json_t *autogen_rules(const json_t *doc)
 {
 	const json_t *spec = json_object_get(doc, "spec");
 	const json_t *rules = json_object_get(spec, "rules");
-	const char *ann = json_string_value(json_object_get(
-		json_object_get(json_object_get(doc, "metadata"), "annotations"),
-		"pod-policies.kyverno.io/autogen-controllers"));
+	const char *ann = json_string_value(
+	    json_object_get(json_object_get(json_object_get(doc, "metadata"), "annotations"),
+			    "pod-policies.kyverno.io/autogen-controllers"));
 	json_t *out = json_array();
 	struct autogen_scan scan = {0};
 	bool sel[7] = {0}, cron = true, any_ctrl = false;
@@ -1136,7 +1188,8 @@ json_t *autogen_rules(const json_t *doc)
 		return out;
 	json_array_foreach(rules, i, r)
 	{
-		char *text = json_dumps(json_object_get(r, "mutate"), JSON_COMPACT | JSON_ENCODE_ANY);
+		char *text =
+		    json_dumps(json_object_get(r, "mutate"), JSON_COMPACT | JSON_ENCODE_ANY);
 		if (json_object_get(r, "generate") || (text && strstr(text, "\"patchesJson6902\"")))
 			scan.disable = true;
 		free(text);
@@ -1185,7 +1238,8 @@ json_t *autogen_rules(const json_t *doc)
 			kinds = json_array();
 			for (size_t c = 0; controllers[c]; c++)
 				if (sel[c])
-					json_array_append_new(kinds, json_string(controller_gvk[c]));
+					json_array_append_new(kinds,
+							      json_string(controller_gvk[c]));
 			json_array_append_new(out, autogen_rule(r, kinds, false));
 			json_decref(kinds);
 		}
@@ -1224,7 +1278,9 @@ static enum gv_code check_label_values(const json_t *pat, struct gv_buf *ptr, st
 						ptr_push(ptr, maps[m]);
 						ptr_push(ptr, lk);
 						gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
-							    "labels and annotations supports only string values, \"use double quotes around the non-string values\"");
+							    "labels and annotations supports only "
+							    "string values, \"use double quotes "
+							    "around the non-string values\"");
 						ptr_pop(ptr, base);
 						return GV_EINVAL;
 					}
@@ -1262,7 +1318,8 @@ static void collect_context_names(const json_t *node, json_t *names)
 				json_t *e;
 				json_array_foreach(v, i, e)
 				{
-					const char *n = json_string_value(json_object_get(e, "name"));
+					const char *n =
+					    json_string_value(json_object_get(e, "name"));
 					if (n)
 						json_array_append_new(names, json_string(n));
 				}
@@ -1287,7 +1344,8 @@ static bool has_call(const char *s)
 	for (const char *p = s; *p; p++) {
 		if (*p != '(' || p == s)
 			continue;
-		if (!((p[-1] >= 'a' && p[-1] <= 'z') || (p[-1] >= '0' && p[-1] <= '9') || p[-1] == '_'))
+		if (!((p[-1] >= 'a' && p[-1] <= 'z') || (p[-1] >= '0' && p[-1] <= '9') ||
+		      p[-1] == '_'))
 			continue;
 		if (p[1] && p[1] != '{' && p[1] != '}')
 			return true;
@@ -1298,7 +1356,7 @@ static bool has_call(const char *s)
 struct var_check {
 	const json_t *names;
 	bool background;
-	char *bad;      /* raw text of the first variable outside the allow-list */
+	char *bad; /* raw text of the first variable outside the allow-list */
 };
 
 static void check_var(const char *expr, const char *raw, void *ud)
@@ -1311,8 +1369,9 @@ static void check_var(const char *expr, const char *raw, void *ud)
 	if (vc->bad)
 		return;
 	if (vc->background)
-		ok = has_word(expr, "request.") || has_word(expr, "element") || has_word(expr, "@") ||
-		     has_word(expr, "images") || has_word(expr, "image.") || has_call(expr);
+		ok = has_word(expr, "request.") || has_word(expr, "element") ||
+		     has_word(expr, "@") || has_word(expr, "images") || has_word(expr, "image.") ||
+		     has_call(expr);
 	else
 		ok = has_word(expr, "request") || has_word(expr, "serviceAccountName") ||
 		     has_word(expr, "serviceAccountNamespace") || has_word(expr, "element") ||
@@ -1338,8 +1397,8 @@ static void scan_element(const char *expr, const char *raw, void *ud)
 {
 	struct element_scan *es = ud;
 	(void)raw;
-	if (!es->bad && (!strncmp(expr, "element", 7) || strstr(expr, " element") ||
-			 strstr(expr, "(element")))
+	if (!es->bad &&
+	    (!strncmp(expr, "element", 7) || strstr(expr, " element") || strstr(expr, "(element")))
 		es->bad = gv_xstrdup(expr);
 }
 
@@ -1367,7 +1426,8 @@ static enum gv_code check_element_vars(const json_t *rule, struct gv_buf *ptr, s
 					break;
 				}
 			}
-		} else if (strcmp(k, "mutate") && strcmp(k, "generate") && strcmp(k, "verifyImages")) {
+		} else if (strcmp(k, "mutate") && strcmp(k, "generate") &&
+			   strcmp(k, "verifyImages")) {
 			vars_each(v, scan_element, &es);
 			if (es.bad)
 				ptr_push(ptr, k);
@@ -1393,10 +1453,14 @@ static enum gv_code check_background_kinds(const struct rule *r, struct gv_buf *
 			const struct kind_sel *ks = &r->match.f[f].kinds[k];
 			if (!strcmp(ks->kind, "*") && !strcmp(ks->group, "*") && !ks->sub[0])
 				return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
-						   "wildcard policy not allowed in background mode. Set spec.background=false to disable background mode for this policy rule ");
+						   "wildcard policy not allowed in background "
+						   "mode. Set spec.background=false to disable "
+						   "background mode for this policy rule ");
 			if (ks->sub[0] && r->has_validate)
 				return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
-						   "background scan enabled with subresource %s/%s. Set spec.background=false to disable background mode for this policy rule",
+						   "background scan enabled with subresource "
+						   "%s/%s. Set spec.background=false to disable "
+						   "background mode for this policy rule",
 						   ks->kind, ks->sub);
 		}
 	return GV_OK;
@@ -1430,12 +1494,16 @@ static enum gv_code check_rule(const json_t *rj, const struct rule *r, bool back
 		collect_context_names(rj, names);
 		vars_each(rj, check_var, &vc);
 		if (vc.bad) {
-			rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
-					 "policy contains invalid variables: variable substitution failed for rule %s: variable %s must match regex \"%s\" or patterns %s",
-					 r->name, vc.bad,
-					 background ? "request\\.|element|elementIndex|@|images|images\\.|image\\.|([a-z_0-9]+\\()[^{}]"
-						    : "request|serviceAccountName|serviceAccountNamespace|element|elementIndex|@|images|image|([a-z_0-9]+\\()[^{}]",
-					 "of the context entries");
+			rc = gv_err_setp(
+			    err, GV_EINVAL, gv_buf_str(ptr),
+			    "policy contains invalid variables: variable substitution failed for "
+			    "rule %s: variable %s must match regex \"%s\" or patterns %s",
+			    r->name, vc.bad,
+			    background ? "request\\.|element|elementIndex|@|images|images\\.|"
+					 "image\\.|([a-z_0-9]+\\()[^{}]"
+				       : "request|serviceAccountName|serviceAccountNamespace|"
+					 "element|elementIndex|@|images|image|([a-z_0-9]+\\()[^{}]",
+			    "of the context entries");
 			free(vc.bad);
 		}
 	}
@@ -1461,9 +1529,9 @@ static enum gv_code check_namespaced_kinds(const json_t *rule, struct gv_buf *pt
 			const json_t *filters = l < 2 ? json_object_get(blk, lists[l]) : NULL;
 			size_t nf = l < 2 ? json_array_size(filters) : 1;
 			for (size_t f = 0; f < nf; f++) {
-				const json_t *res = l < 2 ? json_object_get(json_array_get(filters, f),
-									    "resources")
-							  : json_object_get(blk, "resources");
+				const json_t *res =
+				    l < 2 ? json_object_get(json_array_get(filters, f), "resources")
+					  : json_object_get(blk, "resources");
 				size_t k;
 				json_t *kind;
 				json_array_foreach(json_object_get(res, "kinds"), k, kind)
@@ -1484,7 +1552,8 @@ static enum gv_code check_namespaced_kinds(const json_t *rule, struct gv_buf *pt
 						ptr_push(ptr, "kinds");
 						ptr_pushi(ptr, k);
 						gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
-							    "Cluster wide resource '%s' not allowed in namespaced policy",
+							    "Cluster wide resource '%s' not "
+							    "allowed in namespaced policy",
 							    sel.kind);
 						ptr_pop(ptr, base);
 					}
@@ -1554,14 +1623,17 @@ struct engine_policy *engine_policy_compile(const json_t *doc, struct gv_err *er
 	json_t *r;
 	const char *fp, *apply;
 
-	if (!json_is_object(doc) || !kind || (strcmp(kind, "ClusterPolicy") && strcmp(kind, "Policy"))) {
-		gv_err_setp(err, GV_EINVAL, "/kind", "not a policy: kind is %s%s%s, want ClusterPolicy or Policy",
+	if (!json_is_object(doc) || !kind ||
+	    (strcmp(kind, "ClusterPolicy") && strcmp(kind, "Policy"))) {
+		gv_err_setp(err, GV_EINVAL, "/kind",
+			    "not a policy: kind is %s%s%s, want ClusterPolicy or Policy",
 			    kind ? "\"" : "", kind ? kind : "missing", kind ? "\"" : "");
 		return NULL;
 	}
 	if (!api || (strcmp(api, "kyverno.io/v1") && strcmp(api, "kyverno.io/v2beta1"))) {
 		gv_err_setp(err, GV_EINVAL, "/apiVersion",
-			    "unsupported apiVersion \"%s\" for %s (want kyverno.io/v1 or kyverno.io/v2beta1)",
+			    "unsupported apiVersion \"%s\" for %s (want kyverno.io/v1 or "
+			    "kyverno.io/v2beta1)",
 			    api ? api : "", kind);
 		return NULL;
 	}
@@ -1605,9 +1677,10 @@ struct engine_policy *engine_policy_compile(const json_t *doc, struct gv_err *er
 	parse_action(json_object_get(spec, "validationFailureAction"), &p->action);
 	fp = json_string_value(json_object_get(spec, "failurePolicy"));
 	if (!fp)
-		fp = json_string_value(
-			json_object_get(json_object_get(spec, "webhookConfiguration"), "failurePolicy"));
-	p->failure_policy = fp && !strcmp(fp, "Ignore") ? ENGINE_FAILURE_IGNORE : ENGINE_FAILURE_FAIL;
+		fp = json_string_value(json_object_get(
+		    json_object_get(spec, "webhookConfiguration"), "failurePolicy"));
+	p->failure_policy =
+	    fp && !strcmp(fp, "Ignore") ? ENGINE_FAILURE_IGNORE : ENGINE_FAILURE_FAIL;
 	if (!p->admission && !p->background) {
 		gv_err_setp(err, GV_EINVAL, "/spec/admission",
 			    "disabling both admission and background processing is not allowed");
@@ -1615,8 +1688,9 @@ struct engine_policy *engine_policy_compile(const json_t *doc, struct gv_err *er
 	}
 	if (json_array_size(json_object_get(spec, "validationFailureActionOverrides")) &&
 	    !strcmp(kind, "Policy")) {
-		gv_err_setp(err, GV_EINVAL, "/spec/validationFailureActionOverrides",
-			    "Use of validationFailureActionOverrides is supported only with ClusterPolicy");
+		gv_err_setp(
+		    err, GV_EINVAL, "/spec/validationFailureActionOverrides",
+		    "Use of validationFailureActionOverrides is supported only with ClusterPolicy");
 		goto fail;
 	}
 	gv_buf_reset(&ptr);
@@ -1629,8 +1703,8 @@ struct engine_policy *engine_policy_compile(const json_t *doc, struct gv_err *er
 	{
 		const char *rn = json_string_value(json_object_get(r, "name"));
 		for (size_t k = 0; rn && k < i; k++) {
-			const char *other = json_string_value(
-				json_object_get(json_array_get(rules, k), "name"));
+			const char *other =
+			    json_string_value(json_object_get(json_array_get(rules, k), "name"));
 			if (other && !strcmp(other, rn)) {
 				char at[64];
 				snprintf(at, sizeof(at), "/spec/rules/%zu/name", i);
@@ -1663,7 +1737,8 @@ struct engine_policy *engine_policy_compile(const json_t *doc, struct gv_err *er
 			for (size_t f = 0; f < rule->match.n; f++)
 				if (rule->match.f[f].nnamespaces) {
 					gv_err_setp(err, GV_EINVAL, gv_buf_str(&ptr),
-						    "Filtering namespaces not allowed in namespaced policies");
+						    "Filtering namespaces not allowed in "
+						    "namespaced policies");
 					goto fail;
 				}
 		}
@@ -1672,7 +1747,9 @@ struct engine_policy *engine_policy_compile(const json_t *doc, struct gv_err *er
 			vars_each(rj, scan_var, &scan);
 			if (scan.first_bad) {
 				gv_err_setp(err, GV_EINVAL, gv_buf_str(&ptr),
-					    "only select variables are allowed in background mode. Set spec.background=false to disable background mode for this policy rule: variable %s is not allowed",
+					    "only select variables are allowed in background mode. "
+					    "Set spec.background=false to disable background mode "
+					    "for this policy rule: variable %s is not allowed",
 					    scan.first_bad);
 				free(scan.first_bad);
 				goto fail;
@@ -1683,7 +1760,10 @@ struct engine_policy *engine_policy_compile(const json_t *doc, struct gv_err *er
 					path = userinfo_path(idx, "exclude", &rule->exclude);
 				if (path) {
 					gv_err_setp(err, GV_EINVAL, gv_buf_str(&ptr),
-						    "only select variables are allowed in background mode. Set spec.background=false to disable background mode for this policy rule: invalid variable used at path: %s",
+						    "only select variables are allowed in "
+						    "background mode. Set spec.background=false to "
+						    "disable background mode for this policy rule: "
+						    "invalid variable used at path: %s",
 						    path);
 					free(path);
 					goto fail;
@@ -1748,7 +1828,7 @@ const json_t *engine_policy_doc(const struct engine_policy *p)
 const char *engine_policy_annotation(const struct engine_policy *p, const char *key)
 {
 	return json_string_value(json_object_get(
-		json_object_get(json_object_get(p->doc, "metadata"), "annotations"), key));
+	    json_object_get(json_object_get(p->doc, "metadata"), "annotations"), key));
 }
 
 size_t engine_policy_rule_count(const struct engine_policy *p)
@@ -1845,8 +1925,8 @@ struct engine_exception *engine_exception_compile(const json_t *doc, struct gv_e
 		const json_t *rules = json_object_get(c, "ruleNames");
 		e->entries[i].policy = gv_xstrdup(pn ? pn : "");
 		e->entries[i].rules = gv_xcalloc(json_array_size(rules) + 1, sizeof(char *));
-		json_array_foreach(rules, j, rn) if (json_is_string(rn))
-			e->entries[i].rules[e->entries[i].nrules++] = gv_xstrdup(json_string_value(rn));
+		json_array_foreach(rules, j, rn) if (json_is_string(rn)) e->entries[i]
+		    .rules[e->entries[i].nrules++] = gv_xstrdup(json_string_value(rn));
 		e->nentries++;
 	}
 	gv_buf_adds(&ptr, "/spec/match");

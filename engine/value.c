@@ -1214,7 +1214,7 @@ static bool bigdec_parse(const char *s, char *buf, size_t cap, struct bigdec *d)
 		if (n == 0 && *p == '0') {
 			if (!seen_point)
 				continue; /* leading zero of the integer part */
-			e--;          /* leading zero of the fraction */
+			e--;		  /* leading zero of the fraction */
 			continue;
 		}
 		if (n + 1 >= cap)

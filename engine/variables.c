@@ -15,16 +15,16 @@
 
 struct tmpl_part {
 	bool is_expr;
-	bool shallow;        /* {{- expr }}: inserted text is not scanned again */
-	char *text;          /* literal text, or the expression as written (trimmed) */
-	struct jp_expr *x;   /* compiled expression */
+	bool shallow;	      /* {{- expr }}: inserted text is not scanned again */
+	char *text;	      /* literal text, or the expression as written (trimmed) */
+	struct jp_expr *x;    /* compiled expression */
 	struct jp_expr *xdel; /* expression with request.object -> request.oldObject, or NULL */
 };
 
 struct tmpl {
 	char *src;
-	bool whole;   /* the string is exactly one variable: typed result */
-	bool dynamic; /* nested variables: re-scan at evaluation */
+	bool whole;    /* the string is exactly one variable: typed result */
+	bool dynamic;  /* nested variables: re-scan at evaluation */
 	bool unescape; /* holds \{{ to turn into {{ */
 	struct tmpl_part *parts;
 	size_t nparts;
@@ -34,11 +34,11 @@ enum vt_type { VT_CONST, VT_STRING, VT_OBJECT, VT_ARRAY };
 
 struct vtree {
 	enum vt_type type;
-	json_t *value;   /* VT_CONST */
+	json_t *value;	  /* VT_CONST */
 	struct tmpl *str; /* VT_STRING */
 	size_t n;
 	struct vtree **items; /* VT_ARRAY, VT_OBJECT values */
-	char **keys;          /* VT_OBJECT raw keys */
+	char **keys;	      /* VT_OBJECT raw keys */
 	struct tmpl **tkeys;  /* VT_OBJECT key templates (NULL when constant) */
 };
 
@@ -245,8 +245,8 @@ static enum gv_code run_expr(const struct jp_expr *x, const char *text, const st
 
 	if (!v)
 		return gv_err_set(err, GV_EEVAL,
-				  "failed to resolve %s at path %s: JMESPath query failed: %s", text,
-				  pointer, je.msg);
+				  "failed to resolve %s at path %s: JMESPath query failed: %s",
+				  text, pointer, je.msg);
 	*out = v;
 	return GV_OK;
 }
@@ -311,8 +311,8 @@ static enum gv_code tmpl_eval_depth(const struct tmpl *t, const struct var_ctx *
 			gv_buf_adds(&b, p->text);
 			continue;
 		}
-		rc = run_expr(ctx->delete_op && p->xdel ? p->xdel : p->x, p->text, ctx, pointer,
-			      &v, err);
+		rc = run_expr(ctx->delete_op && p->xdel ? p->xdel : p->x, p->text, ctx, pointer, &v,
+			      err);
 		if (rc) {
 			gv_buf_release(&b);
 			return rc;
@@ -346,7 +346,8 @@ static enum gv_code eval_dynamic(const char *s, const struct var_ctx *ctx, const
 
 	if (depth > MAX_PASSES)
 		return gv_err_set(err, GV_ELIMIT,
-				  "failed to resolve variables at path %s: substitution did not finish in %d passes",
+				  "failed to resolve variables at path %s: substitution did not "
+				  "finish in %d passes",
 				  pointer, MAX_PASSES);
 	t = tmpl_compile(s, &local);
 	if (!t) {
@@ -429,7 +430,8 @@ struct vtree *vtree_compile(const json_t *tree, struct gv_err *err)
 		{
 			t->keys[i] = gv_xstrdup(k);
 			t->tkeys[i] = tmpl_compile(k, err);
-			t->items[i] = t->tkeys[i] || !(err && err->code) ? vtree_compile(c, err) : NULL;
+			t->items[i] =
+			    t->tkeys[i] || !(err && err->code) ? vtree_compile(c, err) : NULL;
 			if (!t->items[i]) {
 				t->n = i + 1;
 				vtree_free(t);

@@ -464,10 +464,10 @@ static void test_engine_entries(void **state)
 		struct report_resource nouid = pod("team-a", "x", NULL);
 		struct gv_err e2 = {0};
 		json_t *obj = J("{'kind':'Pod','metadata':{'name':'x'}}");
-		struct report_resource r2;
+		struct report_resource res2;
 
 		assert_int_equal(report_replace(rs, &nouid, "p", NULL, 0, &e2), GV_EINVAL);
-		assert_int_equal(report_resource_from_object(obj, &r2, NULL), GV_EINVAL);
+		assert_int_equal(report_resource_from_object(obj, &res2, NULL), GV_EINVAL);
 		json_decref(obj);
 	}
 	report_set_free(rs);

@@ -43,20 +43,24 @@ static const char *pick(const char *const *v, size_t n)
 
 static json_t *container(const char *name, int i)
 {
-	static const char *const images[] = {
-		"nginx:1.25", "registry.example.com/shop/api:2.0.0", "busybox", "redis:7-alpine",
-		"ghcr.io/acme/worker@sha256:0f3c2b", "quay.io/prometheus/node-exporter:v1.7.0",
-		"docker.io/library/postgres:16", "envoyproxy/envoy:v1.29.0"};
-	static const char *const caps[] = {"NET_ADMIN", "SYS_ADMIN", "CHOWN", "KILL",
-					   "NET_BIND_SERVICE", "SETUID"};
-	json_t *c = json_pack("{s:s,s:s,s:s}", "name", name, "image",
-			      pick(images, GV_ARRAY_LEN(images)), "imagePullPolicy",
-			      rnd(2) ? "IfNotPresent" : "Always");
+	static const char *const images[] = {"nginx:1.25",
+					     "registry.example.com/shop/api:2.0.0",
+					     "busybox",
+					     "redis:7-alpine",
+					     "ghcr.io/acme/worker@sha256:0f3c2b",
+					     "quay.io/prometheus/node-exporter:v1.7.0",
+					     "docker.io/library/postgres:16",
+					     "envoyproxy/envoy:v1.29.0"};
+	static const char *const caps[] = {"NET_ADMIN", "SYS_ADMIN",	    "CHOWN",
+					   "KILL",	"NET_BIND_SERVICE", "SETUID"};
+	json_t *c =
+	    json_pack("{s:s,s:s,s:s}", "name", name, "image", pick(images, GV_ARRAY_LEN(images)),
+		      "imagePullPolicy", rnd(2) ? "IfNotPresent" : "Always");
 	json_t *ports = json_array();
 	for (unsigned p = 0; p < 1 + rnd(3); p++)
-		json_array_append_new(ports, json_pack("{s:s,s:i,s:s}", "name", p ? "metrics" : "http",
-						       "containerPort", 8000 + (int)p + i,
-						       "protocol", "TCP"));
+		json_array_append_new(ports, json_pack("{s:s,s:i,s:s}", "name",
+						       p ? "metrics" : "http", "containerPort",
+						       8000 + (int)p + i, "protocol", "TCP"));
 	json_object_set_new(c, "ports", ports);
 	json_object_set_new(c, "env",
 			    json_pack("[{s:s,s:s},{s:s,s:s},{s:s,s:{s:{s:s,s:s}}}]", "name",
@@ -76,12 +80,14 @@ static json_t *container(const char *name, int i)
 			json_object_set_new(sc, "privileged", json_true());
 		if (rnd(3) == 0)
 			json_object_set_new(sc, "runAsUser", json_integer(rnd(4) ? 1000 : 0));
-		json_object_set_new(sc, "capabilities",
-				    json_pack("{s:[s],s:[s]}", "drop", "ALL", "add",
-					      rnd(5) ? "NET_BIND_SERVICE" : pick(caps, GV_ARRAY_LEN(caps))));
+		json_object_set_new(
+		    sc, "capabilities",
+		    json_pack("{s:[s],s:[s]}", "drop", "ALL", "add",
+			      rnd(5) ? "NET_BIND_SERVICE" : pick(caps, GV_ARRAY_LEN(caps))));
 		if (rnd(3))
-			json_object_set_new(sc, "seccompProfile",
-					    json_pack("{s:s}", "type", rnd(4) ? "RuntimeDefault" : "Unconfined"));
+			json_object_set_new(
+			    sc, "seccompProfile",
+			    json_pack("{s:s}", "type", rnd(4) ? "RuntimeDefault" : "Unconfined"));
 		json_object_set_new(c, "securityContext", sc);
 	}
 	json_object_set_new(c, "volumeMounts",
@@ -89,8 +95,9 @@ static json_t *container(const char *name, int i)
 				      "/var/lib/app", "name", "config", "mountPath", "/etc/app",
 				      "readOnly", 1));
 	json_object_set_new(c, "livenessProbe",
-			    json_pack("{s:{s:s,s:i},s:i,s:i}", "httpGet", "path", "/healthz", "port",
-				      8000 + i, "initialDelaySeconds", 5, "periodSeconds", 10));
+			    json_pack("{s:{s:s,s:i},s:i,s:i}", "httpGet", "path", "/healthz",
+				      "port", 8000 + i, "initialDelaySeconds", 5, "periodSeconds",
+				      10));
 	return c;
 }
 
@@ -133,10 +140,9 @@ static json_t *make_pod(int idx)
 					      "fsGroup", 2000, "seccompProfile", "type",
 					      "RuntimeDefault"));
 	pod = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s,s:s},s:{s:s}},s:o}", "apiVersion", "v1",
-			"kind", "Pod", "metadata", "name", name, "namespace",
-			teams[idx % 5], "labels", "app", name, "team", teams[idx % 5],
-			"app.kubernetes.io/version", "1.0", "annotations", "owner",
-			"platform@example.com", "spec", spec);
+			"kind", "Pod", "metadata", "name", name, "namespace", teams[idx % 5],
+			"labels", "app", name, "team", teams[idx % 5], "app.kubernetes.io/version",
+			"1.0", "annotations", "owner", "platform@example.com", "spec", spec);
 	return pod;
 }
 
@@ -272,10 +278,11 @@ int main(int argc, char **argv)
 	}
 	eval_s = now() - t0;
 	rss_after = peak_rss_kib();
-	printf("engine: %d pods (%.1f KB mean JSON), %zu policies (%zu rules with autogen)\n", npods,
-	       (double)bytes / npods / 1024.0, pl.n, (size_t)0 + results / (size_t)npods);
-	printf("engine: evaluation %.0f pods/s, %.2f us per pod-policy, %zu rule results (%zu fail)\n",
-	       npods / eval_s, eval_s * 1e6 / ((double)npods * (double)pl.n), results, fails);
+	printf("engine: %d pods (%.1f KB mean JSON), %zu policies (%zu rules with autogen)\n",
+	       npods, (double)bytes / npods / 1024.0, pl.n, (size_t)0 + results / (size_t)npods);
+	printf(
+	    "engine: evaluation %.0f pods/s, %.2f us per pod-policy, %zu rule results (%zu fail)\n",
+	    npods / eval_s, eval_s * 1e6 / ((double)npods * (double)pl.n), results, fails);
 	printf("engine: JSON parse only %.0f pods/s (%.2f us per pod)\n", npods / parse_s,
 	       parse_s * 1e6 / npods);
 	printf("engine: ratio evaluation/parse %.2f\n", eval_s / parse_s);

@@ -93,37 +93,38 @@ static void bench_one(const char *label, const char *expr, const json_t *data,
 }
 
 static const char *const pod_context =
-	"{\"request\": {\"operation\": \"CREATE\", \"namespace\": \"shop\", \"object\": {"
-	"\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"web-1\", "
-	"\"namespace\": \"shop\", \"labels\": {\"app\": \"web\", \"team\": \"storefront\", "
-	"\"app.kubernetes.io/name\": \"web\"}, \"annotations\": {\"owner\": \"shop@example.com\"}},"
-	"\"spec\": {\"serviceAccountName\": \"web\", \"containers\": ["
-	"{\"name\": \"web\", \"image\": \"registry.example.com/shop/web:1.4.2\", "
-	"\"securityContext\": {\"runAsNonRoot\": true, \"allowPrivilegeEscalation\": false, "
-	"\"capabilities\": {\"drop\": [\"ALL\"], \"add\": [\"NET_BIND_SERVICE\"]}}, "
-	"\"resources\": {\"limits\": {\"memory\": \"512Mi\", \"cpu\": \"500m\"}}, "
-	"\"ports\": [{\"containerPort\": 8080}]},"
-	"{\"name\": \"envoy\", \"image\": \"envoyproxy/envoy:v1.29.0\", "
-	"\"securityContext\": {\"privileged\": false}},"
-	"{\"name\": \"log\", \"image\": \"busybox:latest\"}],"
-	"\"initContainers\": [{\"name\": \"init\", \"image\": \"busybox:1.36\"}],"
-	"\"volumes\": [{\"name\": \"data\", \"emptyDir\": {}}, "
-	"{\"name\": \"host\", \"hostPath\": {\"path\": \"/var/run\"}}]}}}}";
+    "{\"request\": {\"operation\": \"CREATE\", \"namespace\": \"shop\", \"object\": {"
+    "\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"web-1\", "
+    "\"namespace\": \"shop\", \"labels\": {\"app\": \"web\", \"team\": \"storefront\", "
+    "\"app.kubernetes.io/name\": \"web\"}, \"annotations\": {\"owner\": \"shop@example.com\"}},"
+    "\"spec\": {\"serviceAccountName\": \"web\", \"containers\": ["
+    "{\"name\": \"web\", \"image\": \"registry.example.com/shop/web:1.4.2\", "
+    "\"securityContext\": {\"runAsNonRoot\": true, \"allowPrivilegeEscalation\": false, "
+    "\"capabilities\": {\"drop\": [\"ALL\"], \"add\": [\"NET_BIND_SERVICE\"]}}, "
+    "\"resources\": {\"limits\": {\"memory\": \"512Mi\", \"cpu\": \"500m\"}}, "
+    "\"ports\": [{\"containerPort\": 8080}]},"
+    "{\"name\": \"envoy\", \"image\": \"envoyproxy/envoy:v1.29.0\", "
+    "\"securityContext\": {\"privileged\": false}},"
+    "{\"name\": \"log\", \"image\": \"busybox:latest\"}],"
+    "\"initContainers\": [{\"name\": \"init\", \"image\": \"busybox:1.36\"}],"
+    "\"volumes\": [{\"name\": \"data\", \"emptyDir\": {}}, "
+    "{\"name\": \"host\", \"hostPath\": {\"path\": \"/var/run\"}}]}}}}";
 
 static const char *const kyverno_exprs[] = {
-	"request.object.spec.containers[].image",
-	"length(request.object.spec.containers)",
-	"request.object.metadata.labels.app || ''",
-	"request.object.metadata.labels.\"app.kubernetes.io/name\"",
-	"request.operation || 'BACKGROUND'",
-	"request.object.spec.[ephemeralContainers, initContainers, containers][].securityContext.capabilities.add[]",
-	"request.object.spec.containers[?securityContext.privileged == `true`].name",
-	"request.object.spec.volumes[?hostPath].hostPath.path",
-	"request.object.spec.containers[].resources.limits.memory | [0]",
-	"regex_match('^registry\\.example\\.com/', request.object.spec.containers[0].image)",
-	"request.object.spec.containers[].image | length(@)",
-	"to_upper(request.object.metadata.labels.team)",
-	"request.object.metadata.annotations.missing || `\"default\"`",
+    "request.object.spec.containers[].image",
+    "length(request.object.spec.containers)",
+    "request.object.metadata.labels.app || ''",
+    "request.object.metadata.labels.\"app.kubernetes.io/name\"",
+    "request.operation || 'BACKGROUND'",
+    "request.object.spec.[ephemeralContainers, initContainers, "
+    "containers][].securityContext.capabilities.add[]",
+    "request.object.spec.containers[?securityContext.privileged == `true`].name",
+    "request.object.spec.volumes[?hostPath].hostPath.path",
+    "request.object.spec.containers[].resources.limits.memory | [0]",
+    "regex_match('^registry\\.example\\.com/', request.object.spec.containers[0].image)",
+    "request.object.spec.containers[].image | length(@)",
+    "to_upper(request.object.metadata.labels.team)",
+    "request.object.metadata.annotations.missing || `\"default\"`",
 };
 
 int main(int argc, char **argv)
@@ -147,7 +148,8 @@ int main(int argc, char **argv)
 			json_array_foreach(json_object_get(g, "cases"), j, c)
 			{
 				const char *kind = json_string_value(json_object_get(c, "bench"));
-				const char *expr = json_string_value(json_object_get(c, "expression"));
+				const char *expr =
+				    json_string_value(json_object_get(c, "expression"));
 				if (!kind || !expr)
 					continue;
 				bench_one(expr, expr, strcmp(kind, "parse") ? given : NULL, &plain);
