@@ -54,13 +54,13 @@
 #include "common/gv.h"
 #include "kube/kube.h"
 
-#define LEADER_LEASE_NAME	  "gavel" /* manifests/rbac.yaml grants the lease "gavel" */
-#define LEADER_NAMESPACE	  "gavel"
-#define LEADER_LEASE_DURATION_MS  15000
-#define LEADER_RENEW_DEADLINE_MS  10000
-#define LEADER_RETRY_PERIOD_MS	  2000
-#define LEADER_JITTER		  1.2
-#define LEADER_METRIC		  "gavel_leader"
+#define LEADER_LEASE_NAME	 "gavel" /* manifests/rbac.yaml grants the lease "gavel" */
+#define LEADER_NAMESPACE	 "gavel"
+#define LEADER_LEASE_DURATION_MS 15000
+#define LEADER_RENEW_DEADLINE_MS 10000
+#define LEADER_RETRY_PERIOD_MS	 2000
+#define LEADER_JITTER		 1.2
+#define LEADER_METRIC		 "gavel_leader"
 
 struct metrics_registry;
 

@@ -401,7 +401,8 @@ static void gstate_drop_if_empty(struct gstate *s, struct rnode *nd)
 		rnode_free(map_del(&s->nodes, nd->uid));
 }
 
-/* Sets e (ownership moves here) for its key, freeing a result it replaces; ri becomes the node's. */
+/* Sets e (ownership moves here) for its key, freeing a result it replaces; ri becomes the node's.
+ */
 static void gstate_set(struct gstate *s, const struct rinfo *ri, struct rentry *e)
 {
 	struct rnode *nd = gstate_node(s, ri, true);
@@ -513,12 +514,11 @@ static void group_free(struct rgroup *g)
 }
 
 /* Before the first change of a group in sync: remember the synced state. */
-static void group_touch(struct report_set *rs, struct rgroup *g)
+static void group_touch(struct rgroup *g)
 {
 	if (!g->synced)
 		g->synced = gstate_copy(&g->model);
 	g->dirty = true;
-	(void)rs;
 }
 
 static struct rgroup **groups_sorted(const struct report_set *rs, size_t *n);
@@ -542,9 +542,9 @@ enum gv_code report_resource_from_object(const json_t *obj, struct report_resour
 	r->name = jstr(md, "name");
 	r->uid = jstr(md, "uid");
 	if (!r->uid || !*r->uid)
-		return gv_err_set(err, GV_EINVAL, "%s %s%s%s: no metadata.uid", str_or(r->kind, "?"),
-				  str_or(r->namespace, ""), r->namespace ? "/" : "",
-				  str_or(r->name, "?"));
+		return gv_err_set(err, GV_EINVAL, "%s %s%s%s: no metadata.uid",
+				  str_or(r->kind, "?"), str_or(r->namespace, ""),
+				  r->namespace ? "/" : "", str_or(r->name, "?"));
 	return GV_OK;
 }
 
@@ -581,6 +581,8 @@ struct report_set *report_set_new(const struct report_options *opt)
 		rs->opt.chunk_results = REPORT_CHUNK_RESULTS;
 	if (!rs->opt.chunk_bytes)
 		rs->opt.chunk_bytes = REPORT_CHUNK_BYTES;
+	if (rs->opt.chunk_bytes > REPORT_MAX_CHUNK_BYTES)
+		rs->opt.chunk_bytes = REPORT_MAX_CHUNK_BYTES;
 	return rs;
 }
 
@@ -633,7 +635,8 @@ static bool ends_in_digits(const char *s)
 	return i < n && i > 0 && s[i - 1] == '-';
 }
 
-/* s cut to at most n characters, without trailing '-' or '.', then "-" and `hex` hex digits of hash. */
+/* s cut to at most n characters, without trailing '-' or '.', then "-" and `hex` hex digits of
+ * hash. */
 static char *cut_hashed(const char *s, size_t n, int hex)
 {
 	size_t len = strlen(s);
@@ -653,7 +656,8 @@ char *report_base_name(bool split, const char *ns, const char *policy)
 
 	pname = pname ? pname + 1 : str_or(policy, "");
 	if (!split)
-		return ns && *ns ? gv_xasprintf("polr-ns-%s", ns) : gv_xstrdup("clusterpolicyreport");
+		return ns && *ns ? gv_xasprintf("polr-ns-%s", ns)
+				 : gv_xstrdup("clusterpolicyreport");
 	if (ns && *ns)
 		name = gv_xasprintf("polr-ns-%s-%s", ns, pname);
 	else
@@ -721,8 +725,8 @@ char *report_path(const char *ns, const char *name)
 	char *p;
 
 	if (ens)
-		p = gv_xasprintf("/apis/" REPORT_API_VERSION "/namespaces/%s/policyreports%s%s", ens,
-				 ename ? "/" : "", ename ? ename : "");
+		p = gv_xasprintf("/apis/" REPORT_API_VERSION "/namespaces/%s/policyreports%s%s",
+				 ens, ename ? "/" : "", ename ? ename : "");
 	else
 		p = gv_xasprintf("/apis/" REPORT_API_VERSION "/clusterpolicyreports%s%s",
 				 ename ? "/" : "", ename ? ename : "");
@@ -816,8 +820,8 @@ static void rinfo_in(struct report_set *rs, const struct report_resource *res, s
 
 static bool status_parse(const char *s, enum engine_status *out)
 {
-	static const enum engine_status all[] = {ENGINE_PASS, ENGINE_FAIL, ENGINE_WARN, ENGINE_ERROR,
-						 ENGINE_SKIP};
+	static const enum engine_status all[] = {ENGINE_PASS, ENGINE_FAIL, ENGINE_WARN,
+						 ENGINE_ERROR, ENGINE_SKIP};
 
 	for (size_t i = 0; s && i < GV_ARRAY_LEN(all); i++) {
 		if (!strcmp(s, engine_status_name(all[i]))) {
@@ -966,7 +970,7 @@ static void model_replace(struct report_set *rs, struct rgroup *g, const struct 
 			rentry_release(&e[i]);
 		return;
 	}
-	group_touch(rs, g);
+	group_touch(g);
 	if (nd) {
 		for (size_t i = nd->n; i-- > 0;)
 			if (nd->v[i].policy == policy)
@@ -988,11 +992,12 @@ static void model_upsert(struct report_set *rs, struct rgroup *g, const struct r
 	struct rnode *nd = map_get(&g->model.nodes, ri->uid);
 	struct rentry *o = rnode_find(nd, e->policy, e->rule);
 
-	if (o && ((rentry_same(o, e) && rnode_same_info(nd, ri)) || (newer_wins && ts_newer(o, e)))) {
+	if (o &&
+	    ((rentry_same(o, e) && rnode_same_info(nd, ri)) || (newer_wins && ts_newer(o, e)))) {
 		rentry_release(e);
 		return;
 	}
-	group_touch(rs, g);
+	group_touch(g);
 	gstate_set(&g->model, ri, e);
 }
 
@@ -1099,6 +1104,12 @@ enum gv_code report_put_response(struct report_set *rs, const struct report_reso
 	size_t n = 0;
 	enum gv_code rc;
 
+	if (mode == ENGINE_BACKGROUND && !engine_policy_background(resp->policy)) {
+		/* never scanned: its admission results are not the scan's to replace */
+		free(ref);
+		free(e);
+		return GV_OK;
+	}
 	for (size_t i = 0; i < resp->nrules; i++) {
 		const struct engine_rule_result *r = &resp->rules[i];
 
@@ -1159,7 +1170,7 @@ static size_t group_sweep(struct report_set *rs, struct rgroup *g, const struct 
 		for (size_t j = 0; j < nodes[i]->n; j++)
 			hits += sw->match(nodes[i], &nodes[i]->v[j], sw->arg);
 	if (hits) {
-		group_touch(rs, g);
+		group_touch(g);
 		for (size_t i = 0; i < nn; i++) {
 			struct rnode *nd = nodes[i];
 
@@ -1175,33 +1186,24 @@ static size_t group_sweep(struct report_set *rs, struct rgroup *g, const struct 
 
 static size_t sweep_all(struct report_set *rs, const struct sweep *sw)
 {
-	struct rgroup **gs;
-	size_t n, hits = 0;
+	size_t hits = 0;
 
-	gs = groups_sorted(rs, &n);
-	for (size_t i = 0; i < n; i++)
-		if (!sw->applies || sw->applies(rs, gs[i], sw->arg))
-			hits += group_sweep(rs, gs[i], sw);
-	free(gs);
+	/* sweeps remove results, never groups: the map can be walked directly */
+	for (size_t i = 0; i < rs->groups.cap; i++) {
+		struct rgroup *g = rs->groups.v[i].val;
+
+		if (rs->groups.v[i].key && (!sw->applies || sw->applies(rs, g, sw->arg)))
+			hits += group_sweep(rs, g, sw);
+	}
 	return hits;
 }
 
 struct sweep_arg {
-	const char *ns;	    /* NULL = any */
-	const char *uid;    /* report_delete_object */
 	const char *policy; /* interned */
 	const char *rule;   /* interned */
 	const char *process;
 	const struct map *keep; /* report_retain: uids */
 };
-
-static bool applies_ns(const struct report_set *rs, const struct rgroup *g, const void *arg)
-{
-	const struct sweep_arg *a = arg;
-
-	(void)rs;
-	return !a->ns || !strcmp(a->ns, g->ns);
-}
 
 /* Split layout: only the groups of that policy can hold its results. */
 static bool applies_policy(const struct report_set *rs, const struct rgroup *g, const void *arg)
@@ -1216,12 +1218,6 @@ static bool applies_policy(const struct report_set *rs, const struct rgroup *g, 
 	ok = !strcmp(base, g->base);
 	free(base);
 	return ok;
-}
-
-static bool match_uid(const struct rnode *nd, const struct rentry *e, const void *arg)
-{
-	(void)e;
-	return !strcmp(nd->uid, ((const struct sweep_arg *)arg)->uid);
 }
 
 static bool match_policy(const struct rnode *nd, const struct rentry *e, const void *arg)
@@ -1242,11 +1238,20 @@ static bool match_not_kept(const struct rnode *nd, const struct rentry *e, const
 
 void report_delete_object(struct report_set *rs, const char *ns, const char *uid)
 {
-	struct sweep_arg a = {.ns = ns, .uid = uid};
-	struct sweep sw = {applies_ns, match_uid, &a};
+	if (!uid)
+		return;
+	for (size_t i = 0; i < rs->groups.cap; i++) {
+		struct rgroup *g = rs->groups.v[i].val;
+		struct rnode *nd;
 
-	if (uid)
-		sweep_all(rs, &sw);
+		if (!rs->groups.v[i].key || (ns && strcmp(ns, g->ns)))
+			continue;
+		if (!(nd = map_get(&g->model.nodes, uid)))
+			continue;
+		group_touch(g);
+		g->model.nresults -= nd->n;
+		rnode_free(map_del(&g->model.nodes, uid));
+	}
 }
 
 void report_delete_policy(struct report_set *rs, const char *policy)
@@ -1346,7 +1351,8 @@ static int rpair_cmp(const void *pa, const void *pb)
 	const struct rpair *a = pa, *b = pb;
 	int c;
 
-	if ((c = strcmp(a->nd->kind, b->nd->kind)) || (c = strcmp(a->nd->namespace, b->nd->namespace)) ||
+	if ((c = strcmp(a->nd->kind, b->nd->kind)) ||
+	    (c = strcmp(a->nd->namespace, b->nd->namespace)) ||
 	    (c = strcmp(a->nd->name, b->nd->name)) || (c = strcmp(a->nd->uid, b->nd->uid)) ||
 	    (c = strcmp(a->e->policy, b->e->policy)) || (c = strcmp(a->e->rule, b->e->rule)))
 		return c;
@@ -1444,7 +1450,8 @@ static json_t *report_object(const struct report_set *rs, const struct rgroup *g
 	sum = summary_of(results);
 	*hash = content_hash(labels, sum, results);
 	json_object_set_new(o, "apiVersion", json_string(REPORT_API_VERSION));
-	json_object_set_new(o, "kind", json_string(*g->ns ? "PolicyReport" : "ClusterPolicyReport"));
+	json_object_set_new(o, "kind",
+			    json_string(*g->ns ? "PolicyReport" : "ClusterPolicyReport"));
 	json_object_set_new(md, "name", json_string(name));
 	if (*g->ns)
 		json_object_set_new(md, "namespace", json_string(g->ns));
@@ -1467,8 +1474,8 @@ static enum gv_code group_render(const struct report_set *rs, const struct rgrou
 	size_t n, count = 0, bytes = 0, nchunks = 0;
 	struct rpair *v = gstate_sorted(&g->model, &n);
 	json_t *objs = json_array(), *cur = NULL;
-	uint64_t *h = gv_xcalloc(n / (rs->opt.chunk_results ? rs->opt.chunk_results : 1) + n + 1,
-				 sizeof(*h));
+	uint64_t *h =
+	    gv_xcalloc(n / (rs->opt.chunk_results ? rs->opt.chunk_results : 1) + n + 1, sizeof(*h));
 	enum gv_code rc = GV_OK;
 
 	for (size_t i = 0; i <= n; i++) {
@@ -1496,9 +1503,8 @@ static enum gv_code group_render(const struct report_set *rs, const struct rgrou
 			if (nchunks >= REPORT_MAX_CHUNKS) {
 				json_decref(r);
 				rc = gv_err_set(err, GV_ELIMIT,
-						"report %s%s%s: more than %d objects needed",
-						g->ns, *g->ns ? "/" : "", g->base,
-						REPORT_MAX_CHUNKS);
+						"report %s%s%s: more than %d objects needed", g->ns,
+						*g->ns ? "/" : "", g->base, REPORT_MAX_CHUNKS);
 				goto out;
 			}
 			cur = json_array();
@@ -1724,7 +1730,8 @@ static void group_rebase(struct report_set *rs, struct rgroup *g, struct fresh *
 			struct rinfo ri = {m->uid, m->api_version, m->kind, m->namespace, m->name};
 
 			for (size_t j = 0; j < m->n; j++) {
-				const struct rentry *se = rnode_find(s, m->v[j].policy, m->v[j].rule);
+				const struct rentry *se =
+				    rnode_find(s, m->v[j].policy, m->v[j].rule);
 				struct rnode *fn;
 				struct rentry *fe, e;
 
@@ -1781,8 +1788,7 @@ enum gv_code report_merge(struct report_set *rs, const char *ns, const char *bas
 	size_t i;
 	enum gv_code rc;
 
-	json_array_foreach(current, i, obj)
-		fresh_add(rs, &f, g->ns, g->base, obj, NULL);
+	json_array_foreach(current, i, obj) fresh_add(rs, &f, g->ns, g->base, obj, NULL);
 	group_rebase(rs, g, &f);
 	rc = group_render(rs, g, &objs, &h, err);
 	if (rc)
@@ -2277,7 +2283,8 @@ static enum gv_code load_list(struct report_set *rs, const struct report_api *ap
 		free(path);
 		free(econt);
 		if (rc && st.http == 410 && restarts < LIST_RESTARTS) {
-			/* the continue token expired: start again (items seen twice fold into one) */
+			/* the continue token expired: start again (items seen twice fold into one)
+			 */
 			restarts++;
 			free(cont);
 			cont = NULL;

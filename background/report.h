@@ -83,20 +83,21 @@
 #include "engine/engine.h"
 #include "kube/kube.h"
 
-#define REPORT_API_VERSION   "wgpolicyk8s.io/v1alpha2"
-#define REPORT_SOURCE	     "gavel"
-#define REPORT_CHUNK_RESULTS 1000
-#define REPORT_CHUNK_BYTES   (512u * 1024u)
-#define REPORT_MAX_CHUNKS    1000
-#define REPORT_MAX_MESSAGE   1024
-#define REPORT_MAX_CATEGORY  256
-#define REPORT_MAX_BASE	     248
-#define REPORT_MAX_ATTEMPTS  5 /* writes of one group per report_flush (409 -> re-read -> retry) */
+#define REPORT_API_VERSION     "wgpolicyk8s.io/v1alpha2"
+#define REPORT_SOURCE	       "gavel"
+#define REPORT_CHUNK_RESULTS   1000
+#define REPORT_CHUNK_BYTES     (512u * 1024u)
+#define REPORT_MAX_CHUNK_BYTES (1024u * 1024u)
+#define REPORT_MAX_CHUNKS      1000
+#define REPORT_MAX_MESSAGE     1024
+#define REPORT_MAX_CATEGORY    256
+#define REPORT_MAX_BASE	       248
+#define REPORT_MAX_ATTEMPTS    5 /* writes of one group per report_flush (409 -> re-read -> retry) */
 
 #define REPORT_LABEL_MANAGED_BY "app.kubernetes.io/managed-by" /* = "gavel" */
-#define REPORT_LABEL_GROUP	"gavel.dev/report-group"	/* = report_group_label(base) */
-#define REPORT_LABEL_CHUNK	"gavel.dev/report-chunk"	/* = "0", "1", ... */
-#define REPORT_LABEL_LAYOUT	"gavel.dev/report-layout"	/* = "namespace" | "split" */
+#define REPORT_LABEL_GROUP	"gavel.dev/report-group"       /* = report_group_label(base) */
+#define REPORT_LABEL_CHUNK	"gavel.dev/report-chunk"       /* = "0", "1", ... */
+#define REPORT_LABEL_LAYOUT	"gavel.dev/report-layout"      /* = "namespace" | "split" */
 
 enum report_process { REPORT_BACKGROUND_SCAN, REPORT_ADMISSION_REVIEW };
 
@@ -118,15 +119,15 @@ enum gv_code report_resource_from_object(const json_t *obj, struct report_resour
 
 /* One result as a change gives it. Strings borrowed. */
 struct report_entry {
-	const char *policy;	    /* "name" or "namespace/name" (report_policy_ref) */
-	const char *rule;	    /* required */
-	enum engine_status result;  /* as reported (report_status()) */
-	const char *message;	    /* NULL = "" */
-	const char *severity;	    /* NULL = none */
-	const char *category;	    /* NULL = none */
+	const char *policy;	   /* "name" or "namespace/name" (report_policy_ref) */
+	const char *rule;	   /* required */
+	enum engine_status result; /* as reported (report_status()) */
+	const char *message;	   /* NULL = "" */
+	const char *severity;	   /* NULL = none */
+	const char *category;	   /* NULL = none */
 	bool scored;
-	int64_t seconds;	    /* timestamp: Unix seconds */
-	int32_t nanos;		    /* and nanoseconds, 0..999999999 */
+	int64_t seconds; /* timestamp: Unix seconds */
+	int32_t nanos;	 /* and nanoseconds, 0..999999999 */
 	enum report_process process;
 };
 
@@ -170,7 +171,8 @@ char *report_group_label(const char *base);
 struct report_options {
 	bool split;	      /* one report per policy per namespace */
 	size_t chunk_results; /* results per object; 0 = REPORT_CHUNK_RESULTS */
-	size_t chunk_bytes;   /* serialized results per object; 0 = REPORT_CHUNK_BYTES */
+	size_t chunk_bytes;   /* serialized results per object; 0 = REPORT_CHUNK_BYTES,
+				 at most REPORT_MAX_CHUNK_BYTES */
 };
 
 struct report_set;
@@ -202,8 +204,9 @@ enum gv_code report_upsert(struct report_set *rs, const struct report_resource *
  * entry fields taken from the policy (report_status, severity, category,
  * scored). BACKGROUND: report_replace() of (res, policy), process
  * "background scan" (a policy response with no reported rule removes the
- * object's results of that policy). ADMISSION: report_upsert(), process
- * "admission review". Timestamp seconds/nanos.
+ * object's results of that policy; a policy with background: false is
+ * left alone). ADMISSION: report_upsert(), process "admission review".
+ * Timestamp seconds/nanos.
  */
 enum gv_code report_put_response(struct report_set *rs, const struct report_resource *res,
 				 const struct engine_response *resp, enum engine_mode mode,
@@ -298,8 +301,8 @@ void report_ops_free(struct report_op *ops, size_t n);
  * How reports are read and written: kube_request() on client, or, when
  * `request` is set, that function (same contract as kube_request; tests).
  * `proceed` (optional) is asked before each group and each write; false
- * stops the flush (leadership lost): report_flush returns GV_OK with the
- * rest left dirty.
+ * stops the flush (leadership lost, e.g. !leader_is_leader()):
+ * report_flush returns GV_OK with the rest left dirty. Both get ud.
  */
 struct report_api {
 	struct kube_client *client; /* borrowed */
@@ -310,7 +313,7 @@ struct report_api {
 };
 
 struct report_stats {
-	size_t read;	  /* objects read */
+	size_t read; /* objects read */
 	size_t created, updated, deleted, unchanged;
 	size_t conflicts; /* 409s (and 404s on update) that made a group be re-read */
 	size_t failed;	  /* groups left dirty by an error */

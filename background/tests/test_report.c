@@ -58,7 +58,8 @@ static const char *sget(const json_t *o, const char *path)
 	const json_t *v = o;
 
 	for (char *t = strtok_r(copy, ".", &save); t && v; t = strtok_r(NULL, ".", &save))
-		v = json_is_array(v) ? json_array_get(v, strtoul(t, NULL, 10)) : json_object_get(v, t);
+		v = json_is_array(v) ? json_array_get(v, strtoul(t, NULL, 10))
+				     : json_object_get(v, t);
 	free(copy);
 	return json_string_value(v);
 }
@@ -69,7 +70,8 @@ static long long iget(const json_t *o, const char *path)
 	const json_t *v = o;
 
 	for (char *t = strtok_r(copy, ".", &save); t && v; t = strtok_r(NULL, ".", &save))
-		v = json_is_array(v) ? json_array_get(v, strtoul(t, NULL, 10)) : json_object_get(v, t);
+		v = json_is_array(v) ? json_array_get(v, strtoul(t, NULL, 10))
+				     : json_object_get(v, t);
 	free(copy);
 	return v ? (long long)json_integer_value(v) : -1;
 }
@@ -80,7 +82,8 @@ static const json_t *jget(const json_t *o, const char *path)
 	const json_t *v = o;
 
 	for (char *t = strtok_r(copy, ".", &save); t && v; t = strtok_r(NULL, ".", &save))
-		v = json_is_array(v) ? json_array_get(v, strtoul(t, NULL, 10)) : json_object_get(v, t);
+		v = json_is_array(v) ? json_array_get(v, strtoul(t, NULL, 10))
+				     : json_object_get(v, t);
 	free(copy);
 	return v;
 }
@@ -123,9 +126,8 @@ static void check_summaries(const json_t *objs)
 		const json_t *r;
 		size_t j;
 
-		json_array_foreach(json_object_get(o, "results"), j, r)
-			for (int k = 0; k < 5; k++)
-				count[k] += !strcmp(sget(r, "result"), st[k]);
+		json_array_foreach(json_object_get(o, "results"), j, r) for (int k = 0; k < 5; k++)
+		    count[k] += !strcmp(sget(r, "result"), st[k]);
 		for (int k = 0; k < 5; k++) {
 			char path[32];
 
@@ -165,9 +167,9 @@ static void check_name(char *got, const char *want)
 
 static void test_names(void **state)
 {
-	static const char *const bases[] = {"polr-ns-x",	 "polr-ns-x-1",	     "polr-ns-x-p-0",
-					    "clusterpolicyreport", "clusterpolicyreport-7",
-					    "polr-ns-a-b.c"};
+	static const char *const bases[] = {
+	    "polr-ns-x",	   "polr-ns-x-1",	    "polr-ns-x-p-0",
+	    "clusterpolicyreport", "clusterpolicyreport-7", "polr-ns-a-b.c"};
 	char *b;
 	size_t idx;
 
@@ -314,7 +316,8 @@ static void test_entries(void **state)
 	    json_string_value(json_object_get(jget(o, "metadata.labels"), REPORT_LABEL_GROUP)),
 	    "polr-ns-team-a");
 	assert_string_equal(
-	    json_string_value(json_object_get(jget(o, "metadata.labels"), REPORT_LABEL_CHUNK)), "0");
+	    json_string_value(json_object_get(jget(o, "metadata.labels"), REPORT_LABEL_CHUNK)),
+	    "0");
 	assert_string_equal(
 	    json_string_value(json_object_get(jget(o, "metadata.labels"), REPORT_LABEL_LAYOUT)),
 	    "namespace");
@@ -411,9 +414,11 @@ static void test_engine_entries(void **state)
 	assert_int_equal(report_status(scored, ENGINE_FAIL), ENGINE_FAIL);
 
 	resp = (struct engine_response){scored, &rr, 1};
-	assert_int_equal(report_put_response(rs, &p, &resp, ENGINE_BACKGROUND, 100, 7, &err), GV_OK);
+	assert_int_equal(report_put_response(rs, &p, &resp, ENGINE_BACKGROUND, 100, 7, &err),
+			 GV_OK);
 	resp = (struct engine_response){unscored, &ru, 1};
-	assert_int_equal(report_put_response(rs, &p, &resp, ENGINE_BACKGROUND, 100, 7, &err), GV_OK);
+	assert_int_equal(report_put_response(rs, &p, &resp, ENGINE_BACKGROUND, 100, 7, &err),
+			 GV_OK);
 	resp = (struct engine_response){local, rl, 2};
 	assert_int_equal(report_put_response(rs, &p, &resp, ENGINE_ADMISSION, 100, 7, &err), GV_OK);
 	all = report_render_all(rs);
@@ -575,13 +580,14 @@ static void test_deletes_and_prune(void **state)
 	{
 		struct gv_err err = {0};
 
-		assert_int_equal(report_upsert(rs, &b, (struct report_entry[]){{.policy = "nobg",
-										.rule = "r",
-										.result = ENGINE_FAIL,
-										.process =
-										    REPORT_ADMISSION_REVIEW}},
-					       1, &err),
-				 GV_OK);
+		assert_int_equal(
+		    report_upsert(rs, &b,
+				  (struct report_entry[]){{.policy = "nobg",
+							   .rule = "r",
+							   .result = ENGINE_FAIL,
+							   .process = REPORT_ADMISSION_REVIEW}},
+				  1, &err),
+		    GV_OK);
 	}
 	assert_int_equal(report_count(rs), 11);
 
@@ -753,7 +759,8 @@ static void test_chunks(void **state)
 	assert_true(json_array_size(all) >= 5);
 	check_summaries(all);
 	for (size_t i = 0; i < json_array_size(all); i++) {
-		char *s = json_dumps(json_object_get(json_array_get(all, i), "results"), JSON_COMPACT);
+		char *s =
+		    json_dumps(json_object_get(json_array_get(all, i), "results"), JSON_COMPACT);
 
 		assert_true(strlen(s) <= 4096 + 64);
 		free(s);
@@ -860,9 +867,9 @@ static void test_split_layout(void **state)
 	assert_string_equal(sget(all, "1.results.0.policy"), "team-a/local");
 	assert_string_equal(sget(all, "2.metadata.name"), "polr-ns-team-a-p1");
 	assert_string_equal(sget(all, "3.metadata.name"), "polr-ns-team-a-p2-1-0");
-	assert_string_equal(json_string_value(json_object_get(jget(all, "3.metadata.labels"),
-							      REPORT_LABEL_LAYOUT)),
-			    "split");
+	assert_string_equal(
+	    json_string_value(json_object_get(jget(all, "3.metadata.labels"), REPORT_LABEL_LAYOUT)),
+	    "split");
 	json_decref(all);
 	report_delete_policy(rs, "p1");
 	assert_int_equal(report_count(rs), 2);
@@ -967,8 +974,8 @@ static enum gv_code fake_request(void *ud, const char *method, const char *path,
 	{
 		char *slash = strchr(seg2, '/');
 
-		snprintf(coll, sizeof(coll), "%.*s", (int)(slash ? slash - seg2 : (long)strlen(seg2)),
-			 seg2);
+		snprintf(coll, sizeof(coll), "%.*s",
+			 (int)(slash ? slash - seg2 : (long)strlen(seg2)), seg2);
 		if (slash)
 			snprintf(name, sizeof(name), "%s", slash + 1);
 	}
@@ -988,7 +995,8 @@ static enum gv_code fake_request(void *ud, const char *method, const char *path,
 	if (!strcmp(method, "GET") && !*name) {
 		char *sel = query(path, "labelSelector"), *lim = query(path, "limit");
 		char *cont = query(path, "continue");
-		size_t skip = cont ? strtoul(cont, NULL, 10) : 0, limit = lim ? strtoul(lim, 0, 10) : 0;
+		size_t skip = cont ? strtoul(cont, NULL, 10) : 0,
+		       limit = lim ? strtoul(lim, 0, 10) : 0;
 		size_t seen = 0;
 		json_t *list = json_object(), *items = json_array();
 		const char *k;
@@ -1020,7 +1028,8 @@ static enum gv_code fake_request(void *ud, const char *method, const char *path,
 				char next[32];
 
 				snprintf(next, sizeof(next), "%zu", skip + limit);
-				json_object_set_new(list, "metadata", json_pack("{ss}", "continue", next));
+				json_object_set_new(list, "metadata",
+						    json_pack("{ss}", "continue", next));
 				break;
 			}
 			json_array_append_new(items, json_deep_copy(o));
@@ -1050,7 +1059,8 @@ static enum gv_code fake_request(void *ud, const char *method, const char *path,
 		if (!cur)
 			rc = fake_status(st, err, 404, "NotFound", "not found");
 		else if (!rv)
-			rc = fake_status(st, err, 422, "Invalid", "resourceVersion must be specified");
+			rc = fake_status(st, err, 422, "Invalid",
+					 "resourceVersion must be specified");
 		else if (strcmp(rv, sget(cur, "metadata.resourceVersion")))
 			rc = fake_status(st, err, 409, "Conflict", "the object has been modified");
 		else {
@@ -1232,7 +1242,8 @@ static void test_flush_conflict(void **state)
 		memset(&st, 0, sizeof(st));
 		assert_int_equal(report_flush(rs2, &api, &st, &err), GV_OK);
 		assert_int_equal(st.conflicts, 1);
-		assert_int_equal(json_array_size(json_object_get(fobj(f, "x/polr-ns-x"), "results")), 5);
+		assert_int_equal(
+		    json_array_size(json_object_get(fobj(f, "x/polr-ns-x"), "results")), 5);
 		report_set_free(rs2);
 	}
 	fake_free(f);
