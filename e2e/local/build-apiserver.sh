@@ -3,7 +3,10 @@
 # per machine, and provide etcd and a matching kubectl next to it.
 #
 # Everything is cached outside the work tree, in ${GAVEL_CACHE:-/var/cache/gavel}:
-#   bin/kube-apiserver   built from source (about 6 min, 1.3 GB RAM on 2 cores)
+#   bin/kube-apiserver   built from source (about 7 min, 1.3 GB RAM on 2 cores)
+#   bin/kube-apiserver.version
+#                        build id ($BUILD_ID below); a cached binary with another
+#                        (or no) id is rebuilt
 #   bin/etcd             Debian etcd-server, unpacked (or a link to an installed etcd)
 #   bin/kubectl          Debian kubernetes-client 1.20, unpacked
 #   build.log            output of the last build
@@ -13,6 +16,11 @@
 # GAVEL_KEEP_SRC=1 keeps the unpacked source tree and Go build cache after a
 # successful build (default: removed, they take about 2 GB).
 #
+# The vendored github.com/modern-go/reflect2 v1.0.1 is patched for Go >= 1.18
+# (reflect2-go1.18.patch, next to this script) before building: without it the
+# API server dies with "fatal error: fault" in reflect2.UnsafeIterate on any
+# custom resource create.
+#
 # Idempotent: exits at once when the binaries are present and run. Safe to run
 # concurrently: a lock makes the second run wait for the first.
 # Needs root (apt) only the first time.
@@ -21,6 +29,11 @@ set -euo pipefail
 CACHE=${GAVEL_CACHE:-/var/cache/gavel}
 BIN=$CACHE/bin
 WANT_VERSION=v1.20.2
+# Build id stored in bin/kube-apiserver.version. Change it whenever the build
+# changes (e.g. a new patch): cached binaries with another id get rebuilt.
+BUILD_ID=$WANT_VERSION+reflect2-fix
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REFLECT2_PATCH=$HERE/reflect2-go1.18.patch
 
 log() { printf '[build-apiserver %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -37,7 +50,12 @@ apiserver_ok() {
 		runs "$KUBE_APISERVER" --version || die "KUBE_APISERVER=$KUBE_APISERVER does not run --version"
 		return 0
 	fi
-	runs "$BIN/kube-apiserver" --version
+	runs "$BIN/kube-apiserver" --version && [ "$(cached_build_id)" = "$BUILD_ID" ]
+}
+cached_build_id() {
+	if [ -f "$BIN/kube-apiserver.version" ]; then
+		cat "$BIN/kube-apiserver.version"
+	fi
 }
 etcd_ok() {
 	if [ -n "${ETCD:-}" ]; then
@@ -56,7 +74,11 @@ kubectl_ok() {
 all_ok() { apiserver_ok && etcd_ok && kubectl_ok; }
 
 report() {
-	log "kube-apiserver: ${KUBE_APISERVER:-$BIN/kube-apiserver} ($("${KUBE_APISERVER:-$BIN/kube-apiserver}" --version 2>&1))"
+	if [ -n "${KUBE_APISERVER:-}" ]; then
+		log "kube-apiserver: $KUBE_APISERVER ($("$KUBE_APISERVER" --version 2>&1))"
+	else
+		log "kube-apiserver: $BIN/kube-apiserver ($("$BIN/kube-apiserver" --version 2>&1), build $(cached_build_id))"
+	fi
 	log "etcd:           ${ETCD:-$BIN/etcd} ($("${ETCD:-$BIN/etcd}" --version 2>&1 | head -n1))"
 	log "kubectl:        ${KUBECTL:-$BIN/kubectl} ($("${KUBECTL:-$BIN/kubectl}" version --client --short 2>/dev/null || true))"
 }
@@ -195,6 +217,44 @@ enable_deb_src() {
 		die "apt-get source kubernetes unavailable even with deb-src enabled"
 }
 
+# patch_reflect2 TREE: apply reflect2-go1.18.patch to TREE's vendored
+# github.com/modern-go/reflect2 (v1.0.1 -> v1.0.2's Go >= 1.18 mapiterinit).
+# Idempotent (an already patched tree is left alone); dies when the vendored
+# code is neither the expected original nor patched. Then checks with
+# `go list` that this vendored copy is the one kube-apiserver compiles.
+patch_reflect2() {
+	local tree=$1 dir=$1/vendor/github.com/modern-go/reflect2 out
+	[ -f "$dir/unsafe_link.go" ] || die "no vendored reflect2 in $dir"
+	if patch -p1 -F0 -R -f -s --dry-run -d "$tree" <"$REFLECT2_PATCH" >/dev/null 2>&1; then
+		log "vendored reflect2 already patched for Go >= 1.18"
+	elif out=$(patch -p1 -F0 -N -f --dry-run -d "$tree" <"$REFLECT2_PATCH" 2>&1); then
+		log "patching vendored reflect2 v1.0.1 for Go >= 1.18 (mapiterinit fills a *hiter, as in v1.0.2): $REFLECT2_PATCH"
+		patch -p1 -F0 -N -f -s --no-backup-if-mismatch -d "$tree" <"$REFLECT2_PATCH" >&2 ||
+			die "applying $REFLECT2_PATCH failed"
+	else
+		printf '%s\n' "$out" >&2
+		die "vendored reflect2 in $dir is not the expected v1.0.1 code; $REFLECT2_PATCH does not apply"
+	fi
+	grep -q 'mapiterinit(type2.rtype, \*(\*unsafe.Pointer)(obj), &it)' "$dir/go_above_118.go" ||
+		die "reflect2 patch check failed: no 3-argument mapiterinit call in $dir/go_above_118.go"
+	! grep -q 'func mapiterinit(rtype unsafe.Pointer, m unsafe.Pointer) \*hiter' "$dir/unsafe_link.go" ||
+		die "reflect2 patch check failed: old mapiterinit declaration still in $dir/unsafe_link.go"
+	# The build (GO111MODULE=off, GOPATH tree linking to $tree) must compile
+	# this copy and, with this Go, go_above_118.go.
+	out=$(
+		cd "$tree/.go/src/k8s.io/kubernetes" &&
+			GO111MODULE=off GOPATH=$tree/.go GOFLAGS='' GOCACHE=$CACHE/go-build PATH=/usr/lib/go/bin:$PATH \
+				go list -e -f '{{.ImportPath}} {{.Dir}} {{.GoFiles}}' -deps ./cmd/kube-apiserver 2>&1 |
+			grep '/github.com/modern-go/reflect2 '
+	) || die "go list: kube-apiserver does not depend on a reflect2 package?"
+	case "$out" in
+	*"k8s.io/kubernetes/vendor/github.com/modern-go/reflect2 "*go_above_118.go*) ;;
+	*) die "kube-apiserver would compile another reflect2 than the patched vendored one: $out" ;;
+	esac
+	out=${out#* }
+	log "reflect2 compiled from ${out%% *} (with go_above_118.go)"
+}
+
 # --- etcd, kubectl ----------------------------------------------------------
 if ! etcd_ok; then
 	if command -v etcd >/dev/null 2>&1 && runs "$(command -v etcd)" --version; then
@@ -216,8 +276,12 @@ fi
 # --- kube-apiserver ---------------------------------------------------------
 if ! apiserver_ok; then
 	START=$SECONDS
-	log "building kube-apiserver $WANT_VERSION from Debian source in $CACHE/src (about 6 minutes, 1.3 GB RAM)"
-	apt_install golang-go rsync jq make dpkg-dev
+	if [ -z "${KUBE_APISERVER:-}" ] && [ -e "$BIN/kube-apiserver" ]; then
+		log "cached $BIN/kube-apiserver has build id '$(cached_build_id)', want '$BUILD_ID'; rebuilding"
+	fi
+	[ -f "$REFLECT2_PATCH" ] || die "missing $REFLECT2_PATCH"
+	log "building kube-apiserver $BUILD_ID from Debian source in $CACHE/src (about 7 minutes, 1.3 GB RAM)"
+	apt_install golang-go rsync jq make dpkg-dev patch
 	SRC=$CACHE/src
 	tree=
 	for d in "$SRC"/kubernetes-*/; do
@@ -243,6 +307,7 @@ if ! apiserver_ok; then
 
 	mkdir -p "$tree/.go/src/k8s.io"
 	[ -L "$tree/.go/src/k8s.io/kubernetes" ] || ln -s ../../.. "$tree/.go/src/k8s.io/kubernetes"
+	patch_reflect2 "$tree"
 
 	# Heartbeat, since `make` stays silent for minutes while compiling.
 	(
@@ -270,8 +335,10 @@ if ! apiserver_ok; then
 	out=$tree/_output/bin/kube-apiserver
 	[ -x "$out" ] || out=$tree/_output/local/bin/linux/amd64/kube-apiserver
 	[ -x "$out" ] || die "build succeeded but no kube-apiserver binary in $tree/_output"
+	rm -f "$BIN/kube-apiserver.version"
 	cp "$out" "$BIN/kube-apiserver.new"
 	mv -f "$BIN/kube-apiserver.new" "$BIN/kube-apiserver"
+	printf '%s\n' "$BUILD_ID" >"$BIN/kube-apiserver.version"
 	apiserver_ok || die "built kube-apiserver does not run --version"
 	log "built in $((SECONDS - START)) s"
 	if [ "${GAVEL_KEEP_SRC:-0}" != 1 ]; then
