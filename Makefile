@@ -89,3 +89,58 @@ clean:
 	rm -rf $(BUILD) gavel
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- fuzzing ----
+# libFuzzer targets (<module>/fuzz/fuzz_*.c), built with clang against the
+# library sources compiled again with -fsanitize=fuzzer-no-link,address,undefined
+# under build/fuzz/ (the normal objects are not touched). Needs Debian's clang
+# and libclang-rt-<version>-dev (libFuzzer and the sanitizer runtimes).
+#
+#   make fuzz                     every target for FUZZ_SECONDS (default 60) each,
+#                                 one after the other; prints per target the
+#                                 executions, CPU seconds and crashes, exits
+#                                 non-zero when any target found one
+#   make fuzz FUZZ_TARGETS=fuzz_pattern FUZZ_SECONDS=300
+#   make fuzz-build               build only (build/fuzz/bin/<target>)
+#
+# Seeds are made at run time (build/fuzz/seeds) from the golden cases, the
+# samples and $(CONFORMANCE); the growing corpus is build/fuzz/corpus/<target>,
+# crashes go to build/fuzz/artifacts/<target>/. Reproduce one with
+# build/fuzz/bin/<target> <file>.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := $(BUILD)/fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -I. -g -O1 -Wall -Wextra -Wno-unused-parameter \
+                $(FUZZ_SAN) $(shell pkg-config --cflags $(PKGS))
+FUZZ_SRCS    := $(wildcard */fuzz/fuzz_*.c)
+FUZZ_NAMES   := $(notdir $(FUZZ_SRCS:.c=))
+FUZZ_BINS    := $(addprefix $(FUZZ_BUILD)/bin/,$(FUZZ_NAMES))
+FUZZ_OBJS    := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_TARGETS ?= $(FUZZ_NAMES)
+
+.PHONY: fuzz fuzz-build
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/libgavel-fuzz.a: $(FUZZ_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+# Every target's source is found by its name: <module>/fuzz/<name>.c.
+$(FUZZ_BUILD)/bin/%: $(FUZZ_BUILD)/libgavel-fuzz.a $(FUZZ_SRCS) $(wildcard */fuzz/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %/$*.c,$(FUZZ_SRCS)) \
+		$(FUZZ_BUILD)/libgavel-fuzz.a $(LIBS)
+
+# The seed maker is an ordinary program (no libFuzzer main).
+$(FUZZ_BUILD)/seeds: common/fuzz/seeds.c $(FUZZ_BUILD)/libgavel-fuzz.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_BUILD)/libgavel-fuzz.a $(LIBS)
+
+fuzz-build: $(FUZZ_BINS) $(FUZZ_BUILD)/seeds
+
+fuzz: fuzz-build
+	@sh common/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) "$(CONFORMANCE)" $(FUZZ_TARGETS)

@@ -4,7 +4,9 @@
  *   gavel serve [--kubeconfig F] [--policies DIR]... [--tls-dir D]
  *               [--listen ADDR:PORT] [--metrics-listen ADDR:PORT]
  *               [--namespace NS] [--threads N] [--log-level L]
- *               [--log-format text|json]
+ *               [--log-format text|json] [--manage-certs[=true|false]]
+ *               [--webhook-config NAME] [--tls-secret NAME] [--service NAME]
+ *               [--cert-ip IP]... [--cert-dns NAME]...
  *
  * Two modes:
  *   standalone  --policies given and no cluster configuration (no
@@ -17,11 +19,29 @@
  * The key pair is read from <tls-dir>/tls.crt and tls.key and reloaded when
  * the files change. SIGTERM/SIGINT: stop accepting, finish the requests in
  * flight, exit 0. Start-up failures print one line and exit 2.
+ *
+ * Certificates (cluster mode, --manage-certs, on by default there): the CA
+ * and the serving pair live in the Secret <namespace>/<tls-secret>
+ * (certs_secret_sync: created when missing, renewed when due). A missing
+ * Secret is seeded from the material already in --tls-dir when it is still
+ * good (`gavel certs generate`, a previous run), so a caBundle made from
+ * those files stays valid. The pair and the CA bundle (never the CA key) are
+ * written into --tls-dir when they differ from the files there, and the
+ * server reloads them. The CA bundle is injected into every webhook of the
+ * ValidatingWebhookConfiguration --webhook-config (certs_inject): at start,
+ * whenever that object changes (watched by name, so a configuration created
+ * or re-applied later gets its caBundle within a second or two), and with
+ * the hourly check of the Secret. Several replicas may do all this at once:
+ * the Secret write retries on conflicts and the injection is idempotent.
+ * --manage-certs=false leaves --tls-dir, the Secret and the configuration
+ * alone (certificates provided from outside, e.g. cert-manager).
  */
 #include "cmd/cmd.h"
 
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,15 +50,21 @@
 #include "admission/admission.h"
 #include "admission/metrics.h"
 #include "background/snapshot.h"
+#include "certs/certs.h"
 #include "cmd/load.h"
 #include "common/gv.h"
 #include "common/log.h"
 #include "kube/kube.h"
 #include "common/banned.h"
 
-#define DEFAULT_TLS_DIR "/etc/gavel/tls"
-#define GRACE_MS	25000 /* in-flight requests get this long after SIGTERM */
-#define TLS_CHECK_EVERY 5     /* seconds between checks of the key pair files */
+#define DEFAULT_TLS_DIR	       "/etc/gavel/tls"
+#define GRACE_MS	       25000 /* in-flight requests get this long after SIGTERM */
+#define TLS_CHECK_EVERY	       5     /* seconds between checks of the key pair files */
+#define CERTS_CHECK_EVERY      3600  /* seconds between checks of the Secret (renewal) */
+#define CERTS_RETRY_EVERY      30 /* seconds before a failed Secret or caBundle write is retried */
+#define DEFAULT_WEBHOOK_CONFIG "gavel"
+#define DEFAULT_TLS_SECRET     "gavel-tls" /* manifests/rbac.yaml grants this name */
+#define DEFAULT_SERVICE	       "gavel"
 
 struct serve_opts {
 	const char *kubeconfig;
@@ -51,30 +77,53 @@ struct serve_opts {
 	bool leader_elect; /* accepted for the Deployment's contract; the reconciler uses it */
 	int log_level;
 	int log_json;
+	int manage_certs;	    /* 1 on, 0 off, -1 default (on in cluster mode) */
+	const char *webhook_config; /* "" = inject nowhere */
+	const char *tls_secret;
+	const char *service;
+	const char *cert_ips[CERTS_MAX_SANS];
+	size_t n_cert_ips;
+	const char *cert_dns[CERTS_MAX_SANS];
+	size_t n_cert_dns;
 };
 
 static void serve_usage(FILE *f)
 {
-	fputs("usage: gavel serve [options]\n"
-	      "\n"
-	      "Serves the validating admission webhook (POST /validate, /validate-policy,\n"
-	      "GET /healthz, /readyz over TLS) and Prometheus metrics (GET /metrics).\n"
-	      "\n"
-	      "options:\n"
-	      "  --kubeconfig F        cluster configuration (default: $KUBECONFIG, in-cluster)\n"
-	      "  --policies DIR        policy files or directories (repeatable); without a\n"
-	      "                        cluster configuration gavel runs standalone on them\n"
-	      "  --tls-dir D           directory with tls.crt and tls.key (default " DEFAULT_TLS_DIR
-	      ")\n"
-	      "  --listen ADDR:PORT    webhook address (default :9443)\n"
-	      "  --metrics-listen A:P  metrics address (default :8000; \"\" = none)\n"
-	      "  --namespace NS        gavel's namespace, never judged (default $POD_NAMESPACE,\n"
-	      "                        else gavel)\n"
-	      "  --leader-elect        take part in leader election (background scans)\n"
-	      "  --threads N           worker threads (default: number of CPUs)\n"
-	      "  --log-level L         debug, info, warn, error (default info)\n"
-	      "  --log-format F        text or json (default text)\n",
-	      f);
+	fputs(
+	    "usage: gavel serve [options]\n"
+	    "\n"
+	    "Serves the validating admission webhook (POST /validate, /validate-policy,\n"
+	    "GET /healthz, /readyz over TLS) and Prometheus metrics (GET /metrics).\n"
+	    "\n"
+	    "options:\n"
+	    "  --kubeconfig F        cluster configuration (default: $KUBECONFIG, in-cluster)\n"
+	    "  --policies DIR        policy files or directories (repeatable); without a\n"
+	    "                        cluster configuration gavel runs standalone on them\n"
+	    "  --tls-dir D           directory with tls.crt and tls.key (default " DEFAULT_TLS_DIR
+	    ")\n"
+	    "  --listen ADDR:PORT    webhook address (default :9443)\n"
+	    "  --metrics-listen A:P  metrics address (default :8000; \"\" = none)\n"
+	    "  --namespace NS        gavel's namespace, never judged (default $POD_NAMESPACE,\n"
+	    "                        else gavel)\n"
+	    "  --leader-elect        take part in leader election (background scans)\n"
+	    "  --threads N           worker threads (default: number of CPUs)\n"
+	    "  --log-level L         debug, info, warn, error (default info)\n"
+	    "  --log-format F        text or json (default text)\n"
+	    "\n"
+	    "certificates (cluster mode):\n"
+	    "  --manage-certs[=BOOL] keep the CA and serving pair in a Secret, write them into\n"
+	    "                        --tls-dir, inject the CA into the webhook configuration and\n"
+	    "                        renew before expiry (default true in cluster mode; false:\n"
+	    "                        the files in --tls-dir are provided from outside)\n"
+	    "  --webhook-config NAME ValidatingWebhookConfiguration to inject the CA into\n"
+	    "                        (default " DEFAULT_WEBHOOK_CONFIG "; \"\" = none)\n"
+	    "  --tls-secret NAME     Secret in --namespace (default " DEFAULT_TLS_SECRET ")\n"
+	    "  --service NAME        Service named in the certificate (default " DEFAULT_SERVICE
+	    ")\n"
+	    "  --cert-ip IP          extra IP SAN (repeatable; the --listen address is added\n"
+	    "                        when it is a specific IP)\n"
+	    "  --cert-dns NAME       extra DNS SAN (repeatable)\n",
+	    f);
 }
 
 /* Matches --name VALUE and --name=VALUE. */
@@ -99,6 +148,25 @@ static bool take(int argc, char **argv, int *i, const char *name, const char **v
 	return true;
 }
 
+/* Parses a boolean flag value; -1 when it is not one. */
+static int parse_bool(const char *v)
+{
+	if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes"))
+		return 1;
+	if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no"))
+		return 0;
+	return -1;
+}
+
+/* Adds v to a list of at most CERTS_MAX_SANS; false when full. */
+static bool add_san(const char **list, size_t *n, const char *v)
+{
+	if (*n >= CERTS_MAX_SANS)
+		return false;
+	list[(*n)++] = v;
+	return true;
+}
+
 /* Returns -1 to go on, else an exit code. */
 static int parse_args(struct serve_opts *o, int argc, char **argv)
 {
@@ -109,7 +177,40 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 			serve_usage(stdout);
 			return 0;
 		}
-		if (take(argc, argv, &i, "--kubeconfig", &v, &missing)) {
+		/* A bare --manage-certs means true: it never takes the next argument. */
+		if (!strcmp(argv[i], "--manage-certs")) {
+			o->manage_certs = 1;
+		} else if (!strncmp(argv[i], "--manage-certs=", 15)) {
+			if ((o->manage_certs = parse_bool(argv[i] + 15)) < 0) {
+				fprintf(stderr,
+					"gavel serve: --manage-certs: want true or false\n");
+				return 2;
+			}
+		} else if (take(argc, argv, &i, "--webhook-config", &v, &missing)) {
+			o->webhook_config = v;
+		} else if (take(argc, argv, &i, "--tls-secret", &v, &missing)) {
+			if (v && !*v) {
+				fprintf(stderr, "gavel serve: --tls-secret: empty name\n");
+				return 2;
+			}
+			o->tls_secret = v;
+		} else if (take(argc, argv, &i, "--service", &v, &missing)) {
+			if (v && !*v) {
+				fprintf(stderr, "gavel serve: --service: empty name\n");
+				return 2;
+			}
+			o->service = v;
+		} else if (take(argc, argv, &i, "--cert-ip", &v, &missing)) {
+			if (v && !add_san(o->cert_ips, &o->n_cert_ips, v)) {
+				fprintf(stderr, "gavel serve: too many --cert-ip\n");
+				return 2;
+			}
+		} else if (take(argc, argv, &i, "--cert-dns", &v, &missing)) {
+			if (v && !add_san(o->cert_dns, &o->n_cert_dns, v)) {
+				fprintf(stderr, "gavel serve: too many --cert-dns\n");
+				return 2;
+			}
+		} else if (take(argc, argv, &i, "--kubeconfig", &v, &missing)) {
 			o->kubeconfig = v;
 		} else if (take(argc, argv, &i, "--policies", &v, &missing)) {
 			if (v)
@@ -224,13 +325,285 @@ static int fail(const char *what, const struct gv_err *err)
 	return 2;
 }
 
+/* ---- certificates in cluster mode (--manage-certs) ---- */
+
+struct certmgr {
+	struct kube_client *client;		     /* borrowed */
+	const char *ns, *secret, *webhook, *tls_dir; /* borrowed ("" webhook = none) */
+	struct certs_request req;		     /* strings borrowed from the options */
+	const char *ips[CERTS_MAX_SANS + 1];
+	char listen_ip[64];
+	char *ca;		     /* owned: the CA bundle now in force */
+	struct kube_informer *watch; /* owned: the webhook configuration, by name */
+	atomic_bool webhook_changed; /* set by the informer's thread */
+	bool inject_due;	     /* the caBundle must be (re)written */
+	time_t next_sync, next_inject;
+};
+
+/*
+ * The IP of a --listen address when it names one specific address
+ * ("127.0.0.1:9443", "[::1]:9443"), else "" (":9443", "0.0.0.0:9443").
+ */
+static void listen_ip(const char *listen, char *out, size_t n)
+{
+	const char *colon = strrchr(listen, ':');
+	unsigned char addr[16];
+	size_t len;
+
+	out[0] = '\0';
+	if (!colon || colon == listen)
+		return;
+	len = (size_t)(colon - listen);
+	if (listen[0] == '[' && len >= 2 && listen[len - 1] == ']')
+		snprintf(out, n, "%.*s", (int)(len - 2), listen + 1);
+	else
+		snprintf(out, n, "%.*s", (int)len, listen);
+	if (!strcmp(out, "0.0.0.0") || !strcmp(out, "::") ||
+	    (inet_pton(AF_INET, out, addr) != 1 && inet_pton(AF_INET6, out, addr) != 1))
+		out[0] = '\0';
+}
+
+/* The material that goes into --tls-dir: never the CA's private key. */
+static bool dir_differs(const struct certs_bundle *want, const struct certs_bundle *have)
+{
+	const char *w[] = {want->ca_crt, want->tls_crt, want->tls_key};
+	const char *h[] = {have->ca_crt, have->tls_crt, have->tls_key};
+
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		if (!h[i] || strcmp(w[i], h[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Creates the Secret from the good material already in --tls-dir when the
+ * Secret does not exist. Returns true when it did; false (nothing done)
+ * when the Secret exists, the directory holds nothing usable or anything
+ * fails: certs_secret_sync then does the usual.
+ */
+static bool certmgr_seed(struct certmgr *m, time_t now)
+{
+	char *ens = kube_escape(m->ns), *ename = kube_escape(m->secret);
+	char *path = gv_xasprintf("/api/v1/namespaces/%s/secrets/%s", ens, ename);
+	char *coll = gv_xasprintf("/api/v1/namespaces/%s/secrets", ens);
+	struct certs_bundle b = {0};
+	struct kube_status st = {0};
+	struct gv_err err = {0};
+	json_t *obj = NULL;
+	unsigned ch = 0;
+	bool seeded = false;
+
+	if (!kube_request(m->client, "GET", path, NULL, &obj, &st, &err) || st.http != 404)
+		goto out;
+	if (certs_read_dir(m->tls_dir, &b, NULL) || !b.ca_crt || !b.ca_key || !b.tls_crt ||
+	    !b.tls_key)
+		goto out;
+	/* Keeps what is still good (the CA at least), renews the rest. */
+	if (certs_ensure(&b, &m->req, now, &ch, NULL) || (ch & CERTS_NEW_CA))
+		goto out;
+	obj = certs_secret_new(&b, m->ns, m->secret);
+	if (kube_request(m->client, "POST", coll, obj, NULL, &st, &err))
+		goto out; /* 409: another replica created it first; the sync reads theirs */
+	gv_info("certs: created Secret %s/%s from the CA in %s%s", m->ns, m->secret, m->tls_dir,
+		ch & CERTS_NEW_SERVING ? " (new serving certificate)" : "");
+	seeded = true;
+out:
+	json_decref(obj);
+	certs_bundle_release(&b);
+	free(ens);
+	free(ename);
+	free(path);
+	free(coll);
+	return seeded;
+}
+
+/*
+ * Brings the Secret up to date (creating or renewing) and --tls-dir in line
+ * with it. A new CA bundle makes the caBundle due.
+ */
+static enum gv_code certmgr_sync(struct certmgr *m, time_t now, struct gv_err *err)
+{
+	struct certs_bundle b = {0}, have = {0};
+	unsigned ch = 0;
+	enum gv_code rc;
+
+	certmgr_seed(m, now);
+	rc = certs_secret_sync(m->client, m->ns, m->secret, &m->req, now, &b, &ch, err);
+	if (rc) {
+		gv_err_prefix(err, "Secret %s/%s: ", m->ns, m->secret);
+		goto out;
+	}
+	free(b.ca_key); /* the CA key stays in the Secret */
+	b.ca_key = NULL;
+	certs_read_dir(m->tls_dir, &have, NULL);
+	if (dir_differs(&b, &have)) {
+		if ((rc = certs_write_dir(&b, m->tls_dir, err)))
+			goto out;
+		gv_info("certs: serving pair and CA from Secret %s/%s written to %s", m->ns,
+			m->secret, m->tls_dir);
+	}
+	if (!m->ca || strcmp(m->ca, b.ca_crt)) {
+		free(m->ca);
+		m->ca = gv_xstrdup(b.ca_crt);
+		m->inject_due = true;
+		m->next_inject = 0;
+	}
+out:
+	certs_bundle_release(&b);
+	certs_bundle_release(&have);
+	return rc;
+}
+
+static void certmgr_on_webhook(void *ud)
+{
+	struct certmgr *m = ud;
+
+	atomic_store(&m->webhook_changed, true);
+}
+
+/* Writes the caBundle when due and the configuration exists. */
+static void certmgr_inject(struct certmgr *m, time_t now)
+{
+	struct gv_err err = {0};
+	json_t *cur;
+
+	if (!*m->webhook || !m->ca)
+		return;
+	if (atomic_exchange(&m->webhook_changed, false)) {
+		m->inject_due = true;
+		m->next_inject = 0;
+	}
+	if (!m->inject_due || now < m->next_inject)
+		return;
+	/* Once the watch has listed, a configuration it does not hold does not exist yet. */
+	if (m->watch && kube_informer_synced(m->watch)) {
+		cur = kube_informer_get(m->watch, NULL, m->webhook);
+		json_decref(cur);
+		if (!cur) {
+			gv_debug("certs: ValidatingWebhookConfiguration %s does not exist (yet)",
+				 m->webhook);
+			m->inject_due = false;
+			return;
+		}
+	}
+	if (certs_inject(m->client, m->webhook, m->ca, NULL, &err)) {
+		gv_warn("certs: caBundle of %s not written (retrying in %d s): %s", m->webhook,
+			CERTS_RETRY_EVERY, err.msg);
+		m->next_inject = now + CERTS_RETRY_EVERY;
+		return;
+	}
+	m->inject_due = false;
+}
+
+/*
+ * Starts certificate management: the Secret, --tls-dir and the watch of the
+ * webhook configuration. Fails (exit 2) only when the Secret cannot be
+ * synced and --tls-dir has no key pair to serve meanwhile.
+ */
+static enum gv_code certmgr_start(struct certmgr *m, const struct serve_opts *o,
+				  struct kube_client *client, struct gv_err *err)
+{
+	time_t now = time(NULL);
+	size_t n = 0;
+
+	m->client = client;
+	m->ns = o->namespace;
+	m->secret = o->tls_secret;
+	m->webhook = o->webhook_config;
+	m->tls_dir = o->tls_dir;
+	atomic_init(&m->webhook_changed, false);
+	for (size_t i = 0; i < o->n_cert_ips; i++)
+		m->ips[n++] = o->cert_ips[i];
+	listen_ip(o->listen, m->listen_ip, sizeof(m->listen_ip));
+	if (m->listen_ip[0]) {
+		bool have = false;
+		for (size_t i = 0; i < n; i++)
+			have = have || !strcmp(m->ips[i], m->listen_ip);
+		if (!have && n < CERTS_MAX_SANS)
+			m->ips[n++] = m->listen_ip;
+	}
+	m->req.service = o->service;
+	m->req.namespace = o->namespace;
+	m->req.dns = o->cert_dns;
+	m->req.n_dns = o->n_cert_dns;
+	m->req.ips = m->ips;
+	m->req.n_ips = n;
+
+	if (certmgr_sync(m, now, err)) {
+		struct certs_bundle have = {0};
+		bool usable =
+		    !certs_read_dir(m->tls_dir, &have, NULL) && have.tls_crt && have.tls_key;
+
+		certs_bundle_release(&have);
+		if (!usable)
+			return err->code;
+		gv_warn("certs: %s; serving the key pair in %s meanwhile, retrying in %d s",
+			err->msg, m->tls_dir, CERTS_RETRY_EVERY);
+		gv_err_clear(err);
+		m->next_sync = now + CERTS_RETRY_EVERY;
+	} else {
+		m->next_sync = now + CERTS_CHECK_EVERY;
+	}
+	if (*m->webhook) {
+		char *ename = kube_escape(m->webhook);
+		char *path = gv_xasprintf(
+		    "/apis/admissionregistration.k8s.io/v1/"
+		    "validatingwebhookconfigurations?fieldSelector=metadata.name%%3D%s",
+		    ename);
+
+		m->watch = kube_informer_start(client, path, certmgr_on_webhook, m);
+		free(ename);
+		free(path);
+		/* So that the first injection knows whether the configuration exists. */
+		if (m->watch)
+			kube_informer_wait_synced(m->watch, 5000);
+	}
+	gv_info("certs: managed in Secret %s/%s, caBundle of %s", m->ns, m->secret,
+		*m->webhook ? m->webhook : "(none)");
+	return GV_OK;
+}
+
+/* Called about once a second from the main loop. Returns true when --tls-dir may have changed. */
+static bool certmgr_tick(struct certmgr *m, time_t now)
+{
+	bool synced = false;
+
+	if (now >= m->next_sync) {
+		struct gv_err err = {0};
+		if (certmgr_sync(m, now, &err)) {
+			gv_warn("certs: %s (retrying in %d s)", err.msg, CERTS_RETRY_EVERY);
+			m->next_sync = now + CERTS_RETRY_EVERY;
+		} else {
+			m->next_sync = now + CERTS_CHECK_EVERY;
+			/* Hourly: also repair a caBundle someone changed while no event came. */
+			m->inject_due = true;
+			synced = true;
+		}
+	}
+	certmgr_inject(m, now);
+	return synced;
+}
+
+static void certmgr_stop(struct certmgr *m)
+{
+	if (m->watch)
+		kube_informer_stop(m->watch);
+	m->watch = NULL;
+	free(m->ca);
+	m->ca = NULL;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	struct serve_opts o = {.tls_dir = DEFAULT_TLS_DIR,
 			       .listen = ":9443",
 			       .metrics_listen = ":8000",
 			       .namespace = "gavel",
-			       .log_level = GV_LOG_INFO};
+			       .log_level = GV_LOG_INFO,
+			       .manage_certs = -1,
+			       .webhook_config = DEFAULT_WEBHOOK_CONFIG,
+			       .tls_secret = DEFAULT_TLS_SECRET,
+			       .service = DEFAULT_SERVICE};
 	struct metrics_registry *metrics = NULL;
 	struct admission_queue *queue = NULL;
 	struct admission_handler *handler = NULL;
@@ -240,6 +613,8 @@ int cmd_serve(int argc, char **argv)
 	struct kube_config *kcfg = NULL;
 	struct kube_client *client = NULL;
 	struct snapshot *snap = NULL;
+	struct certmgr certs = {0};
+	bool manage_certs = false;
 	struct engine_policyset *set = NULL;
 	struct engine_policy **pols = NULL;
 	size_t npols = 0;
@@ -256,6 +631,13 @@ int cmd_serve(int argc, char **argv)
 		goto out;
 	gv_log_setup((enum gv_log_level)o.log_level, o.log_json);
 	standalone = o.policies.n && !cluster_configured(&o);
+	if (standalone && o.manage_certs == 1) {
+		fprintf(stderr, "gavel serve: --manage-certs needs a cluster (--kubeconfig, "
+				"$KUBECONFIG or in-cluster configuration)\n");
+		code = 2;
+		goto out;
+	}
+	manage_certs = !standalone && o.manage_certs != 0;
 	if (o.leader_elect)
 		gv_info("serve: --leader-elect: this build has no background reconciler yet; "
 			"serving admission only");
@@ -299,6 +681,10 @@ int cmd_serve(int argc, char **argv)
 			goto out;
 		}
 		source = snapshot_source(snap);
+		if (manage_certs && certmgr_start(&certs, &o, client, &err)) {
+			code = fail("certs: ", &err);
+			goto out;
+		}
 		/* The report writer of the background reconciler drains this queue. */
 		queue = admission_queue_new(1024, ADMISSION_QUEUE_DROP_OLDEST);
 	}
@@ -359,6 +745,8 @@ int cmd_serve(int argc, char **argv)
 				gv_info("serve: SIGHUP: policies reloaded");
 			}
 		}
+		if (manage_certs && certmgr_tick(&certs, time(NULL)))
+			admission_server_reload_tls(server);
 		if (time(NULL) - last_tls_check >= TLS_CHECK_EVERY) {
 			admission_server_reload_tls(server);
 			last_tls_check = time(NULL);
@@ -375,6 +763,7 @@ out:
 	admission_handler_free(handler);
 	if (queue)
 		admission_queue_close(queue);
+	certmgr_stop(&certs);
 	snapshot_stop(snap);
 	admission_queue_free(queue);
 	metrics_registry_free(metrics);
