@@ -209,7 +209,21 @@ static enum gv_code load_json_stream(const char *buf, size_t len, const char *na
 	return GV_OK;
 }
 
+static enum gv_code load_docs_depth(const char *path, int map_depth, struct gv_docs *docs,
+				     struct gv_err *err);
+
 enum gv_code load_docs(const char *path, struct gv_docs *docs, struct gv_err *err)
+{
+	return load_docs_depth(path, -1, docs, err);
+}
+
+enum gv_code load_docs_shallow(const char *path, struct gv_docs *docs, struct gv_err *err)
+{
+	return load_docs_depth(path, 2, docs, err);
+}
+
+static enum gv_code load_docs_depth(const char *path, int map_depth, struct gv_docs *docs,
+				     struct gv_err *err)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -222,7 +236,7 @@ enum gv_code load_docs(const char *path, struct gv_docs *docs, struct gv_err *er
 	rc = gv_read_file(path, &buf, &len, err);
 	if (rc)
 		return rc;
-	rc = gv_yaml_load(buf, len, name, docs, &yerr);
+	rc = gv_yaml_load_ex(buf, len, name, map_depth, docs, &yerr);
 	first = skip_space(buf, buf + len);
 	if (rc && first < buf + len && (*first == '{' || *first == '[')) {
 		struct gv_docs jdocs;
@@ -596,38 +610,45 @@ static void group_of(const char *api_version, char *out, size_t n)
 	out[l] = '\0';
 }
 
-static bool same_resource(const json_t *a, const json_t *b)
+/* The de-duplication key: group/kind/namespace/name. Caller frees. */
+static char *resource_key(const json_t *obj)
 {
-	char ga[256], gb[256];
+	char g[256];
 
-	if (strcmp(load_res_kind(a), load_res_kind(b)) ||
-	    strcmp(load_res_name(a), load_res_name(b)) ||
-	    strcmp(load_res_namespace(a), load_res_namespace(b)))
-		return false;
-	group_of(load_res_api_version(a), ga, sizeof(ga));
-	group_of(load_res_api_version(b), gb, sizeof(gb));
-	return !strcmp(ga, gb);
+	group_of(load_res_api_version(obj), g, sizeof(g));
+	return gv_xasprintf("%s/%s/%s/%s", g, load_res_kind(obj), load_res_namespace(obj),
+			    load_res_name(obj));
 }
 
 static void add_resource(struct load_resources *lr, const json_t *src, const char *file, int line,
 			 FILE *errs)
 {
-	json_t *obj = json_deep_copy(src);
+	/* The documents are the loader's own and released after loading: take them over. */
+	json_t *obj = json_incref((json_t *)src);
+	char *key;
+	const json_t *seen;
 
 	load_resource_prepare(obj);
-	for (size_t i = 0; i < lr->n; i++) {
-		if (same_resource(lr->v[i].obj, obj)) {
-			if (errs)
-				fprintf(errs,
-					"%s:%d: warning: duplicate %s %s/%s ignored (first loaded "
-					"from %s:%d)\n",
-					file, line, load_res_kind(obj), load_res_namespace(obj),
-					load_res_name(obj), lr->v[i].file, lr->v[i].line);
-			json_decref(obj);
-			return;
-		}
+	if (!lr->index)
+		lr->index = json_object();
+	key = resource_key(obj);
+	seen = json_object_get(lr->index, key);
+	if (seen) {
+		size_t i = (size_t)json_integer_value(seen);
+		if (errs)
+			fprintf(errs,
+				"%s:%d: warning: duplicate %s %s/%s ignored (first loaded "
+				"from %s:%d)\n",
+				file, line, load_res_kind(obj), load_res_namespace(obj),
+				load_res_name(obj), lr->v[i].file, lr->v[i].line);
+		json_decref(obj);
+		free(key);
+		return;
 	}
-	lr->v = gv_xrealloc(lr->v, (lr->n + 1) * sizeof(*lr->v));
+	json_object_set_new(lr->index, key, json_integer((json_int_t)lr->n));
+	free(key);
+	if ((lr->n & (lr->n - 1)) == 0) /* grow geometrically: n is 0 or a power of two */
+		lr->v = gv_xrealloc(lr->v, (lr->n ? 2 * lr->n : 1) * sizeof(*lr->v));
 	lr->v[lr->n].obj = obj;
 	lr->v[lr->n].file = gv_xstrdup(file);
 	lr->v[lr->n].line = line;
@@ -648,7 +669,7 @@ enum gv_code load_resources_file(struct load_resources *lr, const char *file, FI
 	struct gv_err lerr = {0};
 	enum gv_code rc, first = GV_OK;
 
-	rc = load_docs(file, &docs, &lerr);
+	rc = load_docs_shallow(file, &docs, &lerr);
 	if (rc) {
 		report_err(errs, &lerr);
 		if (err && !err->code)
@@ -707,5 +728,6 @@ void load_resources_release(struct load_resources *lr)
 		free(lr->v[i].file);
 	}
 	free(lr->v);
+	json_decref(lr->index);
 	memset(lr, 0, sizeof(*lr));
 }

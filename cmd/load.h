@@ -60,6 +60,12 @@ void load_paths_release(struct load_paths *p);
  */
 enum gv_code load_docs(const char *path, struct gv_docs *docs, struct gv_err *err);
 
+/*
+ * load_docs with source positions only for the documents and their first
+ * two levels (resources need no more; see gv_yaml_load_ex).
+ */
+enum gv_code load_docs_shallow(const char *path, struct gv_docs *docs, struct gv_err *err);
+
 /* One policy document. */
 struct load_policy {
 	char *name;		      /* owned: metadata.name ("" when absent) */
@@ -125,6 +131,7 @@ struct load_resource {
 struct load_resources {
 	struct load_resource *v; /* owned array */
 	size_t n;
+	json_t *index; /* owned: "group/kind/namespace/name" -> index in v, for de-duplication */
 };
 
 /*

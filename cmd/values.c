@@ -606,10 +606,25 @@ enum gv_code values_eval_init(struct values_eval *ev, const struct values *value
 	ctx = json_object();
 	req = json_object();
 	json_object_set_new(ctx, "request", req);
-	if (strcmp(op, "DELETE"))
-		json_object_set_new(req, "object", json_deep_copy(resource));
-	if (!strcmp(op, "UPDATE") || !strcmp(op, "DELETE"))
-		json_object_set_new(req, "oldObject", json_deep_copy(resource));
+	{
+		/* Copy the resource only when a value is about to write into it. */
+		bool writes = false;
+		const char *k;
+		json_t *val;
+		json_object_foreach(ev->vars, k, val)
+		{
+			if (!strncmp(k, "request.object", 14) || !strncmp(k, "request.oldObject", 17) ||
+			    !strcmp(k, "request"))
+				writes = true;
+		}
+		if (strcmp(op, "DELETE"))
+			json_object_set_new(req, "object", writes ? json_deep_copy(resource)
+								 : json_incref((json_t *)resource));
+		if (!strcmp(op, "UPDATE") || !strcmp(op, "DELETE"))
+			json_object_set_new(req, "oldObject",
+					    writes ? json_deep_copy(resource)
+						   : json_incref((json_t *)resource));
+	}
 	{
 		const char *k;
 		json_t *val;

@@ -11,9 +11,24 @@
 #include "common/banned.h"
 
 #define MAX_DEPTH 512
+/*
+ * Nodes that aliases may add to one document (each alias is a copy of its
+ * anchor): without a bound, a few kilobytes of nested aliases ("billion
+ * laughs") expand to billions of nodes. go-yaml refuses such documents too.
+ */
+#define MAX_ALIAS_NODES 100000
+
+/*
+ * One node's position. Entries hold their parent's index and their own
+ * pointer segment rather than the whole pointer, so a deep document with
+ * long keys costs memory in proportion to its size, not to size times
+ * depth.
+ */
+#define SRC_ROOT ((size_t)-1) /* parent of a document's root */
 
 struct srcent {
-	char *pointer; /* owned */
+	size_t parent; /* index of the enclosing node's entry, or SRC_ROOT */
+	char *seg;     /* owned: RFC 6901-escaped segment; NULL for the root */
 	int line, col;
 };
 
@@ -22,33 +37,53 @@ struct gv_srcmap {
 	size_t n, cap;
 };
 
+/* Size of a loaded subtree: nodes, and levels (a scalar is 1). */
+struct node_size {
+	size_t nodes;
+	int height;
+};
+
 struct anchor {
 	char *name;
 	json_t *value;
+	struct node_size size;
 };
 
 struct loader {
 	yaml_parser_t parser;
 	yaml_event_t ev;
 	struct gv_srcmap *map;
-	struct gv_buf ptr;
+	size_t parent;	 /* entry of the node whose children are being loaded */
+	const char *seg; /* segment (unescaped) of the next node: key or index */
 	struct anchor *anchors;
 	size_t nanchors;
 	const char *file;
 	struct gv_err *err;
 	int depth;
+	size_t alias_nodes; /* nodes added by aliases in the current document */
+	int map_depth;      /* record positions down to this depth; -1 = all */
 };
 
-static void map_add(struct gv_srcmap *m, const char *pointer, int line, int col)
+/* Adds an entry (seg unescaped, NULL for a root) and returns its index. */
+static size_t map_add(struct gv_srcmap *m, size_t parent, const char *seg, int line, int col)
 {
+	struct gv_buf b = {0};
+
 	if (m->n == m->cap) {
 		m->cap = m->cap ? m->cap * 2 : 64;
 		m->v = gv_xrealloc(m->v, m->cap * sizeof(*m->v));
 	}
-	m->v[m->n].pointer = gv_xstrdup(pointer);
+	if (seg) {
+		gv_pointer_add(&b, seg);
+		m->v[m->n].seg = gv_xstrdup(b.data + 1); /* without the '/' */
+		gv_buf_release(&b);
+	} else {
+		m->v[m->n].seg = NULL;
+	}
+	m->v[m->n].parent = parent;
 	m->v[m->n].line = line;
 	m->v[m->n].col = col;
-	m->n++;
+	return m->n++;
 }
 
 static void map_free(struct gv_srcmap *m)
@@ -56,7 +91,7 @@ static void map_free(struct gv_srcmap *m)
 	if (!m)
 		return;
 	for (size_t i = 0; i < m->n; i++)
-		free(m->v[i].pointer);
+		free(m->v[i].seg);
 	free(m->v);
 	free(m);
 }
@@ -64,23 +99,34 @@ static void map_free(struct gv_srcmap *m)
 int gv_srcmap_find(const struct gv_srcmap *map, const char *pointer, int *line, int *col)
 {
 	size_t best = 0, bestlen = 0;
+	size_t *len; /* per entry: length of `pointer` its pointer matches, or SRC_ROOT (none) */
 	int found = 0;
 
-	if (!map)
+	if (!map || !map->n)
 		return 0;
+	/* parents come before their children, so one pass resolves every entry */
+	len = gv_xmalloc(map->n * sizeof(*len));
 	for (size_t i = 0; i < map->n; i++) {
-		const char *p = map->v[i].pointer;
-		size_t l = strlen(p);
-		if (strncmp(pointer, p, l) != 0)
-			continue;
-		if (pointer[l] != '\0' && pointer[l] != '/' && l != 0)
-			continue;
-		if (!found || l >= bestlen) {
+		const struct srcent *e = &map->v[i];
+		size_t base, l;
+
+		len[i] = SRC_ROOT;
+		if (e->parent == SRC_ROOT) {
+			len[i] = 0; /* the document root matches every pointer */
+		} else if (e->parent < i && (base = len[e->parent]) != SRC_ROOT &&
+			   pointer[base] == '/') {
+			l = strlen(e->seg);
+			if (!strncmp(pointer + base + 1, e->seg, l) &&
+			    (pointer[base + 1 + l] == '\0' || pointer[base + 1 + l] == '/'))
+				len[i] = base + 1 + l;
+		}
+		if (len[i] != SRC_ROOT && (!found || len[i] >= bestlen)) {
 			best = i;
-			bestlen = l;
+			bestlen = len[i];
 			found = 1;
 		}
 	}
+	free(len);
 	if (!found)
 		return 0;
 	*line = map->v[best].line;
@@ -275,7 +321,11 @@ static int resolve_float(const char *s, double *out)
 			if (*p != '_')
 				clean[n++] = *p;
 		clean[n] = '\0';
+		errno = 0;
 		*out = strtod(clean, &end);
+		/* Go's ParseFloat fails on overflow, and go-yaml then keeps "1e999" a string */
+		if (errno == ERANGE && isinf(*out))
+			return 0;
 		return *end == '\0';
 	}
 }
@@ -306,6 +356,9 @@ static json_t *resolve_plain(const char *s)
 	for (size_t k = 0; k < GV_ARRAY_LEN(falses); k++)
 		if (!strcmp(s, falses[k]))
 			return json_false();
+	/* go-yaml looks for a number only when the first character may start one ("_1" is text) */
+	if (!strchr("0123456789+-.", s[0]))
+		return json_string(s);
 	if (resolve_int(s, &i))
 		return json_integer(i);
 	if (resolve_float(s, &d))
@@ -339,14 +392,24 @@ static json_t *scalar_value(const yaml_event_t *ev)
 	return resolve_plain(s);
 }
 
-static void remember_anchor(struct loader *ld, const yaml_char_t *name, json_t *v)
+static void remember_anchor(struct loader *ld, const yaml_char_t *name, json_t *v,
+			    const struct node_size *size)
 {
 	if (!name)
 		return;
 	ld->anchors = gv_xrealloc(ld->anchors, (ld->nanchors + 1) * sizeof(*ld->anchors));
 	ld->anchors[ld->nanchors].name = gv_xstrdup((const char *)name);
 	ld->anchors[ld->nanchors].value = json_incref(v);
+	ld->anchors[ld->nanchors].size = *size;
 	ld->nanchors++;
+}
+
+/* Adds a child's size to its parent's. */
+static void size_add(struct node_size *parent, const struct node_size *child)
+{
+	parent->nodes += child->nodes;
+	if (child->height + 1 > parent->height)
+		parent->height = child->height + 1;
 }
 
 static char *scalar_key_text(const json_t *k)
@@ -358,96 +421,20 @@ static char *scalar_key_text(const json_t *k)
 	return json_dumps(k, JSON_ENCODE_ANY | JSON_COMPACT);
 }
 
-static enum gv_code load_node(struct loader *ld, json_t **out);
-
-static enum gv_code load_mapping(struct loader *ld, json_t **out)
+/*
+ * The key text of a scalar key that resolves to a float JSON cannot hold
+ * (.inf, .nan): what sigs.k8s.io/yaml makes of it
+ * (strconv.FormatFloat(f, 'g', -1, 64)).
+ */
+static char *nonfinite_key_text(const yaml_event_t *ev)
 {
-	json_t *obj = json_object();
-	const yaml_char_t *anchor = ld->ev.data.mapping_start.anchor;
-	char *anchor_name = anchor ? gv_xstrdup((const char *)anchor) : NULL;
-	enum gv_code rc;
+	double d = 0;
 
-	for (;;) {
-		json_t *key = NULL, *val = NULL;
-		char *ktext;
-		size_t base;
-
-		if ((rc = next(ld)))
-			goto fail;
-		if (ld->ev.type == YAML_MAPPING_END_EVENT)
-			break;
-		if (ld->ev.type != YAML_SCALAR_EVENT) {
-			/* complex keys: load and stringify */
-			if ((rc = load_node(ld, &key)))
-				goto fail;
-		} else {
-			key = scalar_value(&ld->ev);
-		}
-		ktext = scalar_key_text(key);
-		json_decref(key);
-		base = ld->ptr.len;
-		gv_pointer_add(&ld->ptr, ktext);
-		if ((rc = next(ld))) {
-			free(ktext);
-			goto fail;
-		}
-		rc = load_node(ld, &val);
-		ld->ptr.len = base;
-		ld->ptr.data[base] = '\0';
-		if (rc) {
-			free(ktext);
-			goto fail;
-		}
-		json_object_set_new(obj, ktext, val);
-		free(ktext);
-	}
-	if (anchor_name)
-		remember_anchor(ld, (const yaml_char_t *)anchor_name, obj);
-	free(anchor_name);
-	*out = obj;
-	return GV_OK;
-fail:
-	free(anchor_name);
-	json_decref(obj);
-	return rc;
+	resolve_float((const char *)ev->data.scalar.value, &d);
+	return gv_xstrdup(isnan(d) ? "NaN" : d > 0 ? "+Inf" : "-Inf");
 }
 
-static enum gv_code load_sequence(struct loader *ld, json_t **out)
-{
-	json_t *arr = json_array();
-	const yaml_char_t *anchor = ld->ev.data.sequence_start.anchor;
-	char *anchor_name = anchor ? gv_xstrdup((const char *)anchor) : NULL;
-	enum gv_code rc;
-
-	for (size_t i = 0;; i++) {
-		json_t *val = NULL;
-		size_t base;
-		char idx[32];
-
-		if ((rc = next(ld)))
-			goto fail;
-		if (ld->ev.type == YAML_SEQUENCE_END_EVENT)
-			break;
-		base = ld->ptr.len;
-		snprintf(idx, sizeof(idx), "%zu", i);
-		gv_pointer_add(&ld->ptr, idx);
-		rc = load_node(ld, &val);
-		ld->ptr.len = base;
-		ld->ptr.data[base] = '\0';
-		if (rc)
-			goto fail;
-		json_array_append_new(arr, val);
-	}
-	if (anchor_name)
-		remember_anchor(ld, (const yaml_char_t *)anchor_name, arr);
-	free(anchor_name);
-	*out = arr;
-	return GV_OK;
-fail:
-	free(anchor_name);
-	json_decref(arr);
-	return rc;
-}
+static enum gv_code load_node(struct loader *ld, json_t **out, struct node_size *size);
 
 /* Records the current event's position in the error (first error wins). */
 static void set_pos(struct loader *ld)
@@ -459,43 +446,198 @@ static void set_pos(struct loader *ld)
 	ld->err->col = (int)ld->ev.start_mark.column + 1;
 }
 
-/* Loads the node whose first event is ld->ev. */
-static enum gv_code load_node(struct loader *ld, json_t **out)
+/* The key an alias stands for (new reference), or NULL with the error set. */
+static json_t *alias_key(struct loader *ld)
 {
+	const char *name = (const char *)ld->ev.data.alias.anchor;
+
+	for (size_t i = ld->nanchors; i-- > 0;) {
+		const json_t *v = ld->anchors[i].value;
+
+		if (strcmp(ld->anchors[i].name, name))
+			continue;
+		if (json_is_object(v) || json_is_array(v))
+			break;
+		return json_incref((json_t *)v);
+	}
+	set_pos(ld);
+	gv_err_set(ld->err, GV_EINVAL, "YAML: invalid map key (alias '%s' of no scalar)", name);
+	return NULL;
+}
+
+static enum gv_code load_mapping(struct loader *ld, json_t **out, struct node_size *size)
+{
+	json_t *obj = json_object();
+	const yaml_char_t *anchor = ld->ev.data.mapping_start.anchor;
+	char *anchor_name = anchor ? gv_xstrdup((const char *)anchor) : NULL;
 	enum gv_code rc;
 
+	for (;;) {
+		json_t *key = NULL, *val = NULL;
+		struct node_size vs = {0};
+		char *ktext;
+
+		if ((rc = next(ld)))
+			goto fail;
+		if (ld->ev.type == YAML_MAPPING_END_EVENT)
+			break;
+		if (ld->ev.type == YAML_ALIAS_EVENT) {
+			key = alias_key(ld);
+			if (!key) {
+				rc = GV_EINVAL;
+				goto fail;
+			}
+			ktext = scalar_key_text(key);
+		} else if (ld->ev.type != YAML_SCALAR_EVENT) {
+			/*
+			 * A mapping or sequence as a key: JSON has no such key, and
+			 * sigs.k8s.io/yaml refuses it too. (Turning it into text, as
+			 * gavel once did, nests escaped JSON in keys of keys and grows
+			 * exponentially with the nesting.)
+			 */
+			set_pos(ld);
+			rc = gv_err_set(ld->err, GV_EINVAL,
+					"YAML: invalid map key (a mapping or sequence)");
+			goto fail;
+		} else {
+			static const struct node_size one = {1, 1};
+
+			key = scalar_value(&ld->ev);
+			ktext = key ? scalar_key_text(key) : nonfinite_key_text(&ld->ev);
+			if (key)
+				remember_anchor(ld, ld->ev.data.scalar.anchor, key, &one);
+		}
+		json_decref(key);
+		if ((rc = next(ld))) {
+			free(ktext);
+			goto fail;
+		}
+		ld->seg = ktext;
+		rc = load_node(ld, &val, &vs);
+		if (rc) {
+			free(ktext);
+			goto fail;
+		}
+		size_add(size, &vs);
+		json_object_set_new(obj, ktext, val);
+		free(ktext);
+	}
+	if (anchor_name)
+		remember_anchor(ld, (const yaml_char_t *)anchor_name, obj, size);
+	free(anchor_name);
+	*out = obj;
+	return GV_OK;
+fail:
+	free(anchor_name);
+	json_decref(obj);
+	return rc;
+}
+
+static enum gv_code load_sequence(struct loader *ld, json_t **out, struct node_size *size)
+{
+	json_t *arr = json_array();
+	const yaml_char_t *anchor = ld->ev.data.sequence_start.anchor;
+	char *anchor_name = anchor ? gv_xstrdup((const char *)anchor) : NULL;
+	enum gv_code rc;
+
+	for (size_t i = 0;; i++) {
+		json_t *val = NULL;
+		struct node_size vs = {0};
+		char idx[32];
+
+		if ((rc = next(ld)))
+			goto fail;
+		if (ld->ev.type == YAML_SEQUENCE_END_EVENT)
+			break;
+		snprintf(idx, sizeof(idx), "%zu", i);
+		ld->seg = idx;
+		rc = load_node(ld, &val, &vs);
+		if (rc)
+			goto fail;
+		size_add(size, &vs);
+		json_array_append_new(arr, val);
+	}
+	if (anchor_name)
+		remember_anchor(ld, (const yaml_char_t *)anchor_name, arr, size);
+	free(anchor_name);
+	*out = arr;
+	return GV_OK;
+fail:
+	free(anchor_name);
+	json_decref(arr);
+	return rc;
+}
+
+
+/*
+ * Loads the node whose first event is ld->ev; *size receives its size. The
+ * depth bound holds for the expanded tree: an alias counts with its
+ * anchor's height.
+ */
+static enum gv_code load_node(struct loader *ld, json_t **out, struct node_size *size)
+{
+	enum gv_code rc;
+	size_t parent;
+
+	size->nodes = 1;
+	size->height = 1;
 	if (ld->depth >= MAX_DEPTH) {
 		set_pos(ld);
 		return gv_err_set(ld->err, GV_ELIMIT, "YAML: nesting deeper than %d levels",
 				  MAX_DEPTH);
 	}
-	map_add(ld->map, gv_buf_str(&ld->ptr), (int)ld->ev.start_mark.line + 1,
-		(int)ld->ev.start_mark.column + 1);
+	parent = ld->parent;
+	/* Deeper nodes are not recorded: lookups fall back to the nearest recorded ancestor. */
+	if (ld->map_depth < 0 || ld->depth <= ld->map_depth)
+		ld->parent = map_add(ld->map, parent, ld->seg, (int)ld->ev.start_mark.line + 1,
+				     (int)ld->ev.start_mark.column + 1);
+	ld->seg = NULL;
 	ld->depth++;
 	switch (ld->ev.type) {
 	case YAML_SCALAR_EVENT:
 		*out = scalar_value(&ld->ev);
-		remember_anchor(ld, ld->ev.data.scalar.anchor, *out);
+		if (!*out) {
+			/* .inf, .nan: JSON has no such number (Kubernetes refuses them too) */
+			set_pos(ld);
+			rc = gv_err_set(ld->err, GV_EINVAL, "YAML: unsupported value %s (not a JSON number)",
+					(const char *)ld->ev.data.scalar.value);
+			break;
+		}
+		remember_anchor(ld, ld->ev.data.scalar.anchor, *out, size);
 		rc = GV_OK;
 		break;
 	case YAML_MAPPING_START_EVENT:
-		rc = load_mapping(ld, out);
+		rc = load_mapping(ld, out, size);
 		break;
 	case YAML_SEQUENCE_START_EVENT:
-		rc = load_sequence(ld, out);
+		rc = load_sequence(ld, out, size);
 		break;
 	case YAML_ALIAS_EVENT: {
 		const char *name = (const char *)ld->ev.data.alias.anchor;
+		const struct anchor *a = NULL;
+
 		rc = GV_OK;
 		*out = NULL;
 		for (size_t i = ld->nanchors; i-- > 0;)
 			if (!strcmp(ld->anchors[i].name, name)) {
-				*out = json_deep_copy(ld->anchors[i].value);
+				a = &ld->anchors[i];
 				break;
 			}
-		if (!*out) {
+		if (!a) {
 			set_pos(ld);
 			rc = gv_err_set(ld->err, GV_EINVAL, "YAML: unknown anchor '%s'", name);
+		} else if (ld->depth - 1 + a->size.height > MAX_DEPTH) {
+			set_pos(ld);
+			rc = gv_err_set(ld->err, GV_ELIMIT, "YAML: nesting deeper than %d levels",
+					MAX_DEPTH);
+		} else if (a->size.nodes > MAX_ALIAS_NODES - ld->alias_nodes) {
+			set_pos(ld);
+			rc = gv_err_set(ld->err, GV_ELIMIT,
+					"YAML: aliases expand to more than %d nodes", MAX_ALIAS_NODES);
+		} else {
+			ld->alias_nodes += a->size.nodes;
+			*size = a->size;
+			*out = json_deep_copy(a->value);
 		}
 		break;
 	}
@@ -503,6 +645,7 @@ static enum gv_code load_node(struct loader *ld, json_t **out)
 		rc = gv_err_set(ld->err, GV_EINVAL, "YAML: unexpected event %d", (int)ld->ev.type);
 	}
 	ld->depth--;
+	ld->parent = parent;
 	return rc;
 }
 
@@ -529,10 +672,17 @@ static void free_anchors(struct loader *ld)
 enum gv_code gv_yaml_load(const char *buf, size_t len, const char *file, struct gv_docs *docs,
 			  struct gv_err *err)
 {
+	return gv_yaml_load_ex(buf, len, file, -1, docs, err);
+}
+
+enum gv_code gv_yaml_load_ex(const char *buf, size_t len, const char *file, int map_depth,
+			     struct gv_docs *docs, struct gv_err *err)
+{
 	struct loader ld;
 	enum gv_code rc = GV_OK;
 
 	memset(&ld, 0, sizeof(ld));
+	ld.map_depth = map_depth;
 	memset(docs, 0, sizeof(*docs));
 	docs->file = gv_xstrdup(file);
 	ld.file = file;
@@ -543,6 +693,7 @@ enum gv_code gv_yaml_load(const char *buf, size_t len, const char *file, struct 
 	ld.ev.type = YAML_NO_EVENT;
 	for (;;) {
 		json_t *v = NULL;
+		struct node_size size;
 		int line;
 
 		if ((rc = next(&ld)))
@@ -555,8 +706,10 @@ enum gv_code gv_yaml_load(const char *buf, size_t len, const char *file, struct 
 		if ((rc = next(&ld)))
 			break;
 		ld.map = gv_xcalloc(1, sizeof(*ld.map));
-		gv_buf_reset(&ld.ptr);
-		rc = load_node(&ld, &v);
+		ld.parent = SRC_ROOT;
+		ld.seg = NULL;
+		ld.alias_nodes = 0;
+		rc = load_node(&ld, &v, &size);
 		free_anchors(&ld);
 		if (!rc)
 			rc = next(&ld); /* DOCUMENT_END */
@@ -575,7 +728,6 @@ enum gv_code gv_yaml_load(const char *buf, size_t len, const char *file, struct 
 	yaml_event_delete(&ld.ev);
 	yaml_parser_delete(&ld.parser);
 	free_anchors(&ld);
-	gv_buf_release(&ld.ptr);
 	return rc;
 }
 
@@ -608,6 +760,60 @@ void gv_docs_release(struct gv_docs *docs)
 
 /* ---- dumping ---- */
 
+/*
+ * Decodes the UTF-8 sequence at s (valid: strings come from jansson) into *cp
+ * and returns its length.
+ */
+static size_t utf8_next(const unsigned char *s, unsigned long *cp)
+{
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if ((s[0] & 0xE0) == 0xC0 && s[1]) {
+		*cp = (unsigned long)(s[0] & 0x1F) << 6 | (s[1] & 0x3F);
+		return 2;
+	}
+	if ((s[0] & 0xF0) == 0xE0 && s[1] && s[2]) {
+		*cp = (unsigned long)(s[0] & 0x0F) << 12 | (unsigned long)(s[1] & 0x3F) << 6 |
+		      (s[2] & 0x3F);
+		return 3;
+	}
+	if ((s[0] & 0xF8) == 0xF0 && s[1] && s[2] && s[3]) {
+		*cp = (unsigned long)(s[0] & 0x07) << 18 | (unsigned long)(s[1] & 0x3F) << 12 |
+		      (unsigned long)(s[2] & 0x3F) << 6 | (s[3] & 0x3F);
+		return 4;
+	}
+	*cp = 0xFFFD;
+	return 1;
+}
+
+/*
+ * True when code point c may appear as itself in a plain or single-quoted
+ * scalar on one line: libyaml's reader accepts it (YAML 1.1 c-printable) and
+ * it is no line break (NEL, LS, PS fold like \n) and no BOM (skipped at the
+ * start of a line). Tab is left out too: plain scalars cannot hold it safely.
+ */
+static int inline_char(unsigned long c)
+{
+	return (c >= 0x20 && c <= 0x7E) || (c >= 0xA0 && c <= 0xD7FF && c != 0x2028 && c != 0x2029) ||
+	       (c >= 0xE000 && c <= 0xFFFD && c != 0xFEFF) || (c >= 0x10000 && c <= 0x10FFFF);
+}
+
+/* True when every character of s is an inline_char() (tab allowed when `tab`). */
+static int all_inline(const char *s, int tab)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned long c;
+
+	while (*p) {
+		p += utf8_next(p, &c);
+		if (!inline_char(c) && !(tab && c == '\t'))
+			return 0;
+	}
+	return 1;
+}
+
 static int needs_quotes(const char *s)
 {
 	json_t *r;
@@ -621,22 +827,66 @@ static int needs_quotes(const char *s)
 		return 1;
 	if (strstr(s, ": ") || strstr(s, " #") || s[n - 1] == ':')
 		return 1;
-	for (const char *p = s; *p; p++)
-		if ((unsigned char)*p < 0x20)
-			return 1;
+	/* a document marker at the start of a line */
+	if (!strncmp(s, "---", 3) || !strncmp(s, "...", 3))
+		return 1;
+	if (!all_inline(s, 0))
+		return 1;
 	r = resolve_plain(s);
 	reserved = !json_is_string(r);
 	json_decref(r);
 	return reserved;
 }
 
+/* Appends s double-quoted, escaping what YAML's reader would refuse or fold. */
+static void dump_double_quoted(const char *s, struct gv_buf *out)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned long c;
+
+	gv_buf_addc(out, '"');
+	while (*p) {
+		size_t k = utf8_next(p, &c);
+
+		if (c == '"' || c == '\\') {
+			gv_buf_addc(out, '\\');
+			gv_buf_addc(out, (char)c);
+		} else if (c == '\n') {
+			gv_buf_adds(out, "\\n");
+		} else if (c == '\t') {
+			gv_buf_adds(out, "\\t");
+		} else if (c == '\r') {
+			gv_buf_adds(out, "\\r");
+		} else if (c == 0x85) {
+			gv_buf_adds(out, "\\N");
+		} else if (c == 0x2028) {
+			gv_buf_adds(out, "\\L");
+		} else if (c == 0x2029) {
+			gv_buf_adds(out, "\\P");
+		} else if (c < 0x100 && !inline_char(c)) {
+			gv_buf_addf(out, "\\x%02lX", c);
+		} else if (!inline_char(c)) {
+			gv_buf_addf(out, "\\u%04lX", c);
+		} else {
+			gv_buf_add(out, p, k);
+		}
+		p += k;
+	}
+	gv_buf_addc(out, '"');
+}
+
+/*
+ * Appends s as a scalar that gv_yaml_load() reads back as the same string:
+ * plain when it would not resolve to something else, single-quoted when it
+ * is one line of printable characters, double-quoted with escapes otherwise.
+ */
 static void dump_scalar_string(const char *s, struct gv_buf *out)
 {
 	if (!needs_quotes(s)) {
 		gv_buf_adds(out, s);
 		return;
 	}
-	if (!strchr(s, '\n')) {
+	if (all_inline(s, 1)) {
 		gv_buf_addc(out, '\'');
 		for (const char *p = s; *p; p++) {
 			if (*p == '\'')
@@ -646,11 +896,7 @@ static void dump_scalar_string(const char *s, struct gv_buf *out)
 		gv_buf_addc(out, '\'');
 		return;
 	}
-	{
-		char *q = json_dumps(json_string(s), JSON_ENCODE_ANY);
-		gv_buf_adds(out, q ? q : "\"\"");
-		free(q);
-	}
+	dump_double_quoted(s, out);
 }
 
 static void indent(struct gv_buf *out, int n)
@@ -678,6 +924,27 @@ static int is_empty_container(const json_t *v)
 	       (json_is_array(v) && json_array_size(v) == 0);
 }
 
+/* libyaml's bound on a simple (implicit) key; longer keys are written `? key`. */
+#define SIMPLE_KEY_MAX 1024
+
+/* Appends "key:", or "? key\n<indent>:" for a key too long to be a simple key. */
+static void dump_key(const char *k, struct gv_buf *out, int ind)
+{
+	struct gv_buf kb = {0};
+
+	dump_scalar_string(k, &kb);
+	if (kb.len < SIMPLE_KEY_MAX - 8) {
+		gv_buf_add(out, kb.data, kb.len);
+	} else {
+		gv_buf_adds(out, "? ");
+		gv_buf_add(out, kb.data, kb.len);
+		gv_buf_addc(out, '\n');
+		indent(out, ind);
+	}
+	gv_buf_addc(out, ':');
+	gv_buf_release(&kb);
+}
+
 static void dump_value(const json_t *v, struct gv_buf *out, int ind, int inline_start)
 {
 	if (json_is_object(v) && json_object_size(v)) {
@@ -689,8 +956,7 @@ static void dump_value(const json_t *v, struct gv_buf *out, int ind, int inline_
 			if (!(first && inline_start))
 				indent(out, ind);
 			first = 0;
-			dump_scalar_string(k, out);
-			gv_buf_addc(out, ':');
+			dump_key(k, out, ind);
 			if ((json_is_object(c) || json_is_array(c)) && !is_empty_container(c)) {
 				gv_buf_addc(out, '\n');
 				dump_value(c, out, json_is_array(c) ? ind : ind + 2, 0);

@@ -46,6 +46,16 @@ struct gv_docs {
 enum gv_code gv_yaml_load(const char *buf, size_t len, const char *file, struct gv_docs *docs,
 			  struct gv_err *err);
 
+/*
+ * gv_yaml_load with a bound on the source map: only nodes at most
+ * map_depth levels below a document root get a position (0 = the root
+ * only; -1 = every node, as gv_yaml_load). Large resource files need only
+ * the document and list-item positions, and skipping the rest makes
+ * loading several times cheaper.
+ */
+enum gv_code gv_yaml_load_ex(const char *buf, size_t len, const char *file, int map_depth,
+			     struct gv_docs *docs, struct gv_err *err);
+
 /* Reads a file ("-" = stdin) and loads it with gv_yaml_load. */
 enum gv_code gv_yaml_load_file(const char *path, struct gv_docs *docs, struct gv_err *err);
 
