@@ -12,5 +12,7 @@ int cmd_version(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_certs(int argc, char **argv);
 int cmd_schedule(int argc, char **argv);
+int cmd_scan(int argc, char **argv);
+int cmd_status(int argc, char **argv);
 
 #endif

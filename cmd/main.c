@@ -18,6 +18,8 @@ static const struct {
     {"jp", cmd_jp, "evaluate JMESPath expressions (query, functions)"},
     {"serve", cmd_serve, "serve the validating admission webhook"},
     {"certs", cmd_certs, "generate and inject TLS material"},
+    {"scan", cmd_scan, "run one background scan now and write (or print) reports"},
+    {"status", cmd_status, "show each policy's schedule, last and next scan, results"},
     {"schedule", cmd_schedule, "show the next fire times of a scan schedule"},
     {"version", cmd_version, "print the version"},
 };

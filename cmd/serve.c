@@ -49,6 +49,7 @@
 
 #include "admission/admission.h"
 #include "admission/metrics.h"
+#include "background/reconciler.h"
 #include "background/snapshot.h"
 #include "certs/certs.h"
 #include "cmd/load.h"
@@ -74,7 +75,13 @@ struct serve_opts {
 	const char *metrics_listen; /* "" = none */
 	const char *namespace;
 	unsigned threads;
-	bool leader_elect; /* accepted for the Deployment's contract; the reconciler uses it */
+	bool leader_elect; /* only the Lease holder scans and writes reports */
+	bool background;   /* run the background reconciler (cluster mode) */
+	const char *scan_interval; /* --background-scan-interval */
+	int scan_batch, scan_workers;
+	int incremental; /* 1 on (default), 0 off */
+	long scan_limit;
+	bool split_reports;
 	int log_level;
 	int log_json;
 	int manage_certs;	    /* 1 on, 0 off, -1 default (on in cluster mode) */
@@ -106,6 +113,16 @@ static void serve_usage(FILE *f)
 	    "  --namespace NS        gavel's namespace, never judged (default $POD_NAMESPACE,\n"
 	    "                        else gavel)\n"
 	    "  --leader-elect        take part in leader election (background scans)\n"
+	    "\n"
+	    "background reconciler (cluster mode):\n"
+	    "  --background=BOOL     scan existing objects and write PolicyReports (default true)\n"
+	    "  --background-scan-interval D   global scan interval (default 1h; the\n"
+	    "                        ConfigMap's backgroundScanInterval overrides it)\n"
+	    "  --background-scan-batch-size N objects per list page (default 500)\n"
+	    "  --background-scan-workers N    evaluation workers (default 2)\n"
+	    "  --background-scan-resource-limit N  objects per scan cycle (default: no limit)\n"
+	    "  --incremental-scan=BOOL        skip unchanged objects (default true)\n"
+	    "  --split-policy-report          one report per policy and namespace\n"
 	    "  --threads N           worker threads (default: number of CPUs)\n"
 	    "  --log-level L         debug, info, warn, error (default info)\n"
 	    "  --log-format F        text or json (default text)\n"
@@ -168,6 +185,17 @@ static bool add_san(const char **list, size_t *n, const char *v)
 }
 
 /* Returns -1 to go on, else an exit code. */
+/* A non-negative decimal count; -1 when s is not one. */
+static int parse_count(const char *s)
+{
+	char *end;
+	long n = strtol(s, &end, 10);
+
+	if (!*s || *end || n < 0 || n > 100000000)
+		return -1;
+	return (int)n;
+}
+
 static int parse_args(struct serve_opts *o, int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
@@ -225,6 +253,39 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 			o->namespace = v;
 		} else if (!strcmp(argv[i], "--leader-elect")) {
 			o->leader_elect = true;
+		} else if (!strncmp(argv[i], "--background=", 13)) {
+			int b = parse_bool(argv[i] + 13);
+			if (b < 0) {
+				fprintf(stderr, "gavel serve: --background: want true or false\n");
+				return 2;
+			}
+			o->background = b;
+		} else if (!strcmp(argv[i], "--incremental-scan")) {
+			o->incremental = 1;
+		} else if (!strncmp(argv[i], "--incremental-scan=", 19)) {
+			if ((o->incremental = parse_bool(argv[i] + 19)) < 0) {
+				fprintf(stderr, "gavel serve: --incremental-scan: want true or false\n");
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--split-policy-report")) {
+			o->split_reports = true;
+		} else if (take(argc, argv, &i, "--background-scan-interval", &v, &missing)) {
+			o->scan_interval = v;
+		} else if (take(argc, argv, &i, "--background-scan-batch-size", &v, &missing)) {
+			if (v && (o->scan_batch = parse_count(v)) <= 0) {
+				fprintf(stderr, "gavel serve: --background-scan-batch-size: want a positive number\n");
+				return 2;
+			}
+		} else if (take(argc, argv, &i, "--background-scan-workers", &v, &missing)) {
+			if (v && ((o->scan_workers = parse_count(v)) <= 0 || o->scan_workers > 64)) {
+				fprintf(stderr, "gavel serve: --background-scan-workers: want 1 to 64\n");
+				return 2;
+			}
+		} else if (take(argc, argv, &i, "--background-scan-resource-limit", &v, &missing)) {
+			if (v && (o->scan_limit = parse_count(v)) < 0) {
+				fprintf(stderr, "gavel serve: --background-scan-resource-limit: want a number\n");
+				return 2;
+			}
 		} else if (take(argc, argv, &i, "--threads", &v, &missing)) {
 			char *end;
 			long n = v ? strtol(v, &end, 10) : 0;
@@ -603,8 +664,11 @@ int cmd_serve(int argc, char **argv)
 			       .manage_certs = -1,
 			       .webhook_config = DEFAULT_WEBHOOK_CONFIG,
 			       .tls_secret = DEFAULT_TLS_SECRET,
-			       .service = DEFAULT_SERVICE};
+			       .service = DEFAULT_SERVICE,
+			       .background = true,
+			       .incremental = 1};
 	struct metrics_registry *metrics = NULL;
+	struct reconciler *recon = NULL;
 	struct admission_queue *queue = NULL;
 	struct admission_handler *handler = NULL;
 	struct admission_server *server = NULL;
@@ -638,9 +702,6 @@ int cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	manage_certs = !standalone && o.manage_certs != 0;
-	if (o.leader_elect)
-		gv_info("serve: --leader-elect: this build has no background reconciler yet; "
-			"serving admission only");
 
 	/* Signals are taken synchronously by this thread; every thread started below inherits the
 	 * mask. */
@@ -711,6 +772,27 @@ int cmd_serve(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (!standalone && o.background) {
+		struct reconciler_config rc = {
+		    .client = client,
+		    .kube = kcfg,
+		    .snapshot = snap,
+		    .queue = queue,
+		    .metrics = metrics,
+		    .namespace = o.namespace,
+		    .interval = o.scan_interval,
+		    .batch_size = o.scan_batch,
+		    .workers = o.scan_workers,
+		    .incremental = o.incremental != 0,
+		    .resource_limit = (size_t)(o.scan_limit > 0 ? o.scan_limit : 0),
+		    .split = o.split_reports,
+		    .leader_elect = o.leader_elect,
+		};
+		if (reconciler_start(&rc, &recon, &err)) {
+			code = fail("background: ", &err);
+			goto out;
+		}
+	}
 	if (*o.metrics_listen)
 		gv_info(
 		    "serve: webhook listening on %s (port %u), metrics on %s (port %u), %s mode",
@@ -754,11 +836,15 @@ int cmd_serve(int argc, char **argv)
 	}
 	gv_info("serve: %s: stopping (finishing requests in flight)",
 		sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	/* The reconciler finishes its write and releases the Lease first. */
+	reconciler_stop(recon);
+	recon = NULL;
 	admission_server_stop(server, GRACE_MS);
 	server = NULL;
 	gv_info("serve: stopped");
 	code = 0;
 out:
+	reconciler_stop(recon);
 	admission_server_stop(server, 0);
 	admission_handler_free(handler);
 	if (queue)

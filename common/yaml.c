@@ -61,7 +61,7 @@ struct loader {
 	struct gv_err *err;
 	int depth;
 	size_t alias_nodes; /* nodes added by aliases in the current document */
-	int map_depth;      /* record positions down to this depth; -1 = all */
+	int map_depth;	    /* record positions down to this depth; -1 = all */
 };
 
 /* Adds an entry (seg unescaped, NULL for a root) and returns its index. */
@@ -265,69 +265,77 @@ static int resolve_int(const char *s, json_int_t *out)
 	return 1;
 }
 
+/*
+ * Float forms as go-yaml v2 reads them: .inf/.nan spellings; a scalar
+ * starting with '.' as strconv.ParseFloat reads it (an underscore only
+ * between digits: ".1_5" but not ".15_"); any other one with its
+ * underscores removed, then [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+ * of any length. An overflow is no float (ParseFloat fails; "1e999" stays text).
+ */
 static int resolve_float(const char *s, double *out)
 {
-	const char *p = s;
-	int digits = 0;
-	char *end;
+	static const char *const pinf[] = {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"};
+	static const char *const ninf[] = {"-.inf", "-.Inf", "-.INF"};
+	static const char *const nan_[] = {".nan", ".NaN", ".NAN"};
+	size_t n = 0, len = strlen(s);
+	const char *p;
+	char *clean, *end;
+	int digits = 0, ok = 0;
 
-	if (!strcmp(s, ".inf") || !strcmp(s, ".Inf") || !strcmp(s, ".INF") || !strcmp(s, "+.inf")) {
-		*out = INFINITY;
-		return 1;
-	}
-	if (!strcmp(s, "-.inf") || !strcmp(s, "-.Inf") || !strcmp(s, "-.INF")) {
-		*out = -INFINITY;
-		return 1;
-	}
-	if (!strcmp(s, ".nan") || !strcmp(s, ".NaN") || !strcmp(s, ".NAN")) {
-		*out = NAN;
-		return 1;
-	}
-	/* [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
+	for (size_t k = 0; k < GV_ARRAY_LEN(pinf); k++)
+		if (!strcmp(s, pinf[k])) {
+			*out = INFINITY;
+			return 1;
+		}
+	for (size_t k = 0; k < GV_ARRAY_LEN(ninf); k++)
+		if (!strcmp(s, ninf[k])) {
+			*out = -INFINITY;
+			return 1;
+		}
+	for (size_t k = 0; k < GV_ARRAY_LEN(nan_); k++)
+		if (!strcmp(s, nan_[k])) {
+			*out = NAN;
+			return 1;
+		}
+	if (s[0] == '.')
+		for (p = s; *p; p++)
+			if (*p == '_' && (p == s || !isdigit((unsigned char)p[-1]) ||
+					  !isdigit((unsigned char)p[1])))
+				return 0;
+	clean = gv_xmalloc(len + 1);
+	for (p = s; *p; p++)
+		if (*p != '_')
+			clean[n++] = *p;
+	clean[n] = '\0';
+	p = clean;
 	if (*p == '+' || *p == '-')
 		p++;
 	if (*p == '.') {
-		p++;
-		while (isdigit((unsigned char)*p) || *p == '_')
-			p++, digits++;
-		if (!digits)
-			return 0;
+		for (p++; isdigit((unsigned char)*p); p++)
+			digits++;
 	} else {
-		while (isdigit((unsigned char)*p) || *p == '_')
-			p++, digits++;
-		if (!digits)
-			return 0;
-		if (*p == '.') {
-			p++;
-			while (isdigit((unsigned char)*p) || *p == '_')
-				p++;
-		}
+		for (; isdigit((unsigned char)*p); p++)
+			digits++;
+		if (digits && *p == '.')
+			for (p++; isdigit((unsigned char)*p); p++)
+				;
 	}
-	if (*p == 'e' || *p == 'E') {
+	if (digits && (*p == 'e' || *p == 'E')) {
 		p++;
 		if (*p == '+' || *p == '-')
 			p++;
 		if (!isdigit((unsigned char)*p))
-			return 0;
+			digits = 0;
 		while (isdigit((unsigned char)*p))
 			p++;
 	}
-	if (*p)
-		return 0;
-	{
-		char clean[128];
-		size_t n = 0;
-		for (p = s; *p && n + 1 < sizeof(clean); p++)
-			if (*p != '_')
-				clean[n++] = *p;
-		clean[n] = '\0';
+	if (digits && !*p) {
 		errno = 0;
 		*out = strtod(clean, &end);
-		/* Go's ParseFloat fails on overflow, and go-yaml then keeps "1e999" a string */
-		if (errno == ERANGE && isinf(*out))
-			return 0;
-		return *end == '\0';
+		ok = *end == '\0' && !(errno == ERANGE && isinf(*out));
 	}
+	free(clean);
+	return ok;
 }
 
 static json_t *number_value(double d)
@@ -568,7 +576,6 @@ fail:
 	return rc;
 }
 
-
 /*
  * Loads the node whose first event is ld->ev; *size receives its size. The
  * depth bound holds for the expanded tree: an alias counts with its
@@ -599,7 +606,8 @@ static enum gv_code load_node(struct loader *ld, json_t **out, struct node_size 
 		if (!*out) {
 			/* .inf, .nan: JSON has no such number (Kubernetes refuses them too) */
 			set_pos(ld);
-			rc = gv_err_set(ld->err, GV_EINVAL, "YAML: unsupported value %s (not a JSON number)",
+			rc = gv_err_set(ld->err, GV_EINVAL,
+					"YAML: unsupported value %s (not a JSON number)",
 					(const char *)ld->ev.data.scalar.value);
 			break;
 		}
@@ -633,7 +641,8 @@ static enum gv_code load_node(struct loader *ld, json_t **out, struct node_size 
 		} else if (a->size.nodes > MAX_ALIAS_NODES - ld->alias_nodes) {
 			set_pos(ld);
 			rc = gv_err_set(ld->err, GV_ELIMIT,
-					"YAML: aliases expand to more than %d nodes", MAX_ALIAS_NODES);
+					"YAML: aliases expand to more than %d nodes",
+					MAX_ALIAS_NODES);
 		} else {
 			ld->alias_nodes += a->size.nodes;
 			*size = a->size;
@@ -796,7 +805,8 @@ static size_t utf8_next(const unsigned char *s, unsigned long *cp)
  */
 static int inline_char(unsigned long c)
 {
-	return (c >= 0x20 && c <= 0x7E) || (c >= 0xA0 && c <= 0xD7FF && c != 0x2028 && c != 0x2029) ||
+	return (c >= 0x20 && c <= 0x7E) ||
+	       (c >= 0xA0 && c <= 0xD7FF && c != 0x2028 && c != 0x2029) ||
 	       (c >= 0xE000 && c <= 0xFFFD && c != 0xFEFF) || (c >= 0x10000 && c <= 0x10FFFF);
 }
 

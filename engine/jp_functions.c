@@ -2438,12 +2438,13 @@ static int go_sig_alg(int nid)
 static json_t *public_key_json(X509 *cert, int *alg)
 {
 	EVP_PKEY *pk = X509_get0_pubkey(cert);
-	json_t *o = json_object();
+	json_t *o;
 	BIGNUM *n = NULL, *e = NULL, *x = NULL, *y = NULL;
 
 	*alg = 0;
-	if (!pk)
+	if (!pk) /* a key OpenSSL cannot decode */
 		return json_null();
+	o = json_object();
 	switch (EVP_PKEY_get_base_id(pk)) {
 	case EVP_PKEY_RSA:
 		*alg = 1;

@@ -41,8 +41,8 @@ static void check_objects(const json_t *objs, size_t chunk_results)
 		const json_t *sum = json_object_get(o, "summary");
 		size_t n = json_array_size(json_object_get(o, "results")), total = 0;
 		const char *keys[] = {"pass", "fail", "warn", "error", "skip"};
-		const char *name = json_string_value(
-		    json_object_get(json_object_get(o, "metadata"), "name"));
+		const char *name =
+		    json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
 		char *base = NULL;
 		size_t idx;
 
@@ -60,9 +60,8 @@ static void check_objects(const json_t *objs, size_t chunk_results)
 	}
 }
 
-static enum gv_code fake_request(void *ud, const char *method, const char *path,
-				 const json_t *body, json_t **out, struct kube_status *st,
-				 struct gv_err *err)
+static enum gv_code fake_request(void *ud, const char *method, const char *path, const json_t *body,
+				 json_t **out, struct kube_status *st, struct gv_err *err)
 {
 	struct fake_api *api = ud;
 
@@ -95,11 +94,19 @@ static void fill(struct report_set *rs, bool admission)
 	struct report_resource pods[] = {{"v1", "Pod", "ns1", "a", "uid-a"},
 					 {"v1", "Pod", "ns1", "b", "uid-b"},
 					 {"v1", "Namespace", NULL, "ns1", "uid-ns"}};
-	struct report_entry e[2] = {
-	    {.rule = "r1", .result = ENGINE_FAIL, .message = "m", .severity = "high",
-	     .category = "c", .scored = true, .seconds = 100, .process = REPORT_BACKGROUND_SCAN},
-	    {.rule = "r2", .result = ENGINE_PASS, .scored = true, .seconds = 100,
-	     .process = REPORT_BACKGROUND_SCAN}};
+	struct report_entry e[2] = {{.rule = "r1",
+				     .result = ENGINE_FAIL,
+				     .message = "m",
+				     .severity = "high",
+				     .category = "c",
+				     .scored = true,
+				     .seconds = 100,
+				     .process = REPORT_BACKGROUND_SCAN},
+				    {.rule = "r2",
+				     .result = ENGINE_PASS,
+				     .scored = true,
+				     .seconds = 100,
+				     .process = REPORT_BACKGROUND_SCAN}};
 
 	for (size_t i = 0; i < GV_ARRAY_LEN(pods); i++) {
 		report_replace(rs, &pods[i], "p", e, 2, NULL);
@@ -136,8 +143,8 @@ static void check_names(const json_t *items)
 
 	json_array_foreach(items, i, o)
 	{
-		const char *name = json_string_value(
-		    json_object_get(json_object_get(o, "metadata"), "name"));
+		const char *name =
+		    json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
 		char *base = NULL, *again, *label;
 		size_t idx;
 

@@ -1,0 +1,93 @@
+/*
+ * Regression tests for what the libFuzzer targets found in admission/
+ * (admission/fuzz/). Bugs in files this change does not touch are reported
+ * and their tests are skipped: remove the skip() once the fix is in.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "admission/admission_int.h"
+
+#include "common/banned.h"
+
+/*
+ * fuzz_message (input "\xe0\x8a\x8a"): admission_warnings_add() checks only
+ * that a lead byte is followed by continuation bytes, so overlong forms,
+ * UTF-16 surrogates (ED A0..BF) and code points past U+10FFFF (F4 90..,
+ * F5..F7) reach the AdmissionReview's warnings as invalid UTF-8, instead of
+ * becoming '?' as its contract says. Reported (admission/message.c).
+ */
+static void test_warnings_invalid_utf8_replaced(void **state)
+{
+	static const char *const bad[] = {"\xe0\x8a\x8a", "\xc0\xaf", "\xed\xa0\x80",
+					  "\xf4\x90\x80\x80", "\xf8\x88\x80\x80\x80"};
+	struct admission_warnings w = {0};
+
+	(void)state;
+	skip(); /* REPORTED: admission/message.c; remove once fixed */
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *s;
+
+		admission_warnings_add(&w, bad[i]);
+		assert_int_equal(w.n, i + 1);
+		s = json_string(w.v[i]); /* NULL when not valid UTF-8 */
+		assert_non_null(s);
+		json_decref(s);
+	}
+	admission_warnings_release(&w);
+}
+
+/*
+ * fuzz_message crash-2245ac77: admission_yaml_key_cmp() (go-yaml's
+ * keyList.Less) adds up digit runs in int64 and overflows on 19 digits or
+ * more: undefined behaviour in C (UBSan: message.c "signed integer
+ * overflow"), where Go wraps around. Go's answer for these keys is
+ * "9223372036854775808" < "1" (the run wraps to INT64_MIN). Reported
+ * (admission/message.c): do the sum in uint64_t and convert.
+ */
+static void test_key_cmp_long_digit_runs(void **state)
+{
+	(void)state;
+	skip(); /* REPORTED: admission/message.c; remove once fixed */
+	assert_true(admission_yaml_key_cmp("9223372036854775808", "1") < 0);
+	/* the fuzzer's key: must not trip UBSan */
+	assert_true(admission_yaml_key_cmp("require-team444444444444444444444444team", "r") > 0);
+}
+
+/*
+ * fuzz_json crash-1143d0bd: jansson 2.14 reads `{"":null\0}` (its lexer skips
+ * a NUL byte right after a number or literal), admission_json_parse() does
+ * not. JSON has no such byte outside strings: the stricter answer is right
+ * and is pinned here, with its position.
+ */
+static void test_json_nul_after_literal_refused(void **state)
+{
+	static const char body[] = "{\"\":null\0}";
+	struct gv_err err = {0};
+	json_t *j;
+
+	(void)state;
+	j = admission_json_parse(body, sizeof(body) - 1, &err);
+	assert_null(j);
+	assert_int_equal(err.code, GV_EINVAL);
+	assert_non_null(strstr(err.msg, "at line 1 column"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_warnings_invalid_utf8_replaced),
+	    cmocka_unit_test(test_key_cmp_long_digit_runs),
+	    cmocka_unit_test(test_json_nul_after_literal_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,185 @@
+/*
+ * clusterstate.c - one read of policies, exceptions, namespaces and the
+ * ConfigMap (clusterstate.h).
+ */
+#include "background/clusterstate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "background/snapshot.h"
+#include "common/log.h"
+#include "common/banned.h"
+
+static enum gv_code call(const struct clusterstate_api *api, const char *method, const char *path,
+			 json_t **out, struct kube_status *st, struct gv_err *err)
+{
+	memset(st, 0, sizeof(*st));
+	*out = NULL;
+	if (api->request)
+		return api->request(api->ud, method, path, NULL, out, st, err);
+	return kube_request(api->client, method, path, NULL, out, st, err);
+}
+
+enum gv_code clusterstate_list(const struct clusterstate_api *api, const char *path, int limit,
+			       json_t **items, struct kube_status *st, struct gv_err *err)
+{
+	struct kube_status local;
+	char *cont = NULL;
+	enum gv_code rc = GV_OK;
+	int restarts = 0;
+
+	if (!st)
+		st = &local;
+	*items = json_array();
+	for (;;) {
+		char *econt = cont ? kube_escape(cont) : NULL;
+		char *p = gv_xasprintf("%s%slimit=%d%s%s", path, strchr(path, '?') ? "&" : "?",
+				       limit, econt ? "&continue=" : "", econt ? econt : "");
+		json_t *page = NULL, *it;
+		const char *next, *lk, *av;
+		size_t i;
+
+		free(econt);
+		rc = call(api, "GET", p, &page, st, err);
+		free(p);
+		if (rc && st->http == 410 && restarts < 3) {
+			restarts++;
+			json_array_clear(*items);
+			free(cont);
+			cont = NULL;
+			if (err)
+				gv_err_clear(err);
+			continue;
+		}
+		if (rc)
+			break;
+		lk = json_string_value(json_object_get(page, "kind"));
+		av = json_string_value(json_object_get(page, "apiVersion"));
+		json_array_foreach(json_object_get(page, "items"), i, it)
+		{
+			size_t n = lk ? strlen(lk) : 0;
+			if (!json_object_get(it, "kind") && n > 4 && !strcmp(lk + n - 4, "List"))
+				json_object_set_new(it, "kind", json_stringn(lk, n - 4));
+			if (!json_object_get(it, "apiVersion") && av)
+				json_object_set_new(it, "apiVersion", json_string(av));
+			json_array_append(*items, it);
+		}
+		next = json_string_value(
+		    json_object_get(json_object_get(page, "metadata"), "continue"));
+		free(cont);
+		cont = next && *next ? gv_xstrdup(next) : NULL;
+		json_decref(page);
+		if (!cont)
+			break;
+	}
+	free(cont);
+	if (rc) {
+		json_decref(*items);
+		*items = NULL;
+	}
+	return rc;
+}
+
+/* Lists a kyverno.io kind at the first served version; none served = empty. */
+static enum gv_code list_kind(const struct clusterstate_api *api, const char *kind,
+			      const char *const *versions, size_t nversions, json_t **items,
+			      struct gv_err *err)
+{
+	for (size_t i = 0; i < nversions; i++) {
+		char *path = gv_xasprintf("/apis/kyverno.io/%s/%s", versions[i], kind);
+		struct kube_status st;
+		struct gv_err e = {0};
+		enum gv_code rc = clusterstate_list(api, path, 500, items, &st, &e);
+
+		free(path);
+		if (!rc)
+			return GV_OK;
+		if (st.http != 404)
+			return gv_err_set(err, rc, "%s", e.msg);
+	}
+	*items = json_array();
+	return GV_OK;
+}
+
+enum gv_code clusterstate_fetch(const struct clusterstate_api *api, const char *namespace,
+				const char *configmap, struct clusterstate *out, struct gv_err *err)
+{
+	static const char *const pol_versions[] = {"v1", "v2beta1"};
+	static const char *const exc_versions[] = {"v2", "v2beta1"};
+	json_t *cpols = NULL, *pols = NULL, *excs = NULL, *nss = NULL, *cm = NULL, *nsmap = NULL;
+	struct engine_policyset *set = NULL;
+	struct admission_config *config = NULL;
+	struct kube_status st;
+	char *ens = NULL, *ecm = NULL, *path = NULL;
+	enum gv_code rc;
+	size_t i;
+	json_t *d;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = list_kind(api, "clusterpolicies", pol_versions, 2, &cpols, err)) ||
+	    (rc = list_kind(api, "policies", pol_versions, 2, &pols, err)) ||
+	    (rc = list_kind(api, "policyexceptions", exc_versions, 2, &excs, err)))
+		goto out;
+	rc = clusterstate_list(api, "/api/v1/namespaces", 500, &nss, NULL, err);
+	if (rc)
+		goto out;
+	ens = kube_escape(namespace && *namespace ? namespace : "gavel");
+	ecm = kube_escape(configmap && *configmap ? configmap : "gavel");
+	path = gv_xasprintf("/api/v1/namespaces/%s/configmaps/%s", ens, ecm);
+	{
+		struct gv_err e = {0};
+		rc = call(api, "GET", path, &cm, &st, &e);
+		if (rc && st.http != 404) {
+			gv_err_set(err, rc, "%s", e.msg);
+			goto out;
+		}
+		rc = GV_OK;
+	}
+	out->config_data = json_is_object(json_object_get(cm, "data"))
+			       ? json_deep_copy(json_object_get(cm, "data"))
+			       : json_object();
+	out->policies = json_array();
+	json_array_foreach(cpols, i, d)
+	{
+		if (!json_object_get(d, "kind"))
+			json_object_set_new(d, "kind", json_string("ClusterPolicy"));
+		json_array_append(out->policies, d);
+	}
+	json_array_foreach(pols, i, d)
+	{
+		if (!json_object_get(d, "kind"))
+			json_object_set_new(d, "kind", json_string("Policy"));
+		json_array_append(out->policies, d);
+	}
+	set = snapshot_build_policyset(out->policies, excs, NULL, 0, &out->npolicies);
+	nsmap = snapshot_build_namespaces(nss);
+	config = admission_config_new(out->config_data);
+	out->state = admission_state_new(set, nsmap, config);
+out:
+	if (set)
+		engine_policyset_unref(set);
+	admission_config_unref(config);
+	json_decref(nsmap);
+	json_decref(cpols);
+	json_decref(pols);
+	json_decref(excs);
+	json_decref(nss);
+	json_decref(cm);
+	free(ens);
+	free(ecm);
+	free(path);
+	if (rc)
+		clusterstate_release(out);
+	return rc;
+}
+
+void clusterstate_release(struct clusterstate *cs)
+{
+	if (!cs)
+		return;
+	admission_state_unref(cs->state);
+	json_decref(cs->policies);
+	json_decref(cs->config_data);
+	memset(cs, 0, sizeof(*cs));
+}

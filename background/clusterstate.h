@@ -1,0 +1,55 @@
+/*
+ * clusterstate.h - one read of what background/snapshot.h keeps current
+ * with informers: ClusterPolicies, Policies, PolicyExceptions, Namespaces
+ * and gavel's ConfigMap, listed once and made into an admission_state.
+ * For the one-shot commands (`gavel scan`, `gavel status`), which need no
+ * watches.
+ */
+#ifndef GV_BACKGROUND_CLUSTERSTATE_H
+#define GV_BACKGROUND_CLUSTERSTATE_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+#include "admission/admission.h"
+#include "common/gv.h"
+#include "kube/kube.h"
+
+/*
+ * How to reach the API server: kube_request()/kube_discover() on client,
+ * or the functions given (tests; the scanner's counting request).
+ */
+struct clusterstate_api {
+	struct kube_client *client; /* borrowed */
+	enum gv_code (*request)(void *ud, const char *method, const char *path, const json_t *body,
+				json_t **out, struct kube_status *st, struct gv_err *err);
+	void *ud;
+};
+
+struct clusterstate {
+	struct admission_state *state; /* owned reference: policy set, namespace labels, config */
+	json_t *policies; /* owned: ClusterPolicy and Policy documents (kind and apiVersion set) */
+	json_t *config_data; /* owned: `data` of gavel's ConfigMap ({} when absent) */
+	size_t npolicies;    /* policies that compiled (in the set) */
+};
+
+/*
+ * Lists everything (pages of 500). Kinds whose CRD is not installed count
+ * as empty; so does a missing ConfigMap. Policies that do not compile are
+ * logged and left out of the set (they stay in `policies`). GV_ENET when
+ * the API server cannot be asked.
+ */
+enum gv_code clusterstate_fetch(const struct clusterstate_api *api, const char *namespace,
+				const char *configmap, struct clusterstate *out,
+				struct gv_err *err);
+void clusterstate_release(struct clusterstate *cs);
+
+/*
+ * Lists a collection page by page (limit per page) into *items (a new
+ * array of the items, apiVersion and kind filled in from the list).
+ * GV_ENET with st filled on errors (st may be NULL).
+ */
+enum gv_code clusterstate_list(const struct clusterstate_api *api, const char *path, int limit,
+			       json_t **items, struct kube_status *st, struct gv_err *err);
+
+#endif

@@ -1,0 +1,1835 @@
+/*
+ * scan.c - the kinds of a policy, the incremental cache, and one scan
+ * cycle: list, filter, evaluate on a worker pool, merge into reports
+ * (scan.h).
+ *
+ * Memory: a cycle holds one list page at a time (batch size objects) plus
+ * the engine reports of that page; the caches hold, per object, its uid
+ * and a 16-byte fingerprint per policy; the report_set holds the reports.
+ */
+#include "background/scan.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/banned.h"
+
+#define LIST_RESTARTS 3 /* 410s of one listing before the target is given up for the cycle */
+
+/* ---- hashing ---- */
+
+#define FNV_PRIME 0x100000001b3ULL
+
+uint64_t scan_hash(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= FNV_PRIME;
+	}
+	return h;
+}
+
+uint64_t scan_hash_str(const char *s, uint64_t h)
+{
+	if (!s)
+		s = "";
+	return scan_hash(s, strlen(s) + 1, h);
+}
+
+static int hash_dump_cb(const char *buf, size_t size, void *data)
+{
+	uint64_t *h = data;
+
+	*h = scan_hash(buf, size, *h);
+	return 0;
+}
+
+uint64_t scan_hash_json(const json_t *v, uint64_t h)
+{
+	if (!v)
+		return scan_hash_str("null", h);
+	json_dump_callback(v, hash_dump_cb, &h, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+	return scan_hash("\n", 1, h);
+}
+
+/* ---- kinds ---- */
+
+static bool has_wild(const char *s)
+{
+	return strchr(s, '*') || strchr(s, '?');
+}
+
+/* Kyverno's version segment: v<digits>[(alpha|beta)<digits>] or "*". */
+static bool is_version(const char *s)
+{
+	const char *p = s;
+
+	if (!strcmp(s, "*"))
+		return true;
+	if (*p++ != 'v' || *p < '0' || *p > '9')
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (!*p)
+		return true;
+	if (!strncmp(p, "alpha", 5))
+		p += 5;
+	else if (!strncmp(p, "beta", 4))
+		p += 4;
+	else
+		return false;
+	if (*p < '0' || *p > '9')
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return !*p;
+}
+
+bool scan_kind_parse(const char *sel, struct scan_kind *out)
+{
+	char *parts[5] = {0};
+	char *copy, *p;
+	size_t n = 0;
+	const char *group = NULL, *version = NULL, *kind = NULL;
+	bool ok = false;
+
+	if (!sel || !*sel)
+		return false;
+	copy = gv_xstrdup(sel);
+	for (p = copy; n < 4;) {
+		char *slash = strchr(p, '/');
+		parts[n++] = p;
+		if (!slash)
+			break;
+		*slash = '\0';
+		p = slash + 1;
+	}
+	if (strchr(p, '/'))
+		goto out; /* more than four segments */
+	/* "Pod.exec" is "Pod/exec": a subresource */
+	if (strchr(parts[n - 1], '.'))
+		goto out;
+	switch (n) {
+	case 1:
+		kind = parts[0];
+		break;
+	case 2:
+		if (!strcmp(parts[0], "*") || !is_version(parts[0]))
+			goto out; /* "*" slash subresource, Kind/subresource */
+		version = parts[0];
+		kind = parts[1];
+		break;
+	case 3:
+		if (is_version(parts[0]))
+			goto out; /* v1/Kind/subresource */
+		group = parts[0];
+		version = parts[1];
+		kind = parts[2];
+		break;
+	default:
+		goto out; /* group/version/Kind/subresource */
+	}
+	if (!*kind || has_wild(kind))
+		goto out;
+	if (group && !*group)
+		goto out;
+	if (version && !*version)
+		goto out;
+	out->group = group && strcmp(group, "*") ? gv_xstrdup(group) : NULL;
+	out->version = version && strcmp(version, "*") ? gv_xstrdup(version) : NULL;
+	out->kind = gv_xstrdup(kind);
+	ok = true;
+out:
+	free(copy);
+	return ok;
+}
+
+void scan_kind_release(struct scan_kind *k)
+{
+	if (!k)
+		return;
+	free(k->group);
+	free(k->version);
+	free(k->kind);
+	memset(k, 0, sizeof(*k));
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+static void kinds_add(struct scan_kinds *ks, const char *group, const char *version,
+		      const char *kind)
+{
+	for (size_t i = 0; i < ks->n; i++)
+		if (str_eq(ks->v[i].group, group) && str_eq(ks->v[i].version, version) &&
+		    !strcmp(ks->v[i].kind, kind))
+			return;
+	ks->v = gv_xrealloc(ks->v, (ks->n + 1) * sizeof(*ks->v));
+	ks->v[ks->n].group = group ? gv_xstrdup(group) : NULL;
+	ks->v[ks->n].version = version ? gv_xstrdup(version) : NULL;
+	ks->v[ks->n].kind = gv_xstrdup(kind);
+	ks->n++;
+}
+
+static void kinds_add_list(struct scan_kinds *ks, const json_t *kinds)
+{
+	size_t i;
+	const json_t *k;
+
+	json_array_foreach(kinds, i, k)
+	{
+		struct scan_kind sk = {0};
+		const char *s = json_string_value(k);
+		if (!scan_kind_parse(s, &sk)) {
+			ks->complete = false;
+			continue;
+		}
+		kinds_add(ks, sk.group, sk.version, sk.kind);
+		scan_kind_release(&sk);
+	}
+}
+
+static void kinds_of_match(struct scan_kinds *ks, const json_t *match)
+{
+	static const char *const lists[] = {"any", "all"};
+	size_t i;
+	const json_t *f;
+
+	kinds_add_list(ks, json_object_get(json_object_get(match, "resources"), "kinds"));
+	for (size_t l = 0; l < GV_ARRAY_LEN(lists); l++)
+		json_array_foreach(json_object_get(match, lists[l]), i, f)
+		    kinds_add_list(ks, json_object_get(json_object_get(f, "resources"), "kinds"));
+}
+
+static const json_t *doc_rule(const json_t *rules, const char *name)
+{
+	size_t i;
+	const json_t *r;
+
+	json_array_foreach(rules, i, r)
+	{
+		const char *n = json_string_value(json_object_get(r, "name"));
+		if (n && !strcmp(n, name))
+			return r;
+	}
+	return NULL;
+}
+
+/* Whether the autogen-controllers annotation lets controller kind k be generated. */
+static bool controller_selected(const char *ann, const char *k)
+{
+	const char *p = ann;
+	size_t n = strlen(k);
+
+	if (!ann)
+		return true;
+	/* a comma-separated list, split without trimming (section 9.1) */
+	while (p && *p) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		if (len == n && !strncmp(p, k, n))
+			return true;
+		p = comma ? comma + 1 : NULL;
+	}
+	return false;
+}
+
+void scan_policy_kinds(const struct engine_policy *p, struct scan_kinds *out)
+{
+	static const struct {
+		const char *group, *version, *kind;
+	} controllers[] = {
+	    {"apps", "v1", "DaemonSet"},   {"apps", "v1", "Deployment"},
+	    {"apps", "v1", "StatefulSet"}, {"apps", "v1", "ReplicaSet"},
+	    {"batch", "v1", "Job"},	   {"", "v1", "ReplicationController"},
+	};
+	const json_t *doc = engine_policy_doc(p);
+	const json_t *rules = json_object_get(json_object_get(doc, "spec"), "rules");
+	const char *ann =
+	    engine_policy_annotation(p, "pod-policies.kyverno.io/autogen-controllers");
+	size_t nr = engine_policy_rule_count(p);
+
+	memset(out, 0, sizeof(*out));
+	out->complete = true;
+	for (size_t i = 0; i < nr; i++) {
+		const char *name = engine_policy_rule_name(p, i);
+		const json_t *r = doc_rule(rules, name);
+		bool safe = engine_policy_rule_background_safe(p, i);
+
+		if (r) {
+			if (!json_object_get(r, "validate"))
+				continue; /* not evaluated by gavel: no results */
+			if (!safe) {
+				out->complete = false;
+				continue;
+			}
+			kinds_of_match(out, json_object_get(r, "match"));
+			continue;
+		}
+		if (!safe) {
+			out->complete = false;
+			continue;
+		}
+		if (!strncmp(name, "autogen-cronjob-", 16)) {
+			kinds_add(out, "batch", "v1", "CronJob");
+		} else if (!strncmp(name, "autogen-", 8)) {
+			for (size_t c = 0; c < GV_ARRAY_LEN(controllers); c++)
+				if (controller_selected(ann, controllers[c].kind))
+					kinds_add(out, controllers[c].group, controllers[c].version,
+						  controllers[c].kind);
+		}
+	}
+}
+
+void scan_kinds_release(struct scan_kinds *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->n; i++)
+		scan_kind_release(&k->v[i]);
+	free(k->v);
+	memset(k, 0, sizeof(*k));
+}
+
+uint64_t scan_policy_fingerprint(const struct engine_policy *p)
+{
+	const json_t *doc = engine_policy_doc(p);
+	const json_t *md = json_object_get(doc, "metadata");
+	json_t *spec = json_copy(json_object_get(doc, "spec"));
+	json_t *ann = json_copy(json_object_get(md, "annotations"));
+	uint64_t h = SCAN_HASH_SEED;
+
+	if (spec) {
+		json_object_del(spec, "scanInterval");
+		json_object_del(spec, "scanSchedule");
+		json_object_del(spec, "scanSuspend");
+	}
+	if (ann)
+		json_object_del(ann, "kubectl.kubernetes.io/last-applied-configuration");
+	h = scan_hash_str(engine_policy_kind(p), h);
+	h = scan_hash_str(engine_policy_namespace(p), h);
+	h = scan_hash_str(engine_policy_name(p), h);
+	h = scan_hash_str(json_string_value(json_object_get(md, "uid")), h);
+	h = scan_hash_json(ann, h);
+	h = scan_hash_json(spec, h);
+	json_decref(spec);
+	json_decref(ann);
+	return h;
+}
+
+/* ---- the incremental cache ---- */
+
+struct scan_fp {
+	uint64_t pk, fp;
+};
+
+struct scan_entry {
+	char *uid; /* owned */
+	uint64_t hash;
+	struct scan_fp *v; /* owned */
+	uint32_t n, cap;
+};
+
+/* Open addressing, linear probing, backward-shift deletion. */
+struct emap {
+	struct scan_entry **v;
+	size_t cap, n;
+};
+
+struct scan_cache {
+	struct emap complete, current;
+	bool finished; /* a listing finished once */
+	bool listing;
+};
+
+static void entry_free(struct scan_entry *e)
+{
+	if (!e)
+		return;
+	free(e->uid);
+	free(e->v);
+	free(e);
+}
+
+static size_t emap_find(const struct emap *m, const char *uid, uint64_t h)
+{
+	size_t mask = m->cap - 1, i = (size_t)h & mask;
+
+	while (m->v[i]) {
+		if (m->v[i]->hash == h && !strcmp(m->v[i]->uid, uid))
+			return i;
+		i = (i + 1) & mask;
+	}
+	return i;
+}
+
+static struct scan_entry *emap_get(const struct emap *m, const char *uid, uint64_t h)
+{
+	if (!m->cap)
+		return NULL;
+	return m->v[emap_find(m, uid, h)];
+}
+
+static void emap_put(struct emap *m, struct scan_entry *e);
+
+static void emap_grow(struct emap *m)
+{
+	struct emap old = *m;
+
+	m->cap = old.cap ? old.cap * 2 : 64;
+	m->v = gv_xcalloc(m->cap, sizeof(*m->v));
+	m->n = 0;
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.v[i])
+			emap_put(m, old.v[i]);
+	free(old.v);
+}
+
+static void emap_put(struct emap *m, struct scan_entry *e)
+{
+	size_t i;
+
+	if ((m->n + 1) * 2 > m->cap)
+		emap_grow(m);
+	i = emap_find(m, e->uid, e->hash);
+	if (!m->v[i])
+		m->n++;
+	m->v[i] = e;
+}
+
+/* Takes the entry out of the map (NULL when absent). */
+static struct scan_entry *emap_take(struct emap *m, const char *uid, uint64_t h)
+{
+	size_t mask, i, j;
+	struct scan_entry *e;
+
+	if (!m->cap)
+		return NULL;
+	mask = m->cap - 1;
+	i = emap_find(m, uid, h);
+	if (!(e = m->v[i]))
+		return NULL;
+	m->v[i] = NULL;
+	m->n--;
+	/* shift back the entries of the cluster that follows */
+	for (j = (i + 1) & mask; m->v[j]; j = (j + 1) & mask) {
+		size_t home = (size_t)m->v[j]->hash & mask;
+		bool between = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+		if (between)
+			continue;
+		m->v[i] = m->v[j];
+		m->v[j] = NULL;
+		i = j;
+	}
+	return e;
+}
+
+static void emap_release(struct emap *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		entry_free(m->v[i]);
+	free(m->v);
+	memset(m, 0, sizeof(*m));
+}
+
+struct scan_cache *scan_cache_new(void)
+{
+	return gv_xcalloc(1, sizeof(struct scan_cache));
+}
+
+void scan_cache_free(struct scan_cache *c)
+{
+	if (!c)
+		return;
+	emap_release(&c->complete);
+	emap_release(&c->current);
+	free(c);
+}
+
+struct scan_entry *scan_cache_visit(struct scan_cache *c, const char *uid)
+{
+	uint64_t h = scan_hash_str(uid, SCAN_HASH_SEED);
+	struct scan_entry *e;
+
+	c->listing = true;
+	if ((e = emap_get(&c->current, uid, h)))
+		return e;
+	e = emap_take(&c->complete, uid, h);
+	if (!e) {
+		e = gv_xcalloc(1, sizeof(*e));
+		e->uid = gv_xstrdup(uid);
+		e->hash = h;
+	}
+	emap_put(&c->current, e);
+	return e;
+}
+
+bool scan_entry_fresh(const struct scan_entry *e, uint64_t pk, uint64_t fp)
+{
+	for (uint32_t i = 0; i < e->n; i++)
+		if (e->v[i].pk == pk)
+			return e->v[i].fp == fp;
+	return false;
+}
+
+void scan_entry_set(struct scan_entry *e, uint64_t pk, uint64_t fp)
+{
+	for (uint32_t i = 0; i < e->n; i++) {
+		if (e->v[i].pk == pk) {
+			e->v[i].fp = fp;
+			return;
+		}
+	}
+	if (e->n == e->cap) {
+		e->cap = e->cap ? e->cap * 2 : 4;
+		e->v = gv_xrealloc(e->v, e->cap * sizeof(*e->v));
+	}
+	e->v[e->n].pk = pk;
+	e->v[e->n].fp = fp;
+	e->n++;
+}
+
+void scan_entry_forget(struct scan_entry *e, uint64_t pk)
+{
+	for (uint32_t i = 0; i < e->n; i++) {
+		if (e->v[i].pk == pk) {
+			e->v[i] = e->v[--e->n];
+			return;
+		}
+	}
+}
+
+void scan_entry_prune(struct scan_entry *e, bool (*keep)(void *ud, uint64_t pk), void *ud)
+{
+	uint32_t k = 0;
+
+	if (!keep)
+		return;
+	for (uint32_t i = 0; i < e->n; i++)
+		if (keep(ud, e->v[i].pk))
+			e->v[k++] = e->v[i];
+	e->n = k;
+}
+
+bool scan_cache_drop(struct scan_cache *c, const char *uid)
+{
+	uint64_t h = scan_hash_str(uid, SCAN_HASH_SEED);
+	struct scan_entry *a = emap_take(&c->current, uid, h);
+	struct scan_entry *b = emap_take(&c->complete, uid, h);
+	bool known = (a && a->n) || b;
+
+	entry_free(a);
+	entry_free(b);
+	return known;
+}
+
+char **scan_cache_finish(struct scan_cache *c, size_t *n)
+{
+	char **gone = NULL;
+	size_t k = 0;
+
+	*n = 0;
+	if (c->finished && c->complete.n) {
+		gone = gv_xcalloc(c->complete.n, sizeof(*gone));
+		for (size_t i = 0; i < c->complete.cap; i++) {
+			if (!c->complete.v[i])
+				continue;
+			gone[k++] = c->complete.v[i]->uid;
+			c->complete.v[i]->uid = NULL;
+		}
+	}
+	emap_release(&c->complete);
+	c->complete = c->current;
+	memset(&c->current, 0, sizeof(c->current));
+	c->finished = true;
+	c->listing = false;
+	*n = k;
+	if (!k) {
+		free(gone);
+		gone = NULL;
+	}
+	return gone;
+}
+
+void scan_cache_abandon(struct scan_cache *c)
+{
+	for (size_t i = 0; i < c->current.cap; i++)
+		if (c->current.v[i])
+			emap_put(&c->complete, c->current.v[i]);
+	free(c->current.v);
+	memset(&c->current, 0, sizeof(c->current));
+	c->listing = false;
+}
+
+bool scan_cache_complete(const struct scan_cache *c)
+{
+	return c->finished;
+}
+
+bool scan_cache_listing(const struct scan_cache *c)
+{
+	return c->listing;
+}
+
+size_t scan_cache_count(const struct scan_cache *c)
+{
+	return c->complete.n + c->current.n;
+}
+
+void scan_cache_uids(const struct scan_cache *c, const char ***v, size_t *n)
+{
+	const struct emap *maps[] = {&c->complete, &c->current};
+
+	*v = gv_xrealloc(*v, (*n + scan_cache_count(c) + 1) * sizeof(**v));
+	for (size_t m = 0; m < GV_ARRAY_LEN(maps); m++)
+		for (size_t i = 0; i < maps[m]->cap; i++)
+			if (maps[m]->v[i])
+				(*v)[(*n)++] = maps[m]->v[i]->uid;
+}
+
+/* ---- the scanner ---- */
+
+/* A collection listed by scans: a resource in all namespaces ("") or one. */
+struct target {
+	char *key; /* owned: "group/version/resource|namespace" */
+	struct kube_resource res;
+	char *ns;		  /* owned; "" = all namespaces / cluster-scoped */
+	struct scan_cache *cache; /* owned */
+	char *cont;		  /* owned: continue token of the listing in progress */
+	char *last;		  /* owned: key of the last object processed in it */
+	uint64_t *users;	  /* policy keys that listed it */
+	size_t nusers;
+};
+
+struct scanner {
+	struct scan_api api;
+	struct scan_options opt;
+	char *skip_ns; /* owned */
+	struct target **targets;
+	size_t ntargets;
+	char *cursor;	    /* owned: key of the target the next cycle starts at */
+	uint64_t *retained; /* policy keys that had their report_retain() */
+	size_t nretained;
+	atomic_size_t requests;
+};
+
+static void target_free(struct target *t)
+{
+	if (!t)
+		return;
+	free(t->key);
+	kube_resource_release(&t->res);
+	free(t->ns);
+	scan_cache_free(t->cache);
+	free(t->cont);
+	free(t->last);
+	free(t->users);
+	free(t);
+}
+
+struct scanner *scanner_new(const struct scan_api *api, const struct scan_options *opt)
+{
+	struct scanner *s = gv_xcalloc(1, sizeof(*s));
+
+	s->api = *api;
+	if (opt)
+		s->opt = *opt;
+	if (s->opt.batch_size <= 0)
+		s->opt.batch_size = SCAN_DEFAULT_BATCH;
+	if (s->opt.batch_size > SCAN_MAX_BATCH)
+		s->opt.batch_size = SCAN_MAX_BATCH;
+	if (s->opt.workers <= 0)
+		s->opt.workers = SCAN_DEFAULT_WORKERS;
+	if (s->opt.workers > SCAN_MAX_WORKERS)
+		s->opt.workers = SCAN_MAX_WORKERS;
+	s->skip_ns = opt && opt->skip_namespace && *opt->skip_namespace
+			 ? gv_xstrdup(opt->skip_namespace)
+			 : NULL;
+	s->opt.skip_namespace = s->skip_ns;
+	atomic_init(&s->requests, 0);
+	return s;
+}
+
+void scanner_reset(struct scanner *s)
+{
+	for (size_t i = 0; i < s->ntargets; i++)
+		target_free(s->targets[i]);
+	free(s->targets);
+	s->targets = NULL;
+	s->ntargets = 0;
+	free(s->cursor);
+	s->cursor = NULL;
+	free(s->retained);
+	s->retained = NULL;
+	s->nretained = 0;
+}
+
+void scanner_free(struct scanner *s)
+{
+	if (!s)
+		return;
+	scanner_reset(s);
+	free(s->skip_ns);
+	free(s);
+}
+
+const char *scanner_cursor(const struct scanner *s)
+{
+	return s->cursor;
+}
+
+size_t scanner_requests(const struct scanner *s)
+{
+	return atomic_load(&s->requests);
+}
+
+enum gv_code scanner_request(struct scanner *s, const char *method, const char *path,
+			     const json_t *body, json_t **out, struct kube_status *st,
+			     struct gv_err *err)
+{
+	atomic_fetch_add(&s->requests, 1);
+	memset(st, 0, sizeof(*st));
+	if (out)
+		*out = NULL;
+	if (s->api.request)
+		return s->api.request(s->api.ud, method, path, body, out, st, err);
+	return kube_request(s->api.client, method, path, body, out, st, err);
+}
+
+static enum gv_code scanner_discover(struct scanner *s, const struct scan_kind *k,
+				     struct kube_resource *out, struct gv_err *err)
+{
+	if (s->api.discover)
+		return s->api.discover(s->api.ud, k->group, k->version, k->kind, out, err);
+	return kube_discover(s->api.client, k->group, k->version, k->kind, out, err);
+}
+
+size_t scan_cursor_start(const char *const *keys, size_t n, const char *cursor)
+{
+	if (!cursor)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(keys[i], cursor) >= 0)
+			return i;
+	return 0;
+}
+
+static struct target *target_find(const struct scanner *s, const char *key)
+{
+	for (size_t i = 0; i < s->ntargets; i++)
+		if (!strcmp(s->targets[i]->key, key))
+			return s->targets[i];
+	return NULL;
+}
+
+static void target_add_user(struct target *t, uint64_t pk)
+{
+	for (size_t i = 0; i < t->nusers; i++)
+		if (t->users[i] == pk)
+			return;
+	t->users = gv_xrealloc(t->users, (t->nusers + 1) * sizeof(*t->users));
+	t->users[t->nusers++] = pk;
+}
+
+static bool retained_has(const struct scanner *s, uint64_t pk)
+{
+	for (size_t i = 0; i < s->nretained; i++)
+		if (s->retained[i] == pk)
+			return true;
+	return false;
+}
+
+/* ---- one cycle ---- */
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct cyc_policy {
+	const struct engine_policy *p; /* borrowed from the set */
+	char *ref;		       /* owned: report policy field */
+	uint64_t pk;		       /* hash of ref: the cache's policy key */
+	uint64_t fp;		       /* scan_policy_fingerprint */
+	struct scan_kinds kinds;
+	size_t *targets; /* indices into the cycle's targets */
+	size_t ntargets;
+	bool failed; /* a target of it was skipped */
+	struct scan_outcome out;
+};
+
+struct cyc_target {
+	struct target *t; /* borrowed from the scanner */
+	size_t *pols;	  /* indices into the cycle's policies */
+	size_t npols;
+	bool done; /* listing finished in this cycle */
+};
+
+/* One object of a page. */
+struct slot {
+	json_t *obj; /* borrowed from the page */
+	const char *uid, *ns, *name, *rv;
+	const json_t *labels;	  /* namespace labels (borrowed from the state) */
+	struct scan_entry *entry; /* in the target's cache */
+	uint64_t *fps;		  /* per policy of the target */
+	bool *need;		  /* per policy of the target: evaluate */
+	bool eval;
+	enum gv_code rc;
+	char *error; /* owned, when rc */
+	struct engine_report rep;
+};
+
+struct pool {
+	pthread_mutex_t mu;
+	pthread_cond_t go, done;
+	pthread_t *th;
+	int nth;
+	unsigned gen;
+	bool stop;
+	struct slot *slots;
+	size_t n;
+	atomic_size_t next;
+	int active;
+	const struct engine_policyset *set;
+};
+
+struct cycle {
+	struct scanner *s;
+	const struct admission_state *st;
+	const struct admission_config *config;
+	struct report_set *rs;
+	const struct scan_hooks *hooks;
+	struct cyc_policy *pols;
+	size_t npols;
+	struct cyc_target *targets;
+	size_t ntargets;
+	uint64_t exc_fp;
+	size_t budget; /* objects left (SIZE_MAX = no limit) */
+	struct scan_stats *stats;
+	struct pool pool;
+	char *last_ns; /* namespace-label hash cache */
+	uint64_t last_ns_hash;
+	uint64_t *alive; /* sorted keys of the set's policies */
+	size_t nalive;
+};
+
+static void evaluate_slot(const struct engine_policyset *set, struct slot *sl)
+{
+	struct engine_input in = {0};
+	struct gv_err err = {0};
+
+	in.object = sl->obj;
+	in.operation = "CREATE";
+	in.namespace_labels = sl->labels;
+	sl->rc = engine_evaluate(set, &in, ENGINE_BACKGROUND, &sl->rep, &err);
+	if (sl->rc)
+		sl->error = gv_xstrdup(err.msg[0] ? err.msg : "evaluation failed");
+}
+
+static void *pool_main(void *ud)
+{
+	struct pool *p = ud;
+	unsigned seen = 0;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		while (!p->stop && p->gen == seen)
+			pthread_cond_wait(&p->go, &p->mu);
+		if (p->stop)
+			break;
+		seen = p->gen;
+		pthread_mutex_unlock(&p->mu);
+		for (;;) {
+			size_t i = atomic_fetch_add(&p->next, 1);
+			if (i >= p->n)
+				break;
+			if (p->slots[i].eval)
+				evaluate_slot(p->set, &p->slots[i]);
+		}
+		pthread_mutex_lock(&p->mu);
+		if (--p->active == 0)
+			pthread_cond_signal(&p->done);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+static void pool_start(struct pool *p, int n, const struct engine_policyset *set)
+{
+	memset(p, 0, sizeof(*p));
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->go, NULL);
+	pthread_cond_init(&p->done, NULL);
+	atomic_init(&p->next, 0);
+	p->set = set;
+	p->th = gv_xcalloc((size_t)n, sizeof(*p->th));
+	for (int i = 0; i < n; i++) {
+		if (pthread_create(&p->th[p->nth], NULL, pool_main, p)) {
+			gv_warn("background: cannot start a scan worker (%d running)", p->nth);
+			break;
+		}
+		p->nth++;
+	}
+}
+
+/* Evaluates slots[0..n) on the workers (inline when none could start). */
+static void pool_run(struct pool *p, struct slot *slots, size_t n)
+{
+	if (!p->nth) {
+		for (size_t i = 0; i < n; i++)
+			if (slots[i].eval)
+				evaluate_slot(p->set, &slots[i]);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->slots = slots;
+	p->n = n;
+	atomic_store(&p->next, 0);
+	p->active = p->nth;
+	p->gen++;
+	pthread_cond_broadcast(&p->go);
+	while (p->active)
+		pthread_cond_wait(&p->done, &p->mu);
+	p->slots = NULL;
+	p->n = 0;
+	pthread_mutex_unlock(&p->mu);
+}
+
+static void pool_stop(struct pool *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->stop = true;
+	pthread_cond_broadcast(&p->go);
+	pthread_mutex_unlock(&p->mu);
+	for (int i = 0; i < p->nth; i++)
+		pthread_join(p->th[i], NULL);
+	free(p->th);
+	pthread_cond_destroy(&p->go);
+	pthread_cond_destroy(&p->done);
+	pthread_mutex_destroy(&p->mu);
+}
+
+static const char *jstr(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+/* Fingerprint of the PolicyExceptions: uid and resourceVersion of each. */
+static uint64_t exceptions_fingerprint(struct scanner *s)
+{
+	static const char *const versions[] = {"v2", "v2beta1"};
+	struct kube_resource r = {0};
+	uint64_t h = SCAN_HASH_SEED;
+	char *coll = NULL, *cont = NULL;
+	bool found = false;
+
+	for (size_t i = 0; i < GV_ARRAY_LEN(versions) && !found; i++) {
+		struct scan_kind k = {(char *)"kyverno.io", (char *)versions[i],
+				      (char *)"PolicyException"};
+		found = !scanner_discover(s, &k, &r, NULL);
+	}
+	if (!found)
+		return h;
+	coll = kube_path(&r, NULL, NULL);
+	kube_resource_release(&r);
+	for (int pages = 0; pages < 1000; pages++) {
+		char *econt = cont ? kube_escape(cont) : NULL;
+		char *path = gv_xasprintf("%s?limit=500%s%s", coll, econt ? "&continue=" : "",
+					  econt ? econt : "");
+		struct kube_status st;
+		struct gv_err err = {0};
+		json_t *page = NULL;
+		const json_t *it;
+		const char *next;
+		size_t i;
+
+		free(econt);
+		if (scanner_request(s, "GET", path, NULL, &page, &st, &err)) {
+			gv_debug("background: PolicyExceptions not listed: %s", err.msg);
+			/* unknown (but not absent): every object looks changed rather than miss one
+			 */
+			if (st.http != 403 && st.http != 404)
+				h = scan_hash_str(err.msg, h ^ (uint64_t)time(NULL));
+			free(path);
+			break;
+		}
+		free(path);
+		json_array_foreach(json_object_get(page, "items"), i, it)
+		{
+			const json_t *md = json_object_get(it, "metadata");
+			h = scan_hash_str(jstr(md, "uid"), h);
+			h = scan_hash_str(jstr(md, "resourceVersion"), h);
+		}
+		next = jstr(json_object_get(page, "metadata"), "continue");
+		free(cont);
+		cont = next && *next ? gv_xstrdup(next) : NULL;
+		json_decref(page);
+		if (!cont)
+			break;
+	}
+	free(cont);
+	free(coll);
+	return h;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	const struct cyc_target *x = a, *y = b;
+
+	return strcmp(x->t->key, y->t->key);
+}
+
+/* Finds or makes the scanner's target for resource r in namespace ns; returns the cycle index. */
+static size_t cycle_target(struct cycle *c, const struct kube_resource *r, const char *ns)
+{
+	char *key =
+	    gv_xasprintf("%s/%s/%s|%s", r->group ? r->group : "", r->version, r->resource, ns);
+	struct target *t = target_find(c->s, key);
+	size_t i;
+
+	for (i = 0; i < c->ntargets; i++)
+		if (c->targets[i].t == t && t)
+			break;
+	if (t && i < c->ntargets) {
+		free(key);
+		return i;
+	}
+	if (!t) {
+		t = gv_xcalloc(1, sizeof(*t));
+		t->key = key;
+		key = NULL;
+		t->res.group = gv_xstrdup(r->group ? r->group : "");
+		t->res.version = gv_xstrdup(r->version);
+		t->res.kind = gv_xstrdup(r->kind);
+		t->res.resource = gv_xstrdup(r->resource);
+		t->res.namespaced = r->namespaced;
+		t->res.listable = r->listable;
+		t->ns = gv_xstrdup(ns);
+		t->cache = scan_cache_new();
+		c->s->targets =
+		    gv_xrealloc(c->s->targets, (c->s->ntargets + 1) * sizeof(*c->s->targets));
+		c->s->targets[c->s->ntargets++] = t;
+	}
+	free(key);
+	c->targets = gv_xrealloc(c->targets, (c->ntargets + 1) * sizeof(*c->targets));
+	memset(&c->targets[c->ntargets], 0, sizeof(*c->targets));
+	c->targets[c->ntargets].t = t;
+	return c->ntargets++;
+}
+
+static void policy_add_target(struct cyc_policy *cp, size_t ti)
+{
+	for (size_t i = 0; i < cp->ntargets; i++)
+		if (cp->targets[i] == ti)
+			return;
+	cp->targets = gv_xrealloc(cp->targets, (cp->ntargets + 1) * sizeof(*cp->targets));
+	cp->targets[cp->ntargets++] = ti;
+}
+
+/* Resolves the kinds of every due policy into targets. */
+static void cycle_resolve(struct cycle *c)
+{
+	for (size_t pi = 0; pi < c->npols; pi++) {
+		struct cyc_policy *cp = &c->pols[pi];
+		const char *pns = engine_policy_namespace(cp->p);
+
+		for (size_t k = 0; k < cp->kinds.n; k++) {
+			const struct scan_kind *sk = &cp->kinds.v[k];
+			struct kube_resource r = {0};
+			struct gv_err err = {0};
+			enum gv_code rc = scanner_discover(c->s, sk, &r, &err);
+
+			if (rc == GV_ENOENT) {
+				gv_debug("background: policy %s: kind %s%s%s%s%s is not served: "
+					 "nothing to scan",
+					 cp->ref, sk->group ? sk->group : "", sk->group ? "/" : "",
+					 sk->version ? sk->version : "", sk->version ? "/" : "",
+					 sk->kind);
+				continue;
+			}
+			if (rc) {
+				gv_warn("background: policy %s: kind %s not resolved, skipped: %s",
+					cp->ref, sk->kind, err.msg);
+				cp->failed = true;
+				cp->out.skipped_kinds = true;
+				continue;
+			}
+			if (!r.listable) {
+				gv_debug("background: policy %s: %s cannot be listed", cp->ref,
+					 r.resource);
+				kube_resource_release(&r);
+				continue;
+			}
+			if (*pns && !r.namespaced) {
+				/* a namespaced Policy never matches cluster-scoped objects */
+				kube_resource_release(&r);
+				continue;
+			}
+			policy_add_target(cp, cycle_target(c, &r, r.namespaced ? pns : ""));
+			kube_resource_release(&r);
+		}
+	}
+	/* visit order: by key; remap the policies' indices */
+	{
+		size_t n = c->ntargets;
+		struct target **before = gv_xcalloc(n + 1, sizeof(*before));
+
+		for (size_t i = 0; i < n; i++)
+			before[i] = c->targets[i].t;
+		qsort(c->targets, n, sizeof(*c->targets), key_cmp);
+		for (size_t pi = 0; pi < c->npols; pi++) {
+			struct cyc_policy *cp = &c->pols[pi];
+			for (size_t k = 0; k < cp->ntargets; k++) {
+				struct target *t = before[cp->targets[k]];
+				for (size_t j = 0; j < n; j++)
+					if (c->targets[j].t == t)
+						cp->targets[k] = j;
+			}
+		}
+		free(before);
+	}
+	for (size_t pi = 0; pi < c->npols; pi++) {
+		struct cyc_policy *cp = &c->pols[pi];
+		cp->out.targets = cp->ntargets;
+		for (size_t k = 0; k < cp->ntargets; k++) {
+			struct cyc_target *ct = &c->targets[cp->targets[k]];
+			ct->pols = gv_xrealloc(ct->pols, (ct->npols + 1) * sizeof(*ct->pols));
+			ct->pols[ct->npols++] = pi;
+			target_add_user(ct->t, cp->pk);
+		}
+	}
+}
+
+/* Hash of the labels of namespace ns (cached for runs of the same namespace). */
+static uint64_t labels_hash(struct cycle *c, const char *ns, const json_t *labels)
+{
+	if (c->last_ns && !strcmp(c->last_ns, ns))
+		return c->last_ns_hash;
+	free(c->last_ns);
+	c->last_ns = gv_xstrdup(ns);
+	c->last_ns_hash = scan_hash_json(labels, SCAN_HASH_SEED);
+	return c->last_ns_hash;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The policy keys of every policy of the set, sorted (caller frees). */
+static uint64_t *alive_keys(const struct engine_policyset *set, size_t *n)
+{
+	size_t m = set ? engine_policyset_count(set) : 0;
+	uint64_t *v = gv_xcalloc(m + 1, sizeof(*v));
+
+	for (size_t i = 0; i < m; i++) {
+		char *ref = report_policy_ref(engine_policyset_get(set, i));
+		v[i] = scan_hash_str(ref, SCAN_HASH_SEED);
+		free(ref);
+	}
+	qsort(v, m, sizeof(*v), u64_cmp);
+	*n = m;
+	return v;
+}
+
+static bool policy_alive(void *ud, uint64_t pk)
+{
+	const struct cycle *c = ud;
+
+	return bsearch(&pk, c->alive, c->nalive, sizeof(*c->alive), u64_cmp) != NULL;
+}
+
+/* Prepares one page object: filters, cache, what to evaluate. False: left out. */
+static bool slot_prepare(struct cycle *c, struct cyc_target *ct, struct slot *sl, json_t *obj)
+{
+	const json_t *md = json_object_get(obj, "metadata");
+	const struct kube_resource *r = &ct->t->res;
+	bool is_ns_kind = !*r->group && !strcmp(r->kind, "Namespace");
+	uint64_t lh;
+
+	sl->obj = obj;
+	sl->uid = jstr(md, "uid");
+	sl->ns = jstr(md, "namespace");
+	sl->name = jstr(md, "name");
+	sl->rv = jstr(md, "resourceVersion");
+	if (!sl->ns)
+		sl->ns = "";
+	if (!sl->name)
+		sl->name = "";
+	if (!sl->uid || !*sl->uid) {
+		gv_warn("background: %s %s%s%s has no metadata.uid: not scanned", r->kind, sl->ns,
+			*sl->ns ? "/" : "", sl->name);
+		return false;
+	}
+	if (c->s->skip_ns &&
+	    (!strcmp(sl->ns, c->s->skip_ns) || (is_ns_kind && !strcmp(sl->name, c->s->skip_ns))))
+		goto filtered;
+	if (admission_config_filtered(c->config, r->group, r->version, r->kind, "", sl->ns,
+				      sl->name))
+		goto filtered;
+	sl->labels = admission_state_namespace_labels(c->st, is_ns_kind ? sl->name : sl->ns);
+	if (is_ns_kind && !sl->labels)
+		sl->labels = json_object_get(md, "labels");
+	lh = labels_hash(c, is_ns_kind ? sl->name : sl->ns, sl->labels);
+	sl->entry = scan_cache_visit(ct->t->cache, sl->uid);
+	scan_entry_prune(sl->entry, policy_alive, c);
+	sl->fps = gv_xcalloc(ct->npols + 1, sizeof(*sl->fps));
+	sl->need = gv_xcalloc(ct->npols + 1, sizeof(*sl->need));
+	for (size_t k = 0; k < ct->npols; k++) {
+		const struct cyc_policy *cp = &c->pols[ct->pols[k]];
+		uint64_t fp = scan_hash_str(sl->rv, SCAN_HASH_SEED);
+
+		fp = scan_hash(&lh, sizeof(lh), fp);
+		fp = scan_hash(&cp->fp, sizeof(cp->fp), fp);
+		fp = scan_hash(&c->exc_fp, sizeof(c->exc_fp), fp);
+		sl->fps[k] = fp;
+		sl->need[k] = !c->s->opt.incremental || !scan_entry_fresh(sl->entry, cp->pk, fp);
+		sl->eval |= sl->need[k];
+	}
+	return true;
+filtered:
+	if (scan_cache_drop(ct->t->cache, sl->uid))
+		report_delete_object(c->rs, NULL, sl->uid);
+	c->stats->filtered++;
+	return false;
+}
+
+static void slot_release(struct slot *sl)
+{
+	free(sl->fps);
+	free(sl->need);
+	free(sl->error);
+	if (sl->eval && !sl->rc)
+		engine_report_release(&sl->rep);
+	memset(sl, 0, sizeof(*sl));
+}
+
+/* Merges one evaluated (or unchanged) object into the reports. */
+static void slot_commit(struct cycle *c, struct cyc_target *ct, struct slot *sl, int64_t now)
+{
+	const struct kube_resource *r = &ct->t->res;
+	struct report_resource res;
+	struct gv_err err = {0};
+	bool *done;
+
+	for (size_t k = 0; k < ct->npols; k++) {
+		struct cyc_policy *cp = &c->pols[ct->pols[k]];
+		cp->out.objects++;
+		if (!sl->need[k])
+			cp->out.unchanged++;
+	}
+	if (!sl->eval) {
+		c->stats->unchanged++;
+		return;
+	}
+	if (sl->rc) {
+		gv_warn("background: %s %s%s%s: cannot be evaluated: %s", r->kind, sl->ns,
+			*sl->ns ? "/" : "", sl->name, sl->error);
+		c->stats->failed++;
+		for (size_t k = 0; k < ct->npols; k++) {
+			struct cyc_policy *cp = &c->pols[ct->pols[k]];
+			if (!sl->need[k])
+				continue;
+			scan_entry_forget(sl->entry, cp->pk);
+			cp->out.failed++;
+		}
+		return;
+	}
+	c->stats->evaluated++;
+	if (report_resource_from_object(sl->obj, &res, &err)) {
+		gv_warn("background: %s %s%s%s: %s", r->kind, sl->ns, *sl->ns ? "/" : "", sl->name,
+			err.msg);
+		return;
+	}
+	done = gv_xcalloc(ct->npols + 1, sizeof(*done));
+	for (size_t i = 0; i < sl->rep.n; i++) {
+		const struct engine_response *resp = &sl->rep.v[i];
+		size_t k;
+
+		for (k = 0; k < ct->npols; k++)
+			if (c->pols[ct->pols[k]].p == resp->policy)
+				break;
+		if (k == ct->npols || !sl->need[k] || done[k])
+			continue;
+		done[k] = true;
+		if (report_put_response(c->rs, &res, resp, ENGINE_BACKGROUND, now, 0, &err)) {
+			gv_warn("background: %s %s%s%s: policy %s: %s", r->kind, sl->ns,
+				*sl->ns ? "/" : "", sl->name, c->pols[ct->pols[k]].ref, err.msg);
+			gv_err_clear(&err);
+			continue;
+		}
+		for (size_t j = 0; j < resp->nrules; j++) {
+			const struct engine_rule_result *rr = &resp->rules[j];
+			c->stats->results++;
+			metrics_inc(c->s->opt.results,
+				    (const char *const[]){engine_policy_name(resp->policy),
+							  rr->rule, engine_status_name(rr->status),
+							  "background", r->kind, sl->ns, ""});
+		}
+	}
+	for (size_t k = 0; k < ct->npols; k++) {
+		struct cyc_policy *cp = &c->pols[ct->pols[k]];
+		if (!sl->need[k])
+			continue;
+		if (!done[k]) {
+			/* no response: the policy does not apply (any more): no results */
+			report_replace(c->rs, &res, cp->ref, NULL, 0, NULL);
+		}
+		cp->out.evaluated++;
+		scan_entry_set(sl->entry, cp->pk, sl->fps[k]);
+	}
+	free(done);
+}
+
+static bool proceed(const struct cycle *c)
+{
+	return !c->hooks || !c->hooks->proceed || c->hooks->proceed(c->hooks->ud);
+}
+
+enum list_end { L_FINISHED, L_BUDGET, L_SKIPPED, L_STOPPED, L_FAILED };
+
+/* Fills apiVersion and kind of list items that lack them. */
+static void fill_kind(json_t *item, const json_t *page)
+{
+	const char *lk = jstr(page, "kind"), *av = jstr(page, "apiVersion");
+
+	if (!jstr(item, "kind") && lk) {
+		size_t n = strlen(lk);
+		if (n > 4 && !strcmp(lk + n - 4, "List"))
+			json_object_set_new(item, "kind", json_stringn(lk, n - 4));
+	}
+	if (!jstr(item, "apiVersion") && av)
+		json_object_set_new(item, "apiVersion", json_string(av));
+}
+
+static char *object_key(const json_t *item)
+{
+	const json_t *md = json_object_get(item, "metadata");
+	const char *ns = jstr(md, "namespace"), *name = jstr(md, "name");
+
+	if (ns && *ns)
+		return gv_xasprintf("%s/%s", ns, name ? name : "");
+	return gv_xstrdup(name ? name : "");
+}
+
+/*
+ * The page fetcher: one thread (so one keep-alive connection) per cycle that
+ * requests the next list page while the scanning thread evaluates the
+ * current one. At most one request is outstanding, so at most two pages are
+ * in memory.
+ */
+struct fetcher {
+	struct scanner *s;
+	pthread_t th;
+	bool running;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char *path; /* owned: the request to make; NULL = none */
+	bool busy;  /* a request was submitted and its answer not taken yet */
+	bool done;  /* the answer is there */
+	bool stop;
+	json_t *page; /* the answer (owned until taken) */
+	struct kube_status st;
+	struct gv_err err;
+	enum gv_code rc;
+};
+
+static void *fetcher_main(void *ud)
+{
+	struct fetcher *f = ud;
+
+	pthread_mutex_lock(&f->mu);
+	for (;;) {
+		char *path;
+		json_t *page = NULL;
+		struct kube_status st;
+		struct gv_err err = {0};
+		enum gv_code rc;
+
+		while (!f->stop && !f->path)
+			pthread_cond_wait(&f->cv, &f->mu);
+		if (f->stop)
+			break;
+		path = f->path;
+		f->path = NULL;
+		pthread_mutex_unlock(&f->mu);
+		rc = scanner_request(f->s, "GET", path, NULL, &page, &st, &err);
+		free(path);
+		pthread_mutex_lock(&f->mu);
+		f->page = page;
+		f->st = st;
+		f->err = err;
+		f->rc = rc;
+		f->done = true;
+		pthread_cond_broadcast(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+static void fetcher_start(struct fetcher *f, struct scanner *s)
+{
+	memset(f, 0, sizeof(*f));
+	f->s = s;
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cv, NULL);
+	f->running = !pthread_create(&f->th, NULL, fetcher_main, f);
+}
+
+/* Submits a request (path taken). */
+static void fetcher_submit(struct fetcher *f, char *path)
+{
+	if (!f->running) {
+		/* no thread: the request is made when the answer is asked for */
+		f->path = path;
+		f->busy = true;
+		return;
+	}
+	pthread_mutex_lock(&f->mu);
+	f->path = path;
+	f->busy = true;
+	f->done = false;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* Waits for the answer of the submitted request and takes it. */
+static enum gv_code fetcher_take(struct fetcher *f, json_t **page, struct kube_status *st,
+				 struct gv_err *err)
+{
+	enum gv_code rc;
+
+	if (!f->running) {
+		char *path = f->path;
+		f->path = NULL;
+		f->busy = false;
+		rc = scanner_request(f->s, "GET", path, NULL, page, st, err);
+		free(path);
+		return rc;
+	}
+	pthread_mutex_lock(&f->mu);
+	while (!f->done)
+		pthread_cond_wait(&f->cv, &f->mu);
+	*page = f->page;
+	*st = f->st;
+	*err = f->err;
+	rc = f->rc;
+	f->page = NULL;
+	f->done = false;
+	f->busy = false;
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+/* Drops an answer nobody wants (the cycle stopped). */
+static void fetcher_discard(struct fetcher *f)
+{
+	json_t *page = NULL;
+	struct kube_status st;
+	struct gv_err err = {0};
+
+	if (f->busy && f->running) {
+		fetcher_take(f, &page, &st, &err);
+		json_decref(page);
+	} else if (f->busy) {
+		free(f->path);
+		f->path = NULL;
+		f->busy = false;
+	}
+}
+
+static void fetcher_stop(struct fetcher *f)
+{
+	fetcher_discard(f);
+	if (f->running) {
+		pthread_mutex_lock(&f->mu);
+		f->stop = true;
+		pthread_cond_broadcast(&f->cv);
+		pthread_mutex_unlock(&f->mu);
+		pthread_join(f->th, NULL);
+	}
+	free(f->path);
+	pthread_cond_destroy(&f->cv);
+	pthread_mutex_destroy(&f->mu);
+}
+
+static char *page_path(const char *coll, size_t limit, const char *cont)
+{
+	char *econt = cont ? kube_escape(cont) : NULL;
+	char *path = gv_xasprintf("%s?limit=%zu%s%s", coll, limit, econt ? "&continue=" : "",
+				  econt ? econt : "");
+
+	free(econt);
+	return path;
+}
+
+/* Index of the first item of a page after `last` (items up to it were processed before). */
+static size_t first_fresh(const json_t *items, const char *last)
+{
+	size_t n = json_array_size(items), i;
+
+	for (i = 0; last && i < n; i++) {
+		char *key = object_key(json_array_get(items, i));
+		int cmp = strcmp(key, last);
+		free(key);
+		if (cmp > 0)
+			break;
+	}
+	return last ? i : 0;
+}
+
+/* The listing of t is complete: objects not seen are gone. */
+static void target_finished(struct cycle *c, struct cyc_target *ct)
+{
+	struct target *t = ct->t;
+	size_t ngone = 0;
+	char **gone = scan_cache_finish(t->cache, &ngone);
+
+	for (size_t i = 0; i < ngone; i++) {
+		report_delete_object(c->rs, NULL, gone[i]);
+		free(gone[i]);
+	}
+	free(gone);
+	c->stats->deleted += ngone;
+	free(t->last);
+	t->last = NULL;
+	ct->done = true;
+}
+
+/* Evaluates the items of a page from index `from` and merges them into the reports. */
+static void page_process(struct cycle *c, struct cyc_target *ct, json_t *page, size_t from)
+{
+	struct target *t = ct->t;
+	json_t *items = json_object_get(page, "items");
+	size_t n = json_array_size(items), ns = 0;
+	struct slot *slots = gv_xcalloc(n + 1, sizeof(*slots));
+	int64_t now;
+	double t0;
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *item = json_array_get(items, i);
+
+		if (!json_is_object(item))
+			continue;
+		if (i < from) {
+			/* processed before the continue token expired: only mark it seen */
+			const char *uid = jstr(json_object_get(item, "metadata"), "uid");
+			if (uid)
+				scan_cache_visit(t->cache, uid);
+			continue;
+		}
+		fill_kind(item, page);
+		free(t->last);
+		t->last = object_key(item);
+		if (c->budget != SIZE_MAX)
+			c->budget--;
+		if (slot_prepare(c, ct, &slots[ns], item))
+			ns++;
+		else
+			slot_release(&slots[ns]);
+	}
+	t0 = mono_now();
+	pool_run(&c->pool, slots, ns);
+	c->stats->eval_seconds += mono_now() - t0;
+	t0 = mono_now();
+	now = (int64_t)time(NULL);
+	for (size_t i = 0; i < ns; i++) {
+		slot_commit(c, ct, &slots[i], now);
+		slot_release(&slots[i]);
+	}
+	c->stats->commit_seconds += mono_now() - t0;
+	metrics_add(c->s->opt.processed, NULL, (double)ns);
+	free(slots);
+}
+
+/*
+ * Lists one target (continuing its listing in progress) within the budget,
+ * the next page requested while the current one is evaluated.
+ */
+static enum list_end list_target(struct cycle *c, struct cyc_target *ct, struct fetcher *f,
+				 struct gv_err *err)
+{
+	struct target *t = ct->t;
+	char *coll = kube_path(&t->res, *t->ns ? t->ns : NULL, NULL);
+	/* resumed without a token (it expired): skip what was processed */
+	bool skipping = t->last && !t->cont;
+	int restarts = 0;
+	enum list_end end = L_FINISHED;
+
+	c->stats->targets++;
+	for (;;) {
+		struct kube_status st;
+		struct gv_err e = {0};
+		json_t *page = NULL, *items;
+		size_t n, from, fresh, left;
+		const char *next;
+		double t0;
+		enum gv_code rc;
+
+		if (!f->busy) {
+			if (!proceed(c)) {
+				end = L_STOPPED;
+				break;
+			}
+			if (c->budget == 0) {
+				end = L_BUDGET;
+				break;
+			}
+			fetcher_submit(f, page_path(coll,
+						    c->budget < (size_t)c->s->opt.batch_size
+							? c->budget
+							: (size_t)c->s->opt.batch_size,
+						    t->cont));
+		}
+		t0 = mono_now();
+		rc = fetcher_take(f, &page, &st, &e);
+		c->stats->list_seconds += mono_now() - t0;
+		if (rc) {
+			if (st.http == 410 && restarts < LIST_RESTARTS) {
+				gv_info("background: listing %s: continue token expired, "
+					"listing again from the start",
+					t->key);
+				restarts++;
+				free(t->cont);
+				t->cont = NULL;
+				skipping = t->last != NULL;
+				continue;
+			}
+			if (st.http == 403 || st.http == 404 || st.http == 405) {
+				gv_warn("background: cannot list %s%s%s: %s; skipped",
+					t->res.resource, *t->ns ? " in namespace " : "", t->ns,
+					e.msg);
+				if (st.http == 403)
+					c->stats->forbidden++;
+				end = L_SKIPPED;
+				break;
+			}
+			gv_err_set(err, GV_ENET, "listing %s: %s", t->key, e.msg);
+			end = L_FAILED;
+			break;
+		}
+		c->stats->pages++;
+		items = json_object_get(page, "items");
+		n = json_array_size(items);
+		c->stats->listed += n;
+		from = skipping ? first_fresh(items, t->last) : 0;
+		fresh = n - from;
+		if (fresh)
+			skipping = false;
+		next = jstr(json_object_get(page, "metadata"), "continue");
+		next = next && *next ? next : NULL;
+		left = c->budget == SIZE_MAX ? SIZE_MAX
+					     : c->budget - (fresh < c->budget ? fresh : c->budget);
+		/* ask for the next page now; evaluate this one meanwhile */
+		if (next && left && proceed(c))
+			fetcher_submit(f, page_path(coll,
+						    left < (size_t)c->s->opt.batch_size
+							? left
+							: (size_t)c->s->opt.batch_size,
+						    next));
+		page_process(c, ct, page, from);
+		free(t->cont);
+		t->cont = next ? gv_xstrdup(next) : NULL;
+		json_decref(page);
+		if (c->hooks && c->hooks->page_done)
+			c->hooks->page_done(c->hooks->ud);
+		if (!t->cont) {
+			/* the end: complete (when skipping, everything was processed before) */
+			target_finished(c, ct);
+			end = L_FINISHED;
+			break;
+		}
+	}
+	fetcher_discard(f);
+	free(coll);
+	return end;
+}
+
+/* report_retain() for the policies whose every target is known, once per policy. */
+static void cycle_retain(struct cycle *c)
+{
+	for (size_t pi = 0; pi < c->npols; pi++) {
+		struct cyc_policy *cp = &c->pols[pi];
+		const char **uids = NULL;
+		size_t n = 0;
+		bool ready = cp->kinds.complete && cp->ntargets && !cp->failed;
+
+		for (size_t k = 0; ready && k < cp->ntargets; k++)
+			ready = scan_cache_complete(c->targets[cp->targets[k]].t->cache);
+		if (!ready || retained_has(c->s, cp->pk))
+			continue;
+		for (size_t k = 0; k < cp->ntargets; k++)
+			scan_cache_uids(c->targets[cp->targets[k]].t->cache, &uids, &n);
+		report_retain(c->rs, cp->ref, uids, n);
+		free(uids);
+		cp->out.retained = true;
+		c->s->retained =
+		    gv_xrealloc(c->s->retained, (c->s->nretained + 1) * sizeof(*c->s->retained));
+		c->s->retained[c->s->nretained++] = cp->pk;
+	}
+}
+
+/* Drops the targets no policy of the set uses any more. */
+static void scanner_gc(struct scanner *s, const uint64_t *alive, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->ntargets; i++) {
+		struct target *t = s->targets[i];
+		size_t u = 0;
+
+		for (size_t j = 0; j < t->nusers; j++)
+			if (bsearch(&t->users[j], alive, n, sizeof(*alive), u64_cmp))
+				t->users[u++] = t->users[j];
+		t->nusers = u;
+		if (!u && t->users) {
+			gv_debug("background: %s no longer scanned: cache dropped", t->key);
+			target_free(t);
+			continue;
+		}
+		s->targets[k++] = t;
+	}
+	s->ntargets = k;
+	k = 0;
+	for (size_t i = 0; i < s->nretained; i++)
+		if (bsearch(&s->retained[i], alive, n, sizeof(*alive), u64_cmp))
+			s->retained[k++] = s->retained[i];
+	s->nretained = k;
+}
+
+enum gv_code scanner_run(struct scanner *s, const struct admission_state *st,
+			 const struct engine_policy *const *due, size_t ndue, struct report_set *rs,
+			 const struct scan_hooks *hooks, struct scan_outcome *out,
+			 struct scan_stats *stats, struct gv_err *err)
+{
+	struct scan_stats local = {0};
+	struct cycle c = {0};
+	struct fetcher fetch;
+	const struct engine_policyset *set = admission_state_policyset(st);
+	size_t requests0 = scanner_requests(s), start, visited = 0;
+	double t0 = mono_now();
+	enum gv_code rc = GV_OK;
+	const char **keys = NULL;
+
+	if (!stats)
+		stats = &local;
+	memset(stats, 0, sizeof(*stats));
+	if (out)
+		memset(out, 0, ndue * sizeof(*out));
+	c.s = s;
+	c.st = st;
+	c.config = admission_state_config(st);
+	c.rs = rs;
+	c.hooks = hooks;
+	c.stats = stats;
+	c.budget = s->opt.resource_limit ? s->opt.resource_limit : SIZE_MAX;
+	c.pols = gv_xcalloc(ndue + 1, sizeof(*c.pols));
+	for (size_t i = 0; i < ndue; i++) {
+		struct cyc_policy *cp;
+
+		if (!due[i] || !engine_policy_background(due[i]))
+			continue;
+		cp = &c.pols[c.npols++];
+		cp->p = due[i];
+		cp->ref = report_policy_ref(due[i]);
+		cp->pk = scan_hash_str(cp->ref, SCAN_HASH_SEED);
+		cp->fp = scan_policy_fingerprint(due[i]);
+		scan_policy_kinds(due[i], &cp->kinds);
+	}
+	c.alive = alive_keys(set, &c.nalive);
+	scanner_gc(s, c.alive, c.nalive);
+	cycle_resolve(&c);
+	if (c.ntargets)
+		c.exc_fp = exceptions_fingerprint(s);
+	keys = gv_xcalloc(c.ntargets + 1, sizeof(*keys));
+	for (size_t i = 0; i < c.ntargets; i++)
+		keys[i] = c.targets[i].t->key;
+	start = scan_cursor_start(keys, c.ntargets, s->cursor);
+	pool_start(&c.pool, s->opt.workers, set);
+	fetcher_start(&fetch, s);
+	for (; visited < c.ntargets; visited++) {
+		struct cyc_target *ct = &c.targets[(start + visited) % c.ntargets];
+		enum list_end end;
+
+		if (!ct->npols)
+			continue;
+		if (c.budget == 0) {
+			stats->partial = true;
+			break;
+		}
+		end = list_target(&c, ct, &fetch, err);
+		if (end == L_SKIPPED) {
+			scan_cache_abandon(ct->t->cache);
+			free(ct->t->cont);
+			ct->t->cont = NULL;
+			free(ct->t->last);
+			ct->t->last = NULL;
+			for (size_t k = 0; k < ct->npols; k++) {
+				c.pols[ct->pols[k]].failed = true;
+				c.pols[ct->pols[k]].out.skipped_kinds = true;
+			}
+			continue;
+		}
+		if (end == L_STOPPED) {
+			stats->stopped = true;
+			break;
+		}
+		if (end == L_FAILED) {
+			rc = GV_ENET;
+			break;
+		}
+		if (end == L_BUDGET) {
+			stats->partial = true;
+			break;
+		}
+	}
+	fetcher_stop(&fetch);
+	pool_stop(&c.pool);
+	/* where the next cycle starts */
+	free(s->cursor);
+	s->cursor = NULL;
+	if (stats->partial && c.ntargets) {
+		struct cyc_target *ct = &c.targets[(start + visited) % c.ntargets];
+		if (ct->done)
+			ct = &c.targets[(start + visited + 1) % c.ntargets];
+		s->cursor = gv_xstrdup(ct->t->key);
+	}
+	if (!rc && !stats->stopped)
+		cycle_retain(&c);
+	for (size_t i = 0, k = 0; i < ndue; i++) {
+		if (!due[i] || !engine_policy_background(due[i]))
+			continue;
+		if (out)
+			out[i] = c.pols[k].out;
+		k++;
+	}
+	for (size_t i = 0; i < c.npols; i++) {
+		free(c.pols[i].ref);
+		free(c.pols[i].targets);
+		scan_kinds_release(&c.pols[i].kinds);
+	}
+	for (size_t i = 0; i < c.ntargets; i++)
+		free(c.targets[i].pols);
+	free(c.pols);
+	free(c.targets);
+	free(keys);
+	free(c.last_ns);
+	free(c.alive);
+	stats->requests = scanner_requests(s) - requests0;
+	stats->seconds = mono_now() - t0;
+	return rc;
+}

@@ -1,0 +1,323 @@
+/*
+ * scan.h - one background scan cycle: the kinds a policy matches, listing
+ * them page by page, evaluating the objects with a worker pool in
+ * ENGINE_BACKGROUND mode, and merging the results into a report_set
+ * (background/report.h). DESIGN.md "Background: Scan"; kyverno-semantics.md
+ * section 7.2 (what a scan does) and 9 (autogen kinds).
+ *
+ * Pieces, from the inside out:
+ *
+ *   scan_kind_parse     one `kinds` entry -> group/version/kind to discover
+ *   scan_policy_kinds   every kind a policy's validate rules match, autogen
+ *                       kinds included
+ *   scan_cache          per listed collection (a "target": resource and
+ *                       namespace): the objects of its last complete
+ *                       listing, and for each the fingerprint of its last
+ *                       evaluation per policy (incremental scans, deleted
+ *                       objects)
+ *   scanner             the long-lived scanner: caches, the resource-limit
+ *                       cursor, the worker pool; scanner_run() is one cycle
+ *
+ * A scanner is used by one thread at a time (the reconciler's, or `gavel
+ * scan`); it starts its worker threads for each cycle and joins them
+ * before returning.
+ */
+#ifndef GV_BACKGROUND_SCAN_H
+#define GV_BACKGROUND_SCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "admission/admission.h"
+#include "admission/metrics.h"
+#include "background/report.h"
+#include "common/gv.h"
+#include "engine/engine.h"
+#include "kube/kube.h"
+
+#define SCAN_DEFAULT_BATCH   500 /* objects per list page (--background-scan-batch-size) */
+#define SCAN_DEFAULT_WORKERS 2	 /* evaluation threads (--background-scan-workers) */
+#define SCAN_MAX_BATCH	     5000
+#define SCAN_MAX_WORKERS     64
+
+/* ---- kinds ---- */
+
+/*
+ * A kind to resolve through discovery. group NULL = any group (core
+ * first), version NULL = any version (the preferred one). Strings owned.
+ */
+struct scan_kind {
+	char *group, *version, *kind;
+};
+
+/*
+ * Parses one entry of a rule's `kinds` as Kyverno's ParseKindSelector does
+ * (kyverno-semantics.md section 2.3): "Kind", "v1/Kind", "group/v1/Kind",
+ * with a wildcard group or version ("*") becoming NULL. Returns false (out
+ * untouched) for entries a scan cannot list: a subresource ("Pod/status",
+ * "Pod.exec", "v1/Pod/exec"), a kind with a wildcard ("*", "Pod*", "*" slash "*"),
+ * an empty string.
+ */
+bool scan_kind_parse(const char *sel, struct scan_kind *out);
+void scan_kind_release(struct scan_kind *k);
+
+/*
+ * The kinds a policy's background scan lists, without duplicates, in the
+ * order first met: for every validate rule that is background-safe
+ * (engine_policy_rule_background_safe), the `kinds` of match.resources,
+ * match.any[].resources and match.all[].resources of the policy document;
+ * for the autogen rules the compiled policy has (rules after the
+ * document's, kyverno-semantics.md section 9.2): apps/v1 DaemonSet,
+ * Deployment, StatefulSet, ReplicaSet, batch/v1 Job, v1
+ * ReplicationController (restricted to the annotation
+ * pod-policies.kyverno.io/autogen-controllers when it lists kinds) for
+ * "autogen-<rule>", batch/v1 CronJob for "autogen-cronjob-<rule>".
+ *
+ * `complete` is false when some rule's kinds are not all in the list (a
+ * rule that is not background-safe, a subresource or wildcard kind): the
+ * scan then cannot tell that the policy's results about objects it did not
+ * list are stale, so it does not use report_retain() for the policy.
+ */
+struct scan_kinds {
+	struct scan_kind *v; /* owned */
+	size_t n;
+	bool complete;
+};
+
+void scan_policy_kinds(const struct engine_policy *p, struct scan_kinds *out);
+void scan_kinds_release(struct scan_kinds *k);
+
+/* ---- fingerprints ---- */
+
+/* FNV-1a 64 of n bytes, continuing from h (start with SCAN_HASH_SEED). */
+#define SCAN_HASH_SEED 0xcbf29ce484222325ULL
+uint64_t scan_hash(const void *p, size_t n, uint64_t h);
+/* Of a NUL-terminated string (NULL hashes as ""), with a terminator so "ab"+"c" != "a"+"bc". */
+uint64_t scan_hash_str(const char *s, uint64_t h);
+/* Of a JSON value with sorted keys (NULL hashes as null). */
+uint64_t scan_hash_json(const json_t *v, uint64_t h);
+
+/*
+ * What a policy's results depend on: kind, namespace, name, uid, its
+ * annotations (but kubectl's last-applied-configuration) and its spec
+ * without the scheduling fields (scanInterval, scanSchedule, scanSuspend),
+ * so that changing a schedule neither re-evaluates objects nor triggers a
+ * scan. Equal documents give equal fingerprints on every replica.
+ */
+uint64_t scan_policy_fingerprint(const struct engine_policy *p);
+
+/* ---- the incremental cache of one target ---- */
+
+/*
+ * The objects of one listed collection. A listing visits objects
+ * (scan_cache_visit), which moves each from the last complete listing into
+ * the current one; scan_cache_finish() ends the listing: objects not
+ * visited are gone (deleted) and returned. Per object the cache keeps, for
+ * each policy (by a 64-bit key), the fingerprint of what its last
+ * evaluation saw (object resourceVersion, namespace labels, policy
+ * fingerprint, exceptions): an object whose fingerprint is unchanged need
+ * not be evaluated again for that policy.
+ */
+struct scan_cache;
+struct scan_entry; /* one object in the current listing */
+
+struct scan_cache *scan_cache_new(void);
+void scan_cache_free(struct scan_cache *c);
+
+/*
+ * Visits object uid in the current listing and returns its entry (owned
+ * by the cache; valid until the next visit, drop or finish). An object
+ * already visited in this listing is returned as is.
+ */
+struct scan_entry *scan_cache_visit(struct scan_cache *c, const char *uid);
+
+/* Whether the entry records fingerprint fp for policy key pk. */
+bool scan_entry_fresh(const struct scan_entry *e, uint64_t pk, uint64_t fp);
+/* Records fp for pk (replacing an older one). */
+void scan_entry_set(struct scan_entry *e, uint64_t pk, uint64_t fp);
+/* Forgets pk (evaluation failed: try again next time). */
+void scan_entry_forget(struct scan_entry *e, uint64_t pk);
+/*
+ * Keeps only the policy keys for which keep(ud, pk) is true (policies that
+ * no longer exist). keep NULL keeps all.
+ */
+void scan_entry_prune(struct scan_entry *e, bool (*keep)(void *ud, uint64_t pk), void *ud);
+
+/*
+ * Removes object uid from both listings (it is filtered out now). Returns
+ * true when it was known (it was scanned before: its results are stale).
+ */
+bool scan_cache_drop(struct scan_cache *c, const char *uid);
+
+/*
+ * Ends the current listing: it becomes the complete one. Returns the uids
+ * of the objects of the previous complete listing that were not visited
+ * (new array of owned strings, *n of them; NULL when none): deleted objects.
+ * The first finish of a cache returns none (nothing was known).
+ */
+char **scan_cache_finish(struct scan_cache *c, size_t *n);
+
+/*
+ * Forgets the listing in progress without finishing it: the objects it
+ * visited stay known (as in the complete listing).
+ */
+void scan_cache_abandon(struct scan_cache *c);
+
+/* Whether a listing ever finished (the cache knows every object). */
+bool scan_cache_complete(const struct scan_cache *c);
+/* Whether a listing is in progress (visits since the last finish/abandon). */
+bool scan_cache_listing(const struct scan_cache *c);
+/* Objects known: the complete listing and the current one. */
+size_t scan_cache_count(const struct scan_cache *c);
+/*
+ * Appends the uids of every known object (borrowed from the cache, valid
+ * until it changes) to *v (grown with gv_xrealloc), *n updated.
+ */
+void scan_cache_uids(const struct scan_cache *c, const char ***v, size_t *n);
+
+/* ---- the scanner ---- */
+
+/*
+ * How the scanner talks to the API server: kube_request()/kube_discover()
+ * on client, or the functions given (same contracts; tests).
+ */
+struct scan_api {
+	struct kube_client *client; /* borrowed */
+	enum gv_code (*request)(void *ud, const char *method, const char *path, const json_t *body,
+				json_t **out, struct kube_status *st, struct gv_err *err);
+	enum gv_code (*discover)(void *ud, const char *group, const char *version, const char *kind,
+				 struct kube_resource *out, struct gv_err *err);
+	void *ud;
+};
+
+struct scan_options {
+	int batch_size;		    /* list page size; <= 0: SCAN_DEFAULT_BATCH */
+	int workers;		    /* evaluation threads; <= 0: SCAN_DEFAULT_WORKERS */
+	bool incremental;	    /* skip objects whose fingerprint is unchanged */
+	size_t resource_limit;	    /* objects per cycle, 0 = no limit */
+	const char *skip_namespace; /* gavel's own namespace: never scanned (copied); NULL = none */
+	/*
+	 * Metrics (borrowed, may be NULL): kyverno_policy_results_total (the
+	 * admission handler's family: policy_name, rule_name, rule_result,
+	 * policy_validation_mode = "background", resource_kind,
+	 * resource_namespace, resource_request_operation = "") and
+	 * kyverno_background_scan_resources_processed_total (no labels).
+	 */
+	struct metrics_family *results;
+	struct metrics_family *processed;
+};
+
+/* Optional callbacks of one cycle; ud is passed through. */
+struct scan_hooks {
+	/* Asked before each page; false stops the cycle (leadership lost, shutdown). */
+	bool (*proceed)(void *ud);
+	/* Called on the scanning thread after each page (e.g. to drain the admission queue). */
+	void (*page_done)(void *ud);
+	void *ud;
+};
+
+/* What one cycle did for one due policy. */
+struct scan_outcome {
+	size_t targets;	    /* collections listed for it */
+	size_t objects;	    /* objects of its kinds seen (filtered ones not counted) */
+	size_t evaluated;   /* objects evaluated for it */
+	size_t unchanged;   /* objects skipped: fingerprint unchanged */
+	size_t failed;	    /* objects the engine could not evaluate */
+	bool skipped_kinds; /* some kind was forbidden (403) or could not be resolved */
+	bool retained;	    /* report_retain() ran for it (a first complete listing) */
+};
+
+struct scan_stats {
+	size_t requests;       /* API requests made (discovery answered from cache not counted) */
+	size_t pages;	       /* list pages read */
+	size_t listed;	       /* objects received */
+	size_t filtered;       /* left out: resourceFilters, gavel's namespace, no uid */
+	size_t evaluated;      /* objects evaluated (once each, whatever the number of policies) */
+	size_t unchanged;      /* objects not evaluated: unchanged for every due policy */
+	size_t failed;	       /* objects the engine could not evaluate */
+	size_t results;	       /* rule results put into the reports */
+	size_t deleted;	       /* objects found gone: their results removed */
+	size_t targets;	       /* collections visited */
+	size_t forbidden;      /* collections skipped with 403 */
+	bool partial;	       /* the resource limit stopped the cycle; the next one continues */
+	bool stopped;	       /* proceed() said stop */
+	double seconds;	       /* the whole cycle, wall clock */
+	double list_seconds;   /* of which waiting for list pages (request and parse) */
+	double eval_seconds;   /* of which evaluating pages on the workers */
+	double commit_seconds; /* of which merging results into the reports */
+};
+
+struct scanner;
+
+/* Makes a scanner (api and opt are copied). */
+struct scanner *scanner_new(const struct scan_api *api, const struct scan_options *opt);
+void scanner_free(struct scanner *s);
+
+/*
+ * Forgets every cache and the cursor (leadership lost: the reports may
+ * change behind our back; the next cycle evaluates everything).
+ */
+void scanner_reset(struct scanner *s);
+
+/*
+ * One cycle for the policies due[0..ndue) (pointers into st's policy set;
+ * background: false policies are ignored):
+ *
+ *  1. the kinds of each policy (scan_policy_kinds) are resolved through
+ *     discovery into targets: (resource, "" = all namespaces) for a
+ *     ClusterPolicy, (resource, its namespace) for a Policy, namespaced
+ *     kinds only for a Policy. A kind that is not served is skipped
+ *     (debug log); a resolution error is logged and the kind skipped;
+ *  2. the PolicyExceptions are listed once for their fingerprint;
+ *  3. targets are visited in key order starting at the cursor (where the
+ *     previous cycle stopped when a resource limit is set), each listed
+ *     with limit = batch size and continue tokens; a page's objects are
+ *     filtered (gavel's namespace, resourceFilters of st's config,
+ *     objects without uid), checked against the incremental cache, and
+ *     the others evaluated by the worker pool (engine_evaluate,
+ *     ENGINE_BACKGROUND, CREATE, namespace labels from st; a Namespace
+ *     object gets its own labels); the responses of the due policies go
+ *     into rs (report_put_response). An object the engine cannot evaluate
+ *     is logged with its kind, name and reason and skipped;
+ *  4. a 403 on a target is logged and the target skipped; a 410 (expired
+ *     continue token) restarts the listing, skipping what was processed;
+ *     other API errors (after kube_request's retries) end the cycle with
+ *     GV_ENET: what was evaluated is in rs, nothing else changes;
+ *  5. a finished listing reports objects that disappeared since the last
+ *     one (report_delete_object); a policy whose kinds are complete and
+ *     one of whose targets finished its first listing gets
+ *     report_retain() with every uid its targets know (objects deleted
+ *     while nobody was scanning).
+ *
+ * out (may be NULL) has ndue elements. stats may be NULL. Returns GV_OK
+ * also when some targets were skipped (403, not served) or proceed()
+ * stopped the cycle (stats->stopped).
+ */
+enum gv_code scanner_run(struct scanner *s, const struct admission_state *st,
+			 const struct engine_policy *const *due, size_t ndue, struct report_set *rs,
+			 const struct scan_hooks *hooks, struct scan_outcome *out,
+			 struct scan_stats *stats, struct gv_err *err);
+
+/*
+ * The order in which a cycle visits n targets whose keys are sorted:
+ * the index of the first key >= cursor (0 when cursor is NULL or every key
+ * is smaller). Pure; exposed for tests.
+ */
+size_t scan_cursor_start(const char *const *keys, size_t n, const char *cursor);
+
+/* The cursor the next cycle starts from (owned by s), NULL = the beginning. */
+const char *scanner_cursor(const struct scanner *s);
+
+/*
+ * A request through the scanner's API that counts in its request counter
+ * (for callers that share the scanner's figures: report writes, state).
+ */
+enum gv_code scanner_request(struct scanner *s, const char *method, const char *path,
+			     const json_t *body, json_t **out, struct kube_status *st,
+			     struct gv_err *err);
+/* API requests made through the scanner since it was made. */
+size_t scanner_requests(const struct scanner *s);
+
+#endif
