@@ -34,7 +34,7 @@ BENCH_SRCS := $(wildcard */bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 CONFORMANCE ?= ../shared/conformance
 
-.PHONY: all test unit golden golden-update conformance bench fmt fmt-check clean demo
+.PHONY: all test unit golden golden-update conformance bench fmt fmt-check clean demo test-valgrind
 
 all: gavel
 
@@ -78,6 +78,10 @@ bench: gavel $(BENCH_BINS)
 
 demo: gavel
 	@sh scripts/demo.sh
+
+# valgrind --leak-check=full over the offline suites (apply, test, jp).
+test-valgrind: gavel
+	@sh scripts/valgrind.sh
 
 fmt:
 	clang-format -i $(shell git ls-files '*.c' '*.h')
