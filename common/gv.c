@@ -229,6 +229,21 @@ const char *gv_buf_str(const struct gv_buf *b)
 	return b->data ? b->data : "";
 }
 
+char *gv_str_replace_all(const char *s, const char *from, const char *to)
+{
+	struct gv_buf b = {0};
+	size_t fl = strlen(from);
+	const char *p;
+
+	while (fl && (p = strstr(s, from))) {
+		gv_buf_add(&b, s, (size_t)(p - s));
+		gv_buf_adds(&b, to);
+		s = p + fl;
+	}
+	gv_buf_adds(&b, s);
+	return gv_buf_detach(&b);
+}
+
 enum gv_code gv_read_file(const char *path, char **out, size_t *len, struct gv_err *err)
 {
 	struct gv_buf b = {0};

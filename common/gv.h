@@ -97,6 +97,12 @@ void gv_buf_release(struct gv_buf *b);
 /* Returns the content as a C string ("" when empty), still owned by b. */
 const char *gv_buf_str(const struct gv_buf *b);
 
+/*
+ * Returns a new string: s with every occurrence of `from` (non-empty)
+ * replaced by `to`. Caller frees.
+ */
+char *gv_str_replace_all(const char *s, const char *from, const char *to);
+
 /* Reads a whole file ("-" = stdin). Returns GV_OK and a NUL-terminated *out (caller frees). */
 enum gv_code gv_read_file(const char *path, char **out, size_t *len, struct gv_err *err);
 

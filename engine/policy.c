@@ -1061,21 +1061,6 @@ static json_t *replace_kinds(const json_t *block, const json_t *newkinds)
 	return b;
 }
 
-static char *replace_all(const char *s, const char *from, const char *to)
-{
-	struct gv_buf b = {0};
-	size_t fl = strlen(from);
-	const char *p;
-
-	while ((p = strstr(s, from))) {
-		gv_buf_add(&b, s, (size_t)(p - s));
-		gv_buf_adds(&b, to);
-		s = p + fl;
-	}
-	gv_buf_adds(&b, s);
-	return gv_buf_detach(&b);
-}
-
 /* Absolute $(/path) references move with the wrapped pattern (section 9.2). */
 static char *shift_references(const char *s, const char *prefix)
 {
@@ -1157,7 +1142,7 @@ static json_t *autogen_rule(const json_t *rule, const json_t *kinds, bool cronjo
 	/* Textual variable rewrite over the whole rule. */
 	text = json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	for (size_t i = 0; i < GV_ARRAY_LEN(from); i++) {
-		rep = replace_all(text, from[i], cronjob ? to_cron[i] : to_pod[i]);
+		rep = gv_str_replace_all(text, from[i], cronjob ? to_cron[i] : to_pod[i]);
 		free(text);
 		text = rep;
 	}

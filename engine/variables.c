@@ -116,21 +116,6 @@ static char *var_expr(const char *s, size_t start, size_t end)
 	return e;
 }
 
-static char *replace_all(const char *s, const char *from, const char *to)
-{
-	struct gv_buf b = {0};
-	size_t fl = strlen(from);
-	const char *p;
-
-	while ((p = strstr(s, from))) {
-		gv_buf_add(&b, s, (size_t)(p - s));
-		gv_buf_adds(&b, to);
-		s = p + fl;
-	}
-	gv_buf_adds(&b, s);
-	return gv_buf_detach(&b);
-}
-
 static enum gv_code compile_expr(const char *expr, struct jp_expr **x, struct jp_expr **xdel,
 				 struct gv_err *err)
 {
@@ -142,7 +127,7 @@ static enum gv_code compile_expr(const char *expr, struct jp_expr **x, struct jp
 				  jp_error_kind_name(je.kind), je.msg);
 	*xdel = NULL;
 	if (strstr(expr, "request.object")) {
-		char *d = replace_all(expr, "request.object", "request.oldObject");
+		char *d = gv_str_replace_all(expr, "request.object", "request.oldObject");
 		*xdel = jp_compile(d, &kyverno_opts, &je);
 		free(d);
 	}
@@ -601,7 +586,7 @@ enum gv_code var_query(const char *expr, const struct var_ctx *ctx, json_t **out
 		src = json_string_value(sub);
 	}
 	if (ctx->delete_op && strstr(src, "request.object")) {
-		del = replace_all(src, "request.object", "request.oldObject");
+		del = gv_str_replace_all(src, "request.object", "request.oldObject");
 		src = del;
 	}
 	*out = jp_search(src, ctx->root, &kyverno_opts, jerr);
