@@ -75,8 +75,8 @@ struct serve_opts {
 	const char *metrics_listen; /* "" = none */
 	const char *namespace;
 	unsigned threads;
-	bool leader_elect; /* only the Lease holder scans and writes reports */
-	bool background;   /* run the background reconciler (cluster mode) */
+	bool leader_elect;	   /* only the Lease holder scans and writes reports */
+	bool background;	   /* run the background reconciler (cluster mode) */
 	const char *scan_interval; /* --background-scan-interval */
 	int scan_batch, scan_workers;
 	int incremental; /* 1 on (default), 0 off */
@@ -264,7 +264,8 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 			o->incremental = 1;
 		} else if (!strncmp(argv[i], "--incremental-scan=", 19)) {
 			if ((o->incremental = parse_bool(argv[i] + 19)) < 0) {
-				fprintf(stderr, "gavel serve: --incremental-scan: want true or false\n");
+				fprintf(stderr,
+					"gavel serve: --incremental-scan: want true or false\n");
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--split-policy-report")) {
@@ -273,17 +274,21 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 			o->scan_interval = v;
 		} else if (take(argc, argv, &i, "--background-scan-batch-size", &v, &missing)) {
 			if (v && (o->scan_batch = parse_count(v)) <= 0) {
-				fprintf(stderr, "gavel serve: --background-scan-batch-size: want a positive number\n");
+				fprintf(stderr, "gavel serve: --background-scan-batch-size: want a "
+						"positive number\n");
 				return 2;
 			}
 		} else if (take(argc, argv, &i, "--background-scan-workers", &v, &missing)) {
-			if (v && ((o->scan_workers = parse_count(v)) <= 0 || o->scan_workers > 64)) {
-				fprintf(stderr, "gavel serve: --background-scan-workers: want 1 to 64\n");
+			if (v &&
+			    ((o->scan_workers = parse_count(v)) <= 0 || o->scan_workers > 64)) {
+				fprintf(stderr,
+					"gavel serve: --background-scan-workers: want 1 to 64\n");
 				return 2;
 			}
 		} else if (take(argc, argv, &i, "--background-scan-resource-limit", &v, &missing)) {
 			if (v && (o->scan_limit = parse_count(v)) < 0) {
-				fprintf(stderr, "gavel serve: --background-scan-resource-limit: want a number\n");
+				fprintf(stderr, "gavel serve: --background-scan-resource-limit: "
+						"want a number\n");
 				return 2;
 			}
 		} else if (take(argc, argv, &i, "--threads", &v, &missing)) {
