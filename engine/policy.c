@@ -1683,20 +1683,24 @@ struct engine_policy *engine_policy_compile(const json_t *doc, struct gv_err *er
 	if (overrides_compile(json_object_get(spec, "validationFailureActionOverrides"),
 			      &p->overrides, &p->noverrides, &ptr, err))
 		goto fail;
-	/* duplicate rule names */
-	json_array_foreach(rules, i, r)
+	/* duplicate rule names (a set: policies may hold thousands of rules) */
 	{
-		const char *rn = json_string_value(json_object_get(r, "name"));
-		for (size_t k = 0; rn && k < i; k++) {
-			const char *other =
-			    json_string_value(json_object_get(json_array_get(rules, k), "name"));
-			if (other && !strcmp(other, rn)) {
+		json_t *seen = json_object();
+		json_array_foreach(rules, i, r)
+		{
+			const char *rn = json_string_value(json_object_get(r, "name"));
+			if (!rn)
+				continue;
+			if (json_object_get(seen, rn)) {
 				char at[64];
 				snprintf(at, sizeof(at), "/spec/rules/%zu/name", i);
 				gv_err_setp(err, GV_EINVAL, at, "Duplicate rule name: '%s'", rn);
+				json_decref(seen);
 				goto fail;
 			}
+			json_object_set_new(seen, rn, json_true());
 		}
+		json_decref(seen);
 	}
 	gen = autogen_rules(doc);
 	total = json_array_size(rules) + json_array_size(gen);

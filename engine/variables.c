@@ -12,6 +12,13 @@
 #include "common/banned.h"
 
 #define MAX_PASSES 10
+/*
+ * Bounds on text produced by substitution: object-supplied values are
+ * re-scanned (section 6.2), so without them a crafted annotation can grow
+ * a message exponentially from pass to pass.
+ */
+#define MAX_SUBST_BYTES (256 * 1024)
+#define MAX_SUBST_VARS	1024
 
 struct tmpl_part {
 	bool is_expr;
@@ -304,6 +311,13 @@ static enum gv_code tmpl_eval_depth(const struct tmpl *t, const struct var_ctx *
 		}
 		append_inserted(&b, v, p->shallow);
 		json_decref(v);
+		if (b.len > MAX_SUBST_BYTES) {
+			gv_buf_release(&b);
+			return gv_err_set(err, GV_ELIMIT,
+					  "failed to resolve variables at path %s: the result is "
+					  "longer than %d bytes",
+					  pointer, MAX_SUBST_BYTES);
+		}
 	}
 	/* inserted text is scanned again (section 6.2) */
 	if (!rescan && tmpl_has_vars(gv_buf_str(&b)))
@@ -334,6 +348,11 @@ static enum gv_code eval_dynamic(const char *s, const struct var_ctx *ctx, const
 				  "failed to resolve variables at path %s: substitution did not "
 				  "finish in %d passes",
 				  pointer, MAX_PASSES);
+	if (strlen(s) > MAX_SUBST_BYTES)
+		return gv_err_set(
+		    err, GV_ELIMIT,
+		    "failed to resolve variables at path %s: the text is longer than %d bytes",
+		    pointer, MAX_SUBST_BYTES);
 	t = tmpl_compile(s, &local);
 	if (!t) {
 		if (local.code)
@@ -341,6 +360,12 @@ static enum gv_code eval_dynamic(const char *s, const struct var_ctx *ctx, const
 					  pointer, local.msg);
 		*out = json_string(s);
 		return GV_OK;
+	}
+	if (t->nparts > 2 * MAX_SUBST_VARS) {
+		tmpl_free(t);
+		return gv_err_set(err, GV_ELIMIT,
+				  "failed to resolve variables at path %s: more than %d variables",
+				  pointer, MAX_SUBST_VARS);
 	}
 	/* nested: evaluate the inner variables; tmpl_eval_depth re-scans the result */
 	t->dynamic = false;

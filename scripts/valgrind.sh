@@ -38,6 +38,9 @@ trap 'rm -rf "$tmp"' EXIT
 trap 'rm -rf "$tmp"; exit 130' INT TERM
 rm -rf "$logs"
 mkdir -p "$logs"
+# Run a copy: a `make` in the same tree may relink ./gavel during the runs.
+cp "$gavel" "$tmp/gavel" || exit 1
+gavel=$tmp/gavel
 
 n=0
 # add NAME DIR WANT_EXIT ARGS...: one run of gavel ARGS in DIR. WANT_EXIT is
