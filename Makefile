@@ -81,7 +81,7 @@ demo: gavel
 
 # valgrind --leak-check=full over the offline suites (apply, test, jp).
 test-valgrind: gavel
-	@sh scripts/valgrind.sh
+	@sh scripts/valgrind.sh $(CONFORMANCE)
 
 fmt:
 	clang-format -i $(shell git ls-files '*.c' '*.h')
