@@ -107,8 +107,9 @@ clean:
 #   make fuzz FUZZ_TARGETS=fuzz_pattern FUZZ_SECONDS=300
 #   make fuzz-build               build only (build/fuzz/bin/<target>)
 #
-# Seeds are made at run time (build/fuzz/seeds) from the golden cases, the
-# samples and $(CONFORMANCE); the growing corpus is build/fuzz/corpus/<target>,
+# Seeds are made at run time by build/fuzz/seeds (common/fuzz/seeds.c) into
+# build/fuzz/seed-corpus/<target>, from the golden cases, the samples and
+# $(CONFORMANCE); the growing corpus is build/fuzz/corpus/<target>,
 # crashes go to build/fuzz/artifacts/<target>/. Reproduce one with
 # build/fuzz/bin/<target> <file>.
 FUZZ_CC      ?= clang

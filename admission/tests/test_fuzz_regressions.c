@@ -63,6 +63,24 @@ static void test_key_cmp_long_digit_runs(void **state)
 }
 
 /*
+ * fuzz_message crash-03e79fed (key ".9_9"): go-yaml resolves a plain scalar
+ * starting with '.' with strconv.ParseFloat, which takes underscores between
+ * digits, so ".9_9" is the float 0.99 and go-yaml quotes it; gavel's
+ * admission_yaml_non_string() checks the YAML float pattern without
+ * underscores and writes it plain, so the denial message differs from
+ * Kyverno's. Reported (admission/message.c).
+ */
+static void test_non_string_dot_underscore(void **state)
+{
+	(void)state;
+	skip(); /* REPORTED: admission/message.c; remove once fixed */
+	assert_true(admission_yaml_non_string(".9_9"));
+	assert_true(admission_yaml_non_string(".1_5e1_0"));
+	assert_false(admission_yaml_non_string(".9_"));
+	assert_false(admission_yaml_non_string("._9"));
+}
+
+/*
  * fuzz_json crash-1143d0bd: jansson 2.14 reads `{"":null\0}` (its lexer skips
  * a NUL byte right after a number or literal), admission_json_parse() does
  * not. JSON has no such byte outside strings: the stricter answer is right
@@ -86,6 +104,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_warnings_invalid_utf8_replaced),
 	    cmocka_unit_test(test_key_cmp_long_digit_runs),
+	    cmocka_unit_test(test_non_string_dot_underscore),
 	    cmocka_unit_test(test_json_nul_after_literal_refused),
 	};
 
