@@ -1327,10 +1327,10 @@ static char *object_key(const json_t *item)
 }
 
 /*
- * The page fetcher: one thread (so one keep-alive connection) per cycle that
- * requests the next list page while the scanning thread evaluates the
- * current one. At most one request is outstanding, so at most two pages are
- * in memory.
+ * The page fetcher: one thread (so one keep-alive connection) per cycle
+ * that makes the list requests; with the prefetch option it requests the
+ * next page while the scanning thread evaluates the current one. At most
+ * one request is outstanding, so at most two pages are in memory.
  */
 struct fetcher {
 	struct scanner *s;
@@ -1557,8 +1557,9 @@ static void page_process(struct cycle *c, struct cyc_target *ct, json_t *page, s
 }
 
 /*
- * Lists one target (continuing its listing in progress) within the budget,
- * the next page requested while the current one is evaluated.
+ * Lists one target (continuing its listing in progress) within the budget
+ * (with the prefetch option, the next page requested while the current one
+ * is evaluated).
  */
 static enum list_end list_target(struct cycle *c, struct cyc_target *ct, struct fetcher *f,
 				 struct gv_err *err)
@@ -1635,7 +1636,7 @@ static enum list_end list_target(struct cycle *c, struct cyc_target *ct, struct 
 		left = c->budget == SIZE_MAX ? SIZE_MAX
 					     : c->budget - (fresh < c->budget ? fresh : c->budget);
 		/* ask for the next page now; evaluate this one meanwhile */
-		if (next && left && proceed(c))
+		if (c->s->opt.prefetch && next && left && proceed(c))
 			fetcher_submit(f, page_path(coll,
 						    left < (size_t)c->s->opt.batch_size
 							? left

@@ -193,10 +193,17 @@ struct scan_api {
 };
 
 struct scan_options {
-	int batch_size;		    /* list page size; <= 0: SCAN_DEFAULT_BATCH */
-	int workers;		    /* evaluation threads; <= 0: SCAN_DEFAULT_WORKERS */
-	bool incremental;	    /* skip objects whose fingerprint is unchanged */
-	size_t resource_limit;	    /* objects per cycle, 0 = no limit */
+	int batch_size;	       /* list page size; <= 0: SCAN_DEFAULT_BATCH */
+	int workers;	       /* evaluation threads; <= 0: SCAN_DEFAULT_WORKERS */
+	bool incremental;      /* skip objects whose fingerprint is unchanged */
+	size_t resource_limit; /* objects per cycle, 0 = no limit */
+	/*
+	 * Request the next list page while the current one is evaluated: faster
+	 * when the API server is remote and CPUs are free, at the cost of a
+	 * second parsed page in memory (about 30 MB per 500 Pods). Off: memory
+	 * is bounded by one page.
+	 */
+	bool prefetch;
 	const char *skip_namespace; /* gavel's own namespace: never scanned (copied); NULL = none */
 	/*
 	 * Metrics (borrowed, may be NULL): kyverno_policy_results_total (the

@@ -915,6 +915,8 @@ static void world_state(struct world *w, const char *config_json)
 	admission_config_unref(cfg);
 }
 
+static bool g_prefetch; /* world_init: scan_options.prefetch */
+
 static void world_init(struct world *w, int nns, int per_ns, size_t limit, bool incremental)
 {
 	struct scan_api api = {.request = fake_request, .discover = fake_discover, .ud = &w->f};
@@ -922,6 +924,7 @@ static void world_init(struct world *w, int nns, int per_ns, size_t limit, bool 
 				   .workers = 2,
 				   .incremental = incremental,
 				   .resource_limit = limit,
+				   .prefetch = g_prefetch,
 				   .skip_namespace = "gavel"};
 
 	memset(w, 0, sizeof(*w));
@@ -1161,6 +1164,19 @@ static void test_scan_stops(void **state)
 	world_release(&w);
 }
 
+/* The same cycles with the next page requested while one is evaluated. */
+static void test_scan_prefetch(void **state)
+{
+	g_prefetch = true;
+	test_scan_incremental(state);
+	test_scan_deleted_and_filtered(state);
+	test_scan_resource_limit(state);
+	test_scan_expired_token(state);
+	test_scan_forbidden_and_down(state);
+	test_scan_stops(state);
+	g_prefetch = false;
+}
+
 /* ---- the scan-state ConfigMap ---- */
 
 static void test_state_encoding(void **state)
@@ -1278,6 +1294,7 @@ int main(void)
 	    cmocka_unit_test(test_scan_expired_token),
 	    cmocka_unit_test(test_scan_forbidden_and_down),
 	    cmocka_unit_test(test_scan_stops),
+	    cmocka_unit_test(test_scan_prefetch),
 	    cmocka_unit_test(test_state_encoding),
 	    cmocka_unit_test(test_state_read_write),
 	};
