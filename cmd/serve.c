@@ -50,6 +50,7 @@
 #include "admission/admission.h"
 #include "admission/metrics.h"
 #include "background/reconciler.h"
+#include "background/schedule.h"
 #include "background/snapshot.h"
 #include "certs/certs.h"
 #include "cmd/load.h"
@@ -75,9 +76,10 @@ struct serve_opts {
 	const char *metrics_listen; /* "" = none */
 	const char *namespace;
 	unsigned threads;
-	bool leader_elect;	   /* only the Lease holder scans and writes reports */
-	bool background;	   /* run the background reconciler (cluster mode) */
-	const char *scan_interval; /* --background-scan-interval */
+	bool leader_elect;		   /* only the Lease holder scans and writes reports */
+	long lease_ms, renew_ms, retry_ms; /* --leader-elect-*; 0 = leader.h's defaults */
+	bool background;		   /* run the background reconciler (cluster mode) */
+	const char *scan_interval;	   /* --background-scan-interval */
 	int scan_batch, scan_workers;
 	int incremental; /* 1 on (default), 0 off */
 	long scan_limit;
@@ -113,6 +115,10 @@ static void serve_usage(FILE *f)
 	    "  --namespace NS        gavel's namespace, never judged (default $POD_NAMESPACE,\n"
 	    "                        else gavel)\n"
 	    "  --leader-elect        take part in leader election (background scans)\n"
+	    "  --leader-elect-lease-duration D  Lease duration (default 15s)\n"
+	    "  --leader-elect-renew-deadline D  the leader stops scanning when it could not\n"
+	    "                        renew for this long (default 10s)\n"
+	    "  --leader-elect-retry-period D    between tries to acquire or renew (default 2s)\n"
 	    "\n"
 	    "background reconciler (cluster mode):\n"
 	    "  --background=BOOL     scan existing objects and write PolicyReports (default true)\n"
@@ -186,6 +192,20 @@ static bool add_san(const char **list, size_t *n, const char *v)
 
 /* Returns -1 to go on, else an exit code. */
 /* A non-negative decimal count; -1 when s is not one. */
+/* A Go duration of whole seconds ("15s", "1m") into *ms; -1 with a message when bad. */
+static int parse_lease_flag(const char *flag, const char *v, long *ms)
+{
+	struct schedule s;
+	struct gv_err err = {0};
+
+	if (schedule_parse_interval(v, &s, &err)) {
+		fprintf(stderr, "gavel serve: %s: %s\n", flag, err.msg);
+		return -1;
+	}
+	*ms = (long)s.interval * 1000;
+	return 0;
+}
+
 static int parse_count(const char *s)
 {
 	char *end;
@@ -253,6 +273,15 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 			o->namespace = v;
 		} else if (!strcmp(argv[i], "--leader-elect")) {
 			o->leader_elect = true;
+		} else if (take(argc, argv, &i, "--leader-elect-lease-duration", &v, &missing)) {
+			if (v && parse_lease_flag("--leader-elect-lease-duration", v, &o->lease_ms))
+				return 2;
+		} else if (take(argc, argv, &i, "--leader-elect-renew-deadline", &v, &missing)) {
+			if (v && parse_lease_flag("--leader-elect-renew-deadline", v, &o->renew_ms))
+				return 2;
+		} else if (take(argc, argv, &i, "--leader-elect-retry-period", &v, &missing)) {
+			if (v && parse_lease_flag("--leader-elect-retry-period", v, &o->retry_ms))
+				return 2;
 		} else if (!strncmp(argv[i], "--background=", 13)) {
 			int b = parse_bool(argv[i] + 13);
 			if (b < 0) {
@@ -792,6 +821,9 @@ int cmd_serve(int argc, char **argv)
 		    .resource_limit = (size_t)(o.scan_limit > 0 ? o.scan_limit : 0),
 		    .split = o.split_reports,
 		    .leader_elect = o.leader_elect,
+		    .lease_duration_ms = o.lease_ms,
+		    .renew_deadline_ms = o.renew_ms,
+		    .retry_period_ms = o.retry_ms,
 		};
 		if (reconciler_start(&rc, &recon, &err)) {
 			code = fail("background: ", &err);
