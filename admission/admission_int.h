@@ -32,10 +32,18 @@ struct admission_msg_entry {
  */
 void admission_yaml_scalar(struct gv_buf *out, const char *s, int indent, bool key);
 
-/* True when go-yaml v3 would resolve s, written plain, to something other than a string. */
+/*
+ * True when go-yaml v3 would resolve s, written plain, to something other
+ * than a string (resolve.go: strconv's syntax, underscores included, as in
+ * ".9_9"), or quotes it anyway (YAML 1.1 booleans, base 60 floats).
+ */
 bool admission_yaml_non_string(const char *s);
 
-/* go-yaml's map key order (digit runs compared as numbers, letters after other characters). */
+/*
+ * go-yaml's map key order (digit runs compared as numbers, letters after
+ * other characters). A run of 19 digits or more wraps around as Go's int64
+ * does ("9223372036854775808" sorts before "1"), so the order stays Kyverno's.
+ */
 int admission_yaml_key_cmp(const char *a, const char *b);
 
 /*
@@ -66,10 +74,13 @@ struct admission_warnings {
 };
 
 /*
- * Adds a warning: control characters become spaces, invalid UTF-8 bytes
- * '?', the text is cut to ADMISSION_WARNING_MAX characters ("..." at the
- * end); a duplicate is ignored; a warning that would take the total past
- * ADMISSION_WARNINGS_TOTAL is dropped.
+ * Adds a warning: control characters become spaces, every byte that is not
+ * part of well-formed UTF-8 (overlong forms, surrogates and code points past
+ * U+10FFFF included) becomes U+FFFD, as Go's encoding/json writes it (the
+ * API server refuses warnings that are not valid UTF-8); the text is cut to
+ * ADMISSION_WARNING_MAX characters ("..." at the end); a duplicate is
+ * ignored; a warning that would take the total past ADMISSION_WARNINGS_TOTAL
+ * is dropped.
  */
 void admission_warnings_add(struct admission_warnings *w, const char *text);
 void admission_warnings_release(struct admission_warnings *w);

@@ -464,40 +464,65 @@ out:
 
 /* ---- POST /validate-policy ---- */
 
+/* The PolicyException versions Kyverno has served (kyverno.io/v2alpha1 to v2). */
+static const char *const exception_versions[] = {"kyverno.io/v2", "kyverno.io/v2beta1",
+						 "kyverno.io/v2alpha1"};
+
+/* Compiles a PolicyException; false with err set when it is malformed. */
+static bool exception_valid(const json_t *doc, struct gv_err *err)
+{
+	const char *api = str_field(doc, "apiVersion");
+	struct engine_exception *e;
+	bool known = false, ok;
+
+	for (size_t i = 0; api && i < GV_ARRAY_LEN(exception_versions); i++)
+		known |= !strcmp(api, exception_versions[i]);
+	if (!known) {
+		gv_err_setp(err, GV_EINVAL, "/apiVersion",
+			    "unsupported apiVersion \"%s\" for PolicyException (want "
+			    "kyverno.io/v2, kyverno.io/v2beta1 or kyverno.io/v2alpha1)",
+			    api ? api : "");
+		return false;
+	}
+	e = engine_exception_compile(doc, err);
+	ok = e != NULL;
+	engine_exception_free(e);
+	return ok;
+}
+
 void admission_handle_policy(struct admission_handler *h, const char *body, size_t len,
 			     struct admission_reply *out)
 {
 	struct review rv;
 	struct gv_err err = {0};
-	const char *kind;
+	const char *kind, *api;
+	bool valid = true;
 
 	(void)h;
 	memset(out, 0, sizeof(*out));
 	if (!decode(body, len, &rv, out))
 		goto out;
 	kind = str_field(rv.object, "kind");
+	api = str_field(rv.object, "apiVersion");
 	if (!rv.object || !strcmp(rv.operation, "DELETE") || !kind) {
 		reply_allowed(out, &rv, NULL);
 		goto out;
 	}
 	if (!strcmp(kind, "ClusterPolicy") || !strcmp(kind, "Policy")) {
 		struct engine_policy *p = engine_policy_compile(rv.object, &err);
-		if (p) {
-			engine_policy_unref(p);
-			reply_allowed(out, &rv, NULL);
-		} else {
-			reply_denied(out, &rv, err.msg);
-		}
-	} else if (!strcmp(kind, "PolicyException")) {
-		struct engine_exception *e = engine_exception_compile(rv.object, &err);
-		if (e) {
-			engine_exception_free(e);
-			reply_allowed(out, &rv, NULL);
-		} else {
-			reply_denied(out, &rv, err.msg);
-		}
-	} else {
+		valid = p != NULL;
+		engine_policy_unref(p);
+	} else if (!strcmp(kind, "PolicyException") && api && !strncmp(api, "kyverno.io/", 11)) {
+		valid = exception_valid(rv.object, &err);
+	}
+	if (valid) {
 		reply_allowed(out, &rv, NULL);
+	} else if (strcmp(kind, "PolicyException")) {
+		reply_denied(out, &rv, err.msg); /* policies: the engine's message as is */
+	} else {
+		/* "<JSON pointer>: <reason>", the pointer into the submitted object */
+		char msg[sizeof(err.pointer) + sizeof(err.msg) + 4];
+		reply_denied(out, &rv, gv_err_str(&err, msg, sizeof(msg)));
 	}
 	out->evaluated = true;
 	gv_debug("admission: policy %s %s %s/%s: %s", rv.uid, rv.operation, kind, rv.name,

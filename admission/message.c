@@ -37,6 +37,44 @@ static size_t u8_width(unsigned char c)
 	return 1; /* invalid lead byte: step over it */
 }
 
+/*
+ * Length of the well-formed UTF-8 sequence at v (NUL-terminated), 0 when v
+ * does not start one: Go's utf8.DecodeRune rules, so no overlong forms, no
+ * UTF-16 surrogates (U+D800..U+DFFF), nothing past U+10FFFF. Reads no
+ * further than the first byte that does not fit.
+ */
+static size_t u8_valid(const unsigned char *v)
+{
+	unsigned char lo = 0x80, hi = 0xBF;
+	size_t n;
+
+	if (v[0] < 0x80)
+		return 1;
+	if (v[0] >= 0xC2 && v[0] <= 0xDF) {
+		n = 2;
+	} else if (v[0] >= 0xE0 && v[0] <= 0xEF) {
+		n = 3;
+		if (v[0] == 0xE0)
+			lo = 0xA0; /* overlong */
+		else if (v[0] == 0xED)
+			hi = 0x9F; /* surrogates */
+	} else if (v[0] >= 0xF0 && v[0] <= 0xF4) {
+		n = 4;
+		if (v[0] == 0xF0)
+			lo = 0x90; /* overlong */
+		else if (v[0] == 0xF4)
+			hi = 0x8F; /* past U+10FFFF */
+	} else {
+		return 0; /* continuation byte, C0, C1, F5..FF */
+	}
+	if (v[1] < lo || v[1] > hi)
+		return 0;
+	for (size_t k = 2; k < n; k++)
+		if ((v[k] & 0xC0) != 0x80)
+			return 0;
+	return n;
+}
+
 static bool is_printable(const unsigned char *b)
 {
 	return b[0] == 0x0A || (b[0] >= 0x20 && b[0] <= 0x7E) || (b[0] == 0xC2 && b[1] >= 0xA0) ||
@@ -173,6 +211,61 @@ static bool yaml_style_float(const char *s)
 	return !isinf(d);
 }
 
+/*
+ * strconv.ParseFloat(s, 64) succeeds on s, which starts with '.': go-yaml
+ * resolves such a plain scalar with ParseFloat itself (not with the YAML
+ * float pattern), and ParseFloat takes underscores between digits, so
+ * ".9_9" is 0.99 and ".1_5e1_0" is 1.5e9. One that overflows is a string.
+ */
+static bool go_dot_float(const char *s)
+{
+	struct gv_buf plain = {0};
+	bool r;
+
+	for (const char *p = s; *p; p++)
+		if (*p == '_' &&
+		    (p == s || !isdigit((unsigned char)p[-1]) || !isdigit((unsigned char)p[1])))
+			return false; /* strconv's underscoreOK */
+	for (const char *p = s; *p; p++)
+		if (*p != '_')
+			gv_buf_addc(&plain, *p);
+	r = yaml_style_float(gv_buf_str(&plain));
+	gv_buf_release(&plain);
+	return r;
+}
+
+/*
+ * resolve.go's last tries on the underscore-free text: "0b"/"0o" followed by
+ * what strconv.ParseInt/ParseUint read in base 2/8, which may carry its own
+ * sign ("0b-1", "0o+7"), and "-0b"/"-0o" followed by digits.
+ */
+static bool go_prefixed_int(const char *plain)
+{
+	const char *p = plain;
+	bool neg = false, sign = false;
+	int base;
+	uint64_t v;
+
+	if (*p == '-') {
+		neg = true;
+		p++;
+	}
+	if (p[0] != '0' || (p[1] != 'b' && p[1] != 'o'))
+		return false;
+	base = p[1] == 'b' ? 2 : 8;
+	p += 2;
+	if (!neg && (*p == '+' || *p == '-')) {
+		sign = true;
+		neg = *p == '-';
+		p++;
+	}
+	if (!all_digits(p, p + strlen(p), base) || !digits_value(p, p + strlen(p), base, &v))
+		return false;
+	if (!sign && !neg)
+		return true; /* ParseUint */
+	return neg ? v <= (uint64_t)INT64_MAX + 1 : v <= (uint64_t)INT64_MAX;
+}
+
 static int num(const char **p, int min, int max)
 {
 	int v = 0, n = 0;
@@ -303,7 +396,7 @@ bool admission_yaml_non_string(const char *s)
 	if (in_list(s, map, GV_ARRAY_LEN(map)))
 		return true;
 	if (c == '.')
-		return yaml_style_float(s);
+		return go_dot_float(s);
 	if (c == '+' || c == '-' || isdigit(c)) {
 		struct gv_buf plain = {0};
 		bool r;
@@ -312,7 +405,8 @@ bool admission_yaml_non_string(const char *s)
 		for (const char *p = s; *p; p++)
 			if (*p != '_')
 				gv_buf_addc(&plain, *p);
-		r = go_int(gv_buf_str(&plain)) || yaml_style_float(gv_buf_str(&plain));
+		r = go_int(gv_buf_str(&plain)) || yaml_style_float(gv_buf_str(&plain)) ||
+		    go_prefixed_int(gv_buf_str(&plain));
 		gv_buf_release(&plain);
 		return r;
 	}
@@ -654,6 +748,8 @@ static bool r_letter(uint32_t c)
 	return (c < 0x80 && isalpha((int)c)) || c >= 0xAA;
 }
 
+#define INT64_SIGN ((uint64_t)1 << 63)
+
 static bool key_less(const uint32_t *ar, size_t an_, const uint32_t *br, size_t bn_)
 {
 	bool digits = false;
@@ -661,7 +757,7 @@ static bool key_less(const uint32_t *ar, size_t an_, const uint32_t *br, size_t 
 	for (size_t i = 0; i < an_ && i < bn_; i++) {
 		bool al, bl;
 		size_t ai, bi;
-		int64_t an = 0, bn = 0;
+		uint64_t an = 0, bn = 0;
 		if (ar[i] == br[i]) {
 			digits = r_digit(ar[i]);
 			continue;
@@ -681,12 +777,18 @@ static bool key_less(const uint32_t *ar, size_t an_, const uint32_t *br, size_t 
 				}
 			}
 		}
+		/*
+		 * Go adds a digit run up in int64 and wraps around from 19 digits
+		 * on. Unsigned arithmetic wraps the same way (modulo 2^64) without
+		 * undefined behaviour, and flipping the top bit turns the unsigned
+		 * order into the signed one: Go's answer, no signed overflow.
+		 */
 		for (ai = i; ai < an_ && r_digit(ar[ai]); ai++)
-			an = an * 10 + (int64_t)(ar[ai] - '0');
+			an = an * 10 + (ar[ai] - '0');
 		for (bi = i; bi < bn_ && r_digit(br[bi]); bi++)
-			bn = bn * 10 + (int64_t)(br[bi] - '0');
+			bn = bn * 10 + (br[bi] - '0');
 		if (an != bn)
-			return an < bn;
+			return (an ^ INT64_SIGN) < (bn ^ INT64_SIGN);
 		if (ai != bi)
 			return ai < bi;
 		return ar[i] < br[i];
@@ -779,14 +881,12 @@ void admission_warnings_add(struct admission_warnings *w, const char *text)
 	char *s;
 
 	for (size_t i = 0; v[i];) {
-		size_t wd = u8_width(v[i]), k;
-		bool ok = v[i] < 0x80 || wd > 1;
-		for (k = 1; ok && k < wd; k++)
-			ok = (v[i + k] & 0xC0) == 0x80;
+		size_t wd = u8_valid(v + i);
 		if (nr == ADMISSION_WARNING_MAX - 3)
 			cut = b.len;
-		if (!ok) {
-			gv_buf_addc(&b, '?');
+		if (!wd) {
+			/* what Go's encoding/json writes for each invalid byte */
+			gv_buf_adds(&b, "\xEF\xBF\xBD");
 			i += 1;
 		} else if (v[i] < 0x20 || v[i] == 0x7F) {
 			gv_buf_addc(&b, ' ');

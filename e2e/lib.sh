@@ -38,7 +38,7 @@
 #                            validate.gavel.svc -> https://127.0.0.1:$GAVEL_PORT/validate
 #                            (namespaced objects in namespaces labelled gavel-e2e=on) and
 #                            validate-policy.gavel.svc -> /validate-policy (kyverno.io
-#                            policies); caBundle = $E2E_TLS/ca.crt
+#                            policies and PolicyExceptions); caBundle = $E2E_TLS/ca.crt
 #   webhook_wait_effective   until the API server calls gavel (an invalid policy is denied)
 #   ns_create NAME [K=V...]  a namespace labelled gavel-e2e=on plus the given labels
 #   manifest NAME <<EOF      stdin into $E2E_DIR/NAME.yaml; prints the path
@@ -379,7 +379,7 @@ webhooks:
     rules:
       - apiGroups: [kyverno.io]
         apiVersions: ["*"]
-        resources: [clusterpolicies, policies]
+        resources: [clusterpolicies, policies, policyexceptions]
         operations: [CREATE, UPDATE]
 EOF
 }

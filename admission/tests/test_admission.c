@@ -682,8 +682,10 @@ static void test_validate_policy(void **state)
 	assert_int_equal(r.http, 200);
 	j = json_loadb(r.body, r.len, 0, NULL);
 	assert_false(allowed(j));
+	/* Kyverno's message, as it is (no JSON pointer in front) */
 	assert_non_null(strstr(resp_str(j, "status", "message"),
 			       "only select variables are allowed in background mode"));
+	assert_null(strstr(resp_str(j, "status", "message"), "/spec/rules/0:"));
 	json_decref(j);
 	admission_reply_release(&r);
 	free(body);
@@ -713,6 +715,124 @@ static void test_validate_policy(void **state)
 	fixture_release(&f);
 }
 
+/* The denial message of /validate-policy for object (op CREATE or DELETE), NULL when allowed. */
+static char *policy_answer(struct fixture *f, const char *op, const char *object)
+{
+	char *body = review("admission.k8s.io/v1", op, "PolicyException", "default", "exc",
+			    strcmp(op, "DELETE") ? object : NULL,
+			    strcmp(op, "DELETE") ? NULL : object, false);
+	struct admission_reply r;
+	char *msg = NULL;
+	json_t *j;
+
+	admission_handle_policy(f->h, body, strlen(body), &r);
+	assert_int_equal(r.http, 200);
+	j = json_loadb(r.body, r.len, 0, NULL);
+	assert_non_null(j);
+	assert_int_equal(allowed(j), r.allowed);
+	if (!allowed(j)) {
+		assert_non_null(resp_str(j, "status", "message"));
+		msg = gv_xstrdup(resp_str(j, "status", "message"));
+	}
+	json_decref(j);
+	admission_reply_release(&r);
+	free(body);
+	return msg;
+}
+
+/* A PolicyException document: apiVersion, then the spec's members. */
+static char *exception_doc(const char *api, const char *spec)
+{
+	return gv_xasprintf("{\"apiVersion\":\"%s\",\"kind\":\"PolicyException\",\"metadata\":"
+			    "{\"name\":\"exc\",\"namespace\":\"default\"},\"spec\":{%s}}",
+			    api, spec);
+}
+
+static void expect_policy_answer(struct fixture *f, const char *op, const char *api,
+				 const char *spec, const char *want)
+{
+	char *doc = exception_doc(api, spec);
+	char *msg = policy_answer(f, op, doc);
+
+	if (!want && msg)
+		fail_msg("%s %s {%s}: denied: %s", op, api, spec, msg);
+	if (want && (!msg || strcmp(msg, want)))
+		fail_msg("%s %s {%s}: got [%s], want [%s]", op, api, spec, msg ? msg : "(allowed)",
+			 want);
+	free(msg);
+	free(doc);
+}
+
+/*
+ * /validate-policy compiles PolicyExceptions too (engine_exception_compile)
+ * and denies a malformed one with "<JSON pointer>: <reason>".
+ */
+static void test_validate_policy_exception(void **state)
+{
+	static const char good[] =
+	    "\"exceptions\":[{\"policyName\":\"p1\",\"ruleNames\":[\"a\"]}],"
+	    "\"match\":{\"any\":[{\"resources\":{\"kinds\":[\"Pod\"],\"namespaces\":"
+	    "[\"dev\"]}}]}";
+	static const char with_condition[] =
+	    "\"exceptions\":[{\"policyName\":\"p1\",\"ruleNames\":[\"a\"]}],"
+	    "\"match\":{\"any\":[{\"resources\":{\"kinds\":[\"Pod\"]}}]},"
+	    "\"conditions\":{\"any\":[{\"key\":\"{{ request.object.metadata.name }}\","
+	    "\"operator\":\"Equals\",\"value\":\"x\"}]}";
+	static const char not_a_list[] =
+	    "\"exceptions\":{\"policyName\":\"p1\"},"
+	    "\"match\":{\"any\":[{\"resources\":{\"kinds\":[\"Pod\"]}}]}";
+	static const char any_and_all[] =
+	    "\"exceptions\":[{\"policyName\":\"p1\",\"ruleNames\":[\"a\"]}],"
+	    "\"match\":{\"any\":[{\"resources\":{\"kinds\":[\"Pod\"]}}],"
+	    "\"all\":[{\"resources\":{\"kinds\":[\"Pod\"]}}]}";
+	static const char bad_operator[] =
+	    "\"exceptions\":[{\"policyName\":\"p1\",\"ruleNames\":[\"a\"]}],"
+	    "\"match\":{\"any\":[{\"resources\":{\"kinds\":[\"Pod\"]}}]},"
+	    "\"conditions\":{\"any\":[{\"key\":\"a\",\"operator\":\"NoSuchOperator\","
+	    "\"value\":\"b\"}]}";
+	struct fixture f;
+	char *msg;
+
+	(void)state;
+	fixture_init(&f, AUDIT_POLICY, NULL, NULL);
+	/* every version Kyverno served */
+	expect_policy_answer(&f, "CREATE", "kyverno.io/v2", good, NULL);
+	expect_policy_answer(&f, "UPDATE", "kyverno.io/v2beta1", good, NULL);
+	expect_policy_answer(&f, "CREATE", "kyverno.io/v2alpha1", good, NULL);
+	expect_policy_answer(&f, "CREATE", "kyverno.io/v2", with_condition, NULL);
+
+	expect_policy_answer(&f, "CREATE", "kyverno.io/v2", not_a_list,
+			     "/spec/exceptions: exceptions must be a list");
+	expect_policy_answer(&f, "UPDATE", "kyverno.io/v2beta1", any_and_all,
+			     "/spec/match: can't specify any/all together with the resources "
+			     "field");
+	expect_policy_answer(&f, "CREATE", "kyverno.io/v1", good,
+			     "/apiVersion: unsupported apiVersion \"kyverno.io/v1\" for "
+			     "PolicyException (want kyverno.io/v2, kyverno.io/v2beta1 or "
+			     "kyverno.io/v2alpha1)");
+	msg = policy_answer(&f, "CREATE",
+			    "{\"apiVersion\":\"kyverno.io/v2\",\"kind\":"
+			    "\"PolicyException\",\"metadata\":{},\"spec\":{}}");
+	assert_non_null(msg);
+	assert_string_equal(msg, "/metadata/name: name is required");
+	free(msg);
+	{
+		char *doc = exception_doc("kyverno.io/v2", bad_operator);
+
+		msg = policy_answer(&f, "CREATE", doc);
+		assert_non_null(msg);
+		assert_true(!strncmp(msg, "/spec/conditions/any/0", 22));
+		assert_non_null(strstr(msg, "NoSuchOperator"));
+		free(msg);
+		free(doc);
+	}
+
+	/* DELETE of a malformed one, and a PolicyException of another group, pass */
+	expect_policy_answer(&f, "DELETE", "kyverno.io/v2", not_a_list, NULL);
+	expect_policy_answer(&f, "CREATE", "example.com/v1", not_a_list, NULL);
+	fixture_release(&f);
+}
+
 static void test_warnings_limits(void **state)
 {
 	struct admission_warnings w = {0};
@@ -736,9 +856,9 @@ static void test_warnings_limits(void **state)
 	assert_true(w.total <= ADMISSION_WARNINGS_TOTAL);
 	assert_true(w.dropped > 0);
 	admission_warnings_release(&w);
-	/* Multi-byte characters count once; invalid UTF-8 becomes '?'. */
+	/* Multi-byte characters count once; an invalid UTF-8 byte becomes U+FFFD. */
 	admission_warnings_add(&w, "caf\xc3\xa9 \xff!");
-	assert_string_equal(w.v[0], "caf\xc3\xa9 ?!");
+	assert_string_equal(w.v[0], "caf\xc3\xa9 \xef\xbf\xbd!");
 	assert_int_equal(w.total, 7);
 	admission_warnings_release(&w);
 }
@@ -1060,6 +1180,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_requests),
 	    cmocka_unit_test(test_not_ready_503),
 	    cmocka_unit_test(test_validate_policy),
+	    cmocka_unit_test(test_validate_policy_exception),
 	    cmocka_unit_test(test_warnings_limits),
 	    cmocka_unit_test(test_yaml_scalars),
 	    cmocka_unit_test(test_yaml_key_order),

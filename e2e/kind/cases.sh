@@ -406,6 +406,112 @@ EOF
 		"validate-policy.gavel.svc" -- k apply -f "$semantic"
 	expect "refused policy was not stored" is_refused "NotFound" -- \
 		k get clusterpolicy e2e-bad-operator
+	# Schema-valid PolicyException that does not compile (any and all together).
+	semantic=$(manifest bad-exception <<'EOF'
+apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata: {name: e2e-bad-exception, namespace: e2e-workloads}
+spec:
+  exceptions:
+    - policyName: require-team
+      ruleNames: [check-team]
+  match:
+    any:
+      - resources: {kinds: [Pod]}
+    all:
+      - resources: {kinds: [Pod]}
+EOF
+)
+	expect "PolicyException that does not compile is refused with its path (validate-policy)" \
+		is_denied "validate-policy.gavel.svc" "/spec/match:" -- k apply -f "$semantic"
+	expect "refused PolicyException was not stored" is_refused "NotFound" -- \
+		k -n e2e-workloads get policyexception e2e-bad-exception
+}
+
+# --- what the gavel ServiceAccount may do (manifests/rbac.yaml) ------------------
+# sa_may ANSWER ARGS...: `kubectl auth can-i ARGS` as the gavel ServiceAccount
+# answers ANSWER (yes or no).
+sa_may() {
+	local want=$1 got
+	shift
+	run_cmd k auth can-i --as=system:serviceaccount:gavel:gavel "$@"
+	got=${OUT##*$'\n'}
+	if [ "$got" != "$want" ]; then
+		WHY="answered '$got', expected '$want'"
+		return 1
+	fi
+}
+
+# no_wildcards FILE: no '*' among the apiGroups, resources, verbs or resourceNames of FILE.
+no_wildcards() {
+	OUT=$(grep -nE '^ *-? *(apiGroups|resources|verbs|resourceNames):.*\*' "$1")
+	if [ -n "$OUT" ]; then
+		WHY="wildcard in $1"
+		return 1
+	fi
+}
+
+# One check per line: the expected answer, then the arguments of kubectl auth can-i.
+# Names and verbs follow what gavel calls (cmd/serve.c, certs/, background/).
+RBAC_CHECKS='
+yes create configmaps -n gavel
+yes get configmaps/gavel -n gavel
+yes list configmaps/gavel -n gavel
+yes watch configmaps/gavel -n gavel
+no  update configmaps/gavel -n gavel
+no  patch configmaps/gavel -n gavel
+yes get configmaps/gavel-scan-state -n gavel
+yes patch configmaps/gavel-scan-state -n gavel
+no  delete configmaps/gavel-scan-state -n gavel
+no  get configmaps/kube-root-ca.crt -n gavel
+no  list configmaps -n gavel
+yes create secrets -n gavel
+yes get secrets/gavel-tls -n gavel
+yes update secrets/gavel-tls -n gavel
+no  delete secrets/gavel-tls -n gavel
+no  get secrets/other -n gavel
+no  list secrets -n gavel
+no  get secrets/gavel-tls -n default
+no  list secrets -A
+yes create leases.coordination.k8s.io -n gavel
+yes get leases.coordination.k8s.io/gavel -n gavel
+yes update leases.coordination.k8s.io/gavel -n gavel
+no  update leases.coordination.k8s.io/other -n gavel
+no  update leases.coordination.k8s.io/gavel -n kube-system
+yes watch clusterpolicies.kyverno.io
+yes watch policies.kyverno.io -A
+yes watch policyexceptions.kyverno.io -A
+no  create clusterpolicies.kyverno.io
+no  update policyexceptions.kyverno.io -n default
+yes watch namespaces
+no  update namespaces
+yes create policyreports.wgpolicyk8s.io -n default
+yes delete clusterpolicyreports.wgpolicyk8s.io
+yes watch validatingwebhookconfigurations.admissionregistration.k8s.io/gavel
+yes update validatingwebhookconfigurations.admissionregistration.k8s.io/gavel
+no  update validatingwebhookconfigurations.admissionregistration.k8s.io/other
+no  list validatingwebhookconfigurations.admissionregistration.k8s.io
+no  update mutatingwebhookconfigurations.admissionregistration.k8s.io/gavel
+yes list pods -A
+yes list deployments.apps -A
+no  update pods -n default
+no  create pods -n gavel
+no  escalate clusterroles.rbac.authorization.k8s.io
+no  bind clusterroles.rbac.authorization.k8s.io
+no  impersonate users
+'
+
+case_rbac() {
+	local want args
+	log "RBAC of the gavel ServiceAccount"
+	expect "manifests/rbac.yaml grants no wildcard" no_wildcards "$HERE/../../manifests/rbac.yaml"
+	expect "ServiceAccount gavel: can-i '*' '*': no" sa_may no '*' '*'
+	expect "ServiceAccount gavel: can-i '*' secrets -n gavel: no" sa_may no '*' secrets -n gavel
+	while read -r want args; do
+		[ -n "$want" ] || continue
+		# shellcheck disable=SC2086 # args: the words of one can-i call, no globs
+		expect "ServiceAccount gavel: can-i $args: $want" sa_may "$want" $args
+	done <<<"$RBAC_CHECKS"
 }
 
 # --- background reports for objects that existed before the policy -------------
@@ -510,6 +616,7 @@ EOF
 
 main() {
 	setup
+	case_rbac
 	case_workloads
 	case_namespaced_policy
 	case_namespace_selector
