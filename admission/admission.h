@@ -290,10 +290,12 @@ void admission_handle(struct admission_handler *h, const char *body, size_t len,
 
 /*
  * POST /validate-policy: an AdmissionReview whose object is a kyverno.io
- * ClusterPolicy or Policy (PolicyException too). Denied (403) with
+ * ClusterPolicy or Policy, or a kyverno.io/v2, v2beta1 or v2alpha1
+ * PolicyException. A policy that does not compile is denied (403) with
  * engine_policy_compile()'s message (e.g. the background/userInfo message
- * of kyverno-semantics.md section 7.1) when it does not compile; allowed
- * otherwise, and for DELETE and other kinds. Malformed reviews: 400.
+ * of kyverno-semantics.md section 7.1); an exception that does not compile,
+ * or of another kyverno.io version, with "<JSON pointer>: <reason>".
+ * Allowed otherwise, and for DELETE and other kinds. Malformed reviews: 400.
  */
 void admission_handle_policy(struct admission_handler *h, const char *body, size_t len,
 			     struct admission_reply *out);
@@ -311,23 +313,45 @@ struct admission_server_config {
 	struct metrics_registry *metrics;  /* rendered by /metrics; NULL = none */
 	unsigned threads;		   /* worker threads; 0 = number of CPUs */
 	unsigned connection_limit;	   /* 0 = 1024 */
-	unsigned idle_timeout;	  /* seconds a connection may stay idle; 0 = 120 (longer than
-				     the API server's 90 s, so the client closes first) */
-	unsigned request_timeout; /* seconds to receive one request body; 0 = 10 */
+	unsigned max_per_ip;	    /* connections one client address may hold; 0 = 512. The API
+				       server comes from few addresses with many keep-alive
+				       connections: keep it high */
+	unsigned idle_timeout;	    /* seconds a connection may stay idle; 0 = 120 (longer than
+				       the API server's 90 s, so the client closes first) */
+	unsigned request_timeout;   /* seconds for a request: TLS handshake (new connections),
+				       request line, headers and body; the same again to send
+				       the answer; 0 = 10 */
+	const char *client_ca_file; /* PEM CA certificates: when set, clients of the webhook
+				       port (every route, /healthz included) must present a
+				       certificate one of them signed (for TLS client use),
+				       checked in the handshake; NULL or "" = no client
+				       authentication. Read once, at start */
 };
 
 struct admission_server;
 
 /*
- * Binds the sockets, loads the TLS key pair and starts the worker threads.
- * Errors (one line in err): GV_ENOENT/GV_EIO when tls.crt or tls.key is
- * missing or unreadable, GV_EINVAL for bad PEM or a bad address,
- * GV_EIO when a port cannot be bound ("listen 127.0.0.1:9443: Address
- * already in use"). Only TLS 1.2 and 1.3 are offered.
+ * Binds the sockets, loads the TLS key pair (and the client CA file) and
+ * starts the worker threads. Errors (one line in err): GV_ENOENT/GV_EIO
+ * when tls.crt, tls.key or the client CA file is missing or unreadable,
+ * GV_EINVAL for bad PEM or a bad address, GV_EIO when a port cannot be
+ * bound ("listen 127.0.0.1:9443: Address already in use").
+ * TLS: 1.3 and 1.2 only; in TLS 1.2 only ECDHE with AES-GCM or
+ * ChaCha20-Poly1305.
  * Routes: POST /validate, POST /validate-policy, GET /healthz, GET
  * /readyz; 404 for other paths, 405 for other methods, 415 unless the
  * body is application/json, 413 over ADMISSION_MAX_BODY (by
- * Content-Length and while reading). The query string is ignored.
+ * Content-Length and while reading). The query string is ignored. The
+ * metrics port serves GET /metrics, and /healthz and /readyz as well, so
+ * that probes there are answered while the webhook port is flooded.
+ * Connections: a request (from accept, TLS handshake included, or from the
+ * first byte after an idle spell, to the end of its body) and then its
+ * answer each get request_timeout seconds; past that the connection is
+ * closed. Over connection_limit or max_per_ip, new connections are closed
+ * at once. Both are counted in gavel_http_connections_dropped_total
+ * {listener, reason} when metrics is set. libmicrohttpd's own messages go
+ * to the log: trouble of the server as warnings (rate-limited), a client's
+ * errors at debug level.
  */
 enum gv_code admission_server_start(const struct admission_server_config *cfg,
 				    struct admission_server **out, struct gv_err *err);

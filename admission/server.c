@@ -12,13 +12,22 @@
  * callback, so a pair rotated on disk is picked up without restarting the
  * daemon. GnuTLS' callback has no user pointer, hence one TLS server per
  * process (the pair lives in this file's `tls` store).
+ *
+ * Slow clients: libmicrohttpd's own timeout only measures inactivity, so a
+ * client sending a byte a second would keep a connection forever. Every
+ * connection is therefore listed (struct conn, its socket context) with a
+ * deadline for the phase it is in, and a watchdog thread shuts down the
+ * socket of a connection past its deadline; libmicrohttpd then sees the
+ * connection end and closes it as usual.
  */
 #include "admission/admission_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -37,12 +46,34 @@
 #include "common/log.h"
 #include "common/banned.h"
 
-#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
-#define MAX_CERTS      16	   /* certificates in tls.crt (leaf + chain) */
-#define MAX_DISCARD    (16u << 20) /* bytes of an oversize body read before hanging up */
-#define RETIRED_KEEP   600	   /* seconds a replaced key pair stays valid for handshakes */
-#define TEXT_TYPE      "text/plain; charset=utf-8"
-#define METRICS_TYPE   "text/plain; version=0.0.4; charset=utf-8"
+/*
+ * TLS 1.3 and 1.2 only. In TLS 1.2: ECDHE key exchange and AEAD ciphers
+ * (AES-GCM, ChaCha20-Poly1305) only, so no CBC, no static RSA key exchange,
+ * no finite-field DHE; no SHA-1 signatures. ECDHE-RSA stays for RSA key
+ * pairs provided from outside (gavel's own certificates are ECDSA P-256).
+ */
+#define TLS_PRIORITIES                                                                             \
+	"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+CHACHA20-POLY1305:"  \
+	"+AES-128-GCM:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:-GROUP-ALL:+GROUP-X25519:"    \
+	"+GROUP-SECP256R1:+GROUP-SECP384R1:-SIGN-RSA-SHA1:-SIGN-ECDSA-SHA1"
+#define MAX_CERTS    16		 /* certificates in tls.crt (leaf + chain) */
+#define MAX_DISCARD  (16u << 20) /* bytes of an oversize body read before hanging up */
+#define RETIRED_KEEP 600	 /* seconds a replaced key pair stays valid for handshakes */
+#define TEXT_TYPE    "text/plain; charset=utf-8"
+#define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/* Connection rules of the webhook port (the config's 0 values). */
+#define CONN_LIMIT 1024u
+/* Half the slots per client address: the API server may need many, an intruder gets half. */
+#define PER_IP_LIMIT	512u
+#define IDLE_TIMEOUT	120u /* longer than the API server's 90 s, so that the client closes first */
+#define REQUEST_TIMEOUT 10u
+/* The plain HTTP port (/metrics, /healthz, /readyz): Prometheus and the kubelet. */
+#define METRICS_CONN_LIMIT   64u
+#define METRICS_PER_IP_LIMIT 16u
+#define METRICS_IDLE_TIMEOUT 30u
+#define WATCH_EVERY_MS	     250   /* the watchdog's period */
+#define WARN_EVERY_MS	     10000 /* at most one libmicrohttpd warning per port this often */
 
 /* ---- the TLS key pair ---- */
 
@@ -238,16 +269,60 @@ static bool stamp_eq(const struct file_stamp *a, const struct file_stamp *b)
 
 enum route { ROUTE_NONE, ROUTE_VALIDATE, ROUTE_VALIDATE_POLICY, ROUTE_HEALTHZ, ROUTE_READYZ };
 
+/* One listening port and the rules of its connections. */
+struct listener {
+	struct admission_server *s; /* the server holding this listener */
+	const char *name;	    /* "webhook" or "metrics", in logs and metrics */
+	unsigned conn_limit, per_ip_limit;
+	unsigned request_timeout, idle_timeout; /* seconds */
+	atomic_llong warned;			/* monotonic ms of the last warning logged */
+	atomic_uint unwarned;			/* warnings logged at debug level since */
+};
+
+/*
+ * Where a connection is. REQUEST: from accept (TLS handshake included), or
+ * from the first byte after an idle spell, to the end of the body. HANDLING:
+ * the handler runs (no deadline: the engine's bounds apply). REPLYING: the
+ * answer is being sent. IDLE: kept alive between requests.
+ */
+enum conn_phase { CONN_REQUEST, CONN_HANDLING, CONN_REPLYING, CONN_IDLE };
+
+/*
+ * One connection, from accept to close (libmicrohttpd's socket context).
+ * Listed in the server's `conns`; every field but l, fd and peer is
+ * guarded by conns_mu.
+ */
+struct conn {
+	struct listener *l; /* borrowed */
+	int fd;
+	char peer[INET6_ADDRSTRLEN];
+	bool unauthenticated; /* client certificates required but not asked for: refuse */
+	enum conn_phase phase;
+	int64_t since;	  /* monotonic ms when the phase began */
+	int64_t deadline; /* monotonic ms; 0 = none */
+	bool dropped;	  /* shut down by the watchdog */
+	struct conn *prev, *next;
+};
+
 struct admission_server {
 	struct admission_handler *handler; /* borrowed */
 	struct metrics_registry *metrics;  /* borrowed */
 	char *tls_dir;
+	char *client_ca; /* PEM of the client CA file; NULL = no client authentication */
 	struct file_stamp crt_stamp, key_stamp; /* of the pair loaded (or last tried) */
 	struct MHD_Daemon *daemon, *metrics_daemon;
 	int fd, metrics_fd; /* listening sockets (owned until handed back by quiesce) */
 	unsigned port, metrics_port;
-	unsigned request_timeout;
+	struct listener webhook, plain;
 	atomic_int in_flight;
+	struct metrics_family *dropped; /* gavel_http_connections_dropped_total */
+
+	pthread_mutex_t conns_mu;
+	pthread_cond_t conns_cv; /* wakes the watchdog to stop */
+	struct conn *conns;	 /* every open connection of both ports */
+	bool stopping;
+	bool watchdog_started;
+	pthread_t watchdog;
 };
 
 /* One request's state (*con_cls). */
@@ -259,22 +334,286 @@ struct request {
 	struct timespec start;
 };
 
+static int64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void count_drop(struct listener *l, const char *reason)
+{
+	metrics_inc(l->s->dropped, (const char *const[]){l->name, reason});
+}
+
+/*
+ * libmicrohttpd's messages. They name no bodies, headers or keys (at most a
+ * URL); control characters are blanked all the same. Trouble of the server
+ * itself (memory, descriptors, threads, polling) is a warning, at most one
+ * per port every WARN_EVERY_MS; what one client did wrong is debug.
+ */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	static const char *const trouble[] = {"reached connection limit",
+					      "resource limit",
+					      "Error allocating",
+					      "Error accepting",
+					      "Error during",
+					      "poll failed",
+					      "select failed",
+					      "epoll",
+					      "Failed to create",
+					      "Failed to initiali",
+					      "Failed to signal",
+					      "Failed to start",
+					      "Failed to add",
+					      "MHD failed",
+					      "GnuTLS failed",
+					      "priorities",
+					      "trust certificate",
+					      "clock"};
+	struct listener *l = cls;
 	struct gv_buf b = {0};
+	bool warn = false, limit;
+	const char *name = l ? l->name : "http";
 
-	(void)cls;
 	gv_buf_vaddf(&b, fmt, ap);
+	if (!b.data)
+		return;
+	if (b.len > 512)
+		b.len = 512;
 	while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == ' '))
-		b.data[--b.len] = '\0';
-	gv_debug("http: %s", gv_buf_str(&b));
+		b.len--;
+	for (size_t i = 0; i < b.len; i++)
+		if ((unsigned char)b.data[i] < 0x20 || b.data[i] == 0x7f)
+			b.data[i] = ' ';
+	b.data[b.len] = '\0';
+	for (size_t i = 0; i < GV_ARRAY_LEN(trouble) && !warn; i++)
+		warn = strstr(b.data, trouble[i]) != NULL;
+	limit = strstr(b.data, "reached connection limit") != NULL;
+	if (l && limit)
+		count_drop(l, "connection_limit");
+	if (warn && l) {
+		int64_t now = now_ms();
+		long long last = atomic_load(&l->warned);
+		if (now - last >= WARN_EVERY_MS &&
+		    atomic_compare_exchange_strong(&l->warned, &last, (long long)now)) {
+			unsigned quiet = atomic_exchange(&l->unwarned, 0);
+			char more[160] = "";
+			if (limit)
+				snprintf(more, sizeof(more),
+					 " (limits: %u connections, %u per client address)",
+					 l->conn_limit, l->per_ip_limit);
+			if (quiet)
+				snprintf(
+				    more + strlen(more), sizeof(more) - strlen(more),
+				    " (%u more messages since the last warning, at debug level)",
+				    quiet);
+			gv_warn("http: %s: %s%s", name, b.data, more);
+		} else {
+			atomic_fetch_add(&l->unwarned, 1);
+			gv_debug("http: %s: %s", name, b.data);
+		}
+	} else {
+		gv_log(warn ? GV_LOG_WARN : GV_LOG_DEBUG, "http: %s: %s", name, b.data);
+	}
 	gv_buf_release(&b);
 }
+
+/* ---- connections and their deadlines ---- */
+
+static struct conn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* Moves k to phase; the deadline is timeout seconds away (0 = none). */
+static void conn_enter(struct conn *k, enum conn_phase phase, unsigned timeout)
+{
+	struct admission_server *s;
+
+	if (!k)
+		return;
+	s = k->l->s;
+	pthread_mutex_lock(&s->conns_mu);
+	k->phase = phase;
+	k->since = now_ms();
+	k->deadline = timeout ? k->since + (int64_t)timeout * 1000 : 0;
+	pthread_mutex_unlock(&s->conns_mu);
+}
+
+/* The headers of a request are in: a new request, unless its first bytes were seen already. */
+static void conn_request(struct conn *k)
+{
+	struct admission_server *s;
+
+	if (!k)
+		return;
+	s = k->l->s;
+	pthread_mutex_lock(&s->conns_mu);
+	if (k->phase != CONN_REQUEST) {
+		k->phase = CONN_REQUEST;
+		k->since = now_ms();
+		k->deadline = k->since + (int64_t)k->l->request_timeout * 1000;
+	}
+	pthread_mutex_unlock(&s->conns_mu);
+}
+
+static void peer_name(const struct sockaddr *sa, char *out, size_t n)
+{
+	out[0] = '\0';
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)n);
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out,
+			  (socklen_t)n);
+	if (!out[0])
+		snprintf(out, n, "?");
+}
+
+/*
+ * Asks this connection's TLS session for a client certificate and has
+ * GnuTLS verify it in the handshake (against the trust list given as
+ * MHD_OPTION_HTTPS_MEM_TRUST, for TLS client use): no certificate, or one
+ * that does not verify, and the handshake fails.
+ */
+static bool require_client_cert(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	gnutls_session_t session = ci ? (gnutls_session_t)ci->tls_session : NULL;
+	/* Static: GnuTLS keeps the pointer for the handshake. */
+	static gnutls_typed_vdata_st purpose = {.type = GNUTLS_DT_KEY_PURPOSE_OID,
+						.data = (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT};
+
+	if (!session)
+		return false;
+	gnutls_certificate_server_set_request(session, GNUTLS_CERT_REQUIRE);
+	gnutls_session_set_verify_cert2(session, &purpose, 1, 0);
+	return true;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct listener *l = cls;
+	struct admission_server *s = l->s;
+	struct conn *k = *socket_context;
+	const union MHD_ConnectionInfo *ci;
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!k)
+			return;
+		/* Unlisted before libmicrohttpd closes the descriptor: the watchdog never
+		 * shuts down a descriptor number that was reused. */
+		pthread_mutex_lock(&s->conns_mu);
+		if (k->prev)
+			k->prev->next = k->next;
+		else
+			s->conns = k->next;
+		if (k->next)
+			k->next->prev = k->prev;
+		pthread_mutex_unlock(&s->conns_mu);
+		free(k);
+		*socket_context = NULL;
+		return;
+	}
+	k = gv_xcalloc(1, sizeof(*k));
+	k->l = l;
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	k->fd = ci ? ci->connect_fd : -1;
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	peer_name(ci ? ci->client_addr : NULL, k->peer, sizeof(k->peer));
+	if (l == &s->webhook && s->client_ca && !require_client_cert(c))
+		k->unauthenticated = true;
+	/* Until the first answer, libmicrohttpd's inactivity timeout is the request's. */
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, l->request_timeout);
+	k->phase = CONN_REQUEST;
+	k->since = now_ms();
+	k->deadline = k->since + (int64_t)l->request_timeout * 1000;
+	pthread_mutex_lock(&s->conns_mu);
+	k->next = s->conns;
+	if (s->conns)
+		s->conns->prev = k;
+	s->conns = k;
+	pthread_mutex_unlock(&s->conns_mu);
+	*socket_context = k;
+}
+
+/*
+ * Whether bytes arrived on an idle connection since it went idle idle_ms
+ * ago (the first bytes of its next request, maybe trickling in). TCP only.
+ */
+static bool data_since(int fd, int64_t idle_ms)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
+		return false;
+	/* tcpi_last_data_recv: ms since data last came; the margin covers clock ticks. */
+	return (int64_t)ti.tcpi_last_data_recv + 100 < idle_ms;
+}
+
+static const char *const drop_reason[] = {
+    [CONN_REQUEST] = "request_timeout",
+    [CONN_HANDLING] = "request_timeout",
+    [CONN_REPLYING] = "reply_timeout",
+    [CONN_IDLE] = "idle_timeout",
+};
+
+/* Shuts down the sockets of connections past their deadline, every WATCH_EVERY_MS. */
+static void *watchdog_main(void *arg)
+{
+	struct admission_server *s = arg;
+
+	pthread_mutex_lock(&s->conns_mu);
+	while (!s->stopping) {
+		int64_t now = now_ms();
+		struct timespec until;
+
+		for (struct conn *k = s->conns; k; k = k->next) {
+			if (k->dropped)
+				continue;
+			if (k->phase == CONN_IDLE && data_since(k->fd, now - k->since)) {
+				k->phase = CONN_REQUEST;
+				k->since = now;
+				k->deadline = now + (int64_t)k->l->request_timeout * 1000;
+			}
+			if (!k->deadline || now < k->deadline)
+				continue;
+			k->dropped = true;
+			shutdown(k->fd, SHUT_RDWR);
+			count_drop(k->l, drop_reason[k->phase]);
+			gv_debug("http: %s: connection from %s closed: %s", k->l->name, k->peer,
+				 k->phase == CONN_IDLE	     ? "idle for too long"
+				 : k->phase == CONN_REPLYING ? "answer not taken in time"
+							     : "request not received in time");
+		}
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += WATCH_EVERY_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&s->conns_cv, &s->conns_mu, &until);
+	}
+	pthread_mutex_unlock(&s->conns_mu);
+	return NULL;
+}
+
+/* ---- requests ---- */
 
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *ctype,
 			       char *body, size_t len, const char *allow)
 {
 	struct MHD_Response *resp;
+	struct conn *k = conn_of(c);
 	enum MHD_Result r;
 
 	resp = MHD_create_response_from_buffer_with_free_callback(len, body, free);
@@ -287,6 +626,8 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const 
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
 	r = MHD_queue_response(c, status, resp);
 	MHD_destroy_response(resp);
+	if (k)
+		conn_enter(k, CONN_REPLYING, k->l->request_timeout);
 	return r;
 }
 
@@ -333,12 +674,24 @@ static double elapsed(const struct timespec *t0)
 	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+/* GET /healthz and /readyz, on both ports. */
+static enum MHD_Result health(struct admission_server *s, struct MHD_Connection *c,
+			      enum route route, const char *method)
+{
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return respond_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed",
+				    "GET, HEAD");
+	if (route == ROUTE_READYZ && !admission_handler_ready(s->handler))
+		return respond_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
+				    "not ready: no policy snapshot loaded yet", NULL);
+	return respond_text(c, MHD_HTTP_OK, "ok", NULL);
+}
+
 /* The first call of a request: route, method and headers. */
 static enum MHD_Result request_begin(struct admission_server *s, struct MHD_Connection *c,
 				     const char *url, const char *method, void **con_cls)
 {
 	enum route route = route_of(url);
-	bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
 	const char *cl;
 	struct request *r;
 
@@ -347,13 +700,7 @@ static enum MHD_Result request_begin(struct admission_server *s, struct MHD_Conn
 		return respond_text(c, MHD_HTTP_NOT_FOUND, "not found", NULL);
 	case ROUTE_HEALTHZ:
 	case ROUTE_READYZ:
-		if (!get)
-			return respond_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed",
-					    "GET, HEAD");
-		if (route == ROUTE_READYZ && !admission_handler_ready(s->handler))
-			return respond_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
-					    "not ready: no policy snapshot loaded yet", NULL);
-		return respond_text(c, MHD_HTTP_OK, "ok", NULL);
+		return health(s, c, route, method);
 	case ROUTE_VALIDATE:
 	case ROUTE_VALIDATE_POLICY:
 		break;
@@ -404,21 +751,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **con_cls)
 {
-	struct admission_server *s = cls;
+	struct listener *l = cls;
+	struct admission_server *s = l->s;
 	struct request *r = *con_cls;
 	struct admission_reply reply;
 	enum MHD_Result res;
 
 	(void)version;
-	if (!r)
+	if (!r) {
+		struct conn *k = conn_of(c);
+		if (s->client_ca && (!k || k->unauthenticated))
+			return MHD_NO; /* fail closed: never served without the client check */
+		conn_request(k);
 		return request_begin(s, c, url, method, con_cls);
+	}
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 		*upload_data_size = 0;
 		r->received += n;
-		if (s->request_timeout && elapsed(&r->start) > s->request_timeout) {
+		if (elapsed(&r->start) > l->request_timeout) {
 			gv_debug("http: request body not received within %us: closing",
-				 s->request_timeout);
+				 l->request_timeout);
 			return MHD_NO;
 		}
 		if (r->too_big || r->received > ADMISSION_MAX_BODY) {
@@ -433,6 +786,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (r->too_big)
 		return respond_text(c, MHD_HTTP_CONTENT_TOO_LARGE,
 				    "request body too large: the limit is 3 MiB", NULL);
+	conn_enter(conn_of(c), CONN_HANDLING, 0);
 	if (r->route == ROUTE_VALIDATE)
 		admission_handle(s->handler, r->body.data ? r->body.data : "", r->body.len, &reply);
 	else
@@ -444,27 +798,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return res;
 }
 
+/* A request is over (answered, or the connection failed): the connection goes idle. */
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
-	struct admission_server *s = cls;
+	struct listener *l = cls;
 	struct request *r = *con_cls;
 
-	(void)c;
-	(void)toe;
+	/* The watchdog's idle deadline is a backstop: libmicrohttpd closes idle connections. */
+	conn_enter(conn_of(c), CONN_IDLE, l->idle_timeout + 5);
+	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, l->idle_timeout);
 	if (!r)
 		return;
 	gv_buf_release(&r->body);
 	free(r);
 	*con_cls = NULL;
-	atomic_fetch_sub(&s->in_flight, 1);
+	atomic_fetch_sub(&l->s->in_flight, 1);
 }
 
+/* The plain HTTP port: GET /metrics, and /healthz and /readyz as on the webhook port. */
 static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **con_cls)
 {
-	struct admission_server *s = cls;
+	struct listener *l = cls;
+	struct admission_server *s = l->s;
+	enum route route = route_of(url);
 	struct gv_buf b = {0};
 	size_t len;
 
@@ -472,6 +832,9 @@ static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *c, const cha
 	(void)upload_data;
 	(void)upload_data_size;
 	(void)con_cls;
+	conn_request(conn_of(c));
+	if (route == ROUTE_HEALTHZ || route == ROUTE_READYZ)
+		return health(s, c, route, method);
 	if (strcmp(url, "/metrics"))
 		return respond_text(c, MHD_HTTP_NOT_FOUND, "not found", NULL);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
@@ -600,12 +963,82 @@ static unsigned cpu_count(void)
 	return n > 0 && n < 256 ? (unsigned)n : 2;
 }
 
+static void listener_init(struct listener *l, struct admission_server *s, const char *name,
+			  unsigned conn_limit, unsigned per_ip_limit, unsigned request_timeout,
+			  unsigned idle_timeout)
+{
+	l->s = s;
+	l->name = name;
+	l->conn_limit = conn_limit;
+	l->per_ip_limit = per_ip_limit;
+	l->request_timeout = request_timeout;
+	l->idle_timeout = idle_timeout;
+	atomic_init(&l->warned, LLONG_MIN / 2);
+	atomic_init(&l->unwarned, 0);
+}
+
+/* Reads the client CA file: PEM certificates, at least one. *out: the PEM (owned). */
+static enum gv_code client_ca_load(const char *path, char **out, struct gv_err *err)
+{
+	gnutls_certificate_credentials_t check = NULL;
+	gnutls_datum_t d;
+	char *pem = NULL;
+	size_t len = 0;
+	enum gv_code rc;
+	int n;
+
+	*out = NULL;
+	if ((rc = gv_read_file(path, &pem, &len, err))) {
+		gv_err_prefix(err, "client CA file: ");
+		return rc;
+	}
+	d.data = (unsigned char *)pem;
+	d.size = (unsigned)len;
+	gnutls_certificate_allocate_credentials(&check);
+	n = gnutls_certificate_set_x509_trust_mem(check, &d, GNUTLS_X509_FMT_PEM);
+	gnutls_certificate_free_credentials(check);
+	if (n <= 0) {
+		free(pem);
+		return gv_err_set(err, GV_EINVAL, "client CA file %s: %s", path,
+				  n < 0 ? gnutls_strerror(n) : "no PEM certificate in it");
+	}
+	*out = pem;
+	return GV_OK;
+}
+
+static void watchdog_stop(struct admission_server *s)
+{
+	if (!s->watchdog_started)
+		return;
+	pthread_mutex_lock(&s->conns_mu);
+	s->stopping = true;
+	pthread_cond_signal(&s->conns_cv);
+	pthread_mutex_unlock(&s->conns_mu);
+	pthread_join(s->watchdog, NULL);
+	s->watchdog_started = false;
+}
+
+/* Frees s once both daemons are stopped (their connections are all closed). */
+static void server_free(struct admission_server *s)
+{
+	watchdog_stop(s);
+	tls_release_all();
+	pthread_cond_destroy(&s->conns_cv);
+	pthread_mutex_destroy(&s->conns_mu);
+	free(s->client_ca);
+	free(s->tls_dir);
+	free(s);
+}
+
 enum gv_code admission_server_start(const struct admission_server_config *cfg,
 				    struct admission_server **out, struct gv_err *err)
 {
+	static const char *const drop_labels[] = {"listener", "reason", NULL};
 	struct admission_server *s = gv_xcalloc(1, sizeof(*s));
 	struct tls_pair *pair = NULL;
 	unsigned threads = cfg->threads ? cfg->threads : cpu_count();
+	struct MHD_OptionItem trust[2] = {{MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL}};
+	pthread_condattr_t ca;
 	enum gv_code rc;
 	char *crt_path, *key_path;
 
@@ -614,12 +1047,31 @@ enum gv_code admission_server_start(const struct admission_server_config *cfg,
 	s->handler = cfg->handler;
 	s->metrics = cfg->metrics;
 	s->tls_dir = gv_xstrdup(cfg->tls_dir ? cfg->tls_dir : ".");
-	s->request_timeout = cfg->request_timeout ? cfg->request_timeout : 10;
 	atomic_init(&s->in_flight, 0);
+	pthread_mutex_init(&s->conns_mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->conns_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	listener_init(&s->webhook, s, "webhook",
+		      cfg->connection_limit ? cfg->connection_limit : CONN_LIMIT,
+		      cfg->max_per_ip ? cfg->max_per_ip : PER_IP_LIMIT,
+		      cfg->request_timeout ? cfg->request_timeout : REQUEST_TIMEOUT,
+		      cfg->idle_timeout ? cfg->idle_timeout : IDLE_TIMEOUT);
+	listener_init(&s->plain, s, "metrics", METRICS_CONN_LIMIT, METRICS_PER_IP_LIMIT,
+		      REQUEST_TIMEOUT, METRICS_IDLE_TIMEOUT);
+	if (s->metrics)
+		s->dropped = metrics_counter_new(
+		    s->metrics, "gavel_http_connections_dropped_total",
+		    "Connections closed by gavel before they were served: over a connection "
+		    "limit, or past the deadline of a request, an answer or an idle spell.",
+		    drop_labels);
 
 	pthread_mutex_lock(&tls.mu);
 	if (tls.in_use) {
 		pthread_mutex_unlock(&tls.mu);
+		pthread_cond_destroy(&s->conns_cv);
+		pthread_mutex_destroy(&s->conns_mu);
 		free(s->tls_dir);
 		free(s);
 		return gv_err_set(err, GV_EINVAL,
@@ -637,21 +1089,35 @@ enum gv_code admission_server_start(const struct admission_server_config *cfg,
 	if ((rc = pair_load(s->tls_dir, &pair, err)))
 		goto fail;
 	pair_install(pair);
+	if (cfg->client_ca_file && *cfg->client_ca_file) {
+		if ((rc = client_ca_load(cfg->client_ca_file, &s->client_ca, err)))
+			goto fail;
+		trust[0].option = MHD_OPTION_HTTPS_MEM_TRUST;
+		trust[0].ptr_value = s->client_ca;
+	}
 
 	if ((rc = listen_on(cfg->listen ? cfg->listen : ":9443", &s->fd, &s->port, err)))
 		goto fail;
 	if (cfg->metrics_listen &&
 	    (rc = listen_on(cfg->metrics_listen, &s->metrics_fd, &s->metrics_port, err)))
 		goto fail;
+	if (pthread_create(&s->watchdog, NULL, watchdog_main, s)) {
+		rc = gv_err_set(err, GV_EIO, "the connection watchdog did not start");
+		goto fail;
+	}
+	s->watchdog_started = true;
 
+	/* libmicrohttpd wants its logger as the first option. */
 	s->daemon = MHD_start_daemon(
-	    MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS | MHD_USE_ITC, 0, NULL,
-	    NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_THREAD_POOL_SIZE,
-	    threads, MHD_OPTION_CONNECTION_LIMIT,
-	    cfg->connection_limit ? cfg->connection_limit : 1024u, MHD_OPTION_CONNECTION_TIMEOUT,
-	    cfg->idle_timeout ? cfg->idle_timeout : 120u, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-	    s, MHD_OPTION_HTTPS_CERT_CALLBACK, cert_callback, MHD_OPTION_HTTPS_PRIORITIES,
-	    TLS_PRIORITIES, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+	    MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS | MHD_USE_ITC |
+		MHD_USE_ERROR_LOG,
+	    0, NULL, NULL, on_request, &s->webhook, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+	    &s->webhook, MHD_OPTION_LISTEN_SOCKET, s->fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
+	    MHD_OPTION_CONNECTION_LIMIT, s->webhook.conn_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    s->webhook.per_ip_limit, MHD_OPTION_CONNECTION_TIMEOUT, s->webhook.idle_timeout,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s->webhook, MHD_OPTION_NOTIFY_COMPLETED,
+	    on_completed, &s->webhook, MHD_OPTION_HTTPS_CERT_CALLBACK, cert_callback,
+	    MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_ARRAY, trust, MHD_OPTION_END);
 	if (!s->daemon) {
 		rc = gv_err_set(err, GV_EIO, "listen %s: the HTTPS server did not start",
 				cfg->listen ? cfg->listen : ":9443");
@@ -660,10 +1126,14 @@ enum gv_code admission_server_start(const struct admission_server_config *cfg,
 	s->fd = -1; /* the daemon owns the socket now */
 	if (s->metrics_fd >= 0) {
 		s->metrics_daemon = MHD_start_daemon(
-		    MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC, 0, NULL, NULL,
-		    on_metrics, s, MHD_OPTION_LISTEN_SOCKET, s->metrics_fd,
-		    MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 30u,
-		    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+		    MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
+			MHD_USE_ERROR_LOG,
+		    0, NULL, NULL, on_metrics, &s->plain, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+		    &s->plain, MHD_OPTION_LISTEN_SOCKET, s->metrics_fd, MHD_OPTION_CONNECTION_LIMIT,
+		    s->plain.conn_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->plain.per_ip_limit,
+		    MHD_OPTION_CONNECTION_TIMEOUT, s->plain.idle_timeout,
+		    MHD_OPTION_NOTIFY_CONNECTION, on_connection, &s->plain,
+		    MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s->plain, MHD_OPTION_END);
 		if (!s->metrics_daemon) {
 			rc = gv_err_set(err, GV_EIO, "listen %s: the metrics server did not start",
 					cfg->metrics_listen);
@@ -680,9 +1150,7 @@ fail:
 		close(s->fd);
 	if (s->metrics_fd >= 0)
 		close(s->metrics_fd);
-	tls_release_all();
-	free(s->tls_dir);
-	free(s);
+	server_free(s);
 	return rc;
 }
 
@@ -745,7 +1213,5 @@ void admission_server_stop(struct admission_server *s, int grace_ms)
 	if (s->metrics_daemon)
 		MHD_stop_daemon(s->metrics_daemon);
 	/* MHD closes a listening socket it was given unless it was quiesced. */
-	tls_release_all();
-	free(s->tls_dir);
-	free(s);
+	server_free(s);
 }

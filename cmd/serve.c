@@ -7,6 +7,7 @@
  *               [--log-format text|json] [--manage-certs[=true|false]]
  *               [--webhook-config NAME] [--tls-secret NAME] [--service NAME]
  *               [--cert-ip IP]... [--cert-dns NAME]...
+ *               [--max-connections-per-ip N] [--client-ca-file F]
  *
  * Two modes:
  *   standalone  --policies given and no cluster configuration (no
@@ -76,6 +77,8 @@ struct serve_opts {
 	const char *metrics_listen; /* "" = none */
 	const char *namespace;
 	unsigned threads;
+	unsigned max_per_ip;		   /* 0 = the server's default */
+	const char *client_ca_file;	   /* NULL = no client authentication */
 	bool leader_elect;		   /* only the Lease holder scans and writes reports */
 	long lease_ms, renew_ms, retry_ms; /* --leader-elect-*; 0 = leader.h's defaults */
 	bool background;		   /* run the background reconciler (cluster mode) */
@@ -114,6 +117,11 @@ static void serve_usage(FILE *f)
 	    "  --metrics-listen A:P  metrics address (default :8000; \"\" = none)\n"
 	    "  --namespace NS        gavel's namespace, never judged (default $POD_NAMESPACE,\n"
 	    "                        else gavel)\n"
+	    "  --max-connections-per-ip N  webhook connections one client address may hold\n"
+	    "                        (default 512 of 1024; the API server keeps many)\n"
+	    "  --client-ca-file F    require webhook clients to present a certificate signed\n"
+	    "                        by a CA in F (PEM; default: no client authentication);\n"
+	    "                        probes then go to /healthz, /readyz on --metrics-listen\n"
 	    "  --leader-elect        take part in leader election (background scans)\n"
 	    "  --leader-elect-lease-duration D  Lease duration (default 15s)\n"
 	    "  --leader-elect-renew-deadline D  the leader stops scanning when it could not\n"
@@ -320,6 +328,20 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 						"want a number\n");
 				return 2;
 			}
+		} else if (take(argc, argv, &i, "--max-connections-per-ip", &v, &missing)) {
+			int n = v ? parse_count(v) : 0;
+			if (v && (n < 1 || n > 1000000)) {
+				fprintf(stderr, "gavel serve: --max-connections-per-ip: want a "
+						"number from 1 to 1000000\n");
+				return 2;
+			}
+			o->max_per_ip = (unsigned)n;
+		} else if (take(argc, argv, &i, "--client-ca-file", &v, &missing)) {
+			if (v && !*v) {
+				fprintf(stderr, "gavel serve: --client-ca-file: empty path\n");
+				return 2;
+			}
+			o->client_ca_file = v;
 		} else if (take(argc, argv, &i, "--threads", &v, &missing)) {
 			char *end;
 			long n = v ? strtol(v, &end, 10) : 0;
@@ -800,6 +822,8 @@ int cmd_serve(int argc, char **argv)
 		    .metrics_listen = *o.metrics_listen ? o.metrics_listen : NULL,
 		    .metrics = metrics,
 		    .threads = o.threads,
+		    .max_per_ip = o.max_per_ip,
+		    .client_ca_file = o.client_ca_file,
 		};
 		if (admission_server_start(&cfg, &server, &err)) {
 			code = fail("", &err);

@@ -3,8 +3,10 @@
 # standalone mode on 127.0.0.1 (a free port picked by the kernel) with a test
 # CA made by openssl, and talks to it with curl and openssl s_client:
 # routes, 400/404/405/413/415, keep-alive, TLS 1.1 refused, TLS 1.2 and 1.3
-# accepted, key pair reload, /validate-policy, /metrics, start-up failures
-# (exit 2), SIGTERM (exit 0).
+# accepted, key pair reload, /validate-policy, /metrics (and /healthz,
+# /readyz there), client certificates (--client-ca-file), the per-address
+# connection limit (--max-connections-per-ip), start-up failures (exit 2),
+# SIGTERM (exit 0).
 #
 #   sh admission/tests/socket_test.sh        (from the top of the tree)
 #   GAVEL=path/to/gavel sh admission/tests/socket_test.sh
@@ -17,8 +19,10 @@ passed=0
 failed=0
 tmp=$(mktemp -d)
 pid=
+pid2=
 cleanup() {
 	if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; fi
+	if [ -n "$pid2" ]; then kill -TERM "$pid2" 2>/dev/null; wait "$pid2" 2>/dev/null; fi
 	[ -n "${KEEP_TMP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -59,6 +63,16 @@ contains "missing key pair: says which file" "tls.crt" "$tmp/out"
 check "bad port: exit 2" 2 $?
 "$GAVEL" serve --bogus >"$tmp/out" 2>&1
 check "unknown flag: exit 2" 2 $?
+"$GAVEL" serve --max-connections-per-ip 0 >"$tmp/out" 2>&1
+check "--max-connections-per-ip 0: exit 2" 2 $?
+"$GAVEL" serve --policies "$POLICIES" --tls-dir "$tmp/tls" --listen 127.0.0.1:0 \
+	--metrics-listen "" --client-ca-file "$tmp/none.crt" >"$tmp/out" 2>&1
+check "missing client CA file: exit 2" 2 $?
+contains "missing client CA file: says which file" "none.crt" "$tmp/out"
+"$GAVEL" serve --policies "$POLICIES" --tls-dir "$tmp/tls" --listen 127.0.0.1:0 \
+	--metrics-listen "" --client-ca-file "$tmp/san.ext" >"$tmp/out" 2>&1
+check "client CA file without a certificate: exit 2" 2 $?
+contains "client CA file without a certificate: says so" "no PEM certificate" "$tmp/out"
 
 # ---- the server ----
 "$GAVEL" serve --policies "$POLICIES" --tls-dir "$tmp/tls" --listen 127.0.0.1:0 \
@@ -148,6 +162,9 @@ contains "metrics: requests counter" 'kyverno_admission_requests_total{resource_
 contains "metrics: duration histogram" 'kyverno_admission_review_duration_seconds_bucket{' "$tmp/m"
 contains "metrics: policy results" 'kyverno_policy_results_total{policy_name="disallow-privileged",rule_name="no-privileged-containers",rule_result="fail",policy_validation_mode="enforce"' "$tmp/m"
 check "metrics: unknown path 404" 404 "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$mport/x)"
+check "metrics port: GET /healthz" "200 ok" "$(curl -s --max-time 10 -w '%{http_code}' -o "$tmp/b" http://127.0.0.1:$mport/healthz; echo " $(cat "$tmp/b")")"
+check "metrics port: GET /readyz" 200 "$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' http://127.0.0.1:$mport/readyz)"
+check "metrics port: POST /healthz 405" 405 "$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:$mport/healthz)"
 
 # ---- key pair reload ----
 old=$(echo | openssl s_client -connect 127.0.0.1:$port 2>/dev/null | openssl x509 -noout -serial)
@@ -164,6 +181,81 @@ check "still serving after rotation" 200 "$($C -o /dev/null -w '%{http_code}' $J
 
 # ---- still alive after everything ----
 check "server still serving" 200 "$($C -o /dev/null -w '%{http_code}' $base/healthz)"
+
+# ---- client certificates and the per-address limit: a second server ----
+# Client CA, a client certificate for TLS client use, one signed by another
+# CA (the serving CA) and one for server use only.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=gavel-test-client-ca" \
+	-keyout "$tmp/cca.key" -out "$tmp/cca.crt" 2>/dev/null
+printf 'extendedKeyUsage=clientAuth\n' >"$tmp/client.ext"
+printf 'extendedKeyUsage=serverAuth\n' >"$tmp/server.ext"
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=kube-apiserver" \
+	-keyout "$tmp/cli.key" -out "$tmp/cli.csr" 2>/dev/null
+openssl x509 -req -in "$tmp/cli.csr" -CA "$tmp/cca.crt" -CAkey "$tmp/cca.key" -CAcreateserial \
+	-days 2 -extfile "$tmp/client.ext" -out "$tmp/cli.crt" 2>/dev/null
+openssl x509 -req -in "$tmp/cli.csr" -CA "$tmp/ca.crt" -CAkey "$tmp/ca.key" -CAcreateserial \
+	-days 2 -extfile "$tmp/client.ext" -out "$tmp/other.crt" 2>/dev/null
+openssl x509 -req -in "$tmp/cli.csr" -CA "$tmp/cca.crt" -CAkey "$tmp/cca.key" -CAcreateserial \
+	-days 2 -extfile "$tmp/server.ext" -out "$tmp/srvuse.crt" 2>/dev/null
+"$GAVEL" serve --policies "$POLICIES" --tls-dir "$tmp/tls" --listen 127.0.0.1:0 --metrics-listen "" \
+	--namespace gavel --client-ca-file "$tmp/cca.crt" --max-connections-per-ip 2 >"$tmp/log2" 2>&1 &
+pid2=$!
+cport=
+for _ in $(seq 1 100); do
+	cport=$(sed -n 's/.*webhook listening on .* (port \([0-9]*\)), standalone mode.*/\1/p' "$tmp/log2")
+	[ -n "$cport" ] && break
+	kill -0 "$pid2" 2>/dev/null || break
+	sleep 0.1
+done
+if [ -z "$cport" ]; then
+	ko "client CA server starts" "$(tail -n 3 "$tmp/log2")"
+else
+	ok "client CA server starts (port $cport)"
+	cbase=https://127.0.0.1:$cport
+	check "client auth: no certificate refused" 000 "$($C -o /dev/null -w '%{http_code}' $cbase/healthz)"
+	check "client auth: no certificate refused (TLS 1.2)" 000 "$($C --tlsv1.2 --tls-max 1.2 -o /dev/null -w '%{http_code}' $cbase/healthz)"
+	check "client auth: certificate from the client CA accepted" 200 "$($C --cert "$tmp/cli.crt" --key "$tmp/cli.key" -o "$tmp/b" -w '%{http_code}' $J --data-binary @"$tmp/good.json" $cbase/validate)"
+	contains "client auth: review answered" '"uid":"uid-good","allowed":true' "$tmp/b"
+	check "client auth: certificate from another CA refused" 000 "$($C --cert "$tmp/other.crt" --key "$tmp/cli.key" -o /dev/null -w '%{http_code}' $cbase/healthz)"
+	check "client auth: certificate for server use only refused" 000 "$($C --cert "$tmp/srvuse.crt" --key "$tmp/cli.key" -o /dev/null -w '%{http_code}' $cbase/healthz)"
+
+	# --max-connections-per-ip 2: two held connections, then a third is closed at once.
+	# s_client -quiet keeps the connection open at the end of stdin.
+	openssl s_client -quiet -connect 127.0.0.1:$cport -CAfile "$tmp/ca.crt" \
+		-cert "$tmp/cli.crt" -key "$tmp/cli.key" </dev/null >/dev/null 2>&1 &
+	h1=$!
+	openssl s_client -quiet -connect 127.0.0.1:$cport -CAfile "$tmp/ca.crt" \
+		-cert "$tmp/cli.crt" -key "$tmp/cli.key" </dev/null >/dev/null 2>&1 &
+	h2=$!
+	code=
+	for _ in $(seq 1 30); do
+		code=$($C --cert "$tmp/cli.crt" --key "$tmp/cli.key" -o /dev/null -w '%{http_code}' $cbase/healthz)
+		[ "$code" = 000 ] && break
+		sleep 0.2
+	done
+	if [ "$code" = 000 ]; then
+		ok "per-address limit 2: a third connection refused"
+	else
+		alive=0
+		for h in "$h1" "$h2"; do kill -0 "$h" 2>/dev/null && alive=$((alive + 1)); done
+		ko "per-address limit 2: a third connection refused" "HTTP $code, $alive of 2 held connections open"
+	fi
+	kill "$h1" "$h2" 2>/dev/null
+	wait "$h1" "$h2" 2>/dev/null
+	code=
+	for _ in $(seq 1 20); do
+		code=$($C --cert "$tmp/cli.crt" --key "$tmp/cli.key" -o /dev/null -w '%{http_code}' $cbase/healthz)
+		[ "$code" = 200 ] && break
+		sleep 0.25
+	done
+	check "per-address limit 2: served again once they close" 200 "$code"
+fi
+if [ -n "$pid2" ]; then
+	kill -TERM "$pid2"
+	wait "$pid2"
+	check "client CA server: SIGTERM, exit 0" 0 $?
+	pid2=
+fi
 
 # ---- SIGTERM: stop accepting, finish the request in flight, exit 0 ----
 pad=$(head -c 150000 /dev/zero | tr '\0' 'x')
