@@ -76,6 +76,15 @@ conformance: gavel
 bench: gavel $(BENCH_BINS)
 	@sh scripts/bench.sh $(CONFORMANCE)
 
+# Soak (not part of make test): gavel serve in cluster mode on a local control
+# plane, SOAK_SECONDS of admission at 1,000 reviews/s with policy updates every
+# 10 s and a background scan every minute; prints RSS and open descriptors
+# along the way and their growth (never asserted). SOAK_SECONDS=60 for a short run.
+SOAK_SECONDS ?= 600
+.PHONY: soak
+soak: gavel $(BENCH_BINS)
+	@SOAK_SECONDS=$(SOAK_SECONDS) bash scripts/soak.sh $(CONFORMANCE)
+
 demo: gavel
 	@sh scripts/demo.sh
 
@@ -101,16 +110,21 @@ clean:
 # and libclang-rt-<version>-dev (libFuzzer and the sanitizer runtimes).
 #
 #   make fuzz                     every target for FUZZ_SECONDS (default 60) each,
-#                                 one after the other; prints per target the
-#                                 executions, CPU seconds and crashes, exits
-#                                 non-zero when any target found one
+#                                 one after the other (make -j2 fuzz: two side
+#                                 by side); ends with a summary, one line per
+#                                 target: "<target>: <n> executions, <s> CPU
+#                                 seconds, <n> crashes"; exits non-zero when any
+#                                 target found one (or did not run)
 #   make fuzz FUZZ_TARGETS=fuzz_pattern FUZZ_SECONDS=300
 #   make fuzz-build               build only (build/fuzz/bin/<target>)
 #
-# Seeds are made at run time by build/fuzz/seeds (common/fuzz/seeds.c) into
-# build/fuzz/seed-corpus/<target>, from the golden cases, the samples and
-# $(CONFORMANCE); the growing corpus is build/fuzz/corpus/<target>,
-# crashes go to build/fuzz/artifacts/<target>/. Reproduce one with
+# Each target runs (common/fuzz/run.sh) in a directory of its own,
+# build/fuzz/run/<target>: its output in log, run.sh's exit status in status,
+# links to the shared bin, seeds, corpus and artifacts. Seeds are made at run
+# time by build/fuzz/seeds (common/fuzz/seeds.c) into the run's seed-corpus
+# (removed after the run), from the golden cases, the samples and
+# $(CONFORMANCE); the growing corpus is build/fuzz/corpus/<target>, crashes go
+# to build/fuzz/artifacts/<target>/. Reproduce one with
 # build/fuzz/bin/<target> <file>.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
@@ -147,5 +161,26 @@ $(FUZZ_BUILD)/seeds: common/fuzz/seeds.c $(FUZZ_BUILD)/libgavel-fuzz.a
 
 fuzz-build: $(FUZZ_BINS) $(FUZZ_BUILD)/seeds
 
-fuzz: fuzz-build
-	@sh common/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) "$(CONFORMANCE)" $(FUZZ_TARGETS)
+# fuzz-run-<target>: one target's run. It never fails (so that make -j goes on
+# with the others): `fuzz` reads the outcomes.
+FUZZ_RUNS := $(addprefix fuzz-run-,$(FUZZ_TARGETS))
+.PHONY: $(FUZZ_RUNS)
+
+$(FUZZ_RUNS): fuzz-run-%: fuzz-build
+	@dir=$(FUZZ_BUILD)/run/$*; rm -rf $$dir; \
+	mkdir -p $$dir $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/artifacts; \
+	for x in bin seeds corpus artifacts; do ln -s ../../$$x $$dir/$$x; done; \
+	sh common/fuzz/run.sh $$dir $(FUZZ_SECONDS) "$(CONFORMANCE)" $* >$$dir/log 2>&1; \
+	echo $$? >$$dir/status; \
+	sed '/^== fuzz summary/,$$d' $$dir/log; \
+	rm -rf $$dir/seed-corpus
+
+fuzz: $(FUZZ_RUNS)
+	@echo "== fuzz summary"; status=0; \
+	for t in $(FUZZ_TARGETS); do \
+		dir=$(FUZZ_BUILD)/run/$$t; \
+		line=$$(grep "^$$t: [0-9]* executions" $$dir/log 2>/dev/null | tail -n 1); \
+		echo "$${line:-$$t: no result (see $$dir/log)}"; \
+		[ "$$(cat $$dir/status 2>/dev/null)" = 0 ] || status=1; \
+	done; \
+	exit $$status
