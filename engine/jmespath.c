@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,13 +74,31 @@ int jp_fail(struct jp_ev *ev, enum jp_error_kind kind, const char *fmt, ...)
 	return kind;
 }
 
+static int budget_fail(struct jp_ev *ev)
+{
+	if (ev->shared_max)
+		return jp_fail(ev, JP_ERR_LIMIT, "shared evaluation step budget (%lu) exceeded",
+			       ev->shared_max);
+	return jp_fail(ev, JP_ERR_LIMIT, "evaluation step budget (%lu) exceeded", ev->max_steps);
+}
+
+/* Invariant: ev->steps <= ev->max_steps (a budget that runs out is left full). */
 int jp_charge(struct jp_ev *ev, unsigned long n)
 {
+	if (n > ev->max_steps - ev->steps) {
+		ev->steps = ev->max_steps;
+		return budget_fail(ev);
+	}
 	ev->steps += n;
-	if (ev->steps > ev->max_steps)
-		return jp_fail(ev, JP_ERR_LIMIT, "evaluation step budget (%lu) exceeded",
-			       ev->max_steps);
 	return 0;
+}
+
+/* Bytes that the steps left may pay for, at a step per 16 bytes. */
+static size_t bytes_left(const struct jp_ev *ev)
+{
+	unsigned long left = ev->max_steps - ev->steps;
+
+	return left > SIZE_MAX / 16 ? SIZE_MAX : (size_t)left * 16;
 }
 
 json_t *jp_number(double d)
@@ -339,60 +358,111 @@ static int num_cmp(const json_t *a, const json_t *b)
 	return x < y ? -1 : x > y;
 }
 
-static bool equal_depth(const json_t *a, const json_t *b, int depth)
+/*
+ * Equality walk; ev (may be NULL: unbounded) is charged a step per pair of
+ * elements or members and a step per 16 bytes of strings compared, so that
+ * values sharing parts (`[@,@]` repeated) cannot make it walk for ever.
+ */
+static int equal_walk(struct jp_ev *ev, const json_t *a, const json_t *b, int depth, bool *eq)
 {
 	size_t i, n;
 	const char *k;
 	json_t *va;
+	int rc;
 
+	*eq = false;
 	if (!a || !b)
-		return false;
-	if (a == b)
-		return true;
+		return 0;
+	if (a == b) {
+		*eq = true;
+		return 0;
+	}
 	if (depth > JP_MAX_VALUE_DEPTH)
-		return false;
-	if (is_number(a) && is_number(b))
-		return num_cmp(a, b) == 0;
+		return 0;
+	if (is_number(a) && is_number(b)) {
+		*eq = num_cmp(a, b) == 0;
+		return 0;
+	}
 	if (json_typeof(a) != json_typeof(b))
-		return false;
+		return 0;
 	switch (json_typeof(a)) {
 	case JSON_STRING:
-		return json_string_length(a) == json_string_length(b) &&
-		       memcmp(json_string_value(a), json_string_value(b), json_string_length(a)) ==
-			   0;
+		n = json_string_length(a);
+		if (n != json_string_length(b))
+			return 0;
+		if (ev && n >= 16 && (rc = jp_charge(ev, n / 16)))
+			return rc;
+		*eq = memcmp(json_string_value(a), json_string_value(b), n) == 0;
+		return 0;
 	case JSON_ARRAY:
 		n = json_array_size(a);
 		if (n != json_array_size(b))
-			return false;
-		for (i = 0; i < n; i++)
-			if (!equal_depth(json_array_get(a, i), json_array_get(b, i), depth + 1))
-				return false;
-		return true;
+			return 0;
+		for (i = 0; i < n; i++) {
+			if (ev && (rc = jp_charge(ev, 1)))
+				return rc;
+			rc = equal_walk(ev, json_array_get(a, i), json_array_get(b, i), depth + 1,
+					eq);
+			if (rc || !*eq)
+				return rc;
+		}
+		*eq = true;
+		return 0;
 	case JSON_OBJECT:
 		if (json_object_size(a) != json_object_size(b))
-			return false;
+			return 0;
 		json_object_foreach(jp_mut(a), k, va)
 		{
-			if (!equal_depth(va, json_object_get(b, k), depth + 1))
-				return false;
+			if (ev && (rc = jp_charge(ev, 1)))
+				return rc;
+			rc = equal_walk(ev, va, json_object_get(b, k), depth + 1, eq);
+			if (rc || !*eq)
+				return rc;
 		}
-		return true;
+		*eq = true;
+		return 0;
 	default:
-		return true; /* true, false, null: same type */
+		*eq = true; /* true, false, null: same type */
+		return 0;
 	}
 }
 
 bool jp_equal(const json_t *a, const json_t *b)
 {
-	return equal_depth(a, b, 0);
+	bool eq;
+
+	equal_walk(NULL, a, b, 0, &eq);
+	return eq;
 }
 
-static void dump_string(const char *s, size_t n, struct gv_buf *out, unsigned flags)
+int jp_ev_equal(struct jp_ev *ev, const json_t *a, const json_t *b, bool *eq)
+{
+	return equal_walk(ev, a, b, 0, eq);
+}
+
+/*
+ * Writing JSON text with a bound: a value's text goes to out until out
+ * holds more than limit bytes. Every value written adds at least one byte,
+ * so the walk stops after at most limit values whatever the value's logical
+ * size.
+ */
+struct dump {
+	struct gv_buf *out;
+	unsigned flags;
+	size_t limit;	   /* most bytes out may hold */
+	size_t values;	   /* values written */
+	size_t max_values; /* most values to write */
+};
+
+static bool dump_string(struct dump *d, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
+	struct gv_buf *out = d->out;
 	size_t i, start = 0;
 	unsigned char c;
 
+	if (n > d->limit || out->len > d->limit - n) /* at least n bytes */
+		return false;
 	gv_buf_addc(out, '"');
 	for (i = 0; i < n; i++) {
 		c = (unsigned char)s[i];
@@ -411,7 +481,7 @@ static void dump_string(const char *s, size_t n, struct gv_buf *out, unsigned fl
 		else if (c == '\t')
 			esc = "\\t";
 		else if (c < 0x20 ||
-			 ((flags & JP_DUMP_HTML_ESCAPE) && (c == '<' || c == '>' || c == '&'))) {
+			 ((d->flags & JP_DUMP_HTML_ESCAPE) && (c == '<' || c == '>' || c == '&'))) {
 			u[0] = '\\';
 			u[1] = 'u';
 			u[2] = '0';
@@ -434,6 +504,7 @@ static void dump_string(const char *s, size_t n, struct gv_buf *out, unsigned fl
 	}
 	gv_buf_add(out, s + start, n - start);
 	gv_buf_addc(out, '"');
+	return out->len <= d->limit;
 }
 
 static int key_cmp(const void *a, const void *b)
@@ -441,15 +512,19 @@ static int key_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void dump_depth(const json_t *v, struct gv_buf *out, unsigned flags, int depth)
+static bool dump_walk(struct dump *d, const json_t *v, int depth)
 {
+	struct gv_buf *out = d->out;
 	size_t i, n;
 	const char *k;
 	json_t *x;
+	bool ok = true;
 
+	if (out->len > d->limit || ++d->values > d->max_values)
+		return false;
 	if (depth > JP_MAX_VALUE_DEPTH) {
 		gv_buf_adds(out, "null");
-		return;
+		return out->len <= d->limit;
 	}
 	switch (json_typeof(v)) {
 	case JSON_NULL:
@@ -468,21 +543,22 @@ static void dump_depth(const json_t *v, struct gv_buf *out, unsigned flags, int 
 		jp_format_double(json_real_value(v), 'j', 64, out);
 		break;
 	case JSON_STRING:
-		dump_string(json_string_value(v), json_string_length(v), out, flags);
-		break;
+		return dump_string(d, json_string_value(v), json_string_length(v));
 	case JSON_ARRAY:
 		gv_buf_addc(out, '[');
 		n = json_array_size(v);
-		for (i = 0; i < n; i++) {
+		for (i = 0; i < n && ok; i++) {
 			if (i)
 				gv_buf_addc(out, ',');
-			dump_depth(json_array_get(v, i), out, flags, depth + 1);
+			ok = dump_walk(d, json_array_get(v, i), depth + 1);
 		}
+		if (!ok)
+			return false;
 		gv_buf_addc(out, ']');
 		break;
 	case JSON_OBJECT:
 		gv_buf_addc(out, '{');
-		if (flags & JP_DUMP_SORT_KEYS) {
+		if (d->flags & JP_DUMP_SORT_KEYS) {
 			const char **keys;
 			n = json_object_size(v);
 			keys = gv_xmalloc((n ? n : 1) * sizeof(*keys));
@@ -492,12 +568,12 @@ static void dump_depth(const json_t *v, struct gv_buf *out, unsigned flags, int 
 				keys[i++] = k;
 			}
 			qsort(keys, n, sizeof(*keys), key_cmp);
-			for (i = 0; i < n; i++) {
+			for (i = 0; i < n && ok; i++) {
 				if (i)
 					gv_buf_addc(out, ',');
-				dump_string(keys[i], strlen(keys[i]), out, flags);
+				ok = dump_string(d, keys[i], strlen(keys[i]));
 				gv_buf_addc(out, ':');
-				dump_depth(json_object_get(v, keys[i]), out, flags, depth + 1);
+				ok = ok && dump_walk(d, json_object_get(v, keys[i]), depth + 1);
 			}
 			free(keys);
 		} else {
@@ -506,19 +582,52 @@ static void dump_depth(const json_t *v, struct gv_buf *out, unsigned flags, int 
 			{
 				if (i++)
 					gv_buf_addc(out, ',');
-				dump_string(k, strlen(k), out, flags);
+				ok = dump_string(d, k, strlen(k));
 				gv_buf_addc(out, ':');
-				dump_depth(x, out, flags, depth + 1);
+				if (!ok || !dump_walk(d, x, depth + 1))
+					return false;
 			}
 		}
+		if (!ok)
+			return false;
 		gv_buf_addc(out, '}');
 		break;
 	}
+	return out->len <= d->limit;
 }
 
 void jp_dump(const json_t *v, struct gv_buf *out, unsigned flags)
 {
-	dump_depth(v ? v : json_null(), out, flags, 0);
+	struct dump d = {out, flags, SIZE_MAX, 0, SIZE_MAX};
+
+	dump_walk(&d, v ? v : json_null(), 0);
+}
+
+/*
+ * Appends at most max bytes and max_values values (*values: how many were
+ * written); false, out back to its length on entry, past either.
+ */
+static bool dump_bounded(const json_t *v, struct gv_buf *out, unsigned flags, size_t max,
+			 size_t max_values, size_t *values)
+{
+	size_t start = out->len;
+	struct dump d = {out, flags, max > SIZE_MAX - start ? SIZE_MAX : start + max, 0,
+			 max_values};
+	bool ok = dump_walk(&d, v ? v : json_null(), 0);
+
+	if (values)
+		*values = d.values;
+	if (ok)
+		return true;
+	out->len = start;
+	if (out->data)
+		out->data[start] = '\0';
+	return false;
+}
+
+bool jp_dump_max(const json_t *v, struct gv_buf *out, unsigned flags, size_t max)
+{
+	return dump_bounded(v, out, flags, max, SIZE_MAX, NULL);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1786,8 +1895,9 @@ static int eval_cmp(struct jp_ev *ev, const struct jp_node *n, json_t *cur, json
 	if (rc)
 		goto out;
 	if (n->op == JC_EQ || n->op == JC_NE) {
-		r = jp_equal(a, b) == (n->op == JC_EQ);
-		*out = json_boolean(r);
+		rc = jp_ev_equal(ev, a, b, &r);
+		if (!rc)
+			*out = json_boolean(r == (n->op == JC_EQ));
 		goto out;
 	}
 	if (!is_number(a) || !is_number(b)) {
@@ -2107,9 +2217,9 @@ static int eval(struct jp_ev *ev, const struct jp_node *n, json_t *cur, json_t *
 {
 	int rc;
 
-	if (++ev->steps > ev->max_steps)
-		return jp_fail(ev, JP_ERR_LIMIT, "evaluation step budget (%lu) exceeded",
-			       ev->max_steps);
+	if (ev->steps >= ev->max_steps)
+		return budget_fail(ev);
+	ev->steps++;
 	if (ev->depth >= JP_MAX_EVAL_DEPTH)
 		return jp_fail(ev, JP_ERR_LIMIT, "evaluation nested too deeply (limit %d)",
 			       JP_MAX_EVAL_DEPTH);
@@ -2124,7 +2234,81 @@ int jp_ev_eval(struct jp_ev *ev, const struct jp_node *node, json_t *cur, json_t
 	return eval(ev, node, cur, out);
 }
 
-json_t *jp_eval(const struct jp_expr *x, const json_t *data, struct jp_error *e)
+/* A frame of result_within's walk. */
+struct walk_frame {
+	const json_t *v;
+	size_t i; /* next element of an array */
+	void *it; /* next member of an object */
+};
+
+static bool has_kids(const json_t *v)
+{
+	return (json_is_array(v) && json_array_size(v)) ||
+	       (json_is_object(v) && json_object_size(v));
+}
+
+/*
+ * True when v holds at most max values, a shared part counted each time it
+ * appears: what a caller walking the result would visit. The walk stops
+ * past max, and keeps one frame per level (results may be as deep as the
+ * input).
+ */
+static bool result_within(const json_t *v, size_t max)
+{
+	struct walk_frame small[32], *st = small;
+	size_t n = 0, cap = GV_ARRAY_LEN(small), count = 1;
+	bool ok = true;
+
+	if (!has_kids(v))
+		return true;
+	st[n++] = (struct walk_frame){v, 0, json_is_object(v) ? json_object_iter(jp_mut(v)) : NULL};
+	while (n && ok) {
+		struct walk_frame *f = &st[n - 1];
+		const json_t *c = NULL;
+
+		if (json_is_array(f->v)) {
+			/* scalars in a row without going back to the frame loop */
+			for (size_t len = json_array_size(f->v); f->i < len && !c;) {
+				const json_t *e = json_array_get(f->v, f->i++);
+				ok = ++count <= max;
+				if (!ok)
+					break;
+				if (has_kids(e))
+					c = e;
+			}
+		} else {
+			while (f->it && !c) {
+				const json_t *e = json_object_iter_value(f->it);
+				f->it = json_object_iter_next(jp_mut(f->v), f->it);
+				ok = ++count <= max;
+				if (!ok)
+					break;
+				if (has_kids(e))
+					c = e;
+			}
+		}
+		if (!c) { /* frame done, or past max (the loop ends) */
+			n--;
+			continue;
+		}
+		if (n == cap) {
+			struct walk_frame *bigger = gv_xmalloc(2 * cap * sizeof(*st));
+			memcpy(bigger, st, n * sizeof(*st));
+			if (st != small)
+				free(st);
+			st = bigger;
+			cap *= 2;
+		}
+		st[n++] = (struct walk_frame){
+		    c, 0, json_is_object(c) ? json_object_iter(jp_mut(c)) : NULL};
+	}
+	if (st != small)
+		free(st);
+	return ok;
+}
+
+static json_t *eval_top(const struct jp_expr *x, const json_t *data, struct jp_budget *b,
+			struct jp_error *e)
 {
 	struct jp_error local;
 	struct jp_ev ev;
@@ -2133,15 +2317,38 @@ json_t *jp_eval(const struct jp_expr *x, const json_t *data, struct jp_error *e)
 
 	if (!e)
 		e = &local;
-	memset(e, 0, sizeof(*e));
+	/* not a memset of the 512-byte message: this runs once per evaluation */
+	e->kind = JP_ERR_NONE;
+	e->msg[0] = '\0';
 	e->pos = -1;
 	ev.kyverno = x->kyverno;
 	ev.steps = 0;
 	ev.max_steps = x->max_steps;
+	ev.shared_max = 0;
 	ev.depth = 0;
 	ev.e = e;
+	if (b) {
+		unsigned long max = b->max ? b->max : JP_DEFAULT_MAX_STEPS;
+		unsigned long left = b->used < max ? max - b->used : 0;
+
+		if (left < ev.max_steps) {
+			ev.max_steps = left;
+			if (b->used)
+				ev.shared_max = max;
+		}
+	}
 	/* The tree is only read; the cast lets references be taken. */
 	rc = eval(&ev, x->root, data ? jp_mut(data) : json_null(), &out);
+	if (b)
+		b->used = ev.steps > ULONG_MAX - b->used ? ULONG_MAX : b->used + ev.steps;
+	if (!rc && !result_within(out, JP_MAX_RESULT_VALUES)) {
+		json_decref(out);
+		out = NULL;
+		rc = jp_fail(&ev, JP_ERR_LIMIT,
+			     "result holds more than %lu values (shared parts counted each time "
+			     "they appear)",
+			     JP_MAX_RESULT_VALUES);
+	}
 	if (rc) {
 		if (e->kind == JP_ERR_NONE) {
 			e->kind = (enum jp_error_kind)rc;
@@ -2150,6 +2357,17 @@ json_t *jp_eval(const struct jp_expr *x, const json_t *data, struct jp_error *e)
 		return NULL;
 	}
 	return out;
+}
+
+json_t *jp_eval(const struct jp_expr *x, const json_t *data, struct jp_error *e)
+{
+	return eval_top(x, data, NULL, e);
+}
+
+json_t *jp_eval_budget(const struct jp_expr *x, const json_t *data, struct jp_budget *b,
+		       struct jp_error *e)
+{
+	return eval_top(x, data, b, e);
 }
 
 json_t *jp_search(const char *src, const json_t *data, const struct jp_options *opt,
@@ -2178,6 +2396,8 @@ struct sort_item {
 
 static int item_cmp(const struct sort_item *a, const struct sort_item *b)
 {
+	if (a->key == b->key) /* shared: copies of one long string sort in linear time */
+		return 0;
 	if (json_is_string(a->key))
 		return strcmp(json_string_value(a->key), json_string_value(b->key));
 	return num_cmp(a->key, b->key);
@@ -2292,16 +2512,10 @@ static int fn_floor(struct jp_ev *ev, const struct jp_node *call, struct jp_arg 
 	return 0;
 }
 
+/* Linear time (glibc's memmem is two-way), as Go's strings.Contains. */
 static bool str_contains(const char *h, size_t hn, const char *n, size_t nn)
 {
-	size_t i;
-
-	if (nn == 0)
-		return true;
-	for (i = 0; i + nn <= hn; i++)
-		if (h[i] == n[0] && memcmp(h + i, n, nn) == 0)
-			return true;
-	return false;
+	return nn == 0 || memmem(h, hn, n, nn) != NULL;
 }
 
 static int fn_contains(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
@@ -2310,21 +2524,23 @@ static int fn_contains(struct jp_ev *ev, const struct jp_node *call, struct jp_a
 	size_t i;
 	json_t *v;
 	bool r = false;
+	int rc;
 
 	if (json_is_string(ARG(0))) {
-		if (json_is_string(ARG(1)))
+		if (json_is_string(ARG(1))) {
 			r = str_contains(json_string_value(ARG(0)), json_string_length(ARG(0)),
 					 json_string_value(ARG(1)), json_string_length(ARG(1)));
+			if ((rc = jp_charge(ev, json_string_length(ARG(0)) / 16)))
+				return rc;
+		}
 	} else {
 		json_array_foreach(ARG(0), i, v)
 		{
-			if (jp_equal(v, ARG(1))) {
-				r = true;
+			if ((rc = jp_charge(ev, 1)) || (rc = jp_ev_equal(ev, v, ARG(1), &r)))
+				return rc;
+			if (r)
 				break;
-			}
 		}
-		if (jp_charge(ev, i))
-			return JP_ERR_LIMIT;
 	}
 	*out = json_boolean(r);
 	return 0;
@@ -2464,6 +2680,8 @@ static int minmax(struct jp_ev *ev, const char *fname, json_t *a, bool want_max,
 			return jp_fail(ev, JP_ERR_INVALID_TYPE,
 				       "%s(): values must be all numbers or all strings, got %s",
 				       fname, jp_type_name(v));
+		if (v == best)
+			continue;
 		c = str ? strcmp(json_string_value(v), json_string_value(best)) : num_cmp(v, best);
 		if (want_max ? c > 0 : c < 0)
 			best = v;
@@ -2750,14 +2968,22 @@ static int fn_to_string(struct jp_ev *ev, const struct jp_node *call, struct jp_
 			int nargs, json_t **out)
 {
 	struct gv_buf b = {0};
+	size_t values;
 	int rc;
 
 	if (json_is_string(ARG(0))) {
 		*out = json_incref(ARG(0));
 		return 0;
 	}
-	jp_dump(ARG(0), &b, ev->kyverno ? JP_DUMP_SORT_KEYS | JP_DUMP_HTML_ESCAPE : 0);
-	rc = jp_charge(ev, 1 + b.len / 16);
+	/*
+	 * A step per value written and per 16 bytes; the steps left bound the
+	 * walk, so a value sharing parts is not written whole.
+	 */
+	if (!dump_bounded(ARG(0), &b, ev->kyverno ? JP_DUMP_SORT_KEYS | JP_DUMP_HTML_ESCAPE : 0,
+			  bytes_left(ev), ev->max_steps - ev->steps, &values))
+		rc = jp_charge(ev, ev->max_steps - ev->steps + 1);
+	else
+		rc = jp_charge(ev, values + b.len / 16);
 	if (!rc)
 		*out = json_stringn(gv_buf_str(&b), b.len);
 	gv_buf_release(&b);

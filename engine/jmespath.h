@@ -86,10 +86,20 @@ const char *jp_source(const struct jp_expr *x);
  * Evaluates x against data (borrowed, never modified; NULL is null).
  * Returns a new reference (json null for a null result; values taken from
  * data are shared, not copied), or NULL with *e filled on error (e->pos is
- * -1). Every node visited and every element a projection, flatten, sort or
- * function walks costs a step, and strings built cost a step per 16 bytes;
- * past opt->max_steps evaluation stops with JP_ERR_LIMIT, as it does past
- * 512 nested evaluations or a regular expression's backtracking limit.
+ * -1).
+ *
+ * Bounds, all JP_ERR_LIMIT. Every node visited and every element a
+ * projection, flatten, sort, comparison or function walks costs a step;
+ * strings built, serialised (to_string) or compared cost a step per 16
+ * bytes; regular expressions cost a step per 8 backtracking steps (PCRE2's
+ * match limit count), paid for in advance; past opt->max_steps evaluation
+ * stops with "evaluation step budget (N) exceeded". Evaluation also stops
+ * past 512 nested evaluations, and a regular expression call past 1,000,000
+ * backtracking steps ("regular expression match limit exceeded"). Values
+ * are shared, so `[@,@]` repeated n times builds 2^n logical elements in n
+ * steps: a result holding more than JP_MAX_RESULT_VALUES values, counting a
+ * shared part each time it appears, is refused ("result holds more than N
+ * values"), so that callers may walk any result they get.
  *
  * Kyverno functions follow Kyverno's Go code (functions.go, arithmetic.go,
  * time.go) with these limits: regular expressions run on PCRE2 (Go RE2
@@ -106,6 +116,27 @@ const char *jp_source(const struct jp_expr *x);
  */
 json_t *jp_eval(const struct jp_expr *x, const json_t *data, struct jp_error *e);
 
+/*
+ * A step budget shared by several evaluations (jp_eval_budget), such as all
+ * the variables of one substitution: each evaluation may use at most its
+ * own budget (jp_options.max_steps) and at most what the earlier ones left.
+ */
+struct jp_budget {
+	unsigned long max;  /* steps for all the evaluations; 0 = 1,000,000 */
+	unsigned long used; /* steps used so far; each evaluation adds its own */
+};
+
+/*
+ * jp_eval charging budget b (not NULL) as well: when what the earlier
+ * evaluations left runs out first, the error is "shared evaluation step
+ * budget (N) exceeded". Failed evaluations count the steps they used.
+ */
+json_t *jp_eval_budget(const struct jp_expr *x, const json_t *data, struct jp_budget *b,
+		       struct jp_error *e);
+
+/* Most values (a shared part counted each time it appears) in a result. */
+#define JP_MAX_RESULT_VALUES (1ul << 22)
+
 /* Convenience: compile + eval + free. */
 json_t *jp_search(const char *src, const json_t *data, const struct jp_options *opt,
 		  struct jp_error *e);
@@ -113,7 +144,8 @@ json_t *jp_search(const char *src, const json_t *data, const struct jp_options *
 /*
  * JMESPath equality: numbers by value (1 == 1.0, integer or real), strings
  * byte-wise, arrays element-wise, objects key-wise regardless of order.
- * Both borrowed; NULL equals nothing.
+ * Both borrowed; NULL equals nothing. Unbounded: the time is that of a walk
+ * of both values (expressions compare within their step budget).
  */
 bool jp_equal(const json_t *a, const json_t *b);
 
@@ -128,6 +160,14 @@ bool jp_equal(const json_t *a, const json_t *b);
  * Strings escape ", \, control characters, and U+2028/U+2029.
  */
 void jp_dump(const json_t *v, struct gv_buf *out, unsigned flags);
+
+/*
+ * jp_dump appending at most max bytes: returns false, with out back to its
+ * length on entry, when the text of v is longer. The work is proportional
+ * to max whatever the size of v (shared parts of a value are written, and
+ * walked, once per appearance).
+ */
+bool jp_dump_max(const json_t *v, struct gv_buf *out, unsigned flags, size_t max);
 
 /*
  * Calls fn(name, signature, ud) for each available function, in name order

@@ -7,7 +7,8 @@
  *
  * Known limits (documented in the function table's signatures too):
  *   - regular expressions are PCRE2 (Go's RE2 syntax is a subset in
- *     practice; backtracking is bounded by match limits -> JP_ERR_LIMIT);
+ *     practice); backtracking is charged to the step budget and bounded by
+ *     a match limit per call (-> JP_ERR_LIMIT), see RE_MATCH_LIMIT;
  *   - to_upper/to_lower/equal_fold map ASCII, Latin-1, Latin Extended-A/
  *     Additional, Greek, Cyrillic, Armenian and fullwidth letters only;
  *   - random() understands literals, escapes (\d \w \s and negations), ".",
@@ -117,18 +118,12 @@ static bool int_number(const json_t *v, long long *out)
 	return true;
 }
 
+/* Linear time (glibc's memmem is two-way), as Go's strings.Index. */
 static const char *find_bytes(const char *h, size_t hn, const char *n, size_t nn)
 {
-	size_t i;
-
 	if (nn == 0)
 		return h;
-	if (nn > hn)
-		return NULL;
-	for (i = 0; i + nn <= hn; i++)
-		if (h[i] == n[0] && memcmp(h + i, n, nn) == 0)
-			return h + i;
-	return NULL;
+	return memmem(h, hn, n, nn);
 }
 
 /* ------------------------------------------------------------------ */
@@ -543,20 +538,42 @@ static int fn_to_boolean(struct jp_ev *ev, const struct jp_node *call, struct jp
 /* ------------------------------------------------------------------ */
 /* Regular expressions (Go RE2 semantics on PCRE2)                      */
 
-#define RE_MATCH_LIMIT 1000000
-#define RE_DEPTH_LIMIT 10000
+/*
+ * Backtracking is charged to the step budget, or a filter running a
+ * backtracking-prone expression on many elements would multiply the
+ * per-call limit. PCRE2 does not tell how much of its match limit a match
+ * used, so a match runs with a small limit paid for in advance (a step per
+ * RE_BACKTRACK_PER_STEP backtracking steps), and runs again with a limit
+ * RE_LIMIT_GROWTH times larger, paid for again, each time the limit trips:
+ * the work done is at most what was paid for, and at most
+ * RE_LIMIT_GROWTH/(RE_LIMIT_GROWTH-1) times what one run with the final
+ * limit costs. RE_MATCH_LIMIT caps one call.
+ */
+#define RE_MATCH_LIMIT	      1000000
+#define RE_DEPTH_LIMIT	      10000
+#define RE_FIRST_LIMIT	      64
+#define RE_LIMIT_GROWTH	      4
+#define RE_BACKTRACK_PER_STEP 8
+#define RE_NLIMITS	      8 /* 64, 256, ..., 262144, then RE_MATCH_LIMIT */
 
 static pthread_once_t re_once = PTHREAD_ONCE_INIT;
-static pcre2_match_context *re_mctx;
+static pcre2_match_context *re_mctx[RE_NLIMITS]; /* by increasing match limit */
+static uint32_t re_limit[RE_NLIMITS];
 
 static void re_init(void)
 {
-	re_mctx = pcre2_match_context_create(NULL);
-	if (!re_mctx)
-		abort();
-	pcre2_set_match_limit(re_mctx, RE_MATCH_LIMIT);
-	pcre2_set_depth_limit(re_mctx, RE_DEPTH_LIMIT);
-	pcre2_set_heap_limit(re_mctx, 20000); /* KiB */
+	uint32_t limit = RE_FIRST_LIMIT;
+
+	for (size_t i = 0; i < RE_NLIMITS; i++) {
+		re_limit[i] = i + 1 < RE_NLIMITS && limit < RE_MATCH_LIMIT ? limit : RE_MATCH_LIMIT;
+		re_mctx[i] = pcre2_match_context_create(NULL);
+		if (!re_mctx[i])
+			abort();
+		pcre2_set_match_limit(re_mctx[i], re_limit[i]);
+		pcre2_set_depth_limit(re_mctx[i], RE_DEPTH_LIMIT);
+		pcre2_set_heap_limit(re_mctx[i], 20000); /* KiB */
+		limit *= RE_LIMIT_GROWTH;
+	}
 }
 
 static pcre2_code *re_compile(const char *pat, size_t n, char *err, size_t errn)
@@ -628,6 +645,28 @@ static int re_match_error(struct jp_ev *ev, const char *fname, int rc)
 	return kfail(ev, JP_ERR_RUNTIME, fname, "%s", (const char *)msg);
 }
 
+/*
+ * pcre2_match from byte start of s (n bytes), charged as described at
+ * RE_MATCH_LIMIT. Sets *m to pcre2_match's result (>= 0 or
+ * PCRE2_ERROR_NOMATCH) or returns an error (budget, limits, bad UTF-8).
+ */
+static int re_run(struct jp_ev *ev, const char *fname, const pcre2_code *code, const char *s,
+		  size_t n, size_t start, pcre2_match_data *md, int *m)
+{
+	int rc;
+
+	*m = PCRE2_ERROR_MATCHLIMIT;
+	for (size_t i = 0; i < RE_NLIMITS && *m == PCRE2_ERROR_MATCHLIMIT; i++) {
+		rc = jp_charge(ev, re_limit[i] / RE_BACKTRACK_PER_STEP);
+		if (rc)
+			return rc;
+		*m = pcre2_match(code, (PCRE2_SPTR)s, n, start, 0, md, re_mctx[i]);
+	}
+	if (*m >= 0 || *m == PCRE2_ERROR_NOMATCH)
+		return 0;
+	return re_match_error(ev, fname, *m);
+}
+
 static int fn_regex_match(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
 			  int nargs, json_t **out)
 {
@@ -642,11 +681,9 @@ static int fn_regex_match(struct jp_ev *ev, const struct jp_node *call, struct j
 		return rc;
 	iface_to_string(ARGV(1), &src);
 	md = pcre2_match_data_create(1, NULL);
-	m = pcre2_match(code, (PCRE2_SPTR)gv_buf_str(&src), src.len, 0, 0, md, re_mctx);
-	if (m >= 0 || m == PCRE2_ERROR_NOMATCH)
+	rc = re_run(ev, "regex_match", code, gv_buf_str(&src), src.len, 0, md, &m);
+	if (!rc)
 		*out = json_boolean(m >= 0);
-	else
-		rc = re_match_error(ev, "regex_match", m);
 	if (!rc)
 		rc = jp_charge(ev, 1 + src.len / 16);
 	pcre2_match_data_free(md);
@@ -758,16 +795,11 @@ static int regex_replace(struct jp_ev *ev, const char *fname, const struct jp_no
 		unsigned cp;
 		size_t w;
 
-		m = pcre2_match(code, (PCRE2_SPTR)s, n, search, 0, md, re_mctx);
-		if (m == PCRE2_ERROR_NOMATCH)
-			break;
-		if (m < 0) {
-			rc = re_match_error(ev, fname, m);
-			goto out;
-		}
-		rc = jp_charge(ev, 1);
+		rc = re_run(ev, fname, code, s, n, search, md, &m);
 		if (rc)
 			goto out;
+		if (m == PCRE2_ERROR_NOMATCH)
+			break;
 		ov = pcre2_get_ovector_pointer(md);
 		gv_buf_add(&b, s + last, ov[0] - last);
 		/* no replacement for an empty match right after the previous one */
@@ -818,11 +850,20 @@ static int fn_pattern_match(struct jp_ev *ev, const struct jp_node *call, struct
 			    int nargs, json_t **out)
 {
 	struct gv_buf src = {0};
-	int rc;
+	unsigned long left = ev->max_steps - ev->steps;
+	size_t work = 0;
+	int rc, m;
 
 	iface_to_string(ARGV(1), &src);
-	*out = json_boolean(value_wildcard(STR(0), gv_buf_str(&src)));
-	rc = jp_charge(ev, 1 + (SLEN(0) + src.len) / 16);
+	/* matching may take (pattern x text) comparisons: the steps left bound them */
+	m = value_wildcard_bounded(STR(0), gv_buf_str(&src),
+				   left > SIZE_MAX / 16 ? SIZE_MAX : (size_t)left * 16, &work);
+	if (m < 0)
+		rc = jp_charge(ev, ev->max_steps - ev->steps + 1);
+	else
+		rc = jp_charge(ev, 1 + (SLEN(0) + work) / 16);
+	if (!rc)
+		*out = json_boolean(m > 0);
 	gv_buf_release(&src);
 	return rc;
 }
@@ -833,16 +874,18 @@ static int fn_label_match(struct jp_ev *ev, const struct jp_node *call, struct j
 	const char *k;
 	json_t *v;
 	bool ok = true;
+	int rc;
 
 	json_object_foreach(ARGV(0), k, v)
 	{
-		if (!jp_equal(v, json_object_get(ARGV(1), k))) {
-			ok = false;
+		if ((rc = jp_charge(ev, 1)) ||
+		    (rc = jp_ev_equal(ev, v, json_object_get(ARGV(1), k), &ok)))
+			return rc;
+		if (!ok)
 			break;
-		}
 	}
 	*out = json_boolean(ok);
-	return jp_charge(ev, json_object_size(ARGV(0)));
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -71,6 +71,7 @@ struct jp_node {
 struct jp_ev {
 	bool kyverno;
 	unsigned long steps, max_steps;
+	unsigned long shared_max; /* max_steps is what a shared budget of this size left, else 0 */
 	int depth;
 	struct jp_error *e; /* never NULL */
 };
@@ -132,6 +133,13 @@ int jp_fail(struct jp_ev *ev, enum jp_error_kind kind, const char *fmt, ...)
 
 /* Charges n steps against the budget; JP_ERR_LIMIT when it runs out. */
 int jp_charge(struct jp_ev *ev, unsigned long n);
+
+/*
+ * jp_equal charged to the budget: a step per pair of elements or members
+ * compared, a step per 16 bytes of strings compared. Sets *eq; returns 0
+ * or JP_ERR_LIMIT.
+ */
+int jp_ev_equal(struct jp_ev *ev, const json_t *a, const json_t *b, bool *eq);
 
 /* Evaluates node against cur (borrowed) into *out (new reference). */
 int jp_ev_eval(struct jp_ev *ev, const struct jp_node *node, json_t *cur, json_t **out);

@@ -61,21 +61,33 @@ static inline uint32_t utf8_next(const unsigned char *s, size_t *len)
 
 bool value_wildcard(const char *pattern, const char *text)
 {
+	return value_wildcard_bounded(pattern, text, SIZE_MAX, NULL) > 0;
+}
+
+int value_wildcard_bounded(const char *pattern, const char *text, size_t max_work, size_t *work)
+{
 	const unsigned char *p = (const unsigned char *)pattern;
 	const unsigned char *t = (const unsigned char *)text;
 	const unsigned char *star_p = NULL, *star_t = NULL;
-	size_t pl, tl;
+	size_t pl, tl, n = 0;
 	uint32_t pc, tc;
 
+	if (work)
+		*work = 0;
 	if (!*p)
 		return !*t;
 	if (p[0] == '*' && !p[1])
-		return true;
+		return 1;
 	/*
 	 * Iterative form of go-wildcard's recursive deepMatchRune: on a
 	 * mismatch, let the last '*' absorb one more code point.
 	 */
 	while (*t) {
+		if (++n > max_work) {
+			if (work)
+				*work = n - 1;
+			return -1;
+		}
 		tc = utf8_next(t, &tl);
 		if (*p) {
 			pc = utf8_next(p, &pl);
@@ -91,13 +103,18 @@ bool value_wildcard(const char *pattern, const char *text)
 				continue;
 			}
 		}
-		if (!star_p)
-			return false;
+		if (!star_p) {
+			if (work)
+				*work = n;
+			return 0;
+		}
 		p = star_p + 1;
 		utf8_next(star_t, &tl);
 		star_t += tl;
 		t = star_t;
 	}
+	if (work)
+		*work = n;
 	while (*p == '*')
 		p++;
 	return !*p;

@@ -22,6 +22,14 @@
  */
 bool value_wildcard(const char *pattern, const char *text);
 
+/*
+ * value_wildcard with a bound on the work, which can reach (pattern length
+ * x text length) code point comparisons: returns 1 on a match, 0 on none,
+ * -1 once more than max_work comparisons were needed. *work (may be NULL)
+ * receives the comparisons made.
+ */
+int value_wildcard_bounded(const char *pattern, const char *text, size_t max_work, size_t *work);
+
 /* True when s contains '*' or '?'. */
 bool value_has_wildcard(const char *s);
 

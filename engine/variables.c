@@ -3,6 +3,12 @@
  *
  * Strings are split once, at policy compile time, into literal parts and
  * compiled JMESPath expressions. Evaluation only runs the expressions.
+ *
+ * One substitution (vtree_eval, tmpl_eval_string, var_query) is bounded as
+ * a whole: its variables, those of the policy and those that inserted text
+ * brings in on a rescan, share one JMESPath step budget (a variable that
+ * runs it out fails with "shared evaluation step budget (N) exceeded"), and
+ * the text it builds is capped (MAX_SUBST_BYTES, MAX_SUBST_VARS).
  */
 #include "engine/engine_int.h"
 
@@ -50,6 +56,12 @@ struct vtree {
 };
 
 static const struct jp_options kyverno_opts = {.kyverno = true, .max_steps = 0};
+
+/* One substitution: the variables it evaluates share a step budget. */
+struct subst {
+	const struct var_ctx *ctx; /* borrowed */
+	struct jp_budget budget;   /* JP default size */
+};
 
 /*
  * Finds the next variable at or after *pos, as Kyverno's regex
@@ -229,11 +241,11 @@ static void unescape_braces(struct gv_buf *b)
 		b->data[w] = '\0';
 }
 
-static enum gv_code run_expr(const struct jp_expr *x, const char *text, const struct var_ctx *ctx,
+static enum gv_code run_expr(const struct jp_expr *x, const char *text, struct subst *st,
 			     const char *pointer, json_t **out, struct gv_err *err)
 {
 	struct jp_error je;
-	json_t *v = jp_eval(x, ctx->root, &je);
+	json_t *v = jp_eval_budget(x, st->ctx->root, &st->budget, &je);
 
 	if (!v)
 		return gv_err_set(err, GV_EEVAL,
@@ -243,29 +255,41 @@ static enum gv_code run_expr(const struct jp_expr *x, const char *text, const st
 	return GV_OK;
 }
 
-/* Embedded non-string results are JSON as Go's encoding/json writes it (3, not 3.0). */
-static void append_value(struct gv_buf *b, const json_t *v)
+/*
+ * Embedded non-string results are JSON as Go's encoding/json writes it (3,
+ * not 3.0). False, b unchanged, when b would hold more than MAX_SUBST_BYTES:
+ * a value sharing parts (`[@,@]` repeated) is not written whole.
+ */
+static bool append_value(struct gv_buf *b, const json_t *v)
 {
-	if (json_is_string(v))
-		gv_buf_add(b, json_string_value(v), json_string_length(v));
-	else
-		jp_dump(v, b, JP_DUMP_SORT_KEYS | JP_DUMP_HTML_ESCAPE);
+	size_t room = b->len < MAX_SUBST_BYTES ? MAX_SUBST_BYTES - b->len : 0;
+
+	if (!json_is_string(v))
+		return jp_dump_max(v, b, JP_DUMP_SORT_KEYS | JP_DUMP_HTML_ESCAPE, room);
+	if (json_string_length(v) > room)
+		return false;
+	gv_buf_add(b, json_string_value(v), json_string_length(v));
+	return true;
 }
 
-static enum gv_code eval_dynamic(const char *s, const struct var_ctx *ctx, const char *pointer,
-				 int depth, json_t **out, struct gv_err *err);
-static enum gv_code tmpl_eval(const struct tmpl *t, const struct var_ctx *ctx, const char *pointer,
+static enum gv_code eval_dynamic(const char *s, struct subst *st, const char *pointer, int depth,
+				 json_t **out, struct gv_err *err);
+static enum gv_code tmpl_eval(const struct tmpl *t, struct subst *st, const char *pointer,
 			      json_t **out, struct gv_err *err);
 
-/* Appends inserted text; a shallow variable's "{{" are escaped so they stay literal. */
-static void append_inserted(struct gv_buf *b, const json_t *v, bool shallow)
+/*
+ * Appends inserted text; a shallow variable's "{{" are escaped so they stay
+ * literal. False when the text would pass MAX_SUBST_BYTES.
+ */
+static bool append_inserted(struct gv_buf *b, const json_t *v, bool shallow)
 {
 	size_t start = b->len;
 	struct gv_buf esc = {0};
 
-	append_value(b, v);
+	if (!append_value(b, v))
+		return false;
 	if (!shallow || !strstr(b->data + start, "{{"))
-		return;
+		return true;
 	for (size_t i = start; i < b->len; i++) {
 		if (b->data[i] == '{' && i + 1 < b->len && b->data[i + 1] == '{')
 			gv_buf_addc(&esc, '\\');
@@ -274,6 +298,7 @@ static void append_inserted(struct gv_buf *b, const json_t *v, bool shallow)
 	b->len = start;
 	gv_buf_add(b, esc.data, esc.len);
 	gv_buf_release(&esc);
+	return true;
 }
 
 /*
@@ -281,10 +306,10 @@ static void append_inserted(struct gv_buf *b, const json_t *v, bool shallow)
  * substitution produced (nested variables, inserted text), bounded by
  * MAX_PASSES.
  */
-static enum gv_code tmpl_eval_depth(const struct tmpl *t, const struct var_ctx *ctx,
-				    const char *pointer, int depth, json_t **out,
-				    struct gv_err *err)
+static enum gv_code tmpl_eval_depth(const struct tmpl *t, struct subst *st, const char *pointer,
+				    int depth, json_t **out, struct gv_err *err)
 {
+	const struct var_ctx *ctx = st->ctx;
 	struct gv_buf b = {0};
 	enum gv_code rc;
 	bool rescan = t->dynamic;
@@ -293,25 +318,26 @@ static enum gv_code tmpl_eval_depth(const struct tmpl *t, const struct var_ctx *
 		const struct tmpl_part *p = &t->parts[0];
 		const struct jp_expr *x = ctx->delete_op && p->xdel ? p->xdel : p->x;
 		/* a whole-string variable is replaced by its value: no rescan */
-		return run_expr(x, p->text, ctx, pointer, out, err);
+		return run_expr(x, p->text, st, pointer, out, err);
 	}
 	for (size_t i = 0; i < t->nparts; i++) {
 		const struct tmpl_part *p = &t->parts[i];
 		json_t *v;
+		bool ok;
 
 		if (!p->is_expr) {
 			gv_buf_adds(&b, p->text);
 			continue;
 		}
-		rc = run_expr(ctx->delete_op && p->xdel ? p->xdel : p->x, p->text, ctx, pointer, &v,
+		rc = run_expr(ctx->delete_op && p->xdel ? p->xdel : p->x, p->text, st, pointer, &v,
 			      err);
 		if (rc) {
 			gv_buf_release(&b);
 			return rc;
 		}
-		append_inserted(&b, v, p->shallow);
+		ok = append_inserted(&b, v, p->shallow);
 		json_decref(v);
-		if (b.len > MAX_SUBST_BYTES) {
+		if (!ok || b.len > MAX_SUBST_BYTES) {
 			gv_buf_release(&b);
 			return gv_err_set(err, GV_ELIMIT,
 					  "failed to resolve variables at path %s: the result is "
@@ -324,7 +350,7 @@ static enum gv_code tmpl_eval_depth(const struct tmpl *t, const struct var_ctx *
 		rescan = true;
 	if (rescan) {
 		char *s = gv_buf_detach(&b);
-		rc = eval_dynamic(s, ctx, pointer, depth + 1, out, err);
+		rc = eval_dynamic(s, st, pointer, depth + 1, out, err);
 		free(s);
 		return rc;
 	}
@@ -336,8 +362,8 @@ static enum gv_code tmpl_eval_depth(const struct tmpl *t, const struct var_ctx *
 }
 
 /* Text produced by substitution: compile it and evaluate it again (bounded). */
-static enum gv_code eval_dynamic(const char *s, const struct var_ctx *ctx, const char *pointer,
-				 int depth, json_t **out, struct gv_err *err)
+static enum gv_code eval_dynamic(const char *s, struct subst *st, const char *pointer, int depth,
+				 json_t **out, struct gv_err *err)
 {
 	struct gv_err local = {0};
 	struct tmpl *t;
@@ -369,19 +395,18 @@ static enum gv_code eval_dynamic(const char *s, const struct var_ctx *ctx, const
 	}
 	/* nested: evaluate the inner variables; tmpl_eval_depth re-scans the result */
 	t->dynamic = false;
-	rc = tmpl_eval_depth(t, ctx, pointer, depth, out, err);
+	rc = tmpl_eval_depth(t, st, pointer, depth, out, err);
 	tmpl_free(t);
 	return rc;
 }
 
-static enum gv_code tmpl_eval(const struct tmpl *t, const struct var_ctx *ctx, const char *pointer,
+static enum gv_code tmpl_eval(const struct tmpl *t, struct subst *st, const char *pointer,
 			      json_t **out, struct gv_err *err)
 {
-	return tmpl_eval_depth(t, ctx, pointer, 0, out, err);
+	return tmpl_eval_depth(t, st, pointer, 0, out, err);
 }
 
-enum gv_code tmpl_eval_string(const char *s, const struct var_ctx *ctx, json_t **out,
-			      struct gv_err *err)
+static enum gv_code string_eval(const char *s, struct subst *st, json_t **out, struct gv_err *err)
 {
 	struct gv_err local = {0};
 	struct tmpl *t = tmpl_compile(s, &local);
@@ -393,9 +418,17 @@ enum gv_code tmpl_eval_string(const char *s, const struct var_ctx *ctx, json_t *
 		*out = json_string(s);
 		return GV_OK;
 	}
-	rc = tmpl_eval(t, ctx, "", out, err);
+	rc = tmpl_eval(t, st, "", out, err);
 	tmpl_free(t);
 	return rc;
+}
+
+enum gv_code tmpl_eval_string(const char *s, const struct var_ctx *ctx, json_t **out,
+			      struct gv_err *err)
+{
+	struct subst st = {.ctx = ctx};
+
+	return string_eval(s, &st, out, err);
 }
 
 struct vtree *vtree_compile(const json_t *tree, struct gv_err *err)
@@ -511,8 +544,8 @@ const json_t *vtree_const(const struct vtree *t)
 	return t->value;
 }
 
-static enum gv_code vtree_eval_at(const struct vtree *t, const struct var_ctx *ctx,
-				  struct gv_buf *ptr, json_t **out, struct gv_err *err)
+static enum gv_code vtree_eval_at(const struct vtree *t, struct subst *st, struct gv_buf *ptr,
+				  json_t **out, struct gv_err *err)
 {
 	enum gv_code rc = GV_OK;
 
@@ -521,7 +554,7 @@ static enum gv_code vtree_eval_at(const struct vtree *t, const struct var_ctx *c
 		*out = json_incref(t->value);
 		return GV_OK;
 	case VT_STRING:
-		return tmpl_eval(t->str, ctx, gv_buf_str(ptr), out, err);
+		return tmpl_eval(t->str, st, gv_buf_str(ptr), out, err);
 	case VT_ARRAY: {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < t->n; i++) {
@@ -530,7 +563,7 @@ static enum gv_code vtree_eval_at(const struct vtree *t, const struct var_ctx *c
 			char idx[24];
 			snprintf(idx, sizeof(idx), "%zu", i);
 			gv_pointer_add(ptr, idx);
-			rc = vtree_eval_at(t->items[i], ctx, ptr, &v, err);
+			rc = vtree_eval_at(t->items[i], st, ptr, &v, err);
 			ptr->len = base;
 			if (ptr->data)
 				ptr->data[base] = '\0';
@@ -550,19 +583,24 @@ static enum gv_code vtree_eval_at(const struct vtree *t, const struct var_ctx *c
 			json_t *v = NULL, *k = NULL;
 			gv_pointer_add(ptr, t->keys[i]);
 			if (t->tkeys[i]) {
-				rc = tmpl_eval(t->tkeys[i], ctx, gv_buf_str(ptr), &k, err);
+				rc = tmpl_eval(t->tkeys[i], st, gv_buf_str(ptr), &k, err);
 				if (!rc && !json_is_string(k)) {
-					json_t *s = json_string("");
 					struct gv_buf kb = {0};
-					append_value(&kb, k);
-					json_string_setn(s, gv_buf_str(&kb), kb.len);
+					if (append_value(&kb, k)) {
+						json_decref(k);
+						k = json_stringn(gv_buf_str(&kb), kb.len);
+					} else {
+						rc = gv_err_set(err, GV_ELIMIT,
+								"failed to resolve variables at "
+								"path %s: the result is longer "
+								"than %d bytes",
+								gv_buf_str(ptr), MAX_SUBST_BYTES);
+					}
 					gv_buf_release(&kb);
-					json_decref(k);
-					k = s;
 				}
 			}
 			if (!rc)
-				rc = vtree_eval_at(t->items[i], ctx, ptr, &v, err);
+				rc = vtree_eval_at(t->items[i], st, ptr, &v, err);
 			ptr->len = base;
 			if (ptr->data)
 				ptr->data[base] = '\0';
@@ -585,7 +623,9 @@ enum gv_code vtree_eval(const struct vtree *t, const struct var_ctx *ctx, json_t
 			struct gv_err *err)
 {
 	struct gv_buf ptr = {0};
-	enum gv_code rc = vtree_eval_at(t, ctx, &ptr, out, err);
+	struct subst st = {.ctx = ctx};
+	enum gv_code rc = vtree_eval_at(t, &st, &ptr, out, err);
+
 	gv_buf_release(&ptr);
 	return rc;
 }
@@ -596,12 +636,14 @@ enum gv_code var_query(const char *expr, const struct var_ctx *ctx, json_t **out
 	json_t *sub = NULL;
 	const char *src = expr;
 	char *del = NULL;
+	struct subst st = {.ctx = ctx};
+	struct jp_expr *x;
 	enum gv_code rc = GV_OK;
 
 	jerr->kind = JP_ERR_NONE;
 	jerr->msg[0] = '\0';
 	if (tmpl_has_vars(expr)) {
-		rc = tmpl_eval_string(expr, ctx, &sub, err);
+		rc = string_eval(expr, &st, &sub, err);
 		if (rc)
 			return rc;
 		if (!json_is_string(sub)) {
@@ -614,9 +656,11 @@ enum gv_code var_query(const char *expr, const struct var_ctx *ctx, json_t **out
 		del = gv_str_replace_all(src, "request.object", "request.oldObject");
 		src = del;
 	}
-	*out = jp_search(src, ctx->root, &kyverno_opts, jerr);
+	x = jp_compile(src, &kyverno_opts, jerr);
+	*out = x ? jp_eval_budget(x, ctx->root, &st.budget, jerr) : NULL;
 	if (!*out)
 		rc = gv_err_set(err, GV_EEVAL, "%s", jerr->msg);
+	jp_free(x);
 	free(del);
 	json_decref(sub);
 	return rc;

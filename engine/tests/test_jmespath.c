@@ -2,8 +2,10 @@
  * Unit tests for engine/jmespath.c and engine/jp_functions.c: the Kyverno
  * dialect (unknown keys, where they propagate and where they are absorbed),
  * plain JMESPath, every Kyverno function (normal, edge and error cases),
- * the step budget and depth limits, syntax error positions, numbers,
- * jp_dump/jp_equal, the function listing and concurrent evaluation.
+ * the step budget and depth limits (values sharing parts, shared budgets,
+ * regular-expression and wildcard work), syntax error positions, numbers,
+ * jp_dump/jp_dump_max/jp_equal, the function listing and concurrent
+ * evaluation.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -740,6 +742,251 @@ static void test_step_budget(void **state)
 	json_decref(data);
 }
 
+/* "`1`|[@,@]|..." with n doublings: 2^n leaves, 2^(n+1)-1 values, built in n steps. */
+static char *doubling(int n)
+{
+	struct gv_buf b = {0};
+
+	gv_buf_adds(&b, "`1`");
+	for (int i = 0; i < n; i++)
+		gv_buf_adds(&b, "|[@,@]");
+	return gv_buf_detach(&b);
+}
+
+/*
+ * Evaluates src (kyverno dialect, default budget) on data ({} when NULL)
+ * and expects a JP_ERR_LIMIT naming want.
+ */
+static void expect_limit(const char *src, const json_t *data, const char *want)
+{
+	struct jp_options opt = {.kyverno = true};
+	struct jp_error e;
+	json_t *empty = json_object();
+	json_t *res = jp_search(src, data ? data : empty, &opt, &e);
+
+	json_decref(empty);
+	if (res) {
+		json_decref(res);
+		fail_msg("%.80s...: a result, want an error naming '%s'", src, want);
+	}
+	if (e.kind != JP_ERR_LIMIT || !strstr(e.msg, want))
+		fail_msg("%.80s...: error %s: %s, want a limit naming '%s'", src,
+			 jp_error_kind_name(e.kind), e.msg, want);
+}
+
+/*
+ * Values share their parts: whatever walks one (to_string, ==, contains,
+ * label_match, the result itself) is bounded by the budget, or by the cap
+ * on the values of a result, not by the 2^64 logical elements.
+ */
+static void test_shared_values_bounded(void **state)
+{
+	char *l64 = doubling(64), *l21 = doubling(21), *l22 = doubling(22), *src;
+	struct jp_options opt = {.kyverno = true};
+	struct jp_error e;
+	struct gv_buf b = {0};
+	json_t *res, *v;
+
+	(void)state;
+	src = gv_xasprintf("%s | to_string(@) | length(@)", l64);
+	expect_limit(src, NULL, "evaluation step budget (1000000) exceeded");
+	free(src);
+	src = gv_xasprintf("[(%s), (%s)] | [0] == [1]", l64, l64);
+	expect_limit(src, NULL, "evaluation step budget (1000000) exceeded");
+	free(src);
+	src = gv_xasprintf("contains([(%s)], (%s))", l64, l64);
+	expect_limit(src, NULL, "evaluation step budget (1000000) exceeded");
+	free(src);
+	/* a result is refused past 4,194,304 values: 2^22 - 1 pass, 2^23 - 1 do not */
+	expect_limit(l64, NULL, "result holds more than 4194304 values");
+	expect_limit(l22, NULL, "result holds more than 4194304 values");
+	res = jp_search(l21, NULL, &opt, &e);
+	assert_non_null(res);
+	json_decref(res);
+	/* equal values that share nothing still compare equal, and unequal ones not */
+	v = load(
+	    "{\"a\":[1,{\"b\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}],"
+	    "\"c\":[1,{\"b\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}],\"d\":[1,{\"b\":\"y\"}]}");
+	res = jp_search("[a == c, a != c, a == d, contains([d, c], a)]", v, &opt, &e);
+	assert_non_null(res);
+	jp_dump(res, &b, 0);
+	assert_string_equal(gv_buf_str(&b), "[true,false,false,true]");
+	json_decref(res);
+	json_decref(v);
+	gv_buf_release(&b);
+	/* to_string charges a step per value written: 101 values do not fit in 100 steps */
+	v = json_array();
+	for (int i = 0; i < 100; i++)
+		json_array_append_new(v, json_integer(i));
+	opt.max_steps = 100;
+	res = jp_search("to_string(@)", v, &opt, &e);
+	assert_null(res);
+	assert_int_equal(e.kind, JP_ERR_LIMIT);
+	opt.max_steps = 200;
+	res = jp_search("to_string(@)", v, &opt, &e);
+	assert_non_null(res);
+	assert_int_equal(json_string_length(res), 291);
+	json_decref(res);
+	json_decref(v);
+	free(l64);
+	free(l21);
+	free(l22);
+}
+
+static void test_jp_dump_max(void **state)
+{
+	struct gv_buf b = {0};
+	json_t *v = load("{\"b\":[1,2.5,\"<x>\"],\"a\":null}"), *big;
+
+	(void)state;
+	gv_buf_adds(&b, "prefix:");
+	assert_true(jp_dump_max(v, &b, JP_DUMP_SORT_KEYS, 100));
+	assert_string_equal(gv_buf_str(&b), "prefix:{\"a\":null,\"b\":[1,2.5,\"<x>\"]}");
+	/* exactly the length fits, one byte less does not and leaves out as it was */
+	gv_buf_reset(&b);
+	gv_buf_adds(&b, "prefix:");
+	assert_true(jp_dump_max(v, &b, JP_DUMP_SORT_KEYS, 28));
+	gv_buf_reset(&b);
+	gv_buf_adds(&b, "prefix:");
+	assert_false(jp_dump_max(v, &b, JP_DUMP_SORT_KEYS, 27));
+	assert_string_equal(gv_buf_str(&b), "prefix:");
+	/* a long string is refused before it is copied */
+	json_decref(v);
+	v = json_string("a very long string indeed");
+	assert_false(jp_dump_max(v, &b, 0, 10));
+	assert_string_equal(gv_buf_str(&b), "prefix:");
+	/* 2^64 logical elements: refused after about max bytes */
+	big = json_array();
+	json_array_append_new(big, json_integer(1));
+	for (int i = 0; i < 64; i++) {
+		json_t *n = json_array();
+		json_array_append(n, big);
+		json_array_append_new(n, big);
+		big = n;
+	}
+	assert_false(jp_dump_max(big, &b, 0, 1 << 20));
+	assert_string_equal(gv_buf_str(&b), "prefix:");
+	json_decref(big);
+	json_decref(v);
+	gv_buf_release(&b);
+}
+
+/* Evaluations sharing a jp_budget: each may use what the earlier ones left. */
+static void test_shared_budget(void **state)
+{
+	struct jp_options opt = {.kyverno = true};
+	struct jp_budget budget = {.max = 150};
+	struct jp_error e;
+	struct jp_expr *x = jp_compile("[*].a", &opt, &e);
+	json_t *data = json_array(), *res;
+
+	(void)state;
+	assert_non_null(x);
+	for (int i = 0; i < 50; i++)
+		json_array_append_new(data, json_pack("{s:i}", "a", i));
+	/* 52 steps each: the first two fit, the third does not */
+	for (int i = 0; i < 2; i++) {
+		res = jp_eval_budget(x, data, &budget, &e);
+		assert_non_null(res);
+		json_decref(res);
+	}
+	assert_int_equal(budget.used, 104);
+	res = jp_eval_budget(x, data, &budget, &e);
+	assert_null(res);
+	assert_int_equal(e.kind, JP_ERR_LIMIT);
+	assert_string_equal(e.msg, "shared evaluation step budget (150) exceeded");
+	assert_int_equal(budget.used, 150);
+	/* a fresh budget smaller than the expression's: its own size in the message */
+	budget.max = 20;
+	budget.used = 0;
+	res = jp_eval_budget(x, data, &budget, &e);
+	assert_null(res);
+	assert_string_equal(e.msg, "evaluation step budget (20) exceeded");
+	/* without a shared budget, each evaluation has its own */
+	for (int i = 0; i < 5; i++) {
+		res = jp_eval(x, data, &e);
+		assert_non_null(res);
+		json_decref(res);
+	}
+	jp_free(x);
+	json_decref(data);
+}
+
+/*
+ * Regular-expression backtracking is charged to the budget (a step per 8
+ * backtracking steps, paid for in advance), pattern_match's comparisons
+ * too, and substring search is linear.
+ */
+static void test_match_work_charged(void **state)
+{
+	struct jp_options opt = {.kyverno = true};
+	struct jp_error e;
+	json_t *data = json_object(), *items = json_array(), *res;
+	char *a25 = gv_xasprintf("%0*d!", 25, 0), *hay, *needle, *pat;
+
+	(void)state;
+	for (char *p = a25; *p == '0'; p++)
+		*p = 'a';
+	for (int i = 0; i < 2000; i++)
+		json_array_append_new(items, json_string(a25));
+	json_object_set_new(data, "items", items);
+	/* about 950,000 backtracking steps: one call fits, a filter over 2,000 does not */
+	res = jp_search("regex_match('^(a|aa)+$', items[0])", data, &opt, &e);
+	assert_true(json_is_false(res));
+	json_decref(res);
+	expect_limit("length(items[?regex_match('^(a|aa)+$', @)])", data,
+		     "evaluation step budget (1000000) exceeded");
+	expect_limit("length(items[?regex_replace_all('^(a|aa)+$', @, 'x') != @])", data,
+		     "evaluation step budget (1000000) exceeded");
+	/* a small budget: an ordinary match fits, a backtracking one does not */
+	opt.max_steps = 100;
+	res = jp_search("regex_match('^a+$', 'aaaa')", NULL, &opt, &e);
+	assert_true(json_is_true(res));
+	json_decref(res);
+	res = jp_search("regex_match('^(a|aa)+$', 'aaaaaaaaaaaaaaaa!')", NULL, &opt, &e);
+	assert_null(res);
+	assert_int_equal(e.kind, JP_ERR_LIMIT);
+	opt.max_steps = 0;
+	json_decref(data);
+
+	/* pattern x text comparisons: 2,000 x 100,000 */
+	hay = gv_xmalloc(100001);
+	memset(hay, 'a', 100000);
+	hay[100000] = '\0';
+	pat = gv_xmalloc(2003);
+	pat[0] = '*';
+	memset(pat + 1, 'a', 2000);
+	pat[2001] = 'b';
+	pat[2002] = '\0';
+	data = json_pack("{s:s, s:s}", "p", pat, "t", hay);
+	expect_limit("pattern_match(p, t)", data, "evaluation step budget (1000000) exceeded");
+	res = jp_search("pattern_match('*a', t)", data, &opt, &e);
+	assert_true(json_is_true(res));
+	json_decref(res);
+	json_decref(data);
+	/* contains/replace/split on a needle that almost matches everywhere: linear */
+	needle = gv_xmalloc(50002);
+	memset(needle, 'a', 50000);
+	needle[50000] = 'b';
+	needle[50001] = '\0';
+	data = json_pack("{s:s, s:s}", "h", hay, "n", needle);
+	res = jp_search("[contains(h, n), length(split(h, n)), replace_all(h, n, 'x') == h]", data,
+			&opt, &e);
+	assert_non_null(res);
+	{
+		struct gv_buf b = {0};
+		jp_dump(res, &b, 0);
+		assert_string_equal(gv_buf_str(&b), "[false,1,true]");
+		gv_buf_release(&b);
+	}
+	json_decref(res);
+	json_decref(data);
+	free(hay);
+	free(needle);
+	free(pat);
+	free(a25);
+}
+
 static void test_depth_limit(void **state)
 {
 	struct jp_options opt = {.kyverno = true};
@@ -1050,6 +1297,10 @@ int main(void)
 	    cmocka_unit_test(test_time_functions),
 	    cmocka_unit_test(test_x509_decode),
 	    cmocka_unit_test(test_step_budget),
+	    cmocka_unit_test(test_shared_values_bounded),
+	    cmocka_unit_test(test_jp_dump_max),
+	    cmocka_unit_test(test_shared_budget),
+	    cmocka_unit_test(test_match_work_charged),
 	    cmocka_unit_test(test_depth_limit),
 	    cmocka_unit_test(test_syntax_positions),
 	    cmocka_unit_test(test_numbers_and_dump),
