@@ -548,12 +548,18 @@ static void leadership_init(struct reconciler *r, time_t now)
 		r->flush_now = true;
 }
 
+/*
+ * Records the last scans. Only once the reports hold their results: a
+ * replica killed (or deposed) between the two must leave the policies due,
+ * so that the next leader scans them again instead of trusting reports
+ * that were never written.
+ */
 static void write_state(struct reconciler *r, time_t now)
 {
 	struct scanstate_api sapi = {.request = rec_request, .ud = r};
 	struct gv_err err = {0};
 
-	if (!json_object_size(r->pending) || now < r->state_retry_at)
+	if (!json_object_size(r->pending) || now < r->state_retry_at || r->scan_dirty)
 		return;
 	if (scanstate_write(&sapi, r->namespace, r->state_cm, r->pending, &err)) {
 		int b = backoff_next(&r->state_backoff);
@@ -745,10 +751,10 @@ static void step(struct reconciler *r)
 			leadership_init(r, now);
 		if (r->loaded && !atomic_load(&r->stop))
 			run_due(r, now);
-		if (r->loaded)
-			write_state(r, time(NULL));
 	}
 	flush(r, time(NULL));
+	if (is_leading(r) && r->loaded)
+		write_state(r, time(NULL));
 }
 
 static void *reconciler_main(void *ud)

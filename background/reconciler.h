@@ -42,8 +42,10 @@
  *     prunes results of deleted policies, rules and background: false
  *     (report_prune);
  *   - on the leader only (always, without --leader-elect): report_load once
- *     per leadership, then the due policies' scan cycle (scanner_run),
- *     their last-scan times written to the state ConfigMap;
+ *     per leadership, then the due policies' scan cycle (scanner_run);
+ *     their last-scan times are written to the state ConfigMap only once
+ *     every result of that cycle is in the reports, so a replica killed
+ *     mid-flush leaves the policy due for the next leader;
  *   - flushes the reports when a cycle ended or admission results waited
  *     for flush_ms; API errors are retried with capped backoff (5 s to 5
  *     min), the rest of the model stays intact (report.h writes whole

@@ -222,6 +222,7 @@ struct rchunk {
 	char *name; /* owned */
 	char *rv;   /* owned resourceVersion, NULL when unknown */
 	uint64_t hash;
+	char *lo, *hi; /* owned: smallest and largest result key (result_key()); NULL = none */
 };
 
 struct rgroup {
@@ -496,8 +497,48 @@ static void chunks_free(struct rchunk *c, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		free(c[i].name);
 		free(c[i].rv);
+		free(c[i].lo);
+		free(c[i].hi);
 	}
 	free(c);
+}
+
+/*
+ * The sort key of a rendered result (rpair_cmp's order: kind, namespace,
+ * name, uid, policy, rule; the separator sorts before any character of a
+ * name). Caller frees.
+ */
+static char *result_key(const json_t *r)
+{
+	const json_t *res = json_array_get(json_object_get(r, "resources"), 0);
+
+	return gv_xasprintf("%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", str_or(jstr(res, "kind"), ""),
+			    str_or(jstr(res, "namespace"), ""), str_or(jstr(res, "name"), ""),
+			    str_or(jstr(res, "uid"), ""), str_or(jstr(r, "policy"), ""),
+			    str_or(jstr(r, "rule"), ""));
+}
+
+/* The smallest and largest result key of a report object (NULL, NULL: no results). */
+static void object_range(const json_t *obj, char **lo, char **hi)
+{
+	const json_t *r;
+	size_t i;
+
+	*lo = *hi = NULL;
+	json_array_foreach(json_object_get(obj, "results"), i, r)
+	{
+		char *k = result_key(r);
+
+		if (!*lo || strcmp(k, *lo) < 0) {
+			free(*lo);
+			*lo = gv_xstrdup(k);
+		}
+		if (!*hi || strcmp(k, *hi) > 0) {
+			free(*hi);
+			*hi = gv_xstrdup(k);
+		}
+		free(k);
+	}
 }
 
 static void group_free(struct rgroup *g)
@@ -1706,6 +1747,7 @@ static void fresh_add(struct report_set *rs, struct fresh *f, const char *ns, co
 	c->name = gv_xstrdup(str_or(jstr(md, "name"), ""));
 	c->rv = jstr(md, "resourceVersion") ? gv_xstrdup(jstr(md, "resourceVersion")) : NULL;
 	c->hash = fold_object(rs, &f->st, ns, base, obj, strays);
+	object_range(obj, &c->lo, &c->hi);
 }
 
 /*
@@ -2019,7 +2061,9 @@ out:
 	return rc;
 }
 
-static void chunk_set(struct rgroup *g, const char *name, const json_t *resp, uint64_t hash)
+/* Object `name` of g now holds `written` (what we sent); resp is the server's answer. */
+static void chunk_set(struct rgroup *g, const char *name, const json_t *written, const json_t *resp,
+		      uint64_t hash)
 {
 	const char *rv = jstr(json_object_get(resp, "metadata"), "resourceVersion");
 	struct rchunk *c = NULL;
@@ -2030,12 +2074,15 @@ static void chunk_set(struct rgroup *g, const char *name, const json_t *resp, ui
 	if (!c) {
 		g->chunks = gv_xrealloc(g->chunks, (g->nchunks + 1) * sizeof(*g->chunks));
 		c = &g->chunks[g->nchunks++];
+		memset(c, 0, sizeof(*c));
 		c->name = gv_xstrdup(name);
-		c->rv = NULL;
 	}
 	free(c->rv);
 	c->rv = rv ? gv_xstrdup(rv) : NULL;
 	c->hash = hash;
+	free(c->lo);
+	free(c->hi);
+	object_range(written, &c->lo, &c->hi);
 }
 
 static void chunk_drop(struct rgroup *g, const char *name)
@@ -2044,12 +2091,90 @@ static void chunk_drop(struct rgroup *g, const char *name)
 		if (!strcmp(g->chunks[i].name, name)) {
 			free(g->chunks[i].name);
 			free(g->chunks[i].rv);
+			free(g->chunks[i].lo);
+			free(g->chunks[i].hi);
 			memmove(&g->chunks[i], &g->chunks[i + 1],
 				(g->nchunks - i - 1) * sizeof(*g->chunks));
 			g->nchunks--;
 			return;
 		}
 	}
+}
+
+struct write_order {
+	struct report_op *ops; /* the plan's writes (creates and updates) */
+	size_t n;
+	char **lo, **hi;	   /* key range of each op's new content */
+	const struct rchunk **old; /* the object each op overwrites, or NULL */
+	unsigned char *state;	   /* 0 not visited, 1 visiting, 2 placed */
+	struct report_op *out;
+	size_t nout;
+};
+
+static bool ranges_meet(const char *alo, const char *ahi, const char *blo, const char *bhi)
+{
+	return alo && blo && strcmp(alo, bhi) <= 0 && strcmp(blo, ahi) <= 0;
+}
+
+/* Places op i after the writes that take over the results its target holds. */
+static void order_visit(struct write_order *w, size_t i)
+{
+	const struct rchunk *old = w->old[i];
+
+	if (w->state[i])
+		return; /* placed, or on the current path (no cycle is possible; ignore it) */
+	w->state[i] = 1;
+	for (size_t j = 0; old && j < w->n; j++)
+		if (j != i && ranges_meet(old->lo, old->hi, w->lo[j], w->hi[j]))
+			order_visit(w, j);
+	w->state[i] = 2;
+	w->out[w->nout++] = w->ops[i];
+}
+
+/*
+ * Orders the writes of a group's plan so that no result is missing from
+ * the cluster between two writes: a writer stopped (killed, deposed) in
+ * the middle leaves at worst a result in two objects, which the next
+ * flush repairs, never a result in none, which nothing could bring back.
+ * An object is overwritten only after the objects that take over results
+ * it holds were written. Results are cut into objects in sort order, so
+ * those are the new objects whose key range meets the old object's; the
+ * results of one object all move the same way (up when results were added
+ * before them, down when removed), so the order exists (no cycle). The
+ * deletions, last in the plan, stay last. Recursion depth is at most the
+ * number of objects (REPORT_MAX_CHUNKS).
+ */
+static void order_writes(const struct rgroup *g, struct report_op *ops, size_t n)
+{
+	struct write_order w = {.ops = ops};
+
+	while (w.n < n && ops[w.n].kind != REPORT_OP_DELETE)
+		w.n++;
+	if (w.n < 2)
+		return;
+	w.lo = gv_xcalloc(w.n, sizeof(*w.lo));
+	w.hi = gv_xcalloc(w.n, sizeof(*w.hi));
+	w.old = gv_xcalloc(w.n, sizeof(*w.old));
+	w.state = gv_xcalloc(w.n, 1);
+	w.out = gv_xcalloc(w.n, sizeof(*w.out));
+	for (size_t i = 0; i < w.n; i++) {
+		object_range(ops[i].body, &w.lo[i], &w.hi[i]);
+		for (size_t j = 0; ops[i].kind == REPORT_OP_UPDATE && j < g->nchunks; j++)
+			if (!strcmp(g->chunks[j].name, ops[i].name))
+				w.old[i] = &g->chunks[j];
+	}
+	for (size_t i = 0; i < w.n; i++)
+		order_visit(&w, i);
+	memcpy(ops, w.out, w.n * sizeof(*ops));
+	for (size_t i = 0; i < w.n; i++) {
+		free(w.lo[i]);
+		free(w.hi[i]);
+	}
+	free(w.lo);
+	free(w.hi);
+	free(w.old);
+	free(w.state);
+	free(w.out);
 }
 
 /* Result of one write: done, conflict (re-read and retry), or failed. */
@@ -2064,6 +2189,7 @@ static enum wres group_write(struct report_set *rs, const struct report_api *api
 
 	if (group_plan(rs, g, &ops, &n, &unchanged, err))
 		return W_FAIL;
+	order_writes(g, ops, n);
 	if (stats)
 		stats->unchanged += unchanged;
 	for (size_t i = 0; i < n && res == W_OK; i++) {
@@ -2085,7 +2211,7 @@ static enum wres group_write(struct report_set *rs, const struct report_api *api
 				if (stats)
 					stats->deleted++;
 			} else {
-				chunk_set(g, op->name, resp, op->hash);
+				chunk_set(g, op->name, op->body, resp, op->hash);
 				if (stats && op->kind == REPORT_OP_CREATE)
 					stats->created++;
 				else if (stats)

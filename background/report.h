@@ -67,7 +67,10 @@
  * was read, so results written by others survive and none is duplicated
  * (report_merge()). Each object is written whole, so it is always either
  * the old or the new version; the chunks of one group are written one by
- * one, so a reader may briefly see a result in two chunks or in none.
+ * one, in an order where a chunk is overwritten only after the chunks that
+ * take over its results are written: a reader may briefly see a result in
+ * two chunks, never in none, and a writer killed between two writes leaves
+ * only duplicates, which the next load and flush remove.
  * Metadata gavel does not write (annotations, other labels, owner
  * references) is not kept by an update.
  */

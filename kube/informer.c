@@ -14,7 +14,10 @@
 #include "kube/kube_int.h"
 #include "common/banned.h"
 
-#define INFORMER_PAGE 500
+#define INFORMER_PAGE	      500
+#define INFORMER_HEALTHY_S    2	    /* a watch open this long (or with events) had worked */
+#define INFORMER_LIST_MAX_MS  30000 /* backoff cap between failed lists */
+#define INFORMER_WATCH_MAX_MS 5000  /* and between failed watches: back soon after an outage */
 
 /* ---- event stream ---- */
 
@@ -122,6 +125,7 @@ struct kube_informer {
 	bool changed;
 	bool relist;
 	bool watch_error;
+	bool watch_worked; /* the last watch delivered events or stayed open a while */
 	char why[256];
 };
 
@@ -292,6 +296,7 @@ static enum watch_end do_watch(struct kube_informer *inf)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = kube_do(inf->c, &req, NULL, &st, &err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	inf->watch_worked = w.stream.events > 0 || t1.tv_sec - t0.tv_sec >= INFORMER_HEALTHY_S;
 	kube_stream_release(&w.stream);
 	gv_buf_release(&path);
 	if (atomic_load(&inf->stop))
@@ -319,6 +324,7 @@ static void *informer_main(void *arg)
 	struct kube_informer *inf = arg;
 	unsigned failures = 0, watch_failures = 0;
 	bool need_list = true;
+	enum watch_end end;
 
 	/*
 	 * on_change runs inside the watch's write callback; a callback must not
@@ -332,7 +338,8 @@ static void *informer_main(void *arg)
 		if (need_list) {
 			if (do_list(inf)) {
 				failures++;
-				kube_sleep(kube_backoff_ms(failures, inf->c->base_ms, 30000),
+				kube_sleep(kube_backoff_ms(failures, inf->c->base_ms,
+							   INFORMER_LIST_MAX_MS),
 					   &inf->stop);
 				continue;
 			}
@@ -340,7 +347,8 @@ static void *informer_main(void *arg)
 			watch_failures = 0;
 			need_list = false;
 		}
-		switch (do_watch(inf)) {
+		end = do_watch(inf);
+		switch (end) {
 		case WATCH_STOPPED:
 			break;
 		case WATCH_GONE:
@@ -351,9 +359,17 @@ static void *informer_main(void *arg)
 			break;
 		case WATCH_IDLE:
 		case WATCH_FAILED:
+			/*
+			 * A watch that had worked and then broke (a cut connection,
+			 * an API server restarted) is a first failure: reconnect
+			 * soon rather than after the backoff earlier failures built.
+			 */
+			if (end == WATCH_FAILED && inf->watch_worked)
+				watch_failures = 0;
 			watch_failures++;
-			kube_sleep(kube_backoff_ms(watch_failures, inf->c->base_ms, 30000),
-				   &inf->stop);
+			kube_sleep(
+			    kube_backoff_ms(watch_failures, inf->c->base_ms, INFORMER_WATCH_MAX_MS),
+			    &inf->stop);
 			break;
 		}
 	}

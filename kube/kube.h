@@ -188,8 +188,12 @@ enum gv_code kube_list(struct kube_client *c, const char *path, int limit,
 /*
  * Informer: keeps every object of a collection in memory with list + watch
  * (bookmarks, resume from the last resourceVersion, relist on 410, backoff
- * on errors), on its own thread. on_change is called (from that thread)
- * after the initial list and after each change, with no lock held.
+ * on errors: capped at 30 s between lists and 5 s between watches, so the
+ * objects are current again within seconds of an API server outage; started
+ * over when a watch that had delivered events or stayed open 2 s breaks,
+ * so a cut connection is resumed at once), on its own thread. on_change is
+ * called (from that thread) after the initial list and after each change,
+ * with no lock held.
  *
  * path is a collection path (kube_path with name NULL), optionally with a
  * query (labelSelector=...). Lists use limit=500; the watch is

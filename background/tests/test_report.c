@@ -3,8 +3,8 @@
  * kyverno-semantics.md 8.6 describes them, summary, sorting, the changes
  * (replace, upsert, deletes, retain, prune), chunking, the merge after a
  * 409, plans (an unchanged report is not written), and the writer against
- * an in-memory fake API server: create, update, conflicts, start-up load,
- * layout switch.
+ * an in-memory fake API server: create, update, conflicts, a flush stopped
+ * half-way loses no result, start-up load, layout switch.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -885,7 +885,8 @@ struct fake {
 	/* called before a write is served (a concurrent writer) */
 	void (*hook)(struct fake *f, const char *method, const char *key);
 	int hook_runs;
-	long fail_http; /* answer the next write with this */
+	long fail_http;	  /* answer the next write with this */
+	int proceed_left; /* proceed_counted: answers true this many times */
 };
 
 static int method_index(const char *m)
@@ -1309,6 +1310,115 @@ static void test_flush_proceed(void **state)
 	report_set_free(rs);
 }
 
+static bool proceed_counted(void *ud)
+{
+	struct fake *f = ud;
+
+	return f->proceed_left-- > 0;
+}
+
+/* Every result key ("uid policy rule") in the fake's objects, as a set. */
+static json_t *fake_keys(struct fake *f)
+{
+	json_t *set = json_object(), *o;
+	const char *k;
+
+	json_object_foreach(f->objs, k, o)
+	{
+		const json_t *r;
+		size_t i;
+
+		json_array_foreach(json_object_get(o, "results"), i, r)
+		{
+			char key[256];
+
+			snprintf(key, sizeof(key), "%s %s %s", sget(r, "resources.0.uid"),
+				 sget(r, "policy"), sget(r, "rule"));
+			json_object_set_new(set, key, json_true());
+		}
+	}
+	return set;
+}
+
+/* Results in the fake's objects, duplicates included. */
+static size_t fake_count(struct fake *f)
+{
+	const char *k;
+	json_t *o;
+	size_t n = 0;
+
+	json_object_foreach(f->objs, k, o) n += json_array_size(json_object_get(o, "results"));
+	return n;
+}
+
+/*
+ * A flush stopped after any number of writes (the writer killed) leaves
+ * every result that is in both the old and the new state somewhere in
+ * the cluster: results moving up (added before them), down (removed
+ * before them) and both in one flush.
+ */
+static void test_flush_stopped_loses_nothing(void **state)
+{
+	struct report_options opt = {.chunk_results = 10};
+	struct report_api api;
+	struct gv_err err = {0};
+
+	(void)state;
+	for (int scenario = 0; scenario < 3; scenario++) {
+		for (int k = 0; k <= 10; k++) {
+			struct report_set *rs = report_set_new(&opt), *rs2;
+			struct fake *f = fake_new();
+			struct report_stats st;
+			json_t *before, *after, *v;
+			const char *key;
+
+			add_pods(rs, "x", 0, 40, "p", ENGINE_PASS);
+			if (scenario > 0)
+				add_pods(rs, "x", 0, 40, "q", ENGINE_FAIL);
+			flush_ok(rs, f, &st);
+			before = fake_keys(f);
+			/* 0: q added for every pod (results move up), 1: pods 0-9 gone
+			 * (down), 2: pods 0-9 gone and r added for pods 30-39 (both) */
+			if (scenario == 0)
+				add_pods(rs, "x", 0, 40, "q", ENGINE_FAIL);
+			for (int i = 0; scenario > 0 && i < 10; i++) {
+				char uid[32];
+
+				snprintf(uid, sizeof(uid), "uid-x-%03d", i);
+				report_delete_object(rs, "x", uid);
+			}
+			if (scenario == 2)
+				add_pods(rs, "x", 30, 40, "r", ENGINE_PASS);
+			api = fake_api(f);
+			api.proceed = proceed_counted;
+			f->proceed_left = 1 + k; /* the group, then k writes */
+			assert_int_equal(report_flush(rs, &api, NULL, &err), GV_OK);
+			after = fake_keys(f);
+			json_object_foreach(before, key, v)
+			{
+				bool gone = scenario > 0 && strncmp(key, "uid-x-00", 8) == 0;
+
+				if (!gone && !json_object_get(after, key))
+					fail_msg("scenario %d, stopped after %d writes: %s lost",
+						 scenario, k, key);
+			}
+			/* and a restarted writer repairs the duplicates */
+			rs2 = report_set_new(&opt);
+			api.proceed = NULL;
+			assert_int_equal(report_load(rs2, &api, NULL, &err), GV_OK);
+			flush_ok(rs2, f, &st);
+			json_decref(after);
+			after = fake_keys(f);
+			assert_int_equal(fake_count(f), json_object_size(after));
+			json_decref(before);
+			json_decref(after);
+			report_set_free(rs2);
+			report_set_free(rs);
+			fake_free(f);
+		}
+	}
+}
+
 /* Start-up: existing reports are taken over in place; the other layout's move and go. */
 static void test_load_and_layout_switch(void **state)
 {
@@ -1426,6 +1536,7 @@ int main(void)
 	    cmocka_unit_test(test_flush_conflict),
 	    cmocka_unit_test(test_flush_gives_up),
 	    cmocka_unit_test(test_flush_proceed),
+	    cmocka_unit_test(test_flush_stopped_loses_nothing),
 	    cmocka_unit_test(test_load_and_layout_switch),
 	    cmocka_unit_test(test_load_pages),
 	};

@@ -3,7 +3,8 @@
  * Status parsing, paths, backoff bounds, the watch event splitter, and,
  * against a tiny in-process HTTP server (kube/tests/httpd.h), requests with
  * retries and token re-reads, paginated lists with 410 restarts, discovery,
- * and an informer (list, watch, bookmark resume, relist on 410, prompt stop).
+ * and an informer (list, watch, bookmark resume, relist on 410, resume at
+ * once after a cut, prompt stop).
  * No real API server is needed.
  */
 #include <setjmp.h>
@@ -1147,6 +1148,81 @@ static void test_informer_unreachable_stop(void **state)
 	kube_client_free(c);
 }
 
+/*
+ * A watch cut after it had worked (delivered an event) is resumed at once:
+ * the backoff starts over. A watch cut before it delivered anything backs
+ * off more and more.
+ */
+struct cut_srv {
+	atomic_int watches;
+	bool events; /* each watch delivers an event before it is cut */
+};
+
+static void cut_handler(struct httpd_conn *c, const struct httpd_req *r, void *ud)
+{
+	static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+				   "Transfer-Encoding: chunked\r\n\r\n";
+	struct cut_srv *s = ud;
+	char ev[256], chunk[320];
+	int n, len, m;
+
+	if (!strstr(r->path, "watch=1")) {
+		httpd_respond(c, 200, NULL,
+			      "{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\","
+			      "\"metadata\":{\"resourceVersion\":\"10\"},\"items\":[]}");
+		return;
+	}
+	n = atomic_fetch_add(&s->watches, 1);
+	httpd_write(c, head, sizeof(head) - 1);
+	if (s->events) {
+		len = snprintf(
+		    ev, sizeof(ev),
+		    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":"
+		    "{\"name\":\"c%d\",\"namespace\":\"ns\",\"resourceVersion\":\"%d\"}}}\n",
+		    n, 11 + n);
+		m = snprintf(chunk, sizeof(chunk), "%x\r\n%s\r\n", (unsigned)len, ev);
+		httpd_write(c, chunk, (size_t)m);
+	}
+	kube_sleep(20, NULL);
+	/* returning closes the connection without the last chunk: a cut */
+}
+
+static int cut_watches_in(bool events, long ms)
+{
+	struct cut_srv s = {.events = events};
+	struct httpd *srv = httpd_start(cut_handler, &s, NULL);
+	struct kube_client *c = client_for(srv, NULL, NULL);
+	struct kube_informer *inf;
+	int n;
+
+	kube_client_set_retries(c, 3, 100, 1000); /* watch backoff: 100 ms doubling */
+	kube_client_set_timeouts(c, 0, 0, 30);
+	inf = kube_informer_start(c, "/api/v1/namespaces/ns/configmaps", NULL, NULL);
+	assert_non_null(inf);
+	assert_true(kube_informer_wait_synced(inf, 5000));
+	kube_sleep(ms, NULL);
+	n = atomic_load(&s.watches);
+	kube_informer_stop(inf);
+	kube_client_free(c);
+	httpd_stop(srv);
+	return n;
+}
+
+static void test_informer_cut_resumes(void **state)
+{
+	int worked, refused;
+
+	(void)state;
+	/* backoff 50-100 ms each time: at least 10 watches in 2 s */
+	worked = cut_watches_in(true, 2000);
+	if (worked < 10)
+		fail_msg("a watch cut after an event: %d watches in 2 s", worked);
+	/* 50-100, 100-200, 200-400, 400-800, 800-1600 ms: at most 6 in 2 s */
+	refused = cut_watches_in(false, 2000);
+	if (refused > 6)
+		fail_msg("a watch cut before any event: %d watches in 2 s", refused);
+}
+
 /* Several threads share one client (one curl handle each). */
 struct par {
 	struct kube_client *c;
@@ -1209,6 +1285,7 @@ int main(void)
 	    cmocka_unit_test(test_discovery),
 	    cmocka_unit_test(test_informer),
 	    cmocka_unit_test(test_informer_unreachable_stop),
+	    cmocka_unit_test(test_informer_cut_resumes),
 	    cmocka_unit_test(test_threads),
 	};
 
