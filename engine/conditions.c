@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,6 +227,52 @@ void conditions_release(struct conditions *c)
 
 /* ---- operand helpers ---- */
 
+/*
+ * The work of one operator, charged to the rule's budget (engine_int.h):
+ * operands built by JMESPath may hold up to JP_MAX_RESULT_VALUES values
+ * sharing their parts (a 1 MiB string of the object listed 4 million times
+ * costs a few steps), so formatting, comparing and matching them is paid
+ * for as it goes. Once over, helpers return at once and the operator's
+ * result is void.
+ */
+struct meter {
+	unsigned long left; /* steps left; the budget is charged once, at the end */
+	bool over;
+};
+
+static inline bool charge(struct meter *m, unsigned long n)
+{
+	if (m->over || n > m->left) {
+		m->over = true;
+		m->left = 0;
+		return false;
+	}
+	m->left -= n;
+	return true;
+}
+
+/* What the steps left pay for, at 16 bytes or code point comparisons a step. */
+static size_t units_left(const struct meter *m)
+{
+	return m->left > SIZE_MAX / 16 ? SIZE_MAX : (size_t)m->left * 16;
+}
+
+/* value_wildcard(pattern, text), charged: false when over. */
+static bool wild(struct meter *m, const char *pattern, const char *text)
+{
+	size_t work = 0;
+	int r;
+
+	if (m->over)
+		return false;
+	r = value_wildcard_bounded(pattern, text, units_left(m), &work);
+	if (r < 0) {
+		charge(m, m->left + 1);
+		return false;
+	}
+	return charge(m, work / 16) && r > 0;
+}
+
 static bool parse_float(const char *s, double *out)
 {
 	char *end;
@@ -282,10 +329,13 @@ static bool dur_pair(const json_t *key, const json_t *value, long double *k, lon
 	return true;
 }
 
-static bool json_equal_num(const json_t *a, const json_t *b)
+/* Equality with numbers by value; a step per pair compared, per 16 bytes of strings. */
+static bool json_equal_num(struct meter *m, const json_t *a, const json_t *b)
 {
 	double x, y;
 
+	if (!charge(m, 1))
+		return false;
 	if (num(a, &x) && num(b, &y))
 		return x == y;
 	if (json_typeof(a) != json_typeof(b))
@@ -294,7 +344,7 @@ static bool json_equal_num(const json_t *a, const json_t *b)
 		if (json_array_size(a) != json_array_size(b))
 			return false;
 		for (size_t i = 0; i < json_array_size(a); i++)
-			if (!json_equal_num(json_array_get(a, i), json_array_get(b, i)))
+			if (!json_equal_num(m, json_array_get(a, i), json_array_get(b, i)))
 				return false;
 		return true;
 	}
@@ -306,16 +356,18 @@ static bool json_equal_num(const json_t *a, const json_t *b)
 		json_object_foreach((json_t *)a, k, v)
 		{
 			const json_t *w = json_object_get(b, k);
-			if (!w || !json_equal_num(v, w))
+			if (!w || !json_equal_num(m, v, w))
 				return false;
 		}
 		return true;
 	}
+	if (json_is_string(a) && !charge(m, json_string_length(a) / 16))
+		return false;
 	return json_equal(a, b);
 }
 
 /* Equals (section 5.3); returns -1 for "type mismatch / not comparable". */
-static int equals3(const json_t *key, const json_t *value)
+static int equals3(struct meter *m, const json_t *key, const json_t *value)
 {
 	double kd, vd;
 
@@ -351,24 +403,24 @@ static int equals3(const json_t *key, const json_t *value)
 		}
 		if (!json_is_string(value))
 			return -1;
-		return value_wildcard(json_string_value(value), ks);
+		return wild(m, json_string_value(value), ks);
 	}
 	if (json_is_object(key) || json_is_array(key)) {
 		if (json_typeof(key) != json_typeof(value))
 			return -1;
-		return json_equal_num(key, value);
+		return json_equal_num(m, key, value);
 	}
 	return -3; /* null key */
 }
 
-static bool op_equals(const json_t *key, const json_t *value)
+static bool op_equals(struct meter *m, const json_t *key, const json_t *value)
 {
-	return equals3(key, value) == 1;
+	return equals3(m, key, value) == 1;
 }
 
-static bool op_not_equals(const json_t *key, const json_t *value)
+static bool op_not_equals(struct meter *m, const json_t *key, const json_t *value)
 {
-	int r = equals3(key, value);
+	int r = equals3(m, key, value);
 
 	if (r == -3)
 		return false;
@@ -379,10 +431,18 @@ static bool op_not_equals(const json_t *key, const json_t *value)
 	return !r;
 }
 
-/* fmt.Sprint of a condition operand. */
-static char *sprint(const json_t *v)
+/* fmt.Sprint of a condition operand, charged ("" when over). */
+static char *sprint(struct meter *m, const json_t *v)
 {
-	return value_go_string(v);
+	struct gv_buf b = {0};
+
+	if (m->over || !value_go_format_max(v, &b, units_left(m))) {
+		charge(m, m->left + 1);
+		gv_buf_release(&b);
+		return gv_xstrdup("");
+	}
+	charge(m, 1 + b.len / 16);
+	return gv_buf_detach(&b);
 }
 
 /* Range "a-b" / "a!-b" of the pattern language: returns 1 in, 0 out, -1 not a range. */
@@ -408,7 +468,11 @@ static bool parse_range_num(const char *s, size_t n)
 	return i == n;
 }
 
-/* Splits "a-b" at the separating '-' (the first '-' after a digit/letter). */
+/*
+ * Splits "a-b" at the separating '-'. Only the first '-' after the first
+ * byte can be it: a left part holding a '-' past its first byte is not a
+ * number, so one try is enough (and the time stays linear).
+ */
 static bool split_range(const char *v, char **lo, char **hi)
 {
 	size_t n = strlen(v);
@@ -421,6 +485,7 @@ static bool split_range(const char *v, char **lo, char **hi)
 			*hi = gv_xstrdup(v + i + 1);
 			return true;
 		}
+		break;
 	}
 	return false;
 }
@@ -450,9 +515,9 @@ static int in_range(const char *k, const char *lo, const char *hi)
 	return c1 >= 0 && c2 <= 0;
 }
 
-static bool bi_wildcard(const char *a, const char *b)
+static bool bi_wildcard(struct meter *m, const char *a, const char *b)
 {
-	return value_wildcard(a, b) || value_wildcard(b, a);
+	return wild(m, a, b) || wild(m, b, a);
 }
 
 enum set_kind { SET_ANY_IN, SET_ALL_IN, SET_ANY_NOT_IN, SET_ALL_NOT_IN };
@@ -461,9 +526,9 @@ enum set_kind { SET_ANY_IN, SET_ALL_IN, SET_ANY_NOT_IN, SET_ALL_NOT_IN };
  * Resolves a value into a list of texts. Returns false when the value makes
  * the whole condition false. *is_range set when the value is "a-b".
  */
-static bool value_texts(const json_t *value, bool list_key, size_t nkeys, const char *key0,
-			enum set_kind kind, char ***out, size_t *n, char **lo, char **hi,
-			bool *shortcut)
+static bool value_texts(struct meter *m, const json_t *value, bool list_key, size_t nkeys,
+			const char *key0, enum set_kind kind, char ***out, size_t *n, char **lo,
+			char **hi, bool *shortcut)
 {
 	*out = NULL;
 	*n = 0;
@@ -472,7 +537,12 @@ static bool value_texts(const json_t *value, bool list_key, size_t nkeys, const 
 		size_t i;
 		json_t *c;
 		*out = gv_xcalloc(json_array_size(value) + 1, sizeof(**out));
-		json_array_foreach(value, i, c)(*out)[(*n)++] = sprint(c);
+		json_array_foreach(value, i, c)
+		{
+			if (m->over)
+				break;
+			(*out)[(*n)++] = sprint(m, c);
+		}
 		return true;
 	}
 	if (json_is_string(value)) {
@@ -511,7 +581,7 @@ static bool value_texts(const json_t *value, bool list_key, size_t nkeys, const 
 	if (list_key && (json_is_number(value) || json_is_boolean(value)) &&
 	    (kind == SET_ANY_IN || kind == SET_ANY_NOT_IN)) {
 		*out = gv_xcalloc(1, sizeof(**out));
-		(*out)[(*n)++] = sprint(value);
+		(*out)[(*n)++] = sprint(m, value);
 		return true;
 	}
 	return false;
@@ -524,7 +594,7 @@ static void free_texts(char **v, size_t n)
 	free(v);
 }
 
-static bool op_set(enum set_kind kind, const json_t *key, const json_t *value)
+static bool op_set(struct meter *m, enum set_kind kind, const json_t *key, const json_t *value)
 {
 	char **keys = NULL, **vals = NULL, *lo = NULL, *hi = NULL;
 	size_t nkeys = 0, nvals = 0, hits = 0;
@@ -537,10 +607,15 @@ static bool op_set(enum set_kind kind, const json_t *key, const json_t *value)
 		size_t i;
 		json_t *c;
 		keys = gv_xcalloc(json_array_size(key) + 1, sizeof(*keys));
-		json_array_foreach(key, i, c) keys[nkeys++] = sprint(c);
+		json_array_foreach(key, i, c)
+		{
+			if (m->over)
+				goto out;
+			keys[nkeys++] = sprint(m, c);
+		}
 	} else {
 		keys = gv_xcalloc(1, sizeof(*keys));
-		keys[nkeys++] = sprint(key);
+		keys[nkeys++] = sprint(m, key);
 	}
 	if (!list_key && !json_is_array(value) && !string_value)
 		goto out;
@@ -550,7 +625,7 @@ static bool op_set(enum set_kind kind, const json_t *key, const json_t *value)
 		json_t *parsed;
 		bool found = false;
 
-		if (value_wildcard(vs, keys[0])) {
+		if (wild(m, vs, keys[0])) {
 			found = true;
 		} else if (split_range(vs, &lo, &hi)) {
 			found = in_range(keys[0], lo, hi);
@@ -572,7 +647,7 @@ static bool op_set(enum set_kind kind, const json_t *key, const json_t *value)
 		result = (kind == SET_ANY_IN || kind == SET_ALL_IN) ? found : !found;
 		goto out;
 	}
-	if (!value_texts(value, list_key, nkeys, nkeys ? keys[0] : "", kind, &vals, &nvals, &lo,
+	if (!value_texts(m, value, list_key, nkeys, nkeys ? keys[0] : "", kind, &vals, &nvals, &lo,
 			 &hi, &shortcut))
 		goto out;
 	if (shortcut) {
@@ -580,13 +655,13 @@ static bool op_set(enum set_kind kind, const json_t *key, const json_t *value)
 		result = kind == SET_ANY_IN || kind == SET_ALL_IN;
 		goto out;
 	}
-	for (size_t i = 0; i < nkeys; i++) {
+	for (size_t i = 0; i < nkeys && !m->over; i++) {
 		bool found = false;
 		if (lo) {
 			found = in_range(keys[i], lo, hi);
 		} else {
-			for (size_t j = 0; j < nvals && !found; j++)
-				found = bi_wildcard(vals[j], keys[i]);
+			for (size_t j = 0; j < nvals && !found && charge(m, 1); j++)
+				found = bi_wildcard(m, vals[j], keys[i]);
 		}
 		if (found)
 			hits++;
@@ -618,7 +693,7 @@ out:
 }
 
 /* Legacy In / NotIn (section 5.3). */
-static bool op_legacy_in(bool negate, const json_t *key, const json_t *value)
+static bool op_legacy_in(struct meter *m, bool negate, const json_t *key, const json_t *value)
 {
 	json_t *list = NULL;
 	size_t i, j;
@@ -626,7 +701,7 @@ static bool op_legacy_in(bool negate, const json_t *key, const json_t *value)
 	bool result;
 
 	if (!json_is_array(key))
-		return op_set(negate ? SET_ANY_NOT_IN : SET_ANY_IN, key, value);
+		return op_set(m, negate ? SET_ANY_NOT_IN : SET_ANY_IN, key, value);
 	if (json_is_array(value)) {
 		list = json_incref((json_t *)value);
 	} else if (json_is_string(value)) {
@@ -651,8 +726,14 @@ static bool op_legacy_in(bool negate, const json_t *key, const json_t *value)
 			json_decref(list);
 			return false;
 		}
-		json_array_foreach(list, j, v) if (!strcmp(json_string_value(v),
-							   json_string_value(k))) found = true;
+		json_array_foreach(list, j, v)
+		{
+			/* a step per pair, and per 16 bytes that strcmp may read */
+			if (!charge(m, 1 + json_string_length(k) / 16))
+				break;
+			if (!strcmp(json_string_value(v), json_string_value(k)))
+				found = true;
+		}
 		if (!negate && !found) {
 			result = false;
 			break;
@@ -766,25 +847,25 @@ static bool op_duration(enum cond_op op, const json_t *key, const json_t *value)
 	return cmp_result(k < v ? -1 : k > v, op);
 }
 
-bool condition_op_eval(enum cond_op op, const json_t *key, const json_t *value)
+static bool op_eval(struct meter *m, enum cond_op op, const json_t *key, const json_t *value)
 {
 	switch (op) {
 	case COND_EQUALS:
-		return op_equals(key, value);
+		return op_equals(m, key, value);
 	case COND_NOT_EQUALS:
-		return op_not_equals(key, value);
+		return op_not_equals(m, key, value);
 	case COND_IN:
-		return op_legacy_in(false, key, value);
+		return op_legacy_in(m, false, key, value);
 	case COND_NOT_IN:
-		return op_legacy_in(true, key, value);
+		return op_legacy_in(m, true, key, value);
 	case COND_ANY_IN:
-		return op_set(SET_ANY_IN, key, value);
+		return op_set(m, SET_ANY_IN, key, value);
 	case COND_ALL_IN:
-		return op_set(SET_ALL_IN, key, value);
+		return op_set(m, SET_ALL_IN, key, value);
 	case COND_ANY_NOT_IN:
-		return op_set(SET_ANY_NOT_IN, key, value);
+		return op_set(m, SET_ANY_NOT_IN, key, value);
 	case COND_ALL_NOT_IN:
-		return op_set(SET_ALL_NOT_IN, key, value);
+		return op_set(m, SET_ALL_NOT_IN, key, value);
 	case COND_GT:
 	case COND_GE:
 	case COND_LT:
@@ -797,6 +878,27 @@ bool condition_op_eval(enum cond_op op, const json_t *key, const json_t *value)
 		return op_duration(op, key, value);
 	}
 	return false;
+}
+
+enum gv_code condition_op_eval(enum cond_op op, const json_t *key, const json_t *value,
+			       struct jp_budget *b, bool *result, struct gv_err *err)
+{
+	struct jp_budget local = {.max = RULE_MAX_STEPS};
+	struct meter m = {.left = 0, .over = false};
+	size_t text = json_string_length(key) + json_string_length(value);
+
+	if (!b)
+		b = &local;
+	m.left = budget_left(b);
+	/* a step, and a step per 16 bytes of the operands' texts (each is parsed a few times) */
+	*result = charge(&m, 1 + text / 16) && op_eval(&m, op, key, value);
+	if (m.over) {
+		*result = false;
+		budget_charge(b, budget_left(b) + 1);
+		return gv_err_set(err, GV_ELIMIT, RULE_BUDGET_MSG, budget_max(b));
+	}
+	budget_charge(b, budget_left(b) - m.left);
+	return GV_OK;
 }
 
 /* A top-level non-string scalar becomes float64 (section 0). */
@@ -829,10 +931,10 @@ static enum gv_code condition_eval(const struct condition *c, const struct var_c
 	}
 	key = untyped(key);
 	value = untyped(value);
-	*result = condition_op_eval(c->op, key, value);
+	rc = condition_op_eval(c->op, key, value, ctx->budget, result, err);
 	json_decref(key);
 	json_decref(value);
-	return GV_OK;
+	return rc;
 }
 
 struct evaluated {

@@ -30,11 +30,88 @@ struct tmpl;
  */
 struct vtree;
 
+/* ---- the rule step budget ---- */
+
+/*
+ * Steps one evaluation of a rule may use, all its parts together: the
+ * JMESPath of its context, preconditions, exceptions, deny conditions,
+ * foreach lists and elements (nested ones included), patterns and
+ * messages, and the re-evaluation of an UPDATE's old object. Units are
+ * JMESPath evaluation steps (jmespath.h); what is not JMESPath is charged
+ * in the same units (budget_charge callers say what they charge). A rule
+ * that runs it out gives `error` with RULE_BUDGET_MSG; the other rules have
+ * their own budgets.
+ */
+#define RULE_MAX_STEPS	1000000UL
+#define RULE_BUDGET_MSG "rule evaluation step budget (%lu) exceeded" /* %lu: the budget */
+
+/*
+ * Bound on the text a substitution builds (the message of a rule included):
+ * object-supplied values are re-scanned (section 6.2), so without it a
+ * crafted annotation can grow a message exponentially from pass to pass.
+ */
+#define MAX_SUBST_BYTES (256 * 1024)
+
+/* JMESPath's default step budget (jp_options.max_steps and jp_budget.max 0). */
+#define JP_STEPS_DEFAULT 1000000UL
+
+/* The size of b. */
+static inline unsigned long budget_max(const struct jp_budget *b)
+{
+	return b->max ? b->max : JP_STEPS_DEFAULT;
+}
+
+/* Steps b has left. */
+static inline unsigned long budget_left(const struct jp_budget *b)
+{
+	return b->used < budget_max(b) ? budget_max(b) - b->used : 0;
+}
+
+/*
+ * Charges n steps to b (NULL: nothing to charge). False, with b spent
+ * (used == max), when fewer than n steps are left.
+ */
+static inline bool budget_charge(struct jp_budget *b, unsigned long n)
+{
+	if (!b)
+		return true;
+	if (n > budget_left(b)) {
+		b->used = budget_max(b);
+		return false;
+	}
+	b->used += n;
+	return true;
+}
+
+/*
+ * True once b ran out: some evaluation charged to it was cut short (a
+ * budget that runs out is left full, so one that is used exactly to its
+ * last step counts as spent too).
+ */
+static inline bool budget_spent(const struct jp_budget *b)
+{
+	return b && b->used >= budget_max(b);
+}
+
 /* The evaluation context of one rule: the JSON document variables read. */
 struct var_ctx {
-	const json_t *root; /* borrowed: {"request": {...}, "images": ..., "element": ...} */
-	bool delete_op;	    /* DELETE: request.object is read as request.oldObject */
+	const json_t *root;	  /* borrowed: {"request": {...}, "images": ..., "element": ...} */
+	bool delete_op;		  /* DELETE: request.object is read as request.oldObject */
+	struct jp_budget *budget; /* borrowed: the rule's step budget, or NULL (none) */
+	bool element;		  /* in a foreach element: results are charged (var_eval) */
 };
+
+/*
+ * jp_eval_budget charging ctx->budget (the rule's, may be NULL) and local
+ * (one substitution's, may be NULL) at once. In a foreach element
+ * (ctx->element) the rule is also charged a step per 16 values of a list or
+ * map returned: JMESPath walks each result (JP_MAX_RESULT_VALUES) without
+ * charging the walk, and there the number of evaluations follows the
+ * object's lists. When the rule's budget is the one that runs out the error
+ * is RULE_BUDGET_MSG.
+ */
+json_t *var_eval(const struct jp_expr *x, const json_t *data, const struct var_ctx *ctx,
+		 struct jp_budget *local, struct jp_error *e);
 
 /* True when s holds at least one unescaped {{ }} variable. */
 bool tmpl_has_vars(const char *s);
@@ -55,6 +132,9 @@ const json_t *vtree_const(const struct vtree *t);
  * becomes the typed result; embedded ones become text; \{{ becomes {{.
  * Returns GV_OK with *out a new reference, or GV_EEVAL with err->msg like
  * `failed to resolve <expr> at path <pointer>: JMESPath query failed: <e>`.
+ * The variables' steps and a step per 16 bytes of text built are charged
+ * to ctx->budget; GV_ELIMIT when a bound trips (text longer than
+ * MAX_SUBST_BYTES, budgets).
  */
 enum gv_code vtree_eval(const struct vtree *t, const struct var_ctx *ctx, json_t **out,
 			struct gv_err *err);
@@ -210,8 +290,36 @@ void conditions_release(struct conditions *c);
 enum gv_code conditions_eval(const struct conditions *c, const struct var_ctx *ctx, bool *result,
 			     json_t *msgs, struct gv_err *err);
 
-/* One operator on prepared (substituted) key and value (section 5.3). */
-bool condition_op_eval(enum cond_op op, const json_t *key, const json_t *value);
+/*
+ * One operator on prepared (substituted) key and value (section 5.3), its
+ * work charged to b (NULL: a budget of RULE_MAX_STEPS for this call): a
+ * step per pair of elements compared or value walked, and per 16 bytes of
+ * text formatted, parsed or compared (wildcards: per 16 code points
+ * compared). Sets *result; GV_ELIMIT with RULE_BUDGET_MSG when b runs out.
+ */
+enum gv_code condition_op_eval(enum cond_op op, const json_t *key, const json_t *value,
+			       struct jp_budget *b, bool *result, struct gv_err *err);
+
+/* ---- patterns with the rule budget (pattern.c) ---- */
+
+/*
+ * pattern_match charging b (NULL: a budget of RULE_MAX_STEPS for this
+ * call) a step per resource value visited, per 16 code points compared by
+ * wildcards and per 16 bytes of text parsed as a duration or quantity. When
+ * b runs out the status is PATTERN_ERROR, path "" and msg RULE_BUDGET_MSG.
+ * The texts of a failed match are built by a second run that is not
+ * charged (it takes the same path as the first).
+ */
+void pattern_match_budget(const struct pattern *p, const json_t *resource, struct jp_budget *b,
+			  struct pattern_outcome *out);
+
+/*
+ * pattern_any with pattern_match_budget: a pattern that runs b out ends the
+ * loop with status PATTERN_ERROR and pattern_message's text for it.
+ */
+char *pattern_any_budget(struct pattern *const *pats, size_t n, const json_t *resource,
+			 const char *rule, const char *message, struct jp_budget *b,
+			 enum pattern_status *status);
 
 /* ---- rules and policies (policy.c) ---- */
 

@@ -265,10 +265,14 @@ static enum gv_code variable_entry(const struct context_entry *e, const struct v
 		}
 		if (jp) {
 			json_t *data = v;
-			v = jp_search(jp, data, &(struct jp_options){.kyverno = true}, &je);
+			struct jp_expr *x =
+			    jp_compile(jp, &(struct jp_options){.kyverno = true}, &je);
+			v = x ? var_eval(x, data, vc, NULL, &je) : NULL;
+			jp_free(x);
 			json_decref(data);
 			if (!v) {
-				v = entry_default(e, vc);
+				/* a query cut short by the rule's budget has no default */
+				v = budget_spent(vc->budget) ? NULL : entry_default(e, vc);
 				if (!v) {
 					rc = gv_err_set(
 					    err, GV_EEVAL,
@@ -283,7 +287,7 @@ static enum gv_code variable_entry(const struct context_entry *e, const struct v
 		struct var_ctx plain = *vc;
 		rc = var_query(jp, &plain, &v, &je, &qe);
 		if (rc || json_is_null(v)) {
-			json_t *d = entry_default(e, vc);
+			json_t *d = rc && budget_spent(vc->budget) ? NULL : entry_default(e, vc);
 			if (!rc)
 				json_decref(v);
 			v = NULL;
@@ -306,11 +310,13 @@ static enum gv_code variable_entry(const struct context_entry *e, const struct v
 }
 
 static enum gv_code load_context(const struct eval_state *st, const struct context_entry *c,
-				 size_t n, json_t *root, bool delete_op, struct gv_err *err)
+				 size_t n, json_t *root, struct jp_budget *rb, bool element,
+				 struct gv_err *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct context_entry *e = &c[i];
-		struct var_ctx vc = {.root = root, .delete_op = delete_op};
+		struct var_ctx vc = {
+		    .root = root, .delete_op = st->delete_op, .budget = rb, .element = element};
 		json_t *v = NULL;
 		enum gv_code rc;
 
@@ -364,33 +370,49 @@ static void apply_values(json_t *root, const json_t *values)
 
 /* ---- bodies ---- */
 
+/*
+ * validate.message, substituted. A message that is exactly one variable
+ * giving a non-string is written as JSON, as an embedded variable is
+ * (jp_dump's Go encoding/json form), and within the same bounds: at most
+ * MAX_SUBST_BYTES, a step per 16 bytes charged to the rule's budget.
+ */
 static char *substitute_message(const struct rule *r, const struct var_ctx *vc, bool *failed,
 				char **errmsg)
 {
 	json_t *m = NULL;
 	struct gv_err e = {0};
-	char *s;
+	struct gv_buf b = {0};
+	char *s = NULL;
 
 	*failed = false;
 	if (!r->message)
 		return NULL;
-	if (vtree_eval(r->message, vc, &m, &e)) {
-		*failed = true;
-		if (errmsg)
-			*errmsg = gv_xstrdup(e.msg);
-		return NULL;
-	}
+	if (vtree_eval(r->message, vc, &m, &e))
+		goto fail;
 	if (json_is_string(m)) {
 		s = gv_xstrdup(json_string_value(m));
+	} else if (!jp_dump_max(m, &b, JP_DUMP_SORT_KEYS | JP_DUMP_HTML_ESCAPE, MAX_SUBST_BYTES)) {
+		gv_err_set(
+		    &e, GV_ELIMIT,
+		    "failed to resolve variables at path : the result is longer than %d bytes",
+		    MAX_SUBST_BYTES);
+		goto fail;
+	} else if (!budget_charge(vc->budget, b.len / 16)) {
+		gv_err_set(&e, GV_ELIMIT, "failed to resolve variables at path : " RULE_BUDGET_MSG,
+			   budget_max(vc->budget));
+		goto fail;
 	} else {
-		struct gv_buf b = {0};
-		char *d = json_dumps(m, JSON_ENCODE_ANY | JSON_COMPACT);
-		gv_buf_adds(&b, d ? d : "");
-		free(d);
 		s = gv_buf_detach(&b);
 	}
 	json_decref(m);
 	return s;
+fail:
+	gv_buf_release(&b);
+	json_decref(m);
+	*failed = true;
+	if (errmsg)
+		*errmsg = gv_xstrdup(e.msg);
+	return NULL;
 }
 
 static enum engine_status from_pattern(enum pattern_status s)
@@ -405,6 +427,25 @@ static enum engine_status from_pattern(enum pattern_status s)
 	default:
 		return ENGINE_ERROR;
 	}
+}
+
+/*
+ * Charges compiling a substituted pattern to the rule's budget: a pattern
+ * is as large as the values its variables bring in, which share their
+ * parts (pattern_compile copies each part as often as it appears).
+ */
+static bool charge_pattern(const json_t *sub, const struct var_ctx *vc, struct outcome *o)
+{
+	size_t left, cost;
+
+	if (!vc->budget)
+		return true;
+	left = budget_left(vc->budget);
+	cost = value_walk_cost(sub, left);
+	if (budget_charge(vc->budget, cost))
+		return true;
+	outcome_set(o, ENGINE_ERROR, gv_xasprintf(RULE_BUDGET_MSG, budget_max(vc->budget)));
+	return false;
 }
 
 static void eval_pattern(const struct rule *r, const struct body *b, const json_t *resource,
@@ -424,6 +465,10 @@ static void eval_pattern(const struct rule *r, const struct body *b, const json_
 				    gv_xasprintf("variable substitution failed: %s", e.msg));
 			return;
 		}
+		if (!charge_pattern(sub, vc, o)) {
+			json_decref(sub);
+			return;
+		}
 		tmp = pattern_compile(sub, &e);
 		json_decref(sub);
 		if (!tmp) {
@@ -432,7 +477,7 @@ static void eval_pattern(const struct rule *r, const struct body *b, const json_
 		}
 		p = tmp;
 	}
-	pattern_match(p, resource, &po);
+	pattern_match_budget(p, resource, vc->budget, &po);
 	if (po.status == PATTERN_PASS || po.status == PATTERN_SKIP) {
 		msg = pattern_message(&po, r->name, NULL);
 	} else {
@@ -476,6 +521,10 @@ static void eval_any_pattern(const struct rule *r, const struct body *b, const j
 				    gv_xasprintf("variable substitution failed: %s", e.msg));
 			return;
 		}
+		if (!charge_pattern(sub, vc, o)) {
+			json_decref(sub);
+			return;
+		}
 		n = json_array_size(sub);
 		tmp = gv_xcalloc(n + 1, sizeof(*tmp));
 		json_array_foreach(sub, i, c)
@@ -500,7 +549,7 @@ static void eval_any_pattern(const struct rule *r, const struct body *b, const j
 	if (n == 0) {
 		outcome_set(o, ENGINE_PASS, gv_xstrdup(r->message_raw ? r->message_raw : ""));
 	} else {
-		msg = pattern_any(pats, n, resource, r->name, m, &st);
+		msg = pattern_any_budget(pats, n, resource, r->name, m, vc->budget, &st);
 		outcome_set(o, from_pattern(st), msg);
 	}
 	free(m);
@@ -571,17 +620,27 @@ static void eval_deny(const struct rule *r, const struct body *b, const struct v
 
 static void eval_body(const struct eval_state *st, const struct engine_policy *p,
 		      const struct rule *r, const struct body *b, const json_t *resource,
-		      json_t *root, int depth, struct outcome *o);
+		      json_t *root, int depth, struct jp_budget *rb, struct outcome *o);
 
 static bool is_unknown_key(const struct jp_error *je)
 {
 	return je->kind == JP_ERR_UNKNOWN_KEY;
 }
 
+/*
+ * Steps an element of a foreach costs besides what its body charges: its
+ * variable context is copied (a step more per 8 variables) and its
+ * preconditions and body set up, about what a few JMESPath steps cost. A
+ * list of 4,194,304 elements (JP_MAX_RESULT_VALUES) built in a few steps
+ * runs the budget out instead of running that many times.
+ */
+#define FOREACH_ELEMENT_STEPS 8
+
 /* section 1.7 */
 static void eval_foreach(const struct eval_state *st, const struct engine_policy *p,
 			 const struct rule *r, const struct foreach *fe, size_t nfe,
-			 const json_t *resource, json_t *root, int depth, struct outcome *o)
+			 const json_t *resource, json_t *root, int depth, struct jp_budget *rb,
+			 struct outcome *o)
 {
 	size_t applied = 0;
 	char *list_err = NULL;
@@ -595,7 +654,8 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 		fvalues = st->in->hooks->foreach_values(st->in->hooks->ud, p, r->name, resource);
 	for (size_t f = 0; f < nfe; f++) {
 		const struct foreach *e = &fe[f];
-		struct var_ctx vc = {.root = root, .delete_op = st->delete_op};
+		struct var_ctx vc = {
+		    .root = root, .delete_op = st->delete_op, .budget = rb, .element = depth > 0};
 		struct jp_error je;
 		struct gv_err ge = {0};
 		json_t *list = NULL;
@@ -603,11 +663,16 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 		json_t *elem;
 
 		if (e->list_x && !(st->delete_op && strstr(e->list, "request.object"))) {
-			list = jp_eval(e->list_x, root, &je);
+			list = var_eval(e->list_x, root, &vc, NULL, &je);
 			if (!list)
 				gv_err_set(&ge, GV_EEVAL, "%s", je.msg);
 		} else {
 			var_query(e->list, &vc, &list, &je, &ge);
+		}
+		if (!list && budget_spent(rb)) {
+			outcome_set(o, ENGINE_ERROR,
+				    gv_xasprintf("failed to evaluate list: %s", ge.msg));
+			goto out;
 		}
 		if (!list) {
 			if (!is_unknown_key(&je) && !list_err)
@@ -628,6 +693,16 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 			struct gv_err pe = {0};
 			const json_t *target = resource;
 
+			/* null elements are skipped, for a step */
+			if (!budget_charge(rb, json_is_null(elem)
+						   ? 1
+						   : FOREACH_ELEMENT_STEPS +
+							 json_object_size(root) / 8)) {
+				outcome_set(o, ENGINE_ERROR,
+					    gv_xasprintf(RULE_BUDGET_MSG, budget_max(rb)));
+				json_decref(list);
+				goto out;
+			}
 			if (json_is_null(elem))
 				continue;
 			eroot = e->nctx || fvalues ? root_copy(root) : json_copy(root);
@@ -647,14 +722,27 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 						var_set_path(eroot, k, json_incref(item));
 				}
 			}
-			if (load_context(st, e->ctx, e->nctx, eroot, st->delete_op, &pe)) {
+			if (load_context(st, e->ctx, e->nctx, eroot, rb, true, &pe)) {
 				outcome_set(&eo, ENGINE_ERROR,
 					    gv_xasprintf("failed to load context: %s", pe.msg));
 			} else {
-				struct var_ctx evc = {.root = eroot, .delete_op = st->delete_op};
+				struct var_ctx evc = {.root = eroot,
+						      .delete_op = st->delete_op,
+						      .budget = rb,
+						      .element = true};
 				if (conditions_eval(&e->pre, &evc, &ok, NULL, &pe) || !ok) {
 					json_decref(eroot);
-					continue;
+					/* a precondition cut short does not skip the element */
+					if (!budget_spent(rb))
+						continue;
+					outcome_set(o, ENGINE_ERROR,
+						    pe.code ? gv_xasprintf("failed to evaluate "
+									   "preconditions: %s",
+									   pe.msg)
+							    : gv_xasprintf(RULE_BUDGET_MSG,
+									   budget_max(rb)));
+					json_decref(list);
+					goto out;
 				}
 				if (e->element_scope == 1 && !json_is_object(elem)) {
 					outcome_set(
@@ -671,7 +759,7 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 				     e->body.kind == BODY_ANY_PATTERN) &&
 				    json_is_object(elem) && e->element_scope != 0)
 					target = elem;
-				eval_body(st, p, r, &e->body, target, eroot, depth + 1, &eo);
+				eval_body(st, p, r, &e->body, target, eroot, depth + 1, rb, &eo);
 			}
 		element_done:
 			json_decref(eroot);
@@ -685,16 +773,13 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 							 eo.message ? eo.message : ""));
 				free(eo.message);
 				json_decref(list);
-				json_decref(fvalues);
-				free(list_err);
-				return;
+				goto out;
 			}
 			free(eo.message);
 			applied++;
 		}
 		json_decref(list);
 	}
-	json_decref(fvalues);
 	if (applied) {
 		outcome_set(o, ENGINE_PASS, gv_xstrdup("rule passed"));
 	} else if (list_err) {
@@ -702,14 +787,17 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 	} else {
 		o->none = true;
 	}
+out:
+	json_decref(fvalues);
 	free(list_err);
 }
 
 static void eval_body(const struct eval_state *st, const struct engine_policy *p,
 		      const struct rule *r, const struct body *b, const json_t *resource,
-		      json_t *root, int depth, struct outcome *o)
+		      json_t *root, int depth, struct jp_budget *rb, struct outcome *o)
 {
-	struct var_ctx vc = {.root = root, .delete_op = st->delete_op};
+	struct var_ctx vc = {
+	    .root = root, .delete_op = st->delete_op, .budget = rb, .element = depth > 0};
 
 	switch (b->kind) {
 	case BODY_DENY:
@@ -730,7 +818,7 @@ static void eval_body(const struct eval_state *st, const struct engine_policy *p
 		eval_any_pattern(r, b, resource, &vc, o);
 		break;
 	case BODY_FOREACH:
-		eval_foreach(st, p, r, b->foreach, b->nforeach, resource, root, depth, o);
+		eval_foreach(st, p, r, b->foreach, b->nforeach, resource, root, depth, rb, o);
 		break;
 	case BODY_NONE:
 		o->none = true;
@@ -741,7 +829,8 @@ static void eval_body(const struct eval_state *st, const struct engine_policy *p
 /* ---- exceptions ---- */
 
 static bool exception_applies(const struct eval_state *st, const struct engine_exception *e,
-			      const struct engine_policy *p, const char *rule, json_t *root)
+			      const struct engine_policy *p, const char *rule, json_t *root,
+			      struct jp_budget *rb)
 {
 	bool named = false;
 	struct match_request mr;
@@ -770,7 +859,7 @@ static bool exception_applies(const struct eval_state *st, const struct engine_e
 	if (!match_block_eval(&e->match, &mr, false))
 		return false;
 	if (e->conditions.present) {
-		struct var_ctx vc = {.root = root, .delete_op = st->delete_op};
+		struct var_ctx vc = {.root = root, .delete_op = st->delete_op, .budget = rb};
 		struct gv_err ce = {0};
 		bool ok;
 		if (conditions_eval(&e->conditions, &vc, &ok, NULL, &ce) || !ok)
@@ -781,15 +870,16 @@ static bool exception_applies(const struct eval_state *st, const struct engine_e
 
 /* ---- rules ---- */
 
+/* Evaluates rule r, charging its steps to rb (section 10; engine_int.h RULE_MAX_STEPS). */
 static void eval_rule(const struct eval_state *st, const struct engine_policy *p,
 		      const struct rule *r, const json_t *base_root, const json_t *resource,
-		      struct outcome *o)
+		      struct jp_budget *rb, struct outcome *o)
 {
 	const struct engine_hooks *h = st->in->hooks;
 	json_t *values = h && h->rule_values ? h->rule_values(h->ud, p, r->name, resource) : NULL;
 	/* The shared root is read-only: copy it only when this rule writes variables. */
 	json_t *root = values || r->nctx ? root_copy(base_root) : json_incref((json_t *)base_root);
-	struct var_ctx vc = {.root = root, .delete_op = st->delete_op};
+	struct var_ctx vc = {.root = root, .delete_op = st->delete_op, .budget = rb};
 	struct gv_err e = {0};
 	json_t *msgs;
 	bool ok;
@@ -802,7 +892,7 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 		if (st->force_create)
 			var_set_path(root, "request.operation", json_string("CREATE"));
 	}
-	if (load_context(st, r->ctx, r->nctx, root, st->delete_op, &e)) {
+	if (load_context(st, r->ctx, r->nctx, root, rb, false, &e)) {
 		outcome_set(o, ENGINE_ERROR, gv_xasprintf("failed to load context: %s", e.msg));
 		goto out;
 	}
@@ -830,7 +920,7 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 	json_decref(msgs);
 	for (size_t i = 0; i < st->set->nexc; i++) {
 		const struct engine_exception *x = st->set->exc[i];
-		if (!exception_applies(st, x, p, r->name, root))
+		if (!exception_applies(st, x, p, r->name, root, rb))
 			continue;
 		if (exc.len)
 			gv_buf_addc(&exc, ',');
@@ -846,15 +936,18 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 		o->exception = true;
 		goto out;
 	}
-	eval_body(st, p, r, &r->body, resource, root, 0, o);
+	eval_body(st, p, r, &r->body, resource, root, 0, rb, o);
 out:
 	gv_buf_release(&exc);
 	json_decref(root);
 }
 
-/* Re-evaluates an UPDATE's rule against the old object as a CREATE (section 8.5). */
+/*
+ * Re-evaluates an UPDATE's rule against the old object as a CREATE (section
+ * 8.5), within what is left of the rule's budget rb.
+ */
 static bool old_object_fails(const struct eval_state *st, const struct engine_policy *p,
-			     const struct rule *r)
+			     const struct rule *r, struct jp_budget *rb)
 {
 	struct eval_state old = *st;
 	struct outcome o = {.none = true};
@@ -869,7 +962,7 @@ static bool old_object_fails(const struct eval_state *st, const struct engine_po
 	if (!rule_selects(&old, r, old.object))
 		return false;
 	old.root = build_root(st, st->in->old_object, NULL, "CREATE");
-	eval_rule(&old, p, r, old.root, old.object, &o);
+	eval_rule(&old, p, r, old.root, old.object, rb, &o);
 	fails = !o.none && o.status == ENGINE_FAIL;
 	free(o.message);
 	json_decref(old.root);
@@ -900,6 +993,7 @@ static void eval_policy(const struct eval_state *st, const struct engine_policy 
 	for (size_t i = 0; i < p->nrules; i++) {
 		const struct rule *r = &p->rules[i];
 		struct outcome o = {.none = true};
+		struct jp_budget rb = {.max = RULE_MAX_STEPS};
 		enum engine_action action;
 
 		if (!r->has_validate)
@@ -908,18 +1002,28 @@ static void eval_policy(const struct eval_state *st, const struct engine_policy 
 			continue;
 		if (!rule_selects(st, r, st->object))
 			continue;
-		eval_rule(st, p, r, st->root, st->object, &o);
-		if (o.none) {
+		eval_rule(st, p, r, st->root, st->object, &rb, &o);
+		if (o.none && !budget_spent(&rb)) {
 			free(o.message);
 			continue;
 		}
 		action = rule_effective_action(p, r, st->namespace, st->in->namespace_labels);
-		if (st->mode == ENGINE_ADMISSION && !strcmp(st->operation, "UPDATE") &&
+		if (st->mode == ENGINE_ADMISSION && !strcmp(st->operation, "UPDATE") && !o.none &&
 		    o.status == ENGINE_FAIL && action == ENGINE_ENFORCE && r->allow_existing &&
-		    old_object_fails(st, p, r))
+		    old_object_fails(st, p, r, &rb))
 			outcome_set(&o, ENGINE_SKIP,
 				    gv_xstrdup("skipping the rule evaluation as pre-existing "
 					       "violations are allowed"));
+		/*
+		 * Some steps swallow errors by design (a failed exception does not
+		 * apply, a failed default is used as written): a rule whose budget
+		 * ran out cannot pass or be skipped. A failure stands (only its
+		 * message, or the old-object check of section 8.5, was cut short).
+		 */
+		if (budget_spent(&rb) &&
+		    (o.none || o.status == ENGINE_PASS || o.status == ENGINE_SKIP))
+			outcome_set(&o, ENGINE_ERROR,
+				    gv_xasprintf(RULE_BUDGET_MSG, RULE_MAX_STEPS));
 		push_result(resp, r->name, &o, action);
 		if (p->apply_one && (resp->rules[resp->nrules - 1].status == ENGINE_PASS ||
 				     resp->rules[resp->nrules - 1].status == ENGINE_FAIL))

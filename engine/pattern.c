@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/engine_int.h"
 #include "engine/value.h"
 
 #include "common/banned.h"
@@ -26,6 +27,13 @@
  * outcome, this time keeping the path and building the messages.
  *
  * Recursion follows the pattern tree, whose depth is bounded at compile time.
+ *
+ * Work: the first run charges the rule's step budget (engine_int.h) a step
+ * per resource value visited and per 16 code points compared by wildcards
+ * or bytes parsed; a resource handed over by a foreach may be a JMESPath
+ * result sharing its parts, and wildcard matching is quadratic. When the
+ * steps run out every visit fails at once and the match ends as an error.
+ * The verbose run is not charged: it takes the same path as the first.
  */
 
 #define PATTERN_MAX_DEPTH 256
@@ -767,10 +775,43 @@ struct perr {
 struct mctx {
 	const struct pattern *p;
 	bool verbose;
+	bool metered;	    /* charge the work to `left` (the first run) */
+	bool over;	    /* the steps ran out: every visit fails */
+	unsigned long left; /* steps left, when metered */
 	uint64_t *recorded; /* presence table: slot seen */
 	uint64_t *present;  /* presence table: key present at least once */
 	struct gv_buf path; /* verbose mode: Kyverno path of the current element */
 };
+
+/* Charges n steps; false (and every later visit fails) once they run out. */
+static bool mcharge(struct mctx *c, unsigned long n)
+{
+	if (!c->metered)
+		return true;
+	if (c->over || n > c->left) {
+		c->over = true;
+		c->left = 0;
+		return false;
+	}
+	c->left -= n;
+	return true;
+}
+
+/* value_wildcard(pattern, text), charged a step per 16 code points compared. */
+static bool mwild(struct mctx *c, const char *pattern, const char *text)
+{
+	size_t work = 0, max = SIZE_MAX;
+	int r;
+
+	if (c->metered)
+		max = c->left > SIZE_MAX / 16 ? SIZE_MAX : (size_t)c->left * 16;
+	r = value_wildcard_bounded(pattern, text, max, &work);
+	if (r < 0) {
+		mcharge(c, c->left + 1);
+		return false;
+	}
+	return mcharge(c, work / 16) && r > 0;
+}
 
 static bool is_skip(enum perr_kind k)
 {
@@ -957,7 +998,7 @@ static int cmp_result(enum op op, int r)
 }
 
 /* compareString: only = and ! compare, by wildcard on the value's text. */
-static bool cmp_string(const struct pcmp *pc, const json_t *v)
+static bool cmp_string(struct mctx *c, const struct pcmp *pc, const json_t *v)
 {
 	struct gv_buf b = {0};
 	char ibuf[32];
@@ -987,19 +1028,29 @@ static bool cmp_string(const struct pcmp *pc, const json_t *v)
 	default:
 		return false;
 	}
-	m = value_wildcard(pc->operand, text);
+	m = mwild(c, pc->operand, text);
 	if (b.data)
 		gv_buf_release(&b);
+	if (c->over)
+		return false;
 	return pc->op == OP_EQ ? m : !m;
 }
 
+/* Charges parsing the value's text (a step per 16 bytes); false when over. */
+static bool charge_parse(struct mctx *c, const char *t)
+{
+	return !t || mcharge(c, strlen(t) / 16);
+}
+
 /* validateString: duration, else quantity, else string (section 3.5 step 4). */
-static bool cmp_eval(const struct pcmp *pc, struct vcache *vc)
+static bool cmp_eval(struct mctx *c, const struct pcmp *pc, struct vcache *vc)
 {
 	if (pc->is_dur) {
 		if (!vc->dur_done) {
 			const char *t = vc_num(vc);
 
+			if (!charge_parse(c, t))
+				return false;
 			vc->dur_done = true;
 			vc->is_dur = t && value_parse_duration(t, &vc->dur);
 		}
@@ -1012,28 +1063,30 @@ static bool cmp_eval(const struct pcmp *pc, struct vcache *vc)
 		if (!vc->qty_done) {
 			const char *t = vc_num(vc);
 
+			if (!charge_parse(c, t))
+				return false;
 			vc->qty_done = true;
 			vc->is_qty = t && value_parse_quantity(t, &vc->qty);
 		}
 		if (vc->is_qty)
 			return cmp_result(pc->op, value_quantity_cmp(&vc->qty, &pc->qty));
 	}
-	return cmp_string(pc, vc->v);
+	return cmp_string(c, pc, vc->v);
 }
 
-static bool term_eval(const struct pterm *t, struct vcache *vc)
+static bool term_eval(struct mctx *c, const struct pterm *t, struct vcache *vc)
 {
 	switch (t->kind) {
 	case TERM_RANGE:
-		return cmp_eval(&t->cmp[0], vc) && cmp_eval(&t->cmp[1], vc);
+		return cmp_eval(c, &t->cmp[0], vc) && cmp_eval(c, &t->cmp[1], vc);
 	case TERM_NOTRANGE:
-		return cmp_eval(&t->cmp[0], vc) || cmp_eval(&t->cmp[1], vc);
+		return cmp_eval(c, &t->cmp[0], vc) || cmp_eval(c, &t->cmp[1], vc);
 	default:
-		return cmp_eval(&t->cmp[0], vc);
+		return cmp_eval(c, &t->cmp[0], vc);
 	}
 }
 
-static bool string_ok(const struct pnode *n, const json_t *v)
+static bool string_ok(struct mctx *c, const struct pnode *n, const json_t *v)
 {
 	struct vcache vc;
 	size_t a, t;
@@ -1048,7 +1101,9 @@ static bool string_ok(const struct pnode *n, const json_t *v)
 		bool all = true;
 
 		for (t = 0; t < alt->nterms && all; t++)
-			all = term_eval(&alt->terms[t], &vc);
+			all = term_eval(c, &alt->terms[t], &vc);
+		if (c->over)
+			return false;
 		if (all)
 			return true;
 	}
@@ -1065,7 +1120,7 @@ static bool real_is_int(double d, long long *out)
 }
 
 /* pattern.Validate for a scalar pattern node (section 3.4). */
-static bool scalar_ok(const struct pnode *n, const json_t *v)
+static bool scalar_ok(struct mctx *c, const struct pnode *n, const json_t *v)
 {
 	json_type vt = v ? json_typeof(v) : JSON_NULL;
 	long long iv;
@@ -1107,7 +1162,7 @@ static bool scalar_ok(const struct pnode *n, const json_t *v)
 			return false;
 		}
 	case JSON_STRING:
-		return string_ok(n, v);
+		return string_ok(c, n, v);
 	default:
 		return false;
 	}
@@ -1119,22 +1174,38 @@ static bool elem(struct mctx *c, const json_t *res, const struct pnode *n, struc
 
 static void scalar_fail(struct mctx *c, struct perr *e, const json_t *res, const struct pnode *n)
 {
-	char *rv = c->verbose ? value_go_string(res) : NULL;
+	struct gv_buf rv = {0};
 
+	/* res may be a list sharing its parts: its text is cut */
+	if (c->verbose && !value_go_format_max(res, &rv, MAX_SUBST_BYTES))
+		gv_buf_addf(&rv, "(a value longer than %d bytes)", MAX_SUBST_BYTES);
 	perr_set(c, e, PE_FAIL, cur_path(c), "resource value '%s' does not match '%s' at path %s",
-		 rv ? rv : "", n->text, cur_path(c));
-	free(rv);
+		 gv_buf_str(&rv), n->text, cur_path(c));
+	gv_buf_release(&rv);
 }
 
-/* Collects a skip; in verbose mode appends its text to the aggregate. */
+/*
+ * Collects a skip; in verbose mode appends its text to the aggregate. The
+ * aggregate stops growing at MAX_SUBST_BYTES (cut on a UTF-8 boundary): a
+ * list of a million skipped elements would otherwise make a message of
+ * tens of MiB.
+ */
 static void skip_collect(struct perr *sub, struct gv_buf *texts, size_t *nskips, bool *direct)
 {
 	if (is_direct(sub->kind))
 		*direct = true;
-	if (sub->text) {
+	if (sub->text && texts->len < MAX_SUBST_BYTES) {
+		size_t n = strlen(sub->text), room;
+
 		if (*nskips)
 			gv_buf_adds(texts, SKIP_SEP);
-		gv_buf_adds(texts, sub->text);
+		room = texts->len < MAX_SUBST_BYTES ? MAX_SUBST_BYTES - texts->len : 0;
+		if (n > room) {
+			n = room;
+			while (n && ((unsigned char)sub->text[n] & 0xc0) == 0x80)
+				n--;
+		}
+		gv_buf_add(texts, sub->text, n);
 	}
 	(*nskips)++;
 	perr_release(sub);
@@ -1155,8 +1226,15 @@ static bool array_elems(struct mctx *c, const json_t *res, const struct pnode *c
 
 	for (i = 0; i < n; i++) {
 		struct perr sub = {0};
-		size_t old = path_push_index(c, i);
-		bool good = elem(c, json_array_get(res, i), positional ? pats[i] : pats[0], &sub);
+		size_t old;
+		bool good;
+
+		if (c->over) {
+			perr_set(c, e, PE_FAIL, NULL, "%s", "");
+			goto out;
+		}
+		old = path_push_index(c, i);
+		good = elem(c, json_array_get(res, i), positional ? pats[i] : pats[0], &sub);
 
 		path_pop(c, old);
 		if (!good) {
@@ -1233,7 +1311,7 @@ static bool existence(struct mctx *c, const json_t *v, const struct pentry *en, 
 			    "to compare against items in resource");
 			return false;
 		}
-		for (i = 0; i < json_array_size(v) && !found; i++) {
+		for (i = 0; i < json_array_size(v) && !found && !c->over; i++) {
 			struct perr sub = {0};
 			size_t old = path_push_index(c, i);
 
@@ -1379,7 +1457,9 @@ static void expand_entries(struct mctx *c, const json_t *res, const struct pnode
 
 			json_object_foreach(obj, rk, rv)
 			{
-				if (json_is_string(rv) && value_wildcard(en->name, rk)) {
+				if (!mcharge(c, 1))
+					break;
+				if (json_is_string(rv) && mwild(c, en->name, rk)) {
 					r.name = rk;
 					r.spelling = spell(en, rk);
 					break;
@@ -1522,6 +1602,10 @@ static bool elem(struct mctx *c, const json_t *res, const struct pnode *n, struc
 {
 	size_t i;
 
+	if (!mcharge(c, 1)) {
+		perr_set(c, e, PE_FAIL, NULL, "%s", "");
+		return false;
+	}
 	switch (n->kind) {
 	case PN_MAP:
 		if (!json_is_object(res)) {
@@ -1545,14 +1629,14 @@ static bool elem(struct mctx *c, const json_t *res, const struct pnode *n, struc
 	case PN_SCALAR:
 		if (json_is_array(res)) {
 			for (i = 0; i < json_array_size(res); i++) {
-				if (!scalar_ok(n, json_array_get(res, i))) {
+				if (!mcharge(c, 1) || !scalar_ok(c, n, json_array_get(res, i))) {
 					scalar_fail(c, e, res, n);
 					return false;
 				}
 			}
 			return true;
 		}
-		if (!scalar_ok(n, res)) {
+		if (!scalar_ok(c, n, res)) {
 			scalar_fail(c, e, res, n);
 			return false;
 		}
@@ -1563,9 +1647,13 @@ static bool elem(struct mctx *c, const json_t *res, const struct pnode *n, struc
 
 #define PRESENCE_STACK_WORDS 4
 
-/* One run of MatchPattern; returns the status and fills e (texts in verbose mode). */
+/*
+ * One run of MatchPattern; returns the status and fills e (texts in verbose
+ * mode). left (NULL: not charged) holds the steps left, and is updated;
+ * *over is set when they ran out (the status is then PATTERN_ERROR).
+ */
 static enum pattern_status match_run(const struct pattern *p, const json_t *resource, bool verbose,
-				     struct perr *e)
+				     unsigned long *left, bool *over, struct perr *e)
 {
 	uint64_t stack_rec[PRESENCE_STACK_WORDS], stack_pres[PRESENCE_STACK_WORDS];
 	size_t words = (p->nspellings + 63) / 64, i;
@@ -1575,6 +1663,8 @@ static enum pattern_status match_run(const struct pattern *p, const json_t *reso
 
 	c.p = p;
 	c.verbose = verbose;
+	c.metered = left != NULL;
+	c.left = left ? *left : 0;
 	if (words <= PRESENCE_STACK_WORDS) {
 		c.recorded = stack_rec;
 		c.present = stack_pres;
@@ -1590,6 +1680,10 @@ static enum pattern_status match_run(const struct pattern *p, const json_t *reso
 		st = PATTERN_PASS;
 		goto out;
 	}
+	if (c.over) {
+		st = PATTERN_ERROR;
+		goto out;
+	}
 	if (is_skip(e->kind)) {
 		st = PATTERN_SKIP;
 		goto out;
@@ -1603,6 +1697,9 @@ static enum pattern_status match_run(const struct pattern *p, const json_t *reso
 			missing = true;
 	st = missing || e->empty_path ? PATTERN_ERROR : PATTERN_FAIL;
 out:
+	if (left)
+		*left = c.left;
+	*over = c.over;
 	if (c.recorded != stack_rec) {
 		free(c.recorded);
 		free(c.present);
@@ -1615,17 +1712,29 @@ out:
 /* Shared empty string of outcomes that carry no text (never freed). */
 static char outcome_empty[1];
 
-void pattern_match(const struct pattern *p, const json_t *resource, struct pattern_outcome *out)
+/* pattern_match_budget; *over set when the budget ran out. */
+static void match(const struct pattern *p, const json_t *resource, struct jp_budget *b,
+		  struct pattern_outcome *out, bool *over)
 {
+	struct jp_budget local = {.max = RULE_MAX_STEPS};
 	struct perr e = {0};
+	unsigned long left, start;
 
-	out->status = match_run(p, resource, false, &e);
+	if (!b)
+		b = &local;
+	left = start = budget_left(b);
+	out->status = match_run(p, resource, false, &left, over, &e);
 	out->path = outcome_empty;
 	out->msg = outcome_empty;
+	budget_charge(b, *over ? start + 1 : start - left);
 	if (out->status == PATTERN_PASS)
 		return;
 	perr_release(&e);
-	out->status = match_run(p, resource, true, &e);
+	if (*over) {
+		out->msg = gv_xasprintf(RULE_BUDGET_MSG, budget_max(b));
+		return;
+	}
+	out->status = match_run(p, resource, true, NULL, over, &e);
 	if (out->status == PATTERN_FAIL) {
 		out->path = e.path ? e.path : gv_xstrdup("");
 		e.path = NULL;
@@ -1633,6 +1742,19 @@ void pattern_match(const struct pattern *p, const json_t *resource, struct patte
 	out->msg = e.text ? e.text : gv_xstrdup("");
 	e.text = NULL;
 	perr_release(&e);
+}
+
+void pattern_match_budget(const struct pattern *p, const json_t *resource, struct jp_budget *b,
+			  struct pattern_outcome *out)
+{
+	bool over;
+
+	match(p, resource, b, out, &over);
+}
+
+void pattern_match(const struct pattern *p, const json_t *resource, struct pattern_outcome *out)
+{
+	pattern_match_budget(p, resource, NULL, out);
 }
 
 void pattern_outcome_release(struct pattern_outcome *o)
@@ -1687,16 +1809,30 @@ char *pattern_message(const struct pattern_outcome *o, const char *rule, const c
 	return gv_buf_detach(&b);
 }
 
-char *pattern_any(struct pattern *const *pats, size_t n, const json_t *resource, const char *rule,
-		  const char *message, enum pattern_status *status)
+char *pattern_any_budget(struct pattern *const *pats, size_t n, const json_t *resource,
+			 const char *rule, const char *message, struct jp_budget *budget,
+			 enum pattern_status *status)
 {
+	struct jp_budget local = {.max = RULE_MAX_STEPS};
 	struct gv_buf fails = {0}, skips = {0}, b = {0};
 	size_t i;
 
+	if (!budget)
+		budget = &local; /* one budget for all the patterns */
 	for (i = 0; i < n; i++) {
 		struct pattern_outcome o;
+		bool over;
 
-		pattern_match(pats[i], resource, &o);
+		match(pats[i], resource, budget, &o, &over);
+		if (over) {
+			char *m = pattern_message(&o, rule, message);
+
+			pattern_outcome_release(&o);
+			gv_buf_release(&fails);
+			gv_buf_release(&skips);
+			*status = PATTERN_ERROR;
+			return m;
+		}
 		switch (o.status) {
 		case PATTERN_PASS:
 			pattern_outcome_release(&o);
@@ -1741,4 +1877,10 @@ char *pattern_any(struct pattern *const *pats, size_t n, const json_t *resource,
 	gv_buf_release(&fails);
 	gv_buf_release(&skips);
 	return gv_buf_detach(&b);
+}
+
+char *pattern_any(struct pattern *const *pats, size_t n, const json_t *resource, const char *rule,
+		  const char *message, enum pattern_status *status)
+{
+	return pattern_any_budget(pats, n, resource, rule, message, NULL, status);
 }

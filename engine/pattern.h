@@ -63,7 +63,13 @@ struct pattern_outcome {
 	char *msg;
 };
 
-/* Matches resource (may be NULL = absent) against p (section 3.1). */
+/*
+ * Matches resource (may be NULL = absent) against p (section 3.1). The
+ * work is bounded: a step per value visited and per 16 code points a
+ * wildcard compares, at most 1,000,000 steps, past which the status is
+ * PATTERN_ERROR (engine_int.h's pattern_match_budget charges a rule's
+ * budget instead).
+ */
 void pattern_match(const struct pattern *p, const json_t *resource, struct pattern_outcome *out);
 
 void pattern_outcome_release(struct pattern_outcome *o);

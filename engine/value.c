@@ -954,14 +954,22 @@ static int key_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void go_format(const json_t *v, struct gv_buf *out, int depth)
+/*
+ * Appends v's text while out->len stays within limit; false as soon as it
+ * would not (out then holds a partial text the caller cuts). Every value
+ * appends a byte at least (a separator, a bracket, a colon), so the walk
+ * stops after about limit values.
+ */
+static bool go_format(const json_t *v, struct gv_buf *out, int depth, size_t limit)
 {
 	if (depth > GO_FORMAT_MAX_DEPTH) {
 		gv_buf_adds(out, "...");
-		return;
+		return out->len <= limit;
 	}
 	switch (v ? json_typeof(v) : JSON_NULL) {
 	case JSON_STRING:
+		if (json_string_length(v) > limit - out->len)
+			return false;
 		gv_buf_add(out, json_string_value(v), json_string_length(v));
 		break;
 	case JSON_INTEGER:
@@ -986,20 +994,25 @@ static void go_format(const json_t *v, struct gv_buf *out, int depth)
 		for (i = 0; i < json_array_size(v); i++) {
 			if (i)
 				gv_buf_addc(out, ' ');
-			go_format(json_array_get(v, i), out, depth + 1);
+			if (out->len > limit ||
+			    !go_format(json_array_get(v, i), out, depth + 1, limit))
+				return false;
 		}
 		gv_buf_addc(out, ']');
 		break;
 	}
 	case JSON_OBJECT: {
 		size_t n = json_object_size(v), i = 0;
-		const char **keys = gv_xcalloc(n ? n : 1, sizeof(*keys));
+		const char **keys;
 		const char *k;
 		json_t *val;
-
 		/* jansson's iterators take non-const objects; nothing is modified */
 		json_t *obj = (json_t *)(uintptr_t)v;
 
+		/* a colon per key: do not sort keys that cannot all be written */
+		if (n > limit - out->len)
+			return false;
+		keys = gv_xcalloc(n ? n : 1, sizeof(*keys));
 		json_object_foreach(obj, k, val)
 		{
 			(void)val;
@@ -1010,20 +1023,106 @@ static void go_format(const json_t *v, struct gv_buf *out, int depth)
 		for (i = 0; i < n; i++) {
 			if (i)
 				gv_buf_addc(out, ' ');
+			if (out->len > limit || strlen(keys[i]) > limit - out->len) {
+				free(keys);
+				return false;
+			}
 			gv_buf_adds(out, keys[i]);
 			gv_buf_addc(out, ':');
-			go_format(json_object_get(v, keys[i]), out, depth + 1);
+			if (out->len > limit ||
+			    !go_format(json_object_get(v, keys[i]), out, depth + 1, limit)) {
+				free(keys);
+				return false;
+			}
 		}
 		gv_buf_addc(out, ']');
 		free(keys);
 		break;
 	}
 	}
+	return out->len <= limit;
 }
 
 void value_go_format(const json_t *v, struct gv_buf *out)
 {
-	go_format(v, out, 0);
+	go_format(v, out, 0, SIZE_MAX);
+}
+
+bool value_go_format_max(const json_t *v, struct gv_buf *out, size_t max)
+{
+	size_t start = out->len;
+
+	if (go_format(v, out, 0, max > SIZE_MAX - start ? SIZE_MAX : start + max))
+		return true;
+	out->len = start;
+	if (out->data)
+		out->data[start] = '\0';
+	return false;
+}
+
+/* A frame of value_walk_cost's walk. */
+struct walk_frame {
+	const json_t *v;
+	size_t i; /* next element of an array */
+	void *it; /* next member of an object */
+};
+
+/* value_walk_cost, and value_count when bytes is false. */
+static size_t walk(const json_t *v, size_t max, bool bytes)
+{
+	struct walk_frame small[32], *st = small;
+	size_t n = 0, cap = sizeof(small) / sizeof(small[0]), cost = 1;
+	/* jansson's iterators take non-const objects; nothing is modified */
+	json_t *root = (json_t *)(uintptr_t)v;
+
+	if (bytes && json_is_string(v))
+		return 1 + json_string_length(v) / 16;
+	if (!json_is_array(v) && !json_is_object(v))
+		return 1;
+	st[n++] = (struct walk_frame){root, 0, json_object_iter(root)};
+	while (n && cost <= max) {
+		struct walk_frame *f = &st[n - 1];
+		json_t *c = NULL;
+
+		if (json_is_array(f->v)) {
+			if (f->i < json_array_size(f->v))
+				c = json_array_get(f->v, f->i++);
+		} else if (f->it) {
+			if (bytes)
+				cost += strlen(json_object_iter_key(f->it)) / 16;
+			c = json_object_iter_value(f->it);
+			f->it = json_object_iter_next((json_t *)(uintptr_t)f->v, f->it);
+		}
+		if (!c) {
+			n--;
+			continue;
+		}
+		cost += 1 + (bytes && json_is_string(c) ? json_string_length(c) / 16 : 0);
+		if (!json_is_array(c) && !json_is_object(c))
+			continue;
+		if (n == cap) {
+			struct walk_frame *bigger = gv_xcalloc(2 * cap, sizeof(*st));
+			memcpy(bigger, st, n * sizeof(*st));
+			if (st != small)
+				free(st);
+			st = bigger;
+			cap *= 2;
+		}
+		st[n++] = (struct walk_frame){c, 0, json_object_iter(c)};
+	}
+	if (st != small)
+		free(st);
+	return cost;
+}
+
+size_t value_walk_cost(const json_t *v, size_t max)
+{
+	return walk(v, max, true);
+}
+
+size_t value_count(const json_t *v, size_t max)
+{
+	return walk(v, max, false);
 }
 
 char *value_go_string(const json_t *v)

@@ -90,6 +90,29 @@ void value_go_format(const json_t *v, struct gv_buf *out);
 char *value_go_string(const json_t *v);
 
 /*
+ * value_go_format appending at most max bytes: returns false, with out back
+ * to its length on entry, when the text of v is longer. The work is
+ * proportional to max whatever the size of v (a part shared by several
+ * places of v is formatted, and walked, once per place).
+ */
+bool value_go_format_max(const json_t *v, struct gv_buf *out, size_t max);
+
+/*
+ * The cost of walking or copying v (borrowed) once, in step-budget units: a
+ * unit per value, a shared part counted each time it appears, and a unit
+ * per 16 bytes of strings and object keys. The walk stops once the count
+ * passes max (the result is then larger than max), so it costs at most
+ * about max.
+ */
+size_t value_walk_cost(const json_t *v, size_t max);
+
+/*
+ * The number of values in v (borrowed), a shared part counted each time it
+ * appears, v included; the walk stops once the count passes max.
+ */
+size_t value_count(const json_t *v, size_t max);
+
+/*
  * Parses a semantic version "1.2.3" (optional leading v, pre-release and
  * build parts) with the rules of github.com/blang/semver: exactly three
  * numeric parts without leading zeros, dot-separated pre-release identifiers

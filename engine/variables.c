@@ -8,23 +8,23 @@
  * a whole: its variables, those of the policy and those that inserted text
  * brings in on a rescan, share one JMESPath step budget (a variable that
  * runs it out fails with "shared evaluation step budget (N) exceeded"), and
- * the text it builds is capped (MAX_SUBST_BYTES, MAX_SUBST_VARS).
+ * the text it builds is capped (MAX_SUBST_BYTES, MAX_SUBST_VARS). Their
+ * steps, and a step per 16 bytes of the text built, are also charged to
+ * the rule's budget (var_ctx.budget), which all the substitutions of one
+ * rule evaluation share.
  */
 #include "engine/engine_int.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "common/yaml.h"
+#include "engine/value.h"
 #include "common/banned.h"
 
 #define MAX_PASSES 10
-/*
- * Bounds on text produced by substitution: object-supplied values are
- * re-scanned (section 6.2), so without them a crafted annotation can grow
- * a message exponentially from pass to pass.
- */
-#define MAX_SUBST_BYTES (256 * 1024)
-#define MAX_SUBST_VARS	1024
+/* Variables in one pass over inserted text (MAX_SUBST_BYTES: engine_int.h). */
+#define MAX_SUBST_VARS 1024
 
 struct tmpl_part {
 	bool is_expr;
@@ -241,11 +241,88 @@ static void unescape_braces(struct gv_buf *b)
 		b->data[w] = '\0';
 }
 
+/*
+ * Charges the rule for the size of a result evaluated in a foreach element,
+ * a step per RESULT_VALUES_STEP values: JMESPath walks every result it
+ * hands over (to check it against JP_MAX_RESULT_VALUES) without charging
+ * the walk, a result that shares its parts may hold millions of values
+ * after a few steps, and a foreach repeats that for every element of an
+ * object's list (reading a 100,000-element list for each of its elements
+ * walks 10^10 values). Outside foreach the number of evaluations is the
+ * policy's, and the second walk is not worth its cost. NULL, with *e
+ * filled, when the rule's budget runs out.
+ */
+#define RESULT_VALUES_STEP 16
+
+static json_t *charge_result(json_t *v, const struct var_ctx *ctx, struct jp_error *e)
+{
+	struct jp_budget *rule = ctx->budget;
+	unsigned long left;
+	size_t n;
+
+	if (!ctx->element || (!json_is_array(v) && !json_is_object(v)))
+		return v;
+	left = budget_left(rule);
+	n = value_count(v, left > SIZE_MAX / RESULT_VALUES_STEP ? SIZE_MAX
+								: left * RESULT_VALUES_STEP);
+	if (budget_charge(rule, n / RESULT_VALUES_STEP))
+		return v;
+	json_decref(v);
+	if (e) {
+		e->kind = JP_ERR_LIMIT;
+		e->pos = -1;
+		snprintf(e->msg, sizeof(e->msg), RULE_BUDGET_MSG, budget_max(rule));
+	}
+	return NULL;
+}
+
+json_t *var_eval(const struct jp_expr *x, const json_t *data, const struct var_ctx *ctx,
+		 struct jp_budget *local, struct jp_error *e)
+{
+	struct jp_budget *rule = ctx->budget;
+	unsigned long before, left;
+	json_t *v;
+
+	if (!rule)
+		return local ? jp_eval_budget(x, data, local, e) : jp_eval(x, data, e);
+	if (local && budget_left(local) <= budget_left(rule)) {
+		before = local->used;
+		v = jp_eval_budget(x, data, local, e);
+		/* local had no more steps than the rule: this cannot overrun it */
+		budget_charge(rule, local->used - before);
+		return v ? charge_result(v, ctx, e) : NULL;
+	}
+	/* the rule has fewer steps left: evaluate against its budget */
+	before = rule->used;
+	left = budget_left(rule);
+	v = jp_eval_budget(x, data, rule, e);
+	if (local)
+		budget_charge(local, rule->used - before);
+	if (v)
+		return charge_result(v, ctx, e);
+	/* name the rule's budget when it, not the expression's own, ran out */
+	if (e && e->kind == JP_ERR_LIMIT && left < JP_STEPS_DEFAULT && budget_spent(rule) &&
+	    strstr(e->msg, "step budget ("))
+		snprintf(e->msg, sizeof(e->msg), RULE_BUDGET_MSG, budget_max(rule));
+	return v;
+}
+
+/* Charges a step per 16 bytes of text built by a substitution to the rule's budget. */
+static enum gv_code charge_text(struct subst *st, size_t len, const char *pointer,
+				struct gv_err *err)
+{
+	if (budget_charge(st->ctx->budget, len / 16))
+		return GV_OK;
+	return gv_err_set(err, GV_ELIMIT,
+			  "failed to resolve variables at path %s: " RULE_BUDGET_MSG, pointer,
+			  budget_max(st->ctx->budget));
+}
+
 static enum gv_code run_expr(const struct jp_expr *x, const char *text, struct subst *st,
 			     const char *pointer, json_t **out, struct gv_err *err)
 {
 	struct jp_error je;
-	json_t *v = jp_eval_budget(x, st->ctx->root, &st->budget, &je);
+	json_t *v = var_eval(x, st->ctx->root, st->ctx, &st->budget, &je);
 
 	if (!v)
 		return gv_err_set(err, GV_EEVAL,
@@ -344,6 +421,11 @@ static enum gv_code tmpl_eval_depth(const struct tmpl *t, struct subst *st, cons
 					  "longer than %d bytes",
 					  pointer, MAX_SUBST_BYTES);
 		}
+	}
+	rc = charge_text(st, b.len, pointer, err);
+	if (rc) {
+		gv_buf_release(&b);
+		return rc;
 	}
 	/* inserted text is scanned again (section 6.2) */
 	if (!rescan && tmpl_has_vars(gv_buf_str(&b)))
@@ -589,6 +671,7 @@ static enum gv_code vtree_eval_at(const struct vtree *t, struct subst *st, struc
 					if (append_value(&kb, k)) {
 						json_decref(k);
 						k = json_stringn(gv_buf_str(&kb), kb.len);
+						rc = charge_text(st, kb.len, gv_buf_str(ptr), err);
 					} else {
 						rc = gv_err_set(err, GV_ELIMIT,
 								"failed to resolve variables at "
@@ -657,7 +740,7 @@ enum gv_code var_query(const char *expr, const struct var_ctx *ctx, json_t **out
 		src = del;
 	}
 	x = jp_compile(src, &kyverno_opts, jerr);
-	*out = x ? jp_eval_budget(x, ctx->root, &st.budget, jerr) : NULL;
+	*out = x ? var_eval(x, ctx->root, ctx, &st.budget, jerr) : NULL;
 	if (!*out)
 		rc = gv_err_set(err, GV_EEVAL, "%s", jerr->msg);
 	jp_free(x);

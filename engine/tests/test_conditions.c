@@ -57,7 +57,11 @@ static void run_cases(const struct op_case *c, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		json_t *k = JF(c[i].key), *v = JF(c[i].value);
-		bool got = condition_op_eval(op_of(c[i].op), k, v);
+		struct gv_err err = {0};
+		bool got = false;
+
+		CHECK(condition_op_eval(op_of(c[i].op), k, v, NULL, &got, &err) == GV_OK,
+		      "key %s %s value %s: %s", c[i].key, c[i].op, c[i].value, err.msg);
 
 		CHECK(got == (c[i].want != 0), "key %s %s value %s: got %s, want %s", c[i].key,
 		      c[i].op, c[i].value, got ? "true" : "false", c[i].want ? "true" : "false");
@@ -565,8 +569,7 @@ static void eval_block(struct block *b, const char *conds)
 	gv_buf_release(&ptr);
 	b->root = Y(root_yaml);
 	b->msgs = json_array();
-	ctx.root = b->root;
-	ctx.delete_op = false;
+	ctx = (struct var_ctx){.root = b->root, .delete_op = false};
 	b->result = !b->result; /* make sure eval sets it */
 	b->rc = conditions_eval(&b->c, &ctx, &b->result, b->msgs, &b->err);
 }
@@ -837,6 +840,68 @@ static void test_compile_missing_value(void **state)
 	CHECK_DONE();
 }
 
+/*
+ * Operator work is charged to a step budget (engine_int.h): operands that
+ * JMESPath built may be large lists sharing their parts. Running out is an
+ * error, not a false condition.
+ */
+static void test_budget(void **state)
+{
+	json_t *key = json_array(), *value = JF("['*z']");
+	struct jp_budget b = {.max = 1000};
+	struct gv_err err = {0};
+	bool r = true;
+
+	(void)state;
+	for (int i = 0; i < 100; i++)
+		json_array_append_new(key, json_string("abc"));
+	/* AnyIn: a step to start, one per key and value formatted, one per pair */
+	assert_int_equal(condition_op_eval(COND_ANY_IN, key, value, &b, &r, &err), GV_OK);
+	assert_false(r);
+	assert_int_equal(b.used, 1 + 100 + 1 + 100);
+
+	b = (struct jp_budget){.max = 50};
+	r = true;
+	assert_int_equal(condition_op_eval(COND_ANY_IN, key, value, &b, &r, &err), GV_ELIMIT);
+	assert_false(r);
+	assert_string_equal(err.msg, "rule evaluation step budget (50) exceeded");
+	assert_int_equal(b.used, 50);
+
+	/* Equals walks both lists: a step per pair of values compared */
+	b = (struct jp_budget){.max = 1000};
+	gv_err_clear(&err);
+	assert_int_equal(condition_op_eval(COND_EQUALS, key, key, &b, &r, &err), GV_OK);
+	assert_true(r);
+	assert_int_equal(b.used, 1 + 1 + 100);
+
+	/* texts: a step per 16 bytes of the operands, per 16 code points a wildcard compares */
+	json_decref(key);
+	json_decref(value);
+	{
+		char *t = gv_xmalloc(16001), *w = gv_xmalloc(103);
+
+		memset(t, 'a', 16000);
+		t[16000] = '\0';
+		w[0] = '*';
+		memset(w + 1, 'a', 100);
+		w[101] = 'b';
+		w[102] = '\0';
+		key = json_string(t);
+		value = json_string(w);
+		free(t);
+		free(w);
+	}
+	b = (struct jp_budget){.max = 1000000};
+	assert_int_equal(condition_op_eval(COND_EQUALS, key, value, &b, &r, &err), GV_OK);
+	assert_false(r);
+	/* about 100 x 16,000 comparisons: 100,000 steps */
+	assert_in_range(b.used, 90000, 110000);
+	b = (struct jp_budget){.max = 10000};
+	assert_int_equal(condition_op_eval(COND_EQUALS, key, value, &b, &r, &err), GV_ELIMIT);
+	json_decref(key);
+	json_decref(value);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -862,6 +927,7 @@ int main(void)
 	    cmocka_unit_test(test_compile_operators),
 	    cmocka_unit_test(test_compile_shapes),
 	    cmocka_unit_test(test_compile_missing_value),
+	    cmocka_unit_test(test_budget),
 	};
 
 	gv_init();

@@ -200,6 +200,37 @@ static void test_e1_pattern_failure(void **state)
 	CHECK_DONE();
 }
 
+/*
+ * A message that is exactly one variable giving a non-string is JSON as an
+ * embedded variable's value is (keys sorted, Go's encoding/json), and as
+ * bounded (MAX_SUBST_BYTES, tested in test_hostile_policies.c).
+ */
+static void test_message_whole_value(void **state)
+{
+	struct run r;
+	(void)state;
+
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      message: '{{ request.object.metadata.labels }}'\n"
+		    "      pattern: {metadata: {labels: {team: '?*'}}}\n",
+		    POD_X(", labels: {b: '<x>', app: web}"));
+	CHECK_RESULT(&r, "r", ENGINE_FAIL,
+		     "validation error: {\"app\":\"web\",\"b\":\"\\u003cx\\u003e\"}. rule r "
+		     "failed at path /metadata/labels/team/");
+	run_release(&r);
+	eval_create(&r,
+		    E_HDR MATCH_POD ENFORCE
+		    "      message: 'labels {{ request.object.metadata.labels }}'\n"
+		    "      pattern: {metadata: {labels: {team: '?*'}}}\n",
+		    POD_X(", labels: {b: '<x>', app: web}"));
+	CHECK_RESULT(&r, "r", ENGINE_FAIL,
+		     "validation error: labels {\"app\":\"web\",\"b\":\"\\u003cx\\u003e\"}. rule "
+		     "r failed at path /metadata/labels/team/");
+	run_release(&r);
+	CHECK_DONE();
+}
+
 /* ---- reporting matrix (section 7.3, 8.2-8.4) ---- */
 
 static struct engine_policy *matrix_policy(bool background, bool emit_warning, bool ignore)
@@ -1533,6 +1564,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_e1_pattern_failure),
+	    cmocka_unit_test(test_message_whole_value),
 	    cmocka_unit_test(test_reporting_matrix),
 	    cmocka_unit_test(test_reporting_enforce_non_blocking),
 	    cmocka_unit_test(test_background_mode),

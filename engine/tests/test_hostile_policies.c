@@ -14,10 +14,13 @@
  * case (reported as "not bounded") so that `make test` always ends. Cases
  * whose bound once did not hold (a filter multiplying regular-expression
  * backtracking, serialising and comparing values of 2^64 shared elements,
- * inserted text multiplying expressions, quadratic wildcard matching) run
- * under tight guards, BOUND_CPU_S and BOUND_AS, well above what they need
- * (under a second, a few tens of MiB) and far below what they took
- * unbounded: there the guard asserts the time and memory bound.
+ * inserted text multiplying expressions, quadratic wildcard matching in
+ * JMESPath, patterns and conditions, nested foreach loops, condition
+ * operands and patterns made of millions of shared strings, messages made
+ * of one large value or of many skip texts) run under tight guards,
+ * BOUND_CPU_S and BOUND_AS, well above what they need (under a second, a
+ * few tens of MiB) and far below what they took unbounded: there the guard
+ * asserts the time and memory bound.
  */
 #include "engine/tests/testutil.h"
 
@@ -45,7 +48,7 @@
 #define BOUND_CPU_S	 20u	      /* tight guards: the bound asserted */
 #define BOUND_AS	 (1ull << 30)
 #define BUDGET_EXCEEDED	 "evaluation step budget (1000000) exceeded"
-#define SHARED_EXCEEDED	 "shared evaluation step budget (1000000) exceeded"
+#define RULE_EXCEEDED	 "rule evaluation step budget (1000000) exceeded"
 #define RESULT_TOO_LARGE "result holds more than 4194304 values"
 #define TEXT_TOO_LONG	 "the result is longer than 262144 bytes"
 #define MANY_RULES	 10000
@@ -956,7 +959,8 @@ static void test_template_chains(void **state)
  * after n passes, and an annotation can hold many near-budget expressions.
  * One substitution is bounded as a whole: at most 1024 variables and
  * 262,144 bytes of text per pass, and one step budget shared by all its
- * variables, the object's included.
+ * variables, the object's included; the rule's budget, of the same size,
+ * is charged as well and runs out first once the rule used a step before.
  */
 static void body_template_amplified(void)
 {
@@ -980,7 +984,7 @@ static void body_template_amplified(void)
 	{
 		/* ~130,000 steps each: within one budget, but 1,000 or 5,000 of them */
 		static const size_t copies[] = {1000, 5000};
-		static const char *const needles[] = {SHARED_EXCEEDED, TEXT_TOO_LONG};
+		static const char *const needles[] = {RULE_EXCEEDED, TEXT_TOO_LONG};
 		char *l = doubling("`1`", 17, false), *f = repeat(" | []", 16);
 		char *v = gv_xasprintf("{{ %s %s | length(@) }}", l, f);
 
@@ -1014,6 +1018,294 @@ static void test_template_amplified(void **state)
 {
 	(void)state;
 	bounded("template_amplified", body_template_amplified);
+}
+
+/* ---- one budget per rule evaluation ---- */
+
+/* deny: {conditions: {any: [{key, operator, value}]}}; value is stolen. */
+static json_t *deny_op_new(const char *key, const char *op, json_t *value)
+{
+	return json_pack("{s:{s:[{s:s, s:s, s:o}]}}", "conditions", "any", "key", key, "operator",
+			 op, "value", value);
+}
+
+/* The ordinary rule set beside each hostile one: ConfigMaps need a team label. */
+static json_t *team_rule_new(void)
+{
+	return rule_new("team-label", "ConfigMap", "team", "pattern",
+			json_pack("{s:{s:{s:s}}}", "metadata", "labels", "team", "?*"));
+}
+
+/*
+ * Evaluates a policy holding the hostile rule (stolen, named `name`) and
+ * team-label on obj (stolen): returns the hostile rule's outcome and checks
+ * that team-label, evaluated after it with a budget of its own, passes.
+ */
+static struct outcome eval_beside(const char *name, json_t *rule, json_t *obj)
+{
+	struct engine_policy *p =
+	    compile(policy_new(name, json_pack("[o,o]", rule, team_rule_new())));
+	struct outcome o = {0};
+	struct engine_policyset *set;
+	struct engine_report rep = {0};
+	const struct engine_rule_result *r;
+
+	if (!p) {
+		json_decref(obj);
+		return o;
+	}
+	set = engine_policyset_new(&p, 1, NULL, 0);
+	engine_policy_unref(p);
+	evaluate(set, obj, &rep);
+	r = find(&rep, name, name);
+	if (r) {
+		o.found = true;
+		o.status = r->status;
+		o.message = gv_xstrdup(r->message ? r->message : "");
+	}
+	r = find(&rep, name, "team-label");
+	CHECK(r && r->status == ENGINE_PASS, "%s: team-label %s beside it", name,
+	      r ? engine_status_name(r->status) : "gave no result");
+	engine_report_release(&rep);
+	engine_policyset_unref(set);
+	json_decref(obj);
+	return o;
+}
+
+/*
+ * A message that is exactly one variable giving a non-string is written as
+ * JSON: 4,194,303 shared values (within JP_MAX_RESULT_VALUES) would write
+ * 8 MiB; the text is bounded as an embedded variable's is.
+ */
+static void body_message_value(void)
+{
+	char *list = doubling("`1`", 21, false), *msg = gv_xasprintf("{{ %s }}", list);
+	double t0 = now_s();
+	struct outcome o =
+	    eval_beside("message-value",
+			rule_new("message-value", "ConfigMap", msg, "pattern", failing_pattern()),
+			configmap_new("cm", NULL));
+
+	report_timing("message-value: 4,194,303 values", t0);
+	CHECK_OUTCOME(o, ENGINE_FAIL, TEXT_TOO_LONG);
+	CHECK_OUTCOME(o, ENGINE_FAIL, "variables substitution error in rule message-value");
+	printf("hostile: message-value: %s: %s\n", engine_status_name(o.status), brief(o.message));
+	outcome_release(&o);
+
+	/* a small one is written as an embedded variable would be */
+	o = eval_beside("message-object",
+			rule_new("message-object", "ConfigMap",
+				 "{{ request.object.metadata.labels }}", "pattern",
+				 failing_pattern()),
+			configmap_new("cm", NULL));
+	CHECK_OUTCOME(o, ENGINE_FAIL, "validation error: {\"team\":\"a\"}. rule message-object");
+	outcome_release(&o);
+	free(list);
+	free(msg);
+}
+
+static void test_message_value(void **state)
+{
+	(void)state;
+	bounded("message_value", body_message_value);
+}
+
+/* A foreach over `outer`, nesting one over `inner` when not NULL, denying "y" elements. */
+static json_t *foreach_rule_new(const char *name, const char *outer, const char *inner)
+{
+	json_t *deny = deny_op_new("{{ element }}", "Equals", json_string("y"));
+	json_t *fe;
+
+	if (inner)
+		fe = json_pack("[{s:s, s:[{s:s, s:o}]}]", "list", outer, "foreach", "list", inner,
+			       "deny", deny);
+	else
+		fe = json_pack("[{s:s, s:o}]", "list", outer, "deny", deny);
+	return rule_new(name, "ConfigMap", "hostile", "foreach", fe);
+}
+
+/*
+ * Every element of a foreach, nested ones included, is charged to the one
+ * budget of the rule evaluation: two nested loops over 100,000 elements
+ * (10^10 bodies, hours) stop after about 80,000 bodies, and so does a loop
+ * whose body reads a 100,000-value list each time (10^10 values walked). A
+ * loop of 10,000 elements stays well within the budget.
+ */
+static void body_foreach_budget(void)
+{
+	json_t *items = json_array();
+	double t0;
+	struct outcome o;
+
+	for (int i = 0; i < 100000; i++)
+		json_array_append_new(items, json_string("x"));
+	t0 = now_s();
+	o = eval_beside(
+	    "foreach-nested",
+	    foreach_rule_new("foreach-nested", "request.object.items", "request.object.items"),
+	    configmap_new("cm", json_pack("{s:O}", "items", items)));
+	report_timing("foreach-nested: 100,000 x 100,000 elements", t0);
+	CHECK_OUTCOME(o, ENGINE_ERROR, RULE_EXCEEDED);
+	printf("hostile: foreach-nested: %s: %s\n", engine_status_name(o.status), brief(o.message));
+	outcome_release(&o);
+
+	/* each element reads the whole list: JMESPath's walk of a result is charged */
+	{
+		json_t *deny =
+		    deny_op_new("{{ request.object.items }}", "Equals", json_string("y"));
+		json_t *fe =
+		    json_pack("[{s:s, s:o}]", "list", "request.object.items", "deny", deny);
+
+		t0 = now_s();
+		o = eval_beside(
+		    "foreach-whole-list",
+		    rule_new("foreach-whole-list", "ConfigMap", "hostile", "foreach", fe),
+		    configmap_new("cm", json_pack("{s:O}", "items", items)));
+		report_timing("foreach-whole-list: 100,000 x a 100,000-value result", t0);
+		CHECK_OUTCOME(o, ENGINE_ERROR, RULE_EXCEEDED);
+		outcome_release(&o);
+	}
+
+	t0 = now_s();
+	o = eval_beside("foreach-10k",
+			foreach_rule_new("foreach-10k", "request.object.items[:10000]", NULL),
+			configmap_new("cm", json_pack("{s:O}", "items", items)));
+	report_timing("foreach-10k: 10,000 elements", t0);
+	CHECK_OUTCOME(o, ENGINE_PASS, NULL);
+	outcome_release(&o);
+	json_decref(items);
+}
+
+static void test_foreach_budget(void **state)
+{
+	(void)state;
+	bounded("foreach_budget", body_foreach_budget);
+}
+
+/*
+ * Wildcards of patterns and conditions against object text: matching may
+ * compare (pattern length x text length) code points, 8 billion here (tens
+ * of seconds each); the rule's budget bounds the comparisons.
+ */
+static void body_wildcard_rule_budget(void)
+{
+	char *a = repeat("a", 4000), *wild = gv_xasprintf("*%sb", a), *t = repeat("a", 2000000);
+	struct {
+		const char *name;
+		const char *what;
+		json_t *body;
+		const char *needle;
+	} cases[] = {
+	    {"wildcard-pattern", "pattern", json_pack("{s:{s:s}}", "data", "t", wild),
+	     "rule wildcard-pattern execution error: " RULE_EXCEEDED},
+	    {"wildcard-anyin", "deny",
+	     deny_op_new("{{ request.object.data.t }}", "AnyIn", json_pack("[s]", wild)),
+	     "failed to check deny conditions: " RULE_EXCEEDED},
+	    {"wildcard-equals", "deny",
+	     deny_op_new("{{ request.object.data.t }}", "Equals", json_string(wild)),
+	     "failed to check deny conditions: " RULE_EXCEEDED},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double t0 = now_s();
+		struct outcome o = eval_beside(
+		    cases[i].name,
+		    rule_new(cases[i].name, "ConfigMap", "hostile", cases[i].what, cases[i].body),
+		    configmap_new("cm", json_pack("{s:{s:s}}", "data", "t", t)));
+
+		report_timing(cases[i].name, t0);
+		CHECK_OUTCOME(o, ENGINE_ERROR, cases[i].needle);
+		printf("hostile: %s: %s: %s\n", cases[i].name, engine_status_name(o.status),
+		       brief(o.message));
+		outcome_release(&o);
+	}
+	free(a);
+	free(wild);
+	free(t);
+}
+
+static void test_wildcard_rule_budget(void **state)
+{
+	(void)state;
+	bounded("wildcard_rule_budget", body_wildcard_rule_budget);
+}
+
+/*
+ * Operands within JP_MAX_RESULT_VALUES that share their parts: a 100,000
+ * byte string of the object listed 2,097,152 times costs 21 steps to build
+ * and 200 GiB to format, compare or copy into a pattern. Conditions and
+ * substituted patterns charge that work to the rule's budget.
+ */
+static void body_shared_operands(void)
+{
+	char *s = repeat("x", 100000), *list = doubling("request.object.data.s", 21, false);
+	char *v = gv_xasprintf("{{ %s }}", list);
+	struct {
+		const char *name;
+		const char *what;
+		json_t *body;
+		const char *needle;
+	} cases[] = {
+	    {"shared-anyin", "deny", deny_op_new(v, "AnyIn", json_pack("[s]", "y")),
+	     "failed to check deny conditions: " RULE_EXCEEDED},
+	    {"shared-equals", "deny", deny_op_new(v, "Equals", json_string(v)),
+	     "failed to check deny conditions: " RULE_EXCEEDED},
+	    {"shared-pattern", "pattern", json_pack("{s:{s:s}}", "data", "s", v), RULE_EXCEEDED},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double t0 = now_s();
+		struct outcome o = eval_beside(
+		    cases[i].name,
+		    rule_new(cases[i].name, "ConfigMap", "hostile", cases[i].what, cases[i].body),
+		    configmap_new("cm", json_pack("{s:{s:s}}", "data", "s", s)));
+
+		report_timing(cases[i].name, t0);
+		CHECK_OUTCOME(o, ENGINE_ERROR, cases[i].needle);
+		printf("hostile: %s: %s: %s\n", cases[i].name, engine_status_name(o.status),
+		       brief(o.message));
+		outcome_release(&o);
+	}
+	free(s);
+	free(list);
+	free(v);
+}
+
+static void test_shared_operands(void **state)
+{
+	(void)state;
+	bounded("shared_operands", body_shared_operands);
+}
+
+/*
+ * A pattern whose conditional anchor skips each of 200,000 list elements:
+ * the skip texts of the elements are joined into the rule's message, cut
+ * at 262,144 bytes instead of 18 MiB.
+ */
+static void body_skip_texts(void)
+{
+	json_t *items = json_array();
+	double t0;
+	struct outcome o;
+
+	for (int i = 0; i < 200000; i++)
+		json_array_append_new(items, json_pack("{s:s}", "a", "x"));
+	t0 = now_s();
+	o = eval_beside("skip-texts",
+			rule_new("skip-texts", "ConfigMap", "hostile", "pattern",
+				 json_pack("{s:[{s:s}]}", "items", "(b)", "y")),
+			configmap_new("cm", json_pack("{s:o}", "items", items)));
+	report_timing("skip-texts: 200,000 skipped elements", t0);
+	CHECK_OUTCOME(o, ENGINE_SKIP, "conditional anchor mismatch");
+	CHECK(strlen(o.message) <= 262144, "message of %zu bytes", strlen(o.message));
+	printf("hostile: skip-texts: %s: %s\n", engine_status_name(o.status), brief(o.message));
+	outcome_release(&o);
+}
+
+static void test_skip_texts(void **state)
+{
+	(void)state;
+	bounded("skip_texts", body_skip_texts);
 }
 
 /* ---- the other policies of the set are unaffected ---- */
@@ -1216,6 +1508,11 @@ int main(void)
 	    cmocka_unit_test(test_deep_resource),
 	    cmocka_unit_test(test_template_chains),
 	    cmocka_unit_test(test_template_amplified),
+	    cmocka_unit_test(test_message_value),
+	    cmocka_unit_test(test_foreach_budget),
+	    cmocka_unit_test(test_wildcard_rule_budget),
+	    cmocka_unit_test(test_shared_operands),
+	    cmocka_unit_test(test_skip_texts),
 	    cmocka_unit_test(test_others_unaffected),
 	};
 

@@ -17,6 +17,8 @@
 
 #include "engine/pattern.h"
 
+#include "engine/engine_int.h"
+
 #include "common/banned.h"
 
 static json_t *J(const char *s)
@@ -33,6 +35,16 @@ static json_t *J(const char *s)
 		fail_msg("bad test JSON %s: %s", s, jerr.text);
 	free(t);
 	return j;
+}
+
+/* n times 'a'; caller frees. */
+static char *repeat_a(size_t n)
+{
+	char *s = gv_xmalloc(n + 1);
+
+	memset(s, 'a', n);
+	s[n] = '\0';
+	return s;
 }
 
 static struct pattern *compile(const char *pat)
@@ -1182,6 +1194,79 @@ static void test_compile_once(void **state)
 	json_decref(bad);
 }
 
+/*
+ * The work of a match is charged to a step budget (engine_int.h): a step
+ * per resource value visited, per 16 code points a wildcard compares. A
+ * budget that runs out makes the match an error.
+ */
+static void test_budget(void **state)
+{
+	struct pattern *p = compile("{'spec':{'containers':[{'image':'reg/*'}]}}");
+	json_t *r =
+	    J("{'spec':{'containers':[{'image':'reg/a'},{'image':'reg/b'},{'image':'x'}]}}");
+	struct jp_budget b = {.max = 100};
+	struct pattern_outcome o;
+	struct pattern *pats[2];
+	enum pattern_status st;
+	char *a, *text, *m;
+	json_t *tr;
+
+	(void)state;
+	/* root, spec, containers, 3 elements and 3 images: 9 values */
+	pattern_match_budget(p, r, &b, &o);
+	assert_int_equal(o.status, PATTERN_FAIL);
+	assert_string_equal(o.path, "/spec/containers/2/image/");
+	assert_int_equal(b.used, 9);
+	pattern_outcome_release(&o);
+
+	/* running out is an error, whatever the match would have given */
+	b = (struct jp_budget){.max = 5};
+	pattern_match_budget(p, r, &b, &o);
+	assert_int_equal(o.status, PATTERN_ERROR);
+	assert_string_equal(o.path, "");
+	assert_string_equal(o.msg, "rule evaluation step budget (5) exceeded");
+	assert_int_equal(b.used, 5);
+	m = pattern_message(&o, "r", "msg");
+	assert_string_equal(m, "validation error: msg. rule r execution error: rule evaluation "
+			       "step budget (5) exceeded");
+	free(m);
+	pattern_outcome_release(&o);
+
+	/* anyPattern: one budget for all the patterns, and running out is no failure */
+	pats[0] = p;
+	pats[1] = p;
+	b = (struct jp_budget){.max = 12};
+	m = pattern_any_budget(pats, 2, r, "r", NULL, &b, &st);
+	assert_int_equal(st, PATTERN_ERROR);
+	assert_string_equal(m, "validation error: rule r execution error: rule evaluation step "
+			       "budget (12) exceeded");
+	free(m);
+	pattern_free(p);
+	json_decref(r);
+
+	/* a quadratic wildcard: 100 x 10,000 code points, about 62,500 steps */
+	a = repeat_a(100);
+	text = repeat_a(10000);
+	tr = json_pack("{s:s}", "t", text);
+	free(text);
+	text = gv_xasprintf("{'t':'*%sb'}", a);
+	p = compile(text);
+	b = (struct jp_budget){.max = 1000};
+	pattern_match_budget(p, tr, &b, &o);
+	assert_int_equal(o.status, PATTERN_ERROR);
+	assert_string_equal(o.msg, "rule evaluation step budget (1000) exceeded");
+	pattern_outcome_release(&o);
+	b = (struct jp_budget){.max = 100000};
+	pattern_match_budget(p, tr, &b, &o);
+	assert_int_equal(o.status, PATTERN_FAIL);
+	assert_true(b.used > 50000 && b.used < 70000);
+	pattern_outcome_release(&o);
+	pattern_free(p);
+	json_decref(tr);
+	free(text);
+	free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1223,6 +1308,7 @@ int main(void)
 	    cmocka_unit_test(test_compile_errors),
 	    cmocka_unit_test(test_depth_limit),
 	    cmocka_unit_test(test_compile_once),
+	    cmocka_unit_test(test_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

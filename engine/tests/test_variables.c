@@ -41,8 +41,7 @@ struct env {
 static void env_init(struct env *e, const char *yaml, bool delete_op)
 {
 	e->root = Y(yaml);
-	e->ctx.root = e->root;
-	e->ctx.delete_op = delete_op;
+	e->ctx = (struct var_ctx){.root = e->root, .delete_op = delete_op};
 }
 
 static void env_release(struct env *e)
