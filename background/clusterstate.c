@@ -81,6 +81,27 @@ enum gv_code clusterstate_list(const struct clusterstate_api *api, const char *p
 	return rc;
 }
 
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(json_string_value(*(json_t *const *)a),
+		      json_string_value(*(json_t *const *)b));
+}
+
+/* Sorts an array of strings (new references moved around, none taken). */
+static void sort_strings(json_t *a)
+{
+	size_t n = json_array_size(a);
+	json_t **v = gv_xcalloc(n + 1, sizeof(*v));
+
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_incref(json_array_get(a, i));
+	qsort(v, n, sizeof(*v), str_cmp);
+	json_array_clear(a);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, v[i]);
+	free(v);
+}
+
 /* Lists a kyverno.io kind at the first served version; none served = empty. */
 static enum gv_code list_kind(const struct clusterstate_api *api, const char *kind,
 			      const char *const *versions, size_t nversions, json_t **items,
@@ -152,6 +173,15 @@ enum gv_code clusterstate_fetch(const struct clusterstate_api *api, const char *
 			json_object_set_new(d, "kind", json_string("Policy"));
 		json_array_append(out->policies, d);
 	}
+	out->namespaces = json_array();
+	json_array_foreach(nss, i, d)
+	{
+		const char *name =
+		    json_string_value(json_object_get(json_object_get(d, "metadata"), "name"));
+		if (name)
+			json_array_append_new(out->namespaces, json_string(name));
+	}
+	sort_strings(out->namespaces);
 	set = snapshot_build_policyset(out->policies, excs, NULL, 0, &out->npolicies);
 	nsmap = snapshot_build_namespaces(nss);
 	config = admission_config_new(out->config_data);
@@ -181,5 +211,6 @@ void clusterstate_release(struct clusterstate *cs)
 	admission_state_unref(cs->state);
 	json_decref(cs->policies);
 	json_decref(cs->config_data);
+	json_decref(cs->namespaces);
 	memset(cs, 0, sizeof(*cs));
 }

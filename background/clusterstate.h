@@ -30,6 +30,7 @@ struct clusterstate {
 	struct admission_state *state; /* owned reference: policy set, namespace labels, config */
 	json_t *policies; /* owned: ClusterPolicy and Policy documents (kind and apiVersion set) */
 	json_t *config_data; /* owned: `data` of gavel's ConfigMap ({} when absent) */
+	json_t *namespaces;  /* owned: array of the namespaces' names, sorted */
 	size_t npolicies;    /* policies that compiled (in the set) */
 };
 

@@ -614,6 +614,7 @@ struct scanner {
 	struct scan_api api;
 	struct scan_options opt;
 	char *skip_ns; /* owned */
+	char *only_ns; /* owned: scan_options.only_namespace */
 	struct target **targets;
 	size_t ntargets;
 	char *cursor;	    /* owned: key of the target the next cycle starts at */
@@ -655,6 +656,8 @@ struct scanner *scanner_new(const struct scan_api *api, const struct scan_option
 			 ? gv_xstrdup(opt->skip_namespace)
 			 : NULL;
 	s->opt.skip_namespace = s->skip_ns;
+	s->only_ns = opt && opt->only_namespace ? gv_xstrdup(opt->only_namespace) : NULL;
+	s->opt.only_namespace = s->only_ns;
 	atomic_init(&s->requests, 0);
 	return s;
 }
@@ -679,6 +682,7 @@ void scanner_free(struct scanner *s)
 		return;
 	scanner_reset(s);
 	free(s->skip_ns);
+	free(s->only_ns);
 	free(s);
 }
 
@@ -766,7 +770,8 @@ struct cyc_policy {
 	struct scan_kinds kinds;
 	size_t *targets; /* indices into the cycle's targets */
 	size_t ntargets;
-	bool failed; /* a target of it was skipped */
+	bool failed;   /* a target of it was skipped */
+	bool resolved; /* some kind resolved to a listable resource (before only_namespace) */
 	struct scan_outcome out;
 };
 
@@ -1041,6 +1046,8 @@ static void policy_add_target(struct cyc_policy *cp, size_t ti)
 /* Resolves the kinds of every due policy into targets. */
 static void cycle_resolve(struct cycle *c)
 {
+	const char *only = c->s->only_ns;
+
 	for (size_t pi = 0; pi < c->npols; pi++) {
 		struct cyc_policy *cp = &c->pols[pi];
 		const char *pns = engine_policy_namespace(cp->p);
@@ -1077,7 +1084,15 @@ static void cycle_resolve(struct cycle *c)
 				kube_resource_release(&r);
 				continue;
 			}
-			policy_add_target(cp, cycle_target(c, &r, r.namespaced ? pns : ""));
+			cp->resolved = true;
+			if (only &&
+			    (r.namespaced ? !*only || (*pns && strcmp(pns, only)) : *only)) {
+				/* not listed in this namespace (scan_options.only_namespace) */
+				kube_resource_release(&r);
+				continue;
+			}
+			policy_add_target(
+			    cp, cycle_target(c, &r, r.namespaced ? (only ? only : pns) : ""));
 			kube_resource_release(&r);
 		}
 	}
@@ -1327,10 +1342,14 @@ static char *object_key(const json_t *item)
 }
 
 /*
- * The page fetcher: one thread (so one keep-alive connection) per cycle
- * that makes the list requests; with the prefetch option it requests the
- * next page while the scanning thread evaluates the current one. At most
- * one request is outstanding, so at most two pages are in memory.
+ * The page fetcher. With the prefetch option, one thread (so one
+ * keep-alive connection) per cycle makes the list requests, the next page
+ * requested while the scanning thread evaluates the current one; at most
+ * one request is outstanding, so at most two pages are in memory. Without
+ * it, the scanning thread makes each request when it needs the page: the
+ * page is then parsed in the heap arena of the thread that frees it,
+ * instead of growing one arena per short-lived fetcher thread (glibc keeps
+ * what a thread freed into another's arena resident).
  */
 struct fetcher {
 	struct scanner *s;
@@ -1387,6 +1406,8 @@ static void fetcher_start(struct fetcher *f, struct scanner *s)
 	f->s = s;
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->cv, NULL);
+	if (!s->opt.prefetch)
+		return; /* the scanning thread asks for each page itself */
 	f->running = !pthread_create(&f->th, NULL, fetcher_main, f);
 }
 
@@ -1669,6 +1690,12 @@ static void cycle_retain(struct cycle *c)
 		size_t n = 0;
 		bool ready = cp->kinds.complete && cp->ntargets && !cp->failed;
 
+		/*
+		 * Listed elsewhere but not in this namespace: none of the objects its
+		 * results in this namespace's reports are about is there.
+		 */
+		if (c->s->only_ns && !cp->ntargets)
+			ready = cp->kinds.complete && cp->resolved && !cp->failed;
 		for (size_t k = 0; ready && k < cp->ntargets; k++)
 			ready = scan_cache_complete(c->targets[cp->targets[k]].t->cache);
 		if (!ready || retained_has(c->s, cp->pk))
@@ -1754,7 +1781,7 @@ enum gv_code scanner_run(struct scanner *s, const struct admission_state *st,
 	c.alive = alive_keys(set, &c.nalive);
 	scanner_gc(s, c.alive, c.nalive);
 	cycle_resolve(&c);
-	if (c.ntargets)
+	if (c.ntargets && s->opt.incremental)
 		c.exc_fp = exceptions_fingerprint(s);
 	keys = gv_xcalloc(c.ntargets + 1, sizeof(*keys));
 	for (size_t i = 0; i < c.ntargets; i++)

@@ -200,11 +200,26 @@ struct scan_options {
 	/*
 	 * Request the next list page while the current one is evaluated: faster
 	 * when the API server is remote and CPUs are free, at the cost of a
-	 * second parsed page in memory (about 30 MB per 500 Pods). Off: memory
-	 * is bounded by one page.
+	 * second parsed page in memory (about 30 MB per 500 Pods) and a
+	 * thread of its own for the list requests. Off: memory is bounded by
+	 * one page, requested by the thread that calls scanner_run().
 	 */
 	bool prefetch;
 	const char *skip_namespace; /* gavel's own namespace: never scanned (copied); NULL = none */
+	/*
+	 * Only the objects of one namespace (copied): a ClusterPolicy's
+	 * namespaced kinds are listed in that namespace alone, its
+	 * cluster-scoped kinds not at all, a Policy only when it lives there;
+	 * "" = only cluster-scoped objects. NULL = everything (the default).
+	 * For `gavel scan`, which goes namespace by namespace with one
+	 * report_set each (memory bounded by the largest namespace, not by the
+	 * cluster). The set given to scanner_run() must then hold that
+	 * namespace's reports alone: report_retain() runs with the uids of
+	 * the namespace's objects, and a policy that has no target in the
+	 * namespace, but would have some elsewhere, gets report_retain() with
+	 * no uids, so that its stale results in those reports go too.
+	 */
+	const char *only_namespace;
 	/*
 	 * Metrics (borrowed, may be NULL): kyverno_policy_results_total (the
 	 * admission handler's family: policy_name, rule_name, rule_result,
@@ -277,7 +292,8 @@ void scanner_reset(struct scanner *s);
  *     ClusterPolicy, (resource, its namespace) for a Policy, namespaced
  *     kinds only for a Policy. A kind that is not served is skipped
  *     (debug log); a resolution error is logged and the kind skipped;
- *  2. the PolicyExceptions are listed once for their fingerprint;
+ *  2. the PolicyExceptions are listed once for their fingerprint (incremental
+ *     scans only);
  *  3. targets are visited in key order starting at the cursor (where the
  *     previous cycle stopped when a resource limit is set), each listed
  *     with limit = batch size and continue tokens; a page's objects are

@@ -8,11 +8,17 @@
  *              [--log-level L]
  *
  * Reads the policies, exceptions, namespaces and gavel's ConfigMap once,
- * loads gavel's existing reports, scans (background/reconciler.h
- * reconciler_scan_once) and writes the reports and every policy's last
- * scan (the scan-state ConfigMap). --dry-run writes nothing and prints the
- * reports as they would be (YAML unless -o json); -o prints them after
- * writing. A summary line goes to stderr:
+ * then goes namespace by namespace (cluster-scoped objects first, then
+ * the namespaces in name order, SCAN_NAMESPACES_AT_ONCE side by side):
+ * reads that namespace's reports (report_load scoped to it), prunes them,
+ * scans the namespace's objects (scanner_run with
+ * scan_options.only_namespace) and writes its reports. So memory holds one
+ * namespace's reports and one list page per namespace in progress,
+ * whatever the size of the cluster, and the API server writes one
+ * namespace's reports while the next is listed. Then every policy's last
+ * scan goes to the scan-state ConfigMap. --dry-run writes nothing and
+ * prints the reports as they would be (YAML unless -o json); -o prints
+ * them after writing. A summary line goes to stderr:
  *
  *   gavel scan: P policies, N objects (E evaluated, U unchanged, F filtered,
  *   X failed), R results in the reports; reports: C created, U updated,
@@ -20,22 +26,38 @@
  *   reading reports B s, scan C s: lists D s, evaluation E s, merge F s;
  *   writing G s)
  *
+ * (the phase times are summed over the namespaces, so with namespaces
+ * side by side they can add up to more than S).
+ *
  * Exit 0 on success, 1 when some objects could not be evaluated or some
  * kinds were skipped (403), 2 on usage errors and when the API server
- * cannot be used.
+ * cannot be used (the namespaces done before keep their reports written).
  */
 #include "cmd/cmd.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "background/clusterstate.h"
 #include "background/reconciler.h"
+#include "background/report.h"
+#include "background/scan.h"
+#include "background/scanstate.h"
 #include "common/gv.h"
 #include "common/log.h"
 #include "common/yaml.h"
 #include "kube/kube.h"
 #include "common/banned.h"
+
+/*
+ * Namespaces scanned side by side: while one waits for the API server to
+ * store its reports, the other is listed and evaluated.
+ */
+#define SCAN_NAMESPACES_AT_ONCE 2
 
 /* Declared here until cmd/cmd.h carries it; the two declarations agree. */
 int cmd_scan(int argc, char **argv);
@@ -96,6 +118,377 @@ static bool number(const char *v, long lo, long hi, long *out)
 		return false;
 	*out = n;
 	return true;
+}
+
+static double mono_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static enum gv_code counted_request(void *ud, const char *method, const char *path,
+				    const json_t *body, json_t **out, struct kube_status *st,
+				    struct gv_err *err)
+{
+	return scanner_request(ud, method, path, body, out, st, err);
+}
+
+/*
+ * report_load's view of the API: the reports of one namespace ("" = the
+ * cluster's) only, read one object per page, so that a namespace's
+ * reports are never all parsed at once (the model they are folded into is
+ * much smaller than their JSON).
+ */
+struct scope {
+	struct scanner *s;
+	const char *ns;
+};
+
+/* path with the value of its `limit` query parameter replaced by 1 (caller frees). */
+static char *limit_one(const char *path)
+{
+	const char *q = strchr(path, '?'), *l, *end;
+
+	for (l = q; l && *l; l = strchr(l + 1, '&'))
+		if (!strncmp(l + 1, "limit=", 6))
+			break;
+	if (!l || !*l)
+		return gv_xstrdup(path);
+	l += 7;
+	end = l + strcspn(l, "&");
+	return gv_xasprintf("%.*s1%s", (int)(l - path), path, end);
+}
+
+/* Whether path is collection coll, with or without a query. */
+static bool is_collection(const char *path, const char *coll)
+{
+	size_t n = strlen(coll);
+
+	return !strncmp(path, coll, n) && (path[n] == '?' || !path[n]);
+}
+
+static enum gv_code scoped_request(void *ud, const char *method, const char *path,
+				   const json_t *body, json_t **out, struct kube_status *st,
+				   struct gv_err *err)
+{
+	static const char prs[] = "/apis/" REPORT_API_VERSION "/policyreports";
+	static const char cprs[] = "/apis/" REPORT_API_VERSION "/clusterpolicyreports";
+	const struct scope *sc = ud;
+	bool pr = !strcmp(method, "GET") && is_collection(path, prs);
+	bool cpr = !strcmp(method, "GET") && is_collection(path, cprs);
+	char *ens, *one, *scoped;
+	enum gv_code rc;
+
+	if ((pr && !*sc->ns) || (cpr && *sc->ns)) {
+		/* the other scope's collection: nothing of this namespace there */
+		memset(st, 0, sizeof(*st));
+		st->http = 200;
+		if (!out)
+			return GV_OK;
+		*out = json_pack("{s:s, s:s, s:{}, s:[]}", "kind",
+				 pr ? "PolicyReportList" : "ClusterPolicyReportList", "apiVersion",
+				 REPORT_API_VERSION, "metadata", "items");
+		return GV_OK;
+	}
+	if (!pr && !cpr)
+		return scanner_request(sc->s, method, path, body, out, st, err);
+	one = limit_one(path);
+	if (cpr) {
+		scoped = one;
+		one = NULL;
+	} else {
+		ens = kube_escape(sc->ns);
+		scoped = gv_xasprintf("/apis/" REPORT_API_VERSION "/namespaces/%s/policyreports%s",
+				      ens, one + sizeof(prs) - 1);
+		free(ens);
+	}
+	rc = scanner_request(sc->s, method, scoped, body, out, st, err);
+	free(scoped);
+	free(one);
+	return rc;
+}
+
+/* The whole run: what the namespaces share. */
+struct once {
+	const struct reconciler_once_options *o;
+	const char *self; /* gavel's namespace */
+	const struct clusterstate *cs;
+	const struct engine_policy **due;
+	size_t ndue;
+	const char **spaces; /* "" (cluster-scoped objects), then the namespaces */
+	size_t nspaces;
+	json_t **rendered; /* per namespace, when rendering */
+
+	pthread_mutex_t mu;
+	size_t next;   /* the next namespace to take */
+	size_t budget; /* objects left under the resource limit; SIZE_MAX = none */
+	bool stop;     /* the API server fails, or the resource limit: take no more namespaces */
+	enum gv_code rc;
+	struct gv_err err; /* the first error */
+	struct reconciler_once_stats *stats;
+};
+
+static void stats_add(struct reconciler_once_stats *t, const struct scan_stats *s,
+		      const struct report_stats *r, double load, double flush, size_t results,
+		      size_t requests)
+{
+	t->scan.requests += s->requests;
+	t->scan.pages += s->pages;
+	t->scan.listed += s->listed;
+	t->scan.filtered += s->filtered;
+	t->scan.evaluated += s->evaluated;
+	t->scan.unchanged += s->unchanged;
+	t->scan.failed += s->failed;
+	t->scan.results += s->results;
+	t->scan.deleted += s->deleted;
+	t->scan.targets += s->targets;
+	t->scan.forbidden += s->forbidden;
+	t->scan.partial |= s->partial;
+	t->scan.stopped |= s->stopped;
+	t->scan.seconds += s->seconds;
+	t->scan.list_seconds += s->list_seconds;
+	t->scan.eval_seconds += s->eval_seconds;
+	t->scan.commit_seconds += s->commit_seconds;
+	t->reports.read += r->read;
+	t->reports.created += r->created;
+	t->reports.updated += r->updated;
+	t->reports.deleted += r->deleted;
+	t->reports.unchanged += r->unchanged;
+	t->reports.conflicts += r->conflicts;
+	t->reports.failed += r->failed;
+	t->load_seconds += load;
+	t->flush_seconds += flush;
+	t->results += results;
+	t->requests += requests;
+}
+
+/*
+ * One namespace, as reconciler_scan_once does the whole cluster: its
+ * reports read, pruned, its objects scanned, its reports written (or
+ * rendered into *rendered). *fatal: the error was reading (the API server
+ * cannot be used: stop); a write that fails (a namespace being deleted)
+ * leaves the other namespaces to be done.
+ */
+static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bool *partial,
+				   bool *fatal, struct gv_err *err)
+{
+	const char *ns = w->spaces[idx];
+	struct scan_api sa = {.client = w->o->client};
+	struct scan_options so = {0};
+	struct report_options ro = {.split = w->o->split};
+	struct scan_stats sst = {0};
+	struct report_stats rst = {0};
+	struct scanner *scanner;
+	struct report_set *rs;
+	struct scope sc;
+	double load = 0, flush = 0, t;
+	size_t results = 0;
+	enum gv_code rc;
+
+	so.batch_size = w->o->batch_size;
+	so.workers = w->o->workers;
+	so.incremental = false; /* a scanner lives for one namespace: nothing to compare with */
+	so.resource_limit = budget == SIZE_MAX ? 0 : budget;
+	so.skip_namespace = w->self;
+	so.only_namespace = ns;
+	scanner = scanner_new(&sa, &so);
+	rs = report_set_new(&ro);
+	sc.s = scanner;
+	sc.ns = ns;
+	*fatal = true;
+	{
+		struct report_api api = {.request = scoped_request, .ud = &sc};
+
+		t = mono_seconds();
+		rc = report_load(rs, &api, &rst, err);
+		load = mono_seconds() - t;
+		if (rc) {
+			gv_err_prefix(err, "reading the reports: ");
+			goto out;
+		}
+	}
+	report_prune(rs, admission_state_policyset(w->cs->state));
+	rc = scanner_run(scanner, w->cs->state, w->due, w->ndue, rs, NULL, NULL, &sst, err);
+	if (rc)
+		goto out;
+	*partial = sst.partial;
+	*fatal = false;
+	if (!w->o->dry_run) {
+		struct report_api api = {.request = counted_request, .ud = scanner};
+
+		t = mono_seconds();
+		rc = report_flush(rs, &api, &rst, err);
+		flush = mono_seconds() - t;
+		if (rc) {
+			gv_err_prefix(err, "writing the reports: ");
+			goto out;
+		}
+	}
+	if (w->rendered)
+		w->rendered[idx] = report_render_all(rs);
+	results = report_count(rs);
+out:
+	if (rc)
+		gv_err_prefix(err, "%s%s: ", *ns ? "namespace " : "cluster-scoped objects",
+			      *ns ? ns : "");
+	pthread_mutex_lock(&w->mu);
+	stats_add(w->stats, &sst, &rst, load, flush, results, scanner_requests(scanner));
+	if (w->budget != SIZE_MAX)
+		w->budget -= sst.listed < w->budget ? sst.listed : w->budget;
+	pthread_mutex_unlock(&w->mu);
+	report_set_free(rs);
+	scanner_free(scanner);
+	return rc;
+}
+
+static void *once_main(void *ud)
+{
+	struct once *w = ud;
+
+	for (;;) {
+		struct gv_err err = {0};
+		bool partial = false, fatal = false;
+		size_t idx, budget;
+		enum gv_code rc;
+
+		pthread_mutex_lock(&w->mu);
+		if (w->stop || w->next >= w->nspaces) {
+			pthread_mutex_unlock(&w->mu);
+			break;
+		}
+		idx = w->next++;
+		budget = w->budget;
+		pthread_mutex_unlock(&w->mu);
+		rc = once_namespace(w, idx, budget, &partial, &fatal, &err);
+		pthread_mutex_lock(&w->mu);
+		if (rc && !w->rc) {
+			w->rc = rc;
+			w->err = err;
+		}
+		if (fatal || partial || w->budget == 0)
+			w->stop = true;
+		pthread_mutex_unlock(&w->mu);
+	}
+	return NULL;
+}
+
+/*
+ * The scan, namespace by namespace: reconciler_scan_once's contract
+ * (reconciler.h), with memory bounded by a namespace instead of the
+ * cluster.
+ */
+static enum gv_code scan_once(const struct reconciler_once_options *o, json_t **rendered,
+			      struct reconciler_once_stats *stats, struct gv_err *err)
+{
+	const char *self = o->namespace && *o->namespace ? o->namespace : "gavel";
+	struct scan_api sa = {.client = o->client};
+	struct scanner *counter = scanner_new(&sa, NULL); /* requests outside the namespaces */
+	struct clusterstate cs = {0};
+	struct once w = {0};
+	pthread_t th[SCAN_NAMESPACES_AT_ONCE];
+	int nth = 0, want;
+	json_t *changes = NULL;
+	const struct engine_policyset *set;
+	double t0 = mono_seconds();
+	size_t np;
+	enum gv_code rc;
+
+	memset(stats, 0, sizeof(*stats));
+	*rendered = NULL;
+	{
+		struct clusterstate_api ca = {.request = counted_request, .ud = counter};
+		double t = mono_seconds();
+
+		rc = clusterstate_fetch(&ca, self, "gavel", &cs, err);
+		stats->fetch_seconds = mono_seconds() - t;
+		if (rc)
+			goto out;
+	}
+	set = admission_state_policyset(cs.state);
+	np = set ? engine_policyset_count(set) : 0;
+	w.o = o;
+	w.self = self;
+	w.cs = &cs;
+	w.stats = stats;
+	w.due = gv_xcalloc(np + 1, sizeof(*w.due));
+	for (size_t i = 0; i < np; i++)
+		if (engine_policy_background(engine_policyset_get(set, i)))
+			w.due[w.ndue++] = engine_policyset_get(set, i);
+	stats->policies = w.ndue;
+	w.nspaces = json_array_size(cs.namespaces) + 1;
+	w.spaces = gv_xcalloc(w.nspaces, sizeof(*w.spaces));
+	w.spaces[0] = "";
+	for (size_t i = 1; i < w.nspaces; i++)
+		w.spaces[i] = json_string_value(json_array_get(cs.namespaces, i - 1));
+	if (o->render)
+		w.rendered = gv_xcalloc(w.nspaces, sizeof(*w.rendered));
+	w.budget = o->resource_limit ? o->resource_limit : SIZE_MAX;
+	pthread_mutex_init(&w.mu, NULL);
+	/* one namespace at a time under a resource limit: it is spent in order */
+	want = o->resource_limit ? 1 : SCAN_NAMESPACES_AT_ONCE;
+	for (int i = 1; i < want; i++) {
+		if (pthread_create(&th[nth], NULL, once_main, &w)) {
+			gv_warn("gavel scan: cannot start a thread: one namespace at a time");
+			break;
+		}
+		nth++;
+	}
+	once_main(&w);
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(&w.mu);
+	rc = w.rc;
+	if (rc) {
+		gv_err_set(err, rc, "%s", w.err.msg);
+		goto out;
+	}
+	if (!o->dry_run) {
+		struct scanstate_api sapi = {.request = counted_request, .ud = counter};
+		time_t end = time(NULL);
+		double t = mono_seconds();
+
+		changes = json_object();
+		for (size_t i = 0; i < w.ndue; i++) {
+			struct scanstate_entry e = {0};
+			const char *uid = json_string_value(json_object_get(
+			    json_object_get(engine_policy_doc(w.due[i]), "metadata"), "uid"));
+			char *key = scanstate_key(w.due[i]), *text;
+
+			e.last_scan = end;
+			e.fingerprint = scan_policy_fingerprint(w.due[i]);
+			snprintf(e.uid, sizeof(e.uid), "%s", uid ? uid : "");
+			text = scanstate_encode(&e);
+			json_object_set_new(changes, key, json_string(text));
+			free(text);
+			free(key);
+		}
+		rc = scanstate_write(&sapi, self, SCANSTATE_CONFIGMAP, changes, err);
+		stats->flush_seconds += mono_seconds() - t;
+		if (rc) {
+			gv_err_prefix(err, "writing the scan state: ");
+			goto out;
+		}
+	}
+	if (w.rendered) {
+		*rendered = json_array();
+		for (size_t i = 0; i < w.nspaces; i++)
+			json_array_extend(*rendered, w.rendered[i]);
+	}
+out:
+	if (w.rendered)
+		for (size_t i = 0; i < w.nspaces; i++)
+			json_decref(w.rendered[i]);
+	free(w.rendered);
+	stats->requests += scanner_requests(counter);
+	stats->seconds = mono_seconds() - t0;
+	json_decref(changes);
+	free(w.due);
+	free(w.spaces);
+	clusterstate_release(&cs);
+	scanner_free(counter);
+	return rc;
 }
 
 int cmd_scan(int argc, char **argv)
@@ -191,7 +584,7 @@ int cmd_scan(int argc, char **argv)
 	}
 	o.client = client;
 	o.render = output != NULL;
-	if (reconciler_scan_once(&o, &rendered, &st, &err)) {
+	if (scan_once(&o, &rendered, &st, &err)) {
 		fprintf(stderr, "gavel scan: %s\n", err.msg);
 		goto out;
 	}

@@ -6,15 +6,17 @@
 # Sections: JMESPath; the engine on 10,000 generated Pods; gavel apply on
 # the same Pods; the admission webhook driven directly (gavel serve
 # standalone over TLS, loaded by wrk); Pod creation through a local API
-# server with and without gavel's webhook. Every section that lacks
-# something (the corpus, wrk, the API server binaries) says so and is
-# skipped. All traffic stays on 127.0.0.1.
+# server with and without gavel's webhook; the background scan of 10,000
+# and 20,000 Pods through a local API server (background/bench/scan_bench.sh).
+# Every section that lacks something (the corpus, wrk, the API server
+# binaries) says so and is skipped. All traffic stays on 127.0.0.1.
 #
 # Env: BENCH_OUT=DIR keeps the generated files there; BENCH_SECONDS (default
 # 10) is the measured time of each load run; BENCH_CONNECTIONS (default 64)
 # the connections of the direct run; BENCH_CONCURRENCY (default 16) the
 # concurrent creates through the API server; BENCH_ONLY="engine direct
-# apiserver" (default: all three) picks sections.
+# apiserver scan" (default: all four) picks sections; BENCH_PODS (default
+# 10000) the Pods of the scan section's first round.
 set -u
 corpus=${1:-../shared/conformance}
 pss="$corpus/kyverno-policies/pod-security"
@@ -44,7 +46,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 want() {
-	case " ${BENCH_ONLY:-engine direct apiserver} " in
+	case " ${BENCH_ONLY:-engine direct apiserver scan} " in
 	*" $1 "*) return 0 ;;
 	esac
 	return 1
@@ -320,7 +322,20 @@ EOF
 	cp_dir=
 }
 
+# ---- background scan ---------------------------------------------------------------
+
+# Its own control plane (started and stopped by the script), its logs under
+# $out/scan when BENCH_OUT is set.
+bench_scan() {
+	if [ -n "${BENCH_OUT:-}" ]; then
+		BENCH_OUT=$out/scan sh background/bench/scan_bench.sh "$corpus"
+	else
+		sh background/bench/scan_bench.sh "$corpus"
+	fi
+}
+
 if want engine; then bench_engine; fi
 if want direct; then bench_direct; fi
 if want apiserver; then bench_apiserver; fi
+if want scan; then bench_scan; fi
 exit 0

@@ -12,8 +12,11 @@
 # at 20,000 Pods (reports and scan state deleted first, so the first scan
 # is a fresh one again). For each scan: wall time, objects/s, API requests
 # (counted by gavel scan), report objects written, peak RSS (/usr/bin/time;
-# "?" without it), and where the time went (policies, reading reports,
-# scan: lists / evaluation / merge, writing). Then, at each size, the
+# "?" without it), where the time went (policies, reading reports,
+# scan: lists / evaluation / merge, writing; summed over the namespaces
+# scanned side by side), the CPU time of gavel, kube-apiserver and etcd
+# during the scan, and the load average (the machine may be shared: the
+# CPU times say more than the wall time then). Then, at each size, the
 # long-running reconciler (background/tests/reconciler_driver.c, built
 # here, as `gavel serve` runs it): its first cycle and its second,
 # incremental one with nothing changed (state in memory, no reports read
@@ -95,12 +98,21 @@ echo "policies: $npol pod-security ClusterPolicies; control plane: kube-apiserve
 have_time=
 [ -x /usr/bin/time ] && have_time=1
 
+# cpu_ticks PID: user + system CPU time of a process, in clock ticks (0 when gone).
+cpu_ticks() {
+	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+hz=$(getconf CLK_TCK)
+
 # scan LABEL: one gavel scan, its figures on one line.
 scan() {
 	label=$1
+	load0=$(cut -d' ' -f1 /proc/loadavg)
+	api0=$(cpu_ticks "$APISERVER_PID")
+	etcd0=$(cpu_ticks "$ETCD_PID")
 	if [ -n "$have_time" ]; then
 		# shellcheck disable=SC2086 # SCAN_ARGS is a list of flags
-		/usr/bin/time -f 'time: %e s wall, %M KiB peak RSS' -o "$out/time.txt" \
+		/usr/bin/time -f 'time: %e s wall, %M KiB peak RSS, %U s user, %S s system' -o "$out/time.txt" \
 			./gavel scan --kubeconfig "$KUBECONFIG" ${SCAN_ARGS:-} >/dev/null 2>"$out/scan.txt"
 		rc=$?
 	else
@@ -109,8 +121,11 @@ scan() {
 		./gavel scan --kubeconfig "$KUBECONFIG" ${SCAN_ARGS:-} >/dev/null 2>"$out/scan.txt"
 		rc=$?
 		end=$(date +%s.%N)
-		echo "time: $(echo "$end - $start" | bc) s wall, ? KiB peak RSS" >"$out/time.txt"
+		echo "time: $(echo "$end - $start" | bc) s wall, ? KiB peak RSS, ? s user, ? s system" >"$out/time.txt"
 	fi
+	api1=$(cpu_ticks "$APISERVER_PID")
+	etcd1=$(cpu_ticks "$ETCD_PID")
+	load1=$(cut -d' ' -f1 /proc/loadavg)
 	line=$(grep '^gavel scan:' "$out/scan.txt" | tail -n 1)
 	if [ $rc -gt 1 ] || [ -z "$line" ]; then
 		echo "$label: gavel scan failed (exit $rc):"
@@ -119,6 +134,8 @@ scan() {
 	fi
 	wall=$(sed -n 's/^time: \([0-9.]*\) s wall.*/\1/p' "$out/time.txt")
 	rss=$(sed -n 's/.*, \([0-9?]*\) KiB peak RSS.*/\1/p' "$out/time.txt")
+	usr=$(sed -n 's/.*, \([0-9.?]*\) s user.*/\1/p' "$out/time.txt")
+	sys=$(sed -n 's/.*, \([0-9.?]*\) s system.*/\1/p' "$out/time.txt")
 	objs=$(echo "$line" | sed -n 's/.* policies, \([0-9]*\) objects.*/\1/p')
 	evald=$(echo "$line" | sed -n 's/.*objects (\([0-9]*\) evaluated.*/\1/p')
 	reqs=$(echo "$line" | sed -n 's/.*; \([0-9]*\) API requests.*/\1/p')
@@ -133,6 +150,10 @@ scan() {
 			l, w, o, e, (w > 0 ? o / w : 0), q, wr, c, u, d, res,
 			(r == "?" ? "?" : sprintf("%.1f MiB", r / 1024)) }'
 	echo "  time: $(echo "$line" | sed -n 's/.* s (\(policies.*\))$/\1/p')"
+	awk -v u="$usr" -v s="$sys" -v a="$((api1 - api0))" -v e="$((etcd1 - etcd0))" -v hz="$hz" \
+		-v l0="$load0" -v l1="$load1" 'BEGIN {
+		printf "  cpu: gavel %s s, kube-apiserver %.1f s, etcd %.1f s; load average %s before, %s after\n",
+			(u == "?" ? "?" : sprintf("%.1f", u + s)), a / hz, e / hz, l0, l1 }'
 	eval "rss_$2=\${rss:-0}"
 }
 
@@ -195,9 +216,12 @@ scan "$pods Pods, nothing changed" b
 reconciler "$pods Pods"
 
 seed "$pods" "$pods" || echo "bench: some Pods were not created"
-k delete policyreports --all --all-namespaces --wait=false >/dev/null 2>&1
-k delete clusterpolicyreports --all --wait=false >/dev/null 2>&1
+# gone before the scan starts, so that it neither reads them nor races their deletion
+start=$(date +%s)
+k delete policyreports --all --all-namespaces >/dev/null 2>&1
+k delete clusterpolicyreports --all >/dev/null 2>&1
 k -n gavel delete configmap gavel-scan-state --ignore-not-found >/dev/null 2>&1
+echo "reports of the first round deleted in $(($(date +%s) - start)) s"
 scan "$((pods * 2)) Pods, first scan (reports deleted before)" c
 scan "$((pods * 2)) Pods, nothing changed" d
 reconciler "$((pods * 2)) Pods"

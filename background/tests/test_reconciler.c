@@ -1164,6 +1164,62 @@ static void test_scan_stops(void **state)
 	world_release(&w);
 }
 
+/*
+ * scan_options.only_namespace, as `gavel scan` uses it: a scanner and a
+ * report_set per namespace, the set holding that namespace's reports only.
+ */
+static void test_scan_one_namespace(void **state)
+{
+	struct world w;
+	struct scan_stats st;
+	struct scan_outcome out[1];
+	struct scan_api api = {.request = fake_request, .discover = fake_discover, .ud = &w.f};
+	struct scan_options opt = {
+	    .batch_size = 3, .workers = 2, .skip_namespace = "gavel", .only_namespace = "ns-01"};
+	const struct engine_policy *due[1];
+	struct scanner *s;
+	struct report_set *rs;
+	struct gv_err err = {0};
+
+	(void)state;
+	world_init(&w, 3, 4, 0, true);
+	due[0] = engine_policyset_get(admission_state_policyset(w.st), 0);
+	rs = report_set_new(NULL);
+	s = scanner_new(&api, &opt);
+	assert_int_equal(scanner_run(s, w.st, due, 1, rs, NULL, out, &st, &err), GV_OK);
+	scanner_free(s);
+	/* ns-01's Pods alone, listed in that namespace */
+	assert_int_equal(st.listed, 4);
+	assert_int_equal(st.pages, 2);
+	assert_int_equal(st.targets, 1);
+	assert_int_equal(report_count(rs), 4);
+	assert_true(out[0].retained);
+
+	/* a Pod of ns-01 deleted while nobody scanned: the next scan drops its results */
+	json_array_remove(w.f.pods, 5);
+	s = scanner_new(&api, &opt);
+	assert_int_equal(scanner_run(s, w.st, due, 1, rs, NULL, out, &st, &err), GV_OK);
+	scanner_free(s);
+	assert_int_equal(st.listed, 3);
+	assert_int_equal(report_count(rs), 3);
+
+	/*
+	 * Cluster-scoped objects only: nothing of the Pod policy is listed, and
+	 * its results in the set (the cluster-scoped reports, in real use) are
+	 * stale.
+	 */
+	opt.only_namespace = "";
+	s = scanner_new(&api, &opt);
+	assert_int_equal(scanner_run(s, w.st, due, 1, rs, NULL, out, &st, &err), GV_OK);
+	scanner_free(s);
+	assert_int_equal(st.listed, 0);
+	assert_int_equal(st.targets, 0);
+	assert_true(out[0].retained);
+	assert_int_equal(report_count(rs), 0);
+	report_set_free(rs);
+	world_release(&w);
+}
+
 /* The same cycles with the next page requested while one is evaluated. */
 static void test_scan_prefetch(void **state)
 {
@@ -1294,6 +1350,7 @@ int main(void)
 	    cmocka_unit_test(test_scan_expired_token),
 	    cmocka_unit_test(test_scan_forbidden_and_down),
 	    cmocka_unit_test(test_scan_stops),
+	    cmocka_unit_test(test_scan_one_namespace),
 	    cmocka_unit_test(test_scan_prefetch),
 	    cmocka_unit_test(test_state_encoding),
 	    cmocka_unit_test(test_state_read_write),
