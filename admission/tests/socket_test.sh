@@ -220,13 +220,21 @@ else
 	check "client auth: certificate for server use only refused" 000 "$($C --cert "$tmp/srvuse.crt" --key "$tmp/cli.key" -o /dev/null -w '%{http_code}' $cbase/healthz)"
 
 	# --max-connections-per-ip 2: two held connections, then a third is closed at once.
-	# s_client -quiet keeps the connection open at the end of stdin.
-	openssl s_client -quiet -connect 127.0.0.1:$cport -CAfile "$tmp/ca.crt" \
-		-cert "$tmp/cli.crt" -key "$tmp/cli.key" </dev/null >/dev/null 2>&1 &
-	h1=$!
-	openssl s_client -quiet -connect 127.0.0.1:$cport -CAfile "$tmp/ca.crt" \
-		-cert "$tmp/cli.crt" -key "$tmp/cli.key" </dev/null >/dev/null 2>&1 &
-	h2=$!
+	# s_client -ign_eof keeps the connection open at the end of stdin; each is
+	# waited for (handshake done) before the next, so that no probe takes its slot.
+	hold() { # OUT: a held connection in the background, its pid in $held
+		openssl s_client -ign_eof -connect 127.0.0.1:$cport -CAfile "$tmp/ca.crt" \
+			-cert "$tmp/cli.crt" -key "$tmp/cli.key" </dev/null >"$1" 2>&1 &
+		held=$!
+		for _ in $(seq 1 100); do
+			grep -q "Verify return code" "$1" 2>/dev/null && break
+			sleep 0.1
+		done
+	}
+	hold "$tmp/h1.out"
+	h1=$held
+	hold "$tmp/h2.out"
+	h2=$held
 	code=
 	for _ in $(seq 1 30); do
 		code=$($C --cert "$tmp/cli.crt" --key "$tmp/cli.key" -o /dev/null -w '%{http_code}' $cbase/healthz)
