@@ -151,7 +151,12 @@ etcd_call() {
 # every watch resumed from an older resourceVersion is then answered 410 Gone.
 etcd_compact() {
 	local rev
-	rev=$(etcd_call kv/put '{"key":"L2dhdmVsLWUyZS9idW1w","value":"eA=="}' |
+	# Two writes, then compact at the second: a watch resumes at the revision
+	# after the last change it saw, which must be below the compaction revision
+	# for etcd to refuse it (410). With one write it may be that revision itself
+	# (the watched change was the last write before it): no 410.
+	etcd_call kv/put '{"key":"L2dhdmVsLWUyZS9idW1w","value":"eA=="}' >/dev/null || return 1
+	rev=$(etcd_call kv/put '{"key":"L2dhdmVsLWUyZS9idW1w","value":"eQ=="}' |
 		jq -r '.header.revision') || return 1
 	etcd_call kv/compaction "{\"revision\":\"$rev\",\"physical\":true}" >/dev/null || return 1
 	printf '%s\n' "$rev"
