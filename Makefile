@@ -58,8 +58,12 @@ $(BENCH_BINS): $(BUILD)/%: %.c $(BUILD)/libgavel.a
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libgavel.a $(LIBS)
 
 # Each unit-test binary prints cmocka's summary; scripts/summary.sh adds them up.
+# e2e/background.sh links its driver against this build's libgavel.a: with the
+# same sanitizers (CC may carry flags there).
 test: gavel $(TEST_BINS)
-	@sh scripts/run-tests.sh $(TEST_BINS)
+	@LIBGAVEL='$(CURDIR)/$(BUILD)/libgavel.a' \
+	CC='$(CC)$(if $(SANITIZE), -fsanitize=$(SANITIZE))' \
+	sh scripts/run-tests.sh $(TEST_BINS)
 
 unit: $(TEST_BINS)
 	@for t in $(TEST_BINS); do $$t || exit 1; done
