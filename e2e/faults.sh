@@ -1033,6 +1033,11 @@ main() {
 		probe_stop
 		log "case $c: $((($(now_ms) - t0) / 1000)) s"
 	done
+	# The replicas still running: SIGTERM, not the cleanup's SIGKILL (which
+	# stops them even with E2E_KEEP=1). In a sanitizer build LeakSanitizer
+	# runs at their exit and writes to their logs, which summary
+	# (sanitizer_check) then reads.
+	for c in "${!GV_PID[@]}"; do gv_stop "$c"; done
 	summary
 }
 

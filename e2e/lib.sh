@@ -16,8 +16,11 @@
 #                                           holds or SECONDS pass; records it once,
 #                                           with the time it took
 #   skip NAME REASON                        a case that cannot run here (not counted)
-#   summary                                 "N passed, N failed" (and the failures);
-#                                           status 1 when something failed
+#   sanitizer_check                         stops gavel serve (SIGTERM), then one case:
+#                                           no sanitizer report in $E2E_DIR/*.log
+#   summary                                 sanitizer_check, then "N passed, N failed"
+#                                           (and the failures); status 1 when
+#                                           something failed
 #
 # Environment (all on 127.0.0.1, everything under $E2E_DIR, removed on exit
 # unless E2E_KEEP=1):
@@ -192,8 +195,38 @@ eventually() {
 	done
 }
 
+# A sanitizer report (make SANITIZE=address,undefined): AddressSanitizer or
+# LeakSanitizer ("==PID==ERROR: LeakSanitizer: ..."), UndefinedBehaviorSanitizer
+# ("FILE:LINE:COL: runtime error: ...").
+SANITIZER_RE='==[0-9]+==ERROR: [A-Za-z]+Sanitizer|: runtime error: '
+
+# sanitizer_check: gavel serve (and the suites' other gavel processes) write
+# sanitizer reports to stderr, that is to their logs in $E2E_DIR, and their
+# exit statuses after SIGTERM are not looked at: a report in one of those
+# logs fails the case. gavel serve is stopped first, with SIGTERM, so that
+# LeakSanitizer's exit-time check runs (unless E2E_KEEP=1 keeps it running);
+# a suite stops its other gavel processes (SIGTERM) before its summary. Only
+# $E2E_DIR/*.log: the control plane's logs (Go: "runtime error: ...") are
+# under $E2E_DIR/cp.
+sanitizer_check() {
+	local f bad=0
+	[ "${E2E_KEEP:-0}" = 1 ] || gavel_stop
+	[ -n "$E2E_DIR" ] || return 0
+	for f in "$E2E_DIR"/*.log; do
+		[ -f "$f" ] || continue
+		grep -qE -- "$SANITIZER_RE" "$f" || continue
+		OUT=$(grep -E -A 12 -- "$SANITIZER_RE" "$f")
+		fail "no sanitizer report in $(basename "$f")" \
+			"its first lines below (E2E_KEEP=1 keeps the whole log)"
+		bad=1
+	done
+	OUT=
+	[ "$bad" = 1 ] || ok "no sanitizer report in the logs of gavel"
+}
+
 summary() {
 	local f
+	sanitizer_check
 	if [ "$E2E_FAILED" -gt 0 ]; then
 		printf 'failed:\n'
 		for f in "${E2E_FAILURES[@]}"; do

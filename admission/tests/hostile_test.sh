@@ -571,6 +571,13 @@ kill -TERM "$pid"
 wait "$pid"
 check "SIGTERM: exit 0" 0 $?
 pid=
+# make SANITIZE=address,undefined: an ASan, LSan (at the exit above) or UBSan report.
+san='==[0-9]+==ERROR: [A-Za-z]+Sanitizer|: runtime error: '
+if grep -qE -- "$san" "$tmp/log"; then
+	ko "no sanitizer report in the server log" "$(grep -E -A 12 -- "$san" "$tmp/log" | head -n 30)"
+else
+	ok "no sanitizer report in the server log"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

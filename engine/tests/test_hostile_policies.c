@@ -43,6 +43,24 @@
 #endif
 #endif
 
+/*
+ * LeakSanitizer (part of ASan, or clang's alone): a case's child ends with
+ * _exit(), so the exit-time leak check never runs there; the child asks for
+ * one itself. Declared weak (<sanitizer/lsan_interface.h> not needed): NULL
+ * when the runtime lacks it.
+ */
+#if defined(HOSTILE_ASAN)
+#define HOSTILE_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(leak_sanitizer)
+#define HOSTILE_LSAN 1
+#endif
+#endif
+
+#ifdef HOSTILE_LSAN
+extern int __lsan_do_recoverable_leak_check(void) __attribute__((weak));
+#endif
+
 #define GUARD_CPU_S	 240u	      /* CPU seconds a case may use before it is stopped */
 #define GUARD_AS	 (3ull << 30) /* address space of a case (not under ASan) */
 #define BOUND_CPU_S	 20u	      /* tight guards: the bound asserted */
@@ -123,6 +141,12 @@ static void guarded_as(const char *what, void (*body)(void), unsigned cpu_s, uns
 		tu_failed = 0;
 		body();
 		fflush(stdout);
+#ifdef HOSTILE_LSAN
+		if (__lsan_do_recoverable_leak_check && __lsan_do_recoverable_leak_check()) {
+			fprintf(stderr, "%s: LeakSanitizer found leaks (see above)\n", what);
+			tu_failed = 1;
+		}
+#endif
 		fflush(stderr);
 		_exit(tu_failed ? 1 : 0);
 	}
