@@ -12,6 +12,7 @@
 
 #include "admission/admission.h"
 #include "common/gv.h"
+#include "common/json.h"
 
 /* ---- message.c: the denial message (kyverno-semantics.md section 8.2) ---- */
 
@@ -84,20 +85,6 @@ struct admission_warnings {
  */
 void admission_warnings_add(struct admission_warnings *w, const char *text);
 void admission_warnings_release(struct admission_warnings *w);
-
-/* ---- jsonparse.c: request bodies ---- */
-
-#define ADMISSION_JSON_MAX_DEPTH 512 /* nested objects and arrays */
-
-/*
- * Parses buf (len bytes; need not be NUL-terminated) holding one JSON
- * object or array and nothing else but whitespace. Returns a new
- * reference with the same values json_loadb(buf, len, JSON_ALLOW_NUL)
- * gives, or NULL with err set to GV_EINVAL and "<reason> at line L column
- * C" (bad syntax, invalid UTF-8, numbers out of range, nesting deeper than
- * ADMISSION_JSON_MAX_DEPTH).
- */
-json_t *admission_json_parse(const char *buf, size_t len, struct gv_err *err);
 
 /* ---- JSON writing ---- */
 

@@ -135,7 +135,7 @@ static bool decode(const char *body, size_t len, struct review *rv, struct admis
 	bool op_ok = false;
 
 	memset(rv, 0, sizeof(*rv));
-	rv->root = admission_json_parse(body, len, &jerr);
+	rv->root = gv_json_parse(body, len, &jerr);
 	if (!rv->root) {
 		reply_text(out, 400, "malformed JSON: %s", jerr.msg);
 		return false;

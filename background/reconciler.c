@@ -339,6 +339,22 @@ static enum gv_code counted_request(void *ud, const char *method, const char *pa
 	return scanner_request(ud, method, path, body, out, st, err);
 }
 
+static enum gv_code rec_request_view(void *ud, const char *method, const char *path,
+				     enum kube_view view, const json_t *body, json_t **out,
+				     struct kube_status *st, struct gv_err *err)
+{
+	struct reconciler *r = ud;
+
+	return scanner_request_view(r->scanner, method, path, view, body, out, st, err);
+}
+
+static enum gv_code counted_request_view(void *ud, const char *method, const char *path,
+					 enum kube_view view, const json_t *body, json_t **out,
+					 struct kube_status *st, struct gv_err *err)
+{
+	return scanner_request_view(ud, method, path, view, body, out, st, err);
+}
+
 /* The report writer's permission: scan results are written by the leader only. */
 static bool flush_proceed(void *ud)
 {
@@ -518,7 +534,10 @@ static void leadership_lost(struct reconciler *r)
 /* At the start of a leadership: the reports as they are, the last scans. */
 static void leadership_init(struct reconciler *r, time_t now)
 {
-	struct report_api api = {.request = rec_request, .ud = r, .proceed = flush_proceed};
+	struct report_api api = {.request = rec_request,
+				 .request_view = rec_request_view,
+				 .ud = r,
+				 .proceed = flush_proceed};
 	struct scanstate_api sapi = {.request = rec_request, .ud = r};
 	struct report_stats rst = {0};
 	struct gv_err err = {0};
@@ -656,7 +675,10 @@ out:
 /* Writes the reports when a cycle ended or admission results waited long enough. */
 static void flush(struct reconciler *r, time_t now)
 {
-	struct report_api api = {.request = rec_request, .ud = r, .proceed = flush_proceed};
+	struct report_api api = {.request = rec_request,
+				 .request_view = rec_request_view,
+				 .ud = r,
+				 .proceed = flush_proceed};
 	struct report_stats st = {0};
 	struct gv_err err = {0};
 	time_t every = (r->cfg.flush_ms + 999) / 1000;
@@ -1115,7 +1137,9 @@ enum gv_code reconciler_scan_once(const struct reconciler_once_options *o, json_
 	}
 	rs = report_set_new(&ro);
 	{
-		struct report_api api = {.request = counted_request, .ud = scanner};
+		struct report_api api = {.request = counted_request,
+					 .request_view = counted_request_view,
+					 .ud = scanner};
 		double t = mono_seconds();
 		rc = report_load(rs, &api, &stats->reports, err);
 		stats->load_seconds = mono_seconds() - t;
@@ -1136,7 +1160,9 @@ enum gv_code reconciler_scan_once(const struct reconciler_once_options *o, json_
 	if (rc)
 		goto out;
 	if (!o->dry_run) {
-		struct report_api api = {.request = counted_request, .ud = scanner};
+		struct report_api api = {.request = counted_request,
+					 .request_view = counted_request_view,
+					 .ud = scanner};
 		struct scanstate_api sapi = {.request = counted_request, .ud = scanner};
 		time_t end = time(NULL);
 		double t = mono_seconds();

@@ -102,6 +102,17 @@
 #define REPORT_LABEL_CHUNK	"gavel.dev/report-chunk"       /* = "0", "1", ... */
 #define REPORT_LABEL_LAYOUT	"gavel.dev/report-layout"      /* = "namespace" | "split" */
 
+/*
+ * Annotation of the objects `gavel scan` writes: the digest of the scan
+ * they were last reconciled with (report_journal_digest()), so that a scan
+ * that finds the same can tell from the objects' metadata alone that there
+ * is nothing to write. Only the one-shot scan writes it; a write by the
+ * reconciler or the admission path that changes an object drops it.
+ */
+#define REPORT_ANNOTATION_SCAN_DIGEST "gavel.dev/scan-digest"
+/* The field manager of gavel's writes (its User-Agent "gavel/<version>"). */
+#define REPORT_FIELD_MANAGER "gavel"
+
 enum report_process { REPORT_BACKGROUND_SCAN, REPORT_ADMISSION_REVIEW };
 
 /* "background scan", "admission review". */
@@ -176,6 +187,7 @@ struct report_options {
 	size_t chunk_results; /* results per object; 0 = REPORT_CHUNK_RESULTS */
 	size_t chunk_bytes;   /* serialized results per object; 0 = REPORT_CHUNK_BYTES,
 				 at most REPORT_MAX_CHUNK_BYTES */
+	bool journal;	      /* record the changes (report_replay, report_journal_digest) */
 };
 
 struct report_set;
@@ -237,12 +249,19 @@ enum gv_code report_put_admission(struct report_set *rs, const struct admission_
  *   report_retain             the policy's results about objects whose uid
  *                             is not in uids[0..n) (a full scan of the
  *                             policy evaluated exactly those objects)
+ *   report_retain_since       the same, but results whose timestamp is at
+ *                             or after `since` (Unix seconds; 0 = none) stay:
+ *                             a scan that started at `since` says nothing of
+ *                             objects created while it ran (their admission
+ *                             results)
  */
 void report_delete_object(struct report_set *rs, const char *ns, const char *uid);
 void report_delete_policy(struct report_set *rs, const char *policy);
 void report_delete_rule(struct report_set *rs, const char *policy, const char *rule);
 void report_delete_background(struct report_set *rs, const char *policy);
 void report_retain(struct report_set *rs, const char *policy, const char *const *uids, size_t n);
+void report_retain_since(struct report_set *rs, const char *policy, const char *const *uids,
+			 size_t n, int64_t since);
 
 /*
  * Brings the model in line with the current policy set: removes results of
@@ -251,6 +270,47 @@ void report_retain(struct report_set *rs, const char *policy, const char *const 
  * number of results removed.
  */
 size_t report_prune(struct report_set *rs, const struct engine_policyset *set);
+
+/* ---- the journal and scan digests (`gavel scan`) ---- */
+
+/*
+ * With report_options.journal, a set records every report_replace,
+ * report_upsert, report_retain(_since) and report_delete_object made on it (deep
+ * copies), so that a scan made into an empty set can be checked against
+ * the cluster's objects first and applied to the loaded reports only when
+ * something changed.
+ *
+ * report_replay: makes the recorded changes of src on dst, in their order
+ * (so scanning into src then replaying onto a loaded dst gives dst what
+ * scanning into it directly would have).
+ *
+ * report_journal_digest: "sha256:<64 hex>" of the recorded changes
+ * without timestamps and without their order (sorted), of salt (the
+ * caller's summary of everything else the reports depend on: the
+ * policies) and of the layout. Equal digests: the same objects were
+ * scanned with the same results. Caller frees; NULL when SHA-256 is not
+ * available (never equal).
+ *
+ * report_set_digest: objects rendered and written from rs carry
+ * annotation REPORT_ANNOTATION_SCAN_DIGEST = digest (NULL: none), and an
+ * object whose content is unchanged but whose annotation differs is
+ * written again.
+ *
+ * report_scan_unchanged: whether the objects of namespace ns ("" =
+ * ClusterPolicyReports), as `items` (a list's items, metadata only
+ * suffices) gives them, were last written by a scan with this digest and
+ * nothing else changed them since: every object labelled
+ * app.kubernetes.io/managed-by=gavel carries the annotation with digest,
+ * has a name of scan's layout, was written by field manager
+ * REPORT_FIELD_MANAGER only (managedFields), the chunks of each group are
+ * 0..n-1 with none missing, and every group with results in scan has
+ * objects. False when digest is NULL.
+ */
+void report_replay(struct report_set *dst, const struct report_set *src);
+char *report_journal_digest(const struct report_set *rs, const char *salt);
+void report_set_digest(struct report_set *rs, const char *digest);
+bool report_scan_unchanged(const struct report_set *scan, const char *ns, const json_t *items,
+			   const char *digest);
 
 /* ---- rendering and merging (pure) ---- */
 
@@ -311,6 +371,15 @@ struct report_api {
 	struct kube_client *client; /* borrowed */
 	enum gv_code (*request)(void *ud, const char *method, const char *path, const json_t *body,
 				json_t **out, struct kube_status *st, struct gv_err *err);
+	/*
+	 * Optional: requests that want metadata-only answers (writes, whose
+	 * answer is only read for its resourceVersion; digest reads) go here
+	 * with KUBE_VIEW_METADATA. NULL: `request` (full answers) when set,
+	 * else kube_request_view() on client.
+	 */
+	enum gv_code (*request_view)(void *ud, const char *method, const char *path,
+				     enum kube_view view, const json_t *body, json_t **out,
+				     struct kube_status *st, struct gv_err *err);
 	void *ud;
 	bool (*proceed)(void *ud);
 };

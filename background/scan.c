@@ -700,13 +700,20 @@ enum gv_code scanner_request(struct scanner *s, const char *method, const char *
 			     const json_t *body, json_t **out, struct kube_status *st,
 			     struct gv_err *err)
 {
+	return scanner_request_view(s, method, path, KUBE_VIEW_FULL, body, out, st, err);
+}
+
+enum gv_code scanner_request_view(struct scanner *s, const char *method, const char *path,
+				  enum kube_view view, const json_t *body, json_t **out,
+				  struct kube_status *st, struct gv_err *err)
+{
 	atomic_fetch_add(&s->requests, 1);
 	memset(st, 0, sizeof(*st));
 	if (out)
 		*out = NULL;
 	if (s->api.request)
 		return s->api.request(s->api.ud, method, path, body, out, st, err);
-	return kube_request(s->api.client, method, path, body, out, st, err);
+	return kube_request_view(s->api.client, method, path, view, body, out, st, err);
 }
 
 static enum gv_code scanner_discover(struct scanner *s, const struct scan_kind *k,
@@ -1043,6 +1050,27 @@ static void policy_add_target(struct cyc_policy *cp, size_t ti)
 	cp->targets[cp->ntargets++] = ti;
 }
 
+char *scan_resource_key(const struct kube_resource *r)
+{
+	return gv_xasprintf("%s/%s/%s", r->group ? r->group : "", r->version ? r->version : "",
+			    r->resource ? r->resource : "");
+}
+
+/* Whether r is one of scan_options.empty_resources. */
+static bool known_empty(const struct scanner *s, const struct kube_resource *r)
+{
+	char *key;
+	bool hit = false;
+
+	if (!s->opt.nempty)
+		return false;
+	key = scan_resource_key(r);
+	for (size_t i = 0; i < s->opt.nempty && !hit; i++)
+		hit = !strcmp(key, s->opt.empty_resources[i]);
+	free(key);
+	return hit;
+}
+
 /* Resolves the kinds of every due policy into targets. */
 static void cycle_resolve(struct cycle *c)
 {
@@ -1085,8 +1113,9 @@ static void cycle_resolve(struct cycle *c)
 				continue;
 			}
 			cp->resolved = true;
-			if (only &&
-			    (r.namespaced ? !*only || (*pns && strcmp(pns, only)) : *only)) {
+			if (only && (r.namespaced ? !*only || (*pns && strcmp(pns, only)) ||
+							known_empty(c->s, &r)
+						  : *only)) {
 				/* not listed in this namespace (scan_options.only_namespace) */
 				kube_resource_release(&r);
 				continue;
@@ -1702,7 +1731,7 @@ static void cycle_retain(struct cycle *c)
 			continue;
 		for (size_t k = 0; k < cp->ntargets; k++)
 			scan_cache_uids(c->targets[cp->targets[k]].t->cache, &uids, &n);
-		report_retain(c->rs, cp->ref, uids, n);
+		report_retain_since(c->rs, cp->ref, uids, n, c->s->opt.retain_since);
 		free(uids);
 		cp->out.retained = true;
 		c->s->retained =

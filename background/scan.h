@@ -89,6 +89,10 @@ struct scan_kinds {
 void scan_policy_kinds(const struct engine_policy *p, struct scan_kinds *out);
 void scan_kinds_release(struct scan_kinds *k);
 
+/* "<group>/<version>/<resource>" of r (group "" for the core group): scan_options.empty_resources.
+ * Caller frees. */
+char *scan_resource_key(const struct kube_resource *r);
+
 /* ---- fingerprints ---- */
 
 /* FNV-1a 64 of n bytes, continuing from h (start with SCAN_HASH_SEED). */
@@ -221,6 +225,22 @@ struct scan_options {
 	 */
 	const char *only_namespace;
 	/*
+	 * With only_namespace: resources ("<group>/<version>/<resource>", group
+	 * "" for the core group; borrowed, must outlive the scanner) known to
+	 * have no object anywhere, so not listed in the namespace (`gavel scan`
+	 * asks each kind once for the whole cluster instead of once per
+	 * namespace). An object created after that question is left to the
+	 * next scan; retain_since keeps its admission results meanwhile.
+	 */
+	const char *const *empty_resources;
+	size_t nempty;
+	/*
+	 * report_retain_since()'s `since` for the policies a cycle evaluated
+	 * in full (Unix seconds; 0 = report_retain()): results at least that
+	 * new are not removed as stale.
+	 */
+	int64_t retain_since;
+	/*
 	 * Metrics (borrowed, may be NULL): kyverno_policy_results_total (the
 	 * admission handler's family: policy_name, rule_name, rule_result,
 	 * policy_validation_mode = "background", resource_kind,
@@ -340,6 +360,14 @@ const char *scanner_cursor(const struct scanner *s);
 enum gv_code scanner_request(struct scanner *s, const char *method, const char *path,
 			     const json_t *body, json_t **out, struct kube_status *st,
 			     struct gv_err *err);
+/*
+ * scanner_request() with a view (kube/kube.h): KUBE_VIEW_METADATA asks for
+ * metadata-only answers. A scan_api with its own request function gets
+ * the call without the view (full answers carry the metadata too).
+ */
+enum gv_code scanner_request_view(struct scanner *s, const char *method, const char *path,
+				  enum kube_view view, const json_t *body, json_t **out,
+				  struct kube_status *st, struct gv_err *err);
 /* API requests made through the scanner since it was made. */
 size_t scanner_requests(const struct scanner *s);
 

@@ -210,7 +210,7 @@ static enum gv_code load_json_stream(const char *buf, size_t len, const char *na
 }
 
 static enum gv_code load_docs_depth(const char *path, int map_depth, struct gv_docs *docs,
-				     struct gv_err *err);
+				    struct gv_err *err);
 
 enum gv_code load_docs(const char *path, struct gv_docs *docs, struct gv_err *err)
 {
@@ -223,7 +223,7 @@ enum gv_code load_docs_shallow(const char *path, struct gv_docs *docs, struct gv
 }
 
 static enum gv_code load_docs_depth(const char *path, int map_depth, struct gv_docs *docs,
-				     struct gv_err *err)
+				    struct gv_err *err)
 {
 	char *buf = NULL;
 	size_t len = 0;

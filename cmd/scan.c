@@ -8,11 +8,17 @@
  *              [--log-level L]
  *
  * Reads the policies, exceptions, namespaces and gavel's ConfigMap once,
- * then goes namespace by namespace (cluster-scoped objects first, then
- * the namespaces in name order, SCAN_NAMESPACES_AT_ONCE side by side):
- * reads that namespace's reports (report_load scoped to it), prunes them,
- * scans the namespace's objects (scanner_run with
- * scan_options.only_namespace) and writes its reports. So memory holds one
+ * asks once per namespaced kind whether the cluster has any object of it
+ * (kinds with none are not listed per namespace), then goes namespace by
+ * namespace (cluster-scoped objects first, then the namespaces in name
+ * order, SCAN_NAMESPACES_AT_ONCE side by side): scans the namespace's
+ * objects (scanner_run with scan_options.only_namespace) into a set of
+ * their own that records the changes (a journal) and reads the metadata of
+ * the namespace's reports; when every report carries the digest of this
+ * very scan (report_scan_unchanged: same objects, results and policies,
+ * written by gavel alone), that is all. Otherwise it reads the reports
+ * (report_load scoped to the namespace), prunes them, replays the scan on
+ * them and writes them with the new digest. So memory holds one
  * namespace's reports and one list page per namespace in progress,
  * whatever the size of the cluster, and the API server writes one
  * namespace's reports while the next is listed. Then every policy's last
@@ -135,6 +141,13 @@ static enum gv_code counted_request(void *ud, const char *method, const char *pa
 	return scanner_request(ud, method, path, body, out, st, err);
 }
 
+static enum gv_code counted_request_view(void *ud, const char *method, const char *path,
+					 enum kube_view view, const json_t *body, json_t **out,
+					 struct kube_status *st, struct gv_err *err)
+{
+	return scanner_request_view(ud, method, path, view, body, out, st, err);
+}
+
 /*
  * report_load's view of the API: the reports of one namespace ("" = the
  * cluster's) only, read one object per page, so that a namespace's
@@ -219,6 +232,10 @@ struct once {
 	size_t ndue;
 	const char **spaces; /* "" (cluster-scoped objects), then the namespaces */
 	size_t nspaces;
+	char *salt;   /* what the reports depend on besides the scan: the policies (policy_salt) */
+	char **empty; /* resources with no object in the cluster (empty_resources) */
+	size_t nempty;
+	int64_t start;	   /* Unix seconds when the scan started (scan_options.retain_since) */
 	json_t **rendered; /* per namespace, when rendering */
 
 	pthread_mutex_t mu;
@@ -265,11 +282,44 @@ static void stats_add(struct reconciler_once_stats *t, const struct scan_stats *
 }
 
 /*
- * One namespace, as reconciler_scan_once does the whole cluster: its
- * reports read, pruned, its objects scanned, its reports written (or
- * rendered into *rendered). *fatal: the error was reading (the API server
- * cannot be used: stop); a write that fails (a namespace being deleted)
- * leaves the other namespaces to be done.
+ * The metadata of namespace ns's reports ("" = the ClusterPolicyReports),
+ * from the API server's cache (resourceVersion=0: a stale answer can only
+ * make the digests differ, and then the reports are read in full).
+ */
+static enum gv_code report_metadata(struct scanner *s, const char *ns, json_t **items,
+				    struct gv_err *err)
+{
+	char *sel = kube_escape(REPORT_LABEL_MANAGED_BY "=gavel");
+	char *coll = report_path(ns, NULL);
+	char *path = gv_xasprintf("%s?labelSelector=%s&resourceVersion=0", coll, sel);
+	struct kube_status st;
+	json_t *list = NULL;
+	enum gv_code rc;
+
+	rc = scanner_request_view(s, "GET", path, KUBE_VIEW_METADATA_LIST, NULL, &list, &st, err);
+	free(path);
+	free(coll);
+	free(sel);
+	if (rc)
+		return rc;
+	*items = json_incref(json_object_get(list, "items"));
+	json_decref(list);
+	if (!json_is_array(*items)) {
+		json_decref(*items);
+		*items = json_array();
+	}
+	return GV_OK;
+}
+
+/*
+ * One namespace: its objects scanned into a set of their own (a journal),
+ * then, unless --dry-run, the metadata of its reports read: when they
+ * carry the digest of an identical scan (report_scan_unchanged), nothing
+ * more is read or written. Otherwise its reports are read, pruned, the
+ * scan replayed onto them and they are written (or rendered into
+ * *rendered) with the new digest. *fatal: the error was reading (the API
+ * server cannot be used: stop); a write that fails (a namespace being
+ * deleted) leaves the other namespaces to be done.
  */
 static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bool *partial,
 				   bool *fatal, struct gv_err *err)
@@ -281,10 +331,12 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	struct scan_stats sst = {0};
 	struct report_stats rst = {0};
 	struct scanner *scanner;
-	struct report_set *rs;
+	struct report_set *scan, *rs = NULL;
 	struct scope sc;
 	double load = 0, flush = 0, t;
 	size_t results = 0;
+	char *digest = NULL;
+	json_t *items = NULL;
 	enum gv_code rc;
 
 	so.batch_size = w->o->batch_size;
@@ -293,30 +345,57 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	so.resource_limit = budget == SIZE_MAX ? 0 : budget;
 	so.skip_namespace = w->self;
 	so.only_namespace = ns;
+	so.empty_resources = (const char *const *)w->empty;
+	so.nempty = w->nempty;
+	so.retain_since = w->start;
 	scanner = scanner_new(&sa, &so);
-	rs = report_set_new(&ro);
+	ro.journal = true;
+	scan = report_set_new(&ro);
+	ro.journal = false;
 	sc.s = scanner;
 	sc.ns = ns;
 	*fatal = true;
+	rc = scanner_run(scanner, w->cs->state, w->due, w->ndue, scan, NULL, NULL, &sst, err);
+	if (rc)
+		goto out;
+	*partial = sst.partial;
+	if (!sst.partial)
+		digest = report_journal_digest(scan, w->salt);
+	if (!w->o->dry_run && digest) {
+		t = mono_seconds();
+		rc = report_metadata(scanner, ns, &items, err);
+		load = mono_seconds() - t;
+		if (rc) {
+			gv_err_prefix(err, "reading the reports: ");
+			goto out;
+		}
+		if (report_scan_unchanged(scan, ns, items, digest)) {
+			rst.unchanged += json_array_size(items);
+			results = report_count(scan);
+			*fatal = false;
+			goto out;
+		}
+	}
+	rs = report_set_new(&ro);
 	{
 		struct report_api api = {.request = scoped_request, .ud = &sc};
 
 		t = mono_seconds();
 		rc = report_load(rs, &api, &rst, err);
-		load = mono_seconds() - t;
+		load += mono_seconds() - t;
 		if (rc) {
 			gv_err_prefix(err, "reading the reports: ");
 			goto out;
 		}
 	}
 	report_prune(rs, admission_state_policyset(w->cs->state));
-	rc = scanner_run(scanner, w->cs->state, w->due, w->ndue, rs, NULL, NULL, &sst, err);
-	if (rc)
-		goto out;
-	*partial = sst.partial;
+	report_replay(rs, scan);
+	report_set_digest(rs, digest);
 	*fatal = false;
 	if (!w->o->dry_run) {
-		struct report_api api = {.request = counted_request, .ud = scanner};
+		struct report_api api = {.request = counted_request,
+					 .request_view = counted_request_view,
+					 .ud = scanner};
 
 		t = mono_seconds();
 		rc = report_flush(rs, &api, &rst, err);
@@ -338,7 +417,10 @@ out:
 	if (w->budget != SIZE_MAX)
 		w->budget -= sst.listed < w->budget ? sst.listed : w->budget;
 	pthread_mutex_unlock(&w->mu);
+	json_decref(items);
+	free(digest);
 	report_set_free(rs);
+	report_set_free(scan);
 	scanner_free(scanner);
 	return rc;
 }
@@ -372,6 +454,96 @@ static void *once_main(void *ud)
 		pthread_mutex_unlock(&w->mu);
 	}
 	return NULL;
+}
+
+/*
+ * The namespaced resources the due policies list that have no object in
+ * the whole cluster (one metadata-only request with limit=1 each), so
+ * that the namespaces do not ask for them one by one: with autogen rules
+ * a Pod policy lists seven kinds, most of them empty on many clusters.
+ * A resource whose question fails is not empty.
+ */
+static void empty_resources(struct once *w, struct scanner *counter)
+{
+	for (size_t i = 0; i < w->ndue; i++) {
+		struct scan_kinds ks = {0};
+
+		scan_policy_kinds(w->due[i], &ks);
+		for (size_t k = 0; k < ks.n; k++) {
+			struct kube_resource r = {0};
+			struct kube_status st;
+			struct gv_err err = {0};
+			char *key, *coll, *path;
+			json_t *list = NULL;
+			bool seen = false;
+
+			if (kube_discover(w->o->client, ks.v[k].group, ks.v[k].version,
+					  ks.v[k].kind, &r, &err))
+				continue;
+			if (!r.namespaced || !r.listable) {
+				kube_resource_release(&r);
+				continue;
+			}
+			key = scan_resource_key(&r);
+			for (size_t j = 0; j < w->nempty && !seen; j++)
+				seen = !strcmp(w->empty[j], key);
+			coll = kube_path(&r, NULL, NULL);
+			path = gv_xasprintf("%s?limit=1", coll);
+			if (!seen &&
+			    !scanner_request_view(counter, "GET", path, KUBE_VIEW_METADATA_LIST,
+						  NULL, &list, &st, &err) &&
+			    json_array_size(json_object_get(list, "items")) == 0) {
+				gv_debug(
+				    "gavel scan: no %s in the cluster: not listed per namespace",
+				    key);
+				w->empty =
+				    gv_xrealloc(w->empty, (w->nempty + 1) * sizeof(*w->empty));
+				w->empty[w->nempty++] = key;
+				key = NULL;
+			}
+			json_decref(list);
+			free(path);
+			free(coll);
+			free(key);
+			kube_resource_release(&r);
+		}
+		scan_kinds_release(&ks);
+	}
+}
+
+static int ref_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * What reports depend on besides the objects scanned: every policy (not
+ * only the background ones: deleting an admission-only policy removes its
+ * results), by reference and fingerprint (scan_policy_fingerprint: its
+ * spec and annotations). Caller frees.
+ */
+static char *policy_salt(const struct engine_policyset *set)
+{
+	size_t n = set ? engine_policyset_count(set) : 0;
+	char **v = gv_xcalloc(n + 1, sizeof(*v));
+	struct gv_buf b = {0};
+
+	for (size_t i = 0; i < n; i++) {
+		const struct engine_policy *p = engine_policyset_get(set, i);
+		char *ref = report_policy_ref(p);
+
+		v[i] =
+		    gv_xasprintf("%s=%016llx", ref, (unsigned long long)scan_policy_fingerprint(p));
+		free(ref);
+	}
+	qsort(v, n, sizeof(*v), ref_cmp);
+	for (size_t i = 0; i < n; i++) {
+		gv_buf_adds(&b, v[i]);
+		gv_buf_addc(&b, '\n');
+		free(v[i]);
+	}
+	free(v);
+	return gv_buf_detach(&b);
 }
 
 /*
@@ -411,12 +583,15 @@ static enum gv_code scan_once(const struct reconciler_once_options *o, json_t **
 	w.o = o;
 	w.self = self;
 	w.cs = &cs;
+	w.salt = policy_salt(set);
 	w.stats = stats;
 	w.due = gv_xcalloc(np + 1, sizeof(*w.due));
 	for (size_t i = 0; i < np; i++)
 		if (engine_policy_background(engine_policyset_get(set, i)))
 			w.due[w.ndue++] = engine_policyset_get(set, i);
 	stats->policies = w.ndue;
+	w.start = (int64_t)time(NULL);
+	empty_resources(&w, counter);
 	w.nspaces = json_array_size(cs.namespaces) + 1;
 	w.spaces = gv_xcalloc(w.nspaces, sizeof(*w.spaces));
 	w.spaces[0] = "";
@@ -486,6 +661,10 @@ out:
 	json_decref(changes);
 	free(w.due);
 	free(w.spaces);
+	free(w.salt);
+	for (size_t i = 0; i < w.nempty; i++)
+		free(w.empty[i]);
+	free(w.empty);
 	clusterstate_release(&cs);
 	scanner_free(counter);
 	return rc;

@@ -613,13 +613,14 @@ enum gv_code values_eval_init(struct values_eval *ev, const struct values *value
 		json_t *val;
 		json_object_foreach(ev->vars, k, val)
 		{
-			if (!strncmp(k, "request.object", 14) || !strncmp(k, "request.oldObject", 17) ||
-			    !strcmp(k, "request"))
+			if (!strncmp(k, "request.object", 14) ||
+			    !strncmp(k, "request.oldObject", 17) || !strcmp(k, "request"))
 				writes = true;
 		}
 		if (strcmp(op, "DELETE"))
-			json_object_set_new(req, "object", writes ? json_deep_copy(resource)
-								 : json_incref((json_t *)resource));
+			json_object_set_new(req, "object",
+					    writes ? json_deep_copy(resource)
+						   : json_incref((json_t *)resource));
 		if (!strcmp(op, "UPDATE") || !strcmp(op, "DELETE"))
 			json_object_set_new(req, "oldObject",
 					    writes ? json_deep_copy(resource)

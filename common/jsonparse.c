@@ -1,10 +1,12 @@
 /*
- * jsonparse.c - a JSON parser for request bodies that builds jansson
- * values directly.
+ * jsonparse.c - a JSON parser that builds jansson values directly, for
+ * the large documents gavel reads: AdmissionReview bodies and API server
+ * responses (list pages).
  *
  * json_loadb() reads its input a character at a time through a stream
  * with per-character UTF-8 decoding and copies every token into a string
- * buffer; on an AdmissionReview that is about half of the handler's time.
+ * buffer; on an AdmissionReview that is about half of the handler's time,
+ * on a page of 500 Pods a third of a background scan's.
  * This parser scans the buffer in place: strings without escapes become
  * values straight from the input, UTF-8 is checked on the fly, and keys
  * and strings are handed to jansson's _nocheck constructors. The values are
@@ -12,7 +14,7 @@
  * json_integer, other numbers as json_real, duplicate keys: the last one
  * wins); the error texts are our own.
  */
-#include "admission/admission_int.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <math.h>
@@ -426,7 +428,7 @@ static json_t *parse_value(struct jp *j, struct gv_buf *heap)
 	switch (*j->p) {
 	case '{':
 	case '[':
-		if (++j->depth > ADMISSION_JSON_MAX_DEPTH)
+		if (++j->depth > GV_JSON_MAX_DEPTH)
 			return fail(j, "nesting too deep");
 		v = *j->p == '{' ? parse_object(j, heap) : parse_array(j, heap);
 		j->depth--;
@@ -457,7 +459,7 @@ static json_t *parse_value(struct jp *j, struct gv_buf *heap)
 	return fail(j, "invalid token");
 }
 
-json_t *admission_json_parse(const char *buf, size_t len, struct gv_err *err)
+json_t *gv_json_parse(const char *buf, size_t len, struct gv_err *err)
 {
 	struct jp j = {.start = (const unsigned char *)buf,
 		       .p = (const unsigned char *)buf,

@@ -16,6 +16,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "common/json.h"
 #include "common/log.h"
 #include "kube/kube_int.h"
 #include "common/banned.h"
@@ -677,7 +678,13 @@ static void setup(struct kube_client *c, CURL *h, const struct kube_req *req, co
 					 (curl_off_t)(req->body ? req->body_len : 0));
 		}
 	}
-	l = curl_slist_append(l, "Accept: application/json");
+	{
+		char *acc =
+		    gv_xasprintf("Accept: %s", req->accept ? req->accept : "application/json");
+
+		l = curl_slist_append(l, acc);
+		free(acc);
+	}
 	l = curl_slist_append(l, "Expect:");
 	if (req->body) {
 		char *ct = gv_xasprintf("Content-Type: %s",
@@ -841,13 +848,14 @@ out:
 /* ---- requests ---- */
 
 static enum gv_code request_json(struct kube_client *c, const char *method, const char *path,
-				 const char *content_type, const json_t *body,
+				 const char *content_type, const char *accept, const json_t *body,
 				 const atomic_bool *abort, json_t **out, struct kube_status *st,
 				 struct gv_err *err)
 {
 	struct kube_req req = {.method = method,
 			       .path = path,
 			       .content_type = content_type,
+			       .accept = accept,
 			       .abort = abort,
 			       .retries = -1};
 	struct gv_buf resp = {0};
@@ -866,21 +874,51 @@ static enum gv_code request_json(struct kube_client *c, const char *method, cons
 	}
 	rc = kube_do(c, &req, &resp, st, err);
 	if (!rc && out && resp.len) {
-		json_error_t jerr;
+		size_t at = strspn(resp.data, " \t\r\n");
 
-		*out = json_loadb(resp.data, resp.len, JSON_DECODE_ANY, &jerr);
-		if (!*out)
-			rc = gv_err_set(err, GV_ENET, "%s %s: response is not JSON: %s", method,
-					path, jerr.text);
+		if (at < resp.len && (resp.data[at] == '{' || resp.data[at] == '[')) {
+			struct gv_err perr = {0};
+
+			/* objects and lists: gavel's parser, about twice as fast on list pages */
+			*out = gv_json_parse(resp.data, resp.len, &perr);
+			if (!*out)
+				rc = gv_err_set(err, GV_ENET, "%s %s: response is not JSON: %s",
+						method, path, perr.msg);
+		} else {
+			json_error_t jerr;
+
+			*out = json_loadb(resp.data, resp.len, JSON_DECODE_ANY, &jerr);
+			if (!*out)
+				rc = gv_err_set(err, GV_ENET, "%s %s: response is not JSON: %s",
+						method, path, jerr.text);
+		}
 	}
 	free(text);
 	gv_buf_release(&resp);
 	return rc;
 }
 
+/*
+ * The media types a metadata view asks for, plain JSON from servers (or
+ * endpoints) that cannot transform. Only the first is tried by the server
+ * when it can transform at all, and asking for a list's metadata on an
+ * object (or the other way round) is a 500: hence one view for each.
+ */
+#define ACCEPT_METADATA                                                                            \
+	"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+#define ACCEPT_METADATA_LIST                                                                       \
+	"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
 enum gv_code kube_request(struct kube_client *c, const char *method, const char *path,
 			  const json_t *body, json_t **out, struct kube_status *st,
 			  struct gv_err *err)
+{
+	return kube_request_view(c, method, path, KUBE_VIEW_FULL, body, out, st, err);
+}
+
+enum gv_code kube_request_view(struct kube_client *c, const char *method, const char *path,
+			       enum kube_view view, const json_t *body, json_t **out,
+			       struct kube_status *st, struct gv_err *err)
 {
 	static const char *const methods[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
 	bool known = false;
@@ -895,8 +933,11 @@ enum gv_code kube_request(struct kube_client *c, const char *method, const char 
 		return gv_err_set(err, GV_EINVAL, "unsupported method \"%s\"", method);
 	}
 	return request_json(c, method, path,
-			    !strcmp(method, "PATCH") ? "application/merge-patch+json" : NULL, body,
-			    NULL, out, st, err);
+			    !strcmp(method, "PATCH") ? "application/merge-patch+json" : NULL,
+			    view == KUBE_VIEW_METADATA	      ? ACCEPT_METADATA
+			    : view == KUBE_VIEW_METADATA_LIST ? ACCEPT_METADATA_LIST
+							      : NULL,
+			    body, NULL, out, st, err);
 }
 
 enum gv_code kube_patch(struct kube_client *c, const char *path, enum kube_patch_type type,
@@ -914,7 +955,7 @@ enum gv_code kube_patch(struct kube_client *c, const char *path, enum kube_patch
 			memset(st, 0, sizeof(*st));
 		return gv_err_set(err, GV_EINVAL, "PATCH %s: bad patch type or no body", path);
 	}
-	return request_json(c, "PATCH", path, types[type], body, NULL, out, st, err);
+	return request_json(c, "PATCH", path, types[type], NULL, body, NULL, out, st, err);
 }
 
 /* ---- paths and lists ---- */
@@ -998,7 +1039,8 @@ restart:
 			free(e);
 		}
 		gv_err_clear(&lerr);
-		rc = request_json(c, "GET", gv_buf_str(&p), NULL, NULL, abort, &page, &st, &lerr);
+		rc = request_json(c, "GET", gv_buf_str(&p), NULL, NULL, NULL, abort, &page, &st,
+				  &lerr);
 		gv_buf_release(&p);
 		if (rc && st.http == 410 && restarts < 3) {
 			/* An expired continue token: start over. */

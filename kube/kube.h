@@ -118,6 +118,26 @@ enum gv_code kube_request(struct kube_client *c, const char *method, const char 
 			  struct gv_err *err);
 
 /*
+ * What a response carries. The metadata views ask the server for the
+ * metadata only (Accept: application/json;as=PartialObjectMetadata;
+ * g=meta.k8s.io;v=v1, or PartialObjectMetadataList for a list, falling
+ * back to application/json): an object (GET of one object, the answer of
+ * a POST or PUT: KUBE_VIEW_METADATA) or a list's items
+ * (KUBE_VIEW_METADATA_LIST) are then PartialObjectMetadata (apiVersion
+ * meta.k8s.io/v1, metadata with name, namespace, uid, resourceVersion,
+ * labels, annotations, managedFields), so large objects are neither
+ * encoded by the server nor parsed here. Served by kube-apiserver 1.15 and
+ * later (Kubernetes API concepts, "Retrieving metadata only"). The view
+ * must match the path: a list view on one object is a 500 from the server.
+ */
+enum kube_view { KUBE_VIEW_FULL, KUBE_VIEW_METADATA, KUBE_VIEW_METADATA_LIST };
+
+/* kube_request() with a chosen view (kube_request = KUBE_VIEW_FULL). */
+enum gv_code kube_request_view(struct kube_client *c, const char *method, const char *path,
+			       enum kube_view view, const json_t *body, json_t **out,
+			       struct kube_status *st, struct gv_err *err);
+
+/*
  * A PATCH with an explicit type: merge patch (application/merge-patch+json,
  * RFC 7386), JSON patch (application/json-patch+json, RFC 6902: body is an
  * array of ops) or server-side apply (application/apply-patch+yaml with a

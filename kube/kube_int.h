@@ -62,6 +62,7 @@ struct kube_req {
 	const char *method;	  /* GET, POST, PUT, PATCH, DELETE */
 	const char *path;	  /* "/api/v1/..." with query */
 	const char *content_type; /* of body; NULL = application/json */
+	const char *accept;	  /* Accept header value; NULL = application/json */
 	const char *body;	  /* borrowed, may be NULL */
 	size_t body_len;
 	const atomic_bool

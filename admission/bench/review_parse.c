@@ -9,7 +9,7 @@
  * odd ones violating it in turn: a hostPort, hostNetwork, hostPath, added
  * capabilities, root user, privilege escalation, unconfined seccomp) and
  * measures, on one core, the time to parse one review with the parser the
- * webhook uses (admission_json_parse, freeing included) and, for
+ * webhook uses (gv_json_parse, freeing included) and, for
  * reference, with json_loadb. It prints
  *
  *   parse floor: R reviews/s (C cores / T us per review)
@@ -258,7 +258,7 @@ static double time_per_review(char **texts, const size_t *lens, int n, double se
 
 static json_t *parse_ours(const char *s, size_t n)
 {
-	return admission_json_parse(s, n, NULL);
+	return gv_json_parse(s, n, NULL);
 }
 
 static json_t *parse_jansson(const char *s, size_t n)
@@ -390,7 +390,7 @@ int main(int argc, char **argv)
 	       (double)total / (double)n / 1024, dir ? ", written to " : "", dir ? dir : "");
 	t_ours = time_per_review(texts, lens, n, secs, parse_ours);
 	t_jansson = time_per_review(texts, lens, n, secs, parse_jansson);
-	printf("JSON parse, one core: %.1f us per review (admission_json_parse, freeing included; "
+	printf("JSON parse, one core: %.1f us per review (gv_json_parse, freeing included; "
 	       "json_loadb: %.1f us)\n",
 	       t_ours * 1e6, t_jansson * 1e6);
 	printf("parse floor: %.0f reviews/s (%ld cores / %.1f us per review)\n",

@@ -1,9 +1,9 @@
 /*
- * fuzz_json.c - the admission request body parser (admission/jsonparse.c)
- * against jansson: admission_json_parse() promises the values
+ * fuzz_json.c - the JSON parser of request bodies and API responses (common/jsonparse.c)
+ * against jansson: gv_json_parse() promises the values
  * json_loadb(buf, len, JSON_ALLOW_NUL) gives for a top-level object or
  * array, so on every input both must fail, or both succeed with equal
- * values. Allowed differences: nesting past ADMISSION_JSON_MAX_DEPTH
+ * values. Allowed differences: nesting past GV_JSON_MAX_DEPTH
  * (jansson allows more), and a raw NUL byte right after a number or a
  * literal (`[1\0]`), which jansson 2.14's lexer skips but JSON forbids.
  * Also checks the error text has its position.
@@ -27,25 +27,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_t *mine, *ref;
 
 	fuzz_init();
-	mine = admission_json_parse((const char *)data, size, &err);
+	mine = gv_json_parse((const char *)data, size, &err);
 	ref = json_loadb((const char *)data, size, JSON_ALLOW_NUL, &jerr);
 	if (!mine && !strstr(err.msg, " at line ")) {
 		fprintf(stderr, "error without a position: %s\n", err.msg);
 		abort();
 	}
 	if (!mine && ref && strncmp(err.msg, "nesting too deep", 16) && !memchr(data, 0, size)) {
-		fprintf(stderr, "admission_json_parse refuses what jansson reads: %s\n", err.msg);
+		fprintf(stderr, "gv_json_parse refuses what jansson reads: %s\n", err.msg);
 		abort();
 	}
 	if (mine && !ref) {
-		fprintf(stderr, "admission_json_parse reads what jansson refuses: %s\n", jerr.text);
+		fprintf(stderr, "gv_json_parse reads what jansson refuses: %s\n", jerr.text);
 		abort();
 	}
 	if (mine && ref && !json_equal(mine, ref)) {
 		char *a = json_dumps(mine, JSON_ENCODE_ANY), *b = json_dumps(ref, JSON_ENCODE_ANY);
 
-		fprintf(stderr, "values differ:\n  admission_json_parse: %s\n  jansson: %s\n", a,
-			b);
+		fprintf(stderr, "values differ:\n  gv_json_parse: %s\n  jansson: %s\n", a, b);
 		abort();
 	}
 	json_decref(mine);

@@ -1072,7 +1072,7 @@ static void same_as_jansson(const char *text)
 {
 	struct gv_err err = {0};
 	json_t *a = json_loads(text, JSON_ALLOW_NUL, NULL);
-	json_t *b = admission_json_parse(text, strlen(text), &err);
+	json_t *b = gv_json_parse(text, strlen(text), &err);
 
 	if (!a || !b || !json_equal(a, b))
 		fail_msg("parse of %s differs from jansson (%s)", text, err.msg);
@@ -1083,7 +1083,7 @@ static void same_as_jansson(const char *text)
 static void parse_error(const char *text, const char *want)
 {
 	struct gv_err err = {0};
-	json_t *v = admission_json_parse(text, strlen(text), &err);
+	json_t *v = gv_json_parse(text, strlen(text), &err);
 
 	assert_null(v);
 	if (!strstr(err.msg, want))
@@ -1117,7 +1117,7 @@ static void test_json_parser(void **state)
 	parse_error("{1:2}", "string or '}' expected");
 	{
 		struct gv_buf deep = {0};
-		for (int i = 0; i < ADMISSION_JSON_MAX_DEPTH + 1; i++)
+		for (int i = 0; i < GV_JSON_MAX_DEPTH + 1; i++)
 			gv_buf_addc(&deep, '[');
 		parse_error(gv_buf_str(&deep), "nesting too deep");
 		gv_buf_release(&deep);

@@ -112,7 +112,7 @@ static void test_non_string_dot_underscore(void **state)
 
 /*
  * fuzz_json crash-1143d0bd: jansson 2.14 reads `{"":null\0}` (its lexer skips
- * a NUL byte right after a number or literal), admission_json_parse() does
+ * a NUL byte right after a number or literal), gv_json_parse() does
  * not. JSON has no such byte outside strings: the stricter answer is right
  * and is pinned here, with its position.
  */
@@ -123,7 +123,7 @@ static void test_json_nul_after_literal_refused(void **state)
 	json_t *j;
 
 	(void)state;
-	j = admission_json_parse(body, sizeof(body) - 1, &err);
+	j = gv_json_parse(body, sizeof(body) - 1, &err);
 	assert_null(j);
 	assert_int_equal(err.code, GV_EINVAL);
 	assert_non_null(strstr(err.msg, "at line 1 column"));

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "background/reconciler.h"
@@ -1216,6 +1217,40 @@ static void test_scan_one_namespace(void **state)
 	assert_int_equal(st.targets, 0);
 	assert_true(out[0].retained);
 	assert_int_equal(report_count(rs), 0);
+
+	/* Pods known to be absent from the cluster (empty_resources): not listed */
+	{
+		static const char *const empty[] = {"apps/v1/deployments", "/v1/pods"};
+		char v1[] = "v1", plural[] = "pods";
+		struct kube_resource pods = {.version = v1, .resource = plural};
+		char *key = scan_resource_key(&pods);
+
+		assert_string_equal(key, "/v1/pods");
+		free(key);
+		opt.only_namespace = "ns-01";
+		s = scanner_new(&api, &opt);
+		assert_int_equal(scanner_run(s, w.st, due, 1, rs, NULL, out, &st, &err), GV_OK);
+		scanner_free(s);
+		assert_int_equal(report_count(rs), 3);
+		opt.empty_resources = empty;
+		opt.nempty = 2;
+		/* results newer than retain_since (a Pod created while the scan ran) stay */
+		opt.retain_since = (int64_t)time(NULL) - 60;
+		s = scanner_new(&api, &opt);
+		assert_int_equal(scanner_run(s, w.st, due, 1, rs, NULL, out, &st, &err), GV_OK);
+		scanner_free(s);
+		assert_int_equal(st.listed, 0);
+		assert_int_equal(st.targets, 0);
+		assert_true(out[0].retained);
+		assert_int_equal(report_count(rs), 3);
+		/* older ones go */
+		opt.retain_since = (int64_t)time(NULL) + 60;
+		s = scanner_new(&api, &opt);
+		assert_int_equal(scanner_run(s, w.st, due, 1, rs, NULL, out, &st, &err), GV_OK);
+		scanner_free(s);
+		assert_int_equal(st.listed, 0);
+		assert_int_equal(report_count(rs), 0);
+	}
 	report_set_free(rs);
 	world_release(&w);
 }

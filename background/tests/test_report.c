@@ -1519,6 +1519,272 @@ static void test_load_pages(void **state)
 	fake_free(f);
 }
 
+/* ---- the journal and scan digests ---- */
+
+/* The calls of one scan of namespace x: pods 0..2 (pod 1 now fails), pod 3 without results. */
+static void scan_calls(struct report_set *rs, int64_t ts, bool reverse)
+{
+	static const char *const uids[] = {"uid-x-000", "uid-x-001", "uid-x-002", "uid-x-003"};
+
+	for (int k = 0; k < 4; k++) {
+		int i = reverse ? 3 - k : k;
+		char name[32];
+		struct report_resource r;
+		struct report_entry e =
+		    ent(NULL, "rule", i == 1 ? ENGINE_FAIL : ENGINE_PASS, "message", ts);
+
+		snprintf(name, sizeof(name), "pod-%03d", i);
+		r = pod("x", name, uids[i]);
+		replace1(rs, &r, "p", &e, i == 3 ? 0 : 1);
+	}
+	report_retain(rs, "p", uids, 4);
+}
+
+static void test_journal_replay(void **state)
+{
+	struct report_set *rs0 = report_set_new(NULL), *direct, *journal, *replayed;
+	struct fake *f = fake_new();
+	struct report_api api = fake_api(f);
+	struct report_stats st;
+	struct gv_err err = {0};
+	json_t *a, *b;
+
+	(void)state;
+	/* the cluster: pods 0..4 pass p, and an admission result of another policy */
+	add_pods(rs0, "x", 0, 5, "p", ENGINE_PASS);
+	{
+		struct report_resource r = pod("x", "pod-009", "uid-x-009");
+		struct report_entry e = ent("adm", "check", ENGINE_FAIL, "no", 5);
+
+		e.process = REPORT_ADMISSION_REVIEW;
+		assert_int_equal(report_upsert(rs0, &r, &e, 1, &err), GV_OK);
+	}
+	flush_ok(rs0, f, &st);
+
+	/* scanning into the loaded reports ... */
+	direct = report_set_new(NULL);
+	assert_int_equal(report_load(direct, &api, NULL, &err), GV_OK);
+	scan_calls(direct, 7, false);
+	a = report_render_all(direct);
+
+	/* ... is what scanning into a journal and replaying it onto them gives */
+	journal = report_set_new(&(struct report_options){.journal = true});
+	scan_calls(journal, 7, false);
+	assert_int_equal(report_count(journal), 3);
+	replayed = report_set_new(NULL);
+	assert_int_equal(report_load(replayed, &api, NULL, &err), GV_OK);
+	report_replay(replayed, journal);
+	b = report_render_all(replayed);
+	assert_true(json_equal(a, b));
+	/* pods 3 and 4 went, pod 1 fails, the admission result stayed */
+	assert_int_equal(report_count(replayed), 4);
+	assert_int_equal(iget(json_array_get(b, 0), "summary.fail"), 2);
+	json_decref(a);
+	json_decref(b);
+	report_set_free(rs0);
+	report_set_free(direct);
+	report_set_free(journal);
+	report_set_free(replayed);
+	fake_free(f);
+}
+
+static char *digest_of(bool split, const char *salt, void (*more)(struct report_set *), int64_t ts,
+		       bool reverse)
+{
+	struct report_set *rs =
+	    report_set_new(&(struct report_options){.journal = true, .split = split});
+	char *d;
+
+	scan_calls(rs, ts, reverse);
+	if (more)
+		more(rs);
+	d = report_journal_digest(rs, salt);
+	report_set_free(rs);
+	return d;
+}
+
+static void more_seen(struct report_set *rs)
+{
+	struct report_resource r = pod("x", "pod-005", "uid-x-005");
+
+	replace1(rs, &r, "p", NULL, 0); /* one more object seen, with no result */
+}
+
+static void more_message(struct report_set *rs)
+{
+	struct report_resource r = pod("x", "pod-000", "uid-x-000");
+	struct report_entry e = ent(NULL, "rule", ENGINE_PASS, "another message", 1);
+
+	replace1(rs, &r, "p", &e, 1);
+}
+
+static void more_retain(struct report_set *rs)
+{
+	static const char *const uids[] = {"uid-x-000"};
+
+	report_retain(rs, "p", uids, 1);
+}
+
+static void test_journal_digest(void **state)
+{
+	char *base = digest_of(false, "policies", NULL, 7, false);
+	char *other[6];
+
+	(void)state;
+	assert_non_null(base);
+	assert_int_equal(strlen(base), 7 + 64);
+	assert_true(!strncmp(base, "sha256:", 7));
+	/* neither the timestamps nor the order of the objects count */
+	other[0] = digest_of(false, "policies", NULL, 99, true);
+	assert_string_equal(base, other[0]);
+	free(other[0]);
+	/* everything a replay would do differently does */
+	other[0] = digest_of(false, "policies", more_seen, 7, false);
+	other[1] = digest_of(false, "policies", more_message, 7, false);
+	other[2] = digest_of(false, "policies", more_retain, 7, false);
+	other[3] = digest_of(false, "policies 2", NULL, 7, false);
+	other[4] = digest_of(true, "policies", NULL, 7, false);
+	other[5] = NULL;
+	for (int i = 0; other[i]; i++) {
+		assert_string_not_equal(base, other[i]);
+		for (int j = 0; j < i; j++)
+			assert_string_not_equal(other[i], other[j]);
+	}
+	for (int i = 0; other[i]; i++)
+		free(other[i]);
+	/* a set without a journal has nothing to tell apart */
+	{
+		struct report_set *rs = report_set_new(NULL);
+		char *d;
+
+		scan_calls(rs, 7, false);
+		d = report_journal_digest(rs, "policies");
+		assert_string_not_equal(d, base);
+		free(d);
+		report_set_free(rs);
+	}
+	free(base);
+}
+
+/* The scan digest annotation of an object, "" when it has none. */
+static const char *annotation(const json_t *o)
+{
+	const char *v = json_string_value(
+	    json_object_get(jget(o, "metadata.annotations"), REPORT_ANNOTATION_SCAN_DIGEST));
+
+	return v ? v : "";
+}
+
+/* The fake's objects as a list's items. */
+static json_t *fake_items(struct fake *f)
+{
+	json_t *items = json_array(), *o;
+	const char *k;
+
+	json_object_foreach(f->objs, k, o) json_array_append(items, o);
+	return items;
+}
+
+static void test_scan_digest(void **state)
+{
+	struct report_options chunked = {.chunk_results = 2};
+	struct report_set *scan, *rs;
+	struct fake *f = fake_new();
+	struct report_api api = fake_api(f);
+	struct report_stats st;
+	struct gv_err err = {0};
+	json_t *items, *copy, *o;
+	char *d;
+	size_t i;
+
+	(void)state;
+	scan = report_set_new(&(struct report_options){.journal = true, .chunk_results = 2});
+	add_pods(scan, "x", 0, 5, "p", ENGINE_PASS);
+	d = report_journal_digest(scan, "policies");
+
+	/* no reports yet: not unchanged */
+	items = fake_items(f);
+	assert_false(report_scan_unchanged(scan, "x", items, d));
+	json_decref(items);
+
+	/* written with the digest: every object carries it */
+	rs = report_set_new(&chunked);
+	assert_int_equal(report_load(rs, &api, NULL, &err), GV_OK);
+	report_replay(rs, scan);
+	report_set_digest(rs, d);
+	flush_ok(rs, f, &st);
+	assert_int_equal(st.created, 3);
+	report_set_free(rs);
+	items = fake_items(f);
+	assert_int_equal(json_array_size(items), 3);
+	json_array_foreach(items, i, o) assert_string_equal(annotation(o), d);
+	assert_true(report_scan_unchanged(scan, "x", items, d));
+	/* another digest, none, another namespace */
+	assert_false(report_scan_unchanged(scan, "x", items, "sha256:00"));
+	assert_false(report_scan_unchanged(scan, "x", items, NULL));
+	assert_false(report_scan_unchanged(scan, "y", items, d));
+
+	/* one object without the annotation (the reconciler rewrote it) */
+	copy = json_deep_copy(items);
+	json_object_del((json_t *)jget(json_array_get(copy, 1), "metadata"), "annotations");
+	assert_false(report_scan_unchanged(scan, "x", copy, d));
+	json_decref(copy);
+	/* a chunk missing (a writer stopped half way) */
+	copy = json_deep_copy(items);
+	json_array_foreach(copy, i, o) if (!strcmp(sget(o, "metadata.name"), "polr-ns-x-1"))
+	{
+		json_array_remove(copy, i);
+		break;
+	}
+	assert_int_equal(json_array_size(copy), 2);
+	assert_false(report_scan_unchanged(scan, "x", copy, d));
+	json_decref(copy);
+	/* changed by another field manager */
+	copy = json_deep_copy(items);
+	json_object_set_new((json_t *)jget(json_array_get(copy, 0), "metadata"), "managedFields",
+			    J("[{\"manager\": \"gavel\"}, {\"manager\": \"kubectl-edit\"}]"));
+	assert_false(report_scan_unchanged(scan, "x", copy, d));
+	json_object_set_new((json_t *)jget(json_array_get(copy, 0), "metadata"), "managedFields",
+			    J("[{\"manager\": \"gavel\"}]"));
+	assert_true(report_scan_unchanged(scan, "x", copy, d));
+	/* an object of the split layout next to them */
+	o = json_deep_copy(json_array_get(copy, 0));
+	json_object_set_new((json_t *)jget(o, "metadata"), "name", json_string("polr-ns-x-p"));
+	json_array_append_new(copy, o);
+	assert_false(report_scan_unchanged(scan, "x", copy, d));
+	json_decref(copy);
+	/* objects not gavel's do not count */
+	copy = json_deep_copy(items);
+	o = J("{\"metadata\": {\"name\": \"mine\", \"namespace\": \"x\"}}");
+	json_array_append_new(copy, o);
+	assert_true(report_scan_unchanged(scan, "x", copy, d));
+	json_decref(copy);
+	/* the scan has results and there are no objects */
+	copy = json_array();
+	assert_false(report_scan_unchanged(scan, "x", copy, d));
+	json_decref(copy);
+	json_decref(items);
+
+	/* a writer without a digest leaves annotated objects with the same content alone */
+	rs = report_set_new(&chunked);
+	assert_int_equal(report_load(rs, &api, NULL, &err), GV_OK);
+	add_pods(rs, "x", 0, 5, "p", ENGINE_PASS);
+	flush_ok(rs, f, &st);
+	assert_int_equal(st.created + st.updated + st.deleted, 0);
+	/* and one with another digest writes it even though the results are the same */
+	report_set_digest(rs, "sha256:other");
+	report_replay(rs, scan);
+	add_pods(rs, "x", 0, 1, "p", ENGINE_FAIL); /* dirty: the flush visits the group */
+	add_pods(rs, "x", 0, 1, "p", ENGINE_PASS);
+	flush_ok(rs, f, &st);
+	assert_int_equal(st.updated, 3);
+	assert_string_equal(annotation(fobj(f, "x/polr-ns-x-2")), "sha256:other");
+	report_set_free(rs);
+	report_set_free(scan);
+	free(d);
+	fake_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1539,6 +1805,9 @@ int main(void)
 	    cmocka_unit_test(test_flush_stopped_loses_nothing),
 	    cmocka_unit_test(test_load_and_layout_switch),
 	    cmocka_unit_test(test_load_pages),
+	    cmocka_unit_test(test_journal_replay),
+	    cmocka_unit_test(test_journal_digest),
+	    cmocka_unit_test(test_scan_digest),
 	};
 
 	gv_init();
