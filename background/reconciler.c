@@ -323,20 +323,13 @@ static void on_lead_stop(void *ud)
 	gv_info("background: not leading any more: background scans stop");
 }
 
-/* Requests of the reconciler (ud: it) and of the one-shot scan (ud: the scanner) count. */
+/* Requests of the reconciler (ud: it) count in its scanner's figures. */
 static enum gv_code rec_request(void *ud, const char *method, const char *path, const json_t *body,
 				json_t **out, struct kube_status *st, struct gv_err *err)
 {
 	struct reconciler *r = ud;
 
 	return scanner_request(r->scanner, method, path, body, out, st, err);
-}
-
-static enum gv_code counted_request(void *ud, const char *method, const char *path,
-				    const json_t *body, json_t **out, struct kube_status *st,
-				    struct gv_err *err)
-{
-	return scanner_request(ud, method, path, body, out, st, err);
 }
 
 static enum gv_code rec_request_view(void *ud, const char *method, const char *path,
@@ -346,13 +339,6 @@ static enum gv_code rec_request_view(void *ud, const char *method, const char *p
 	struct reconciler *r = ud;
 
 	return scanner_request_view(r->scanner, method, path, view, body, out, st, err);
-}
-
-static enum gv_code counted_request_view(void *ud, const char *method, const char *path,
-					 enum kube_view view, const json_t *body, json_t **out,
-					 struct kube_status *st, struct gv_err *err)
-{
-	return scanner_request_view(ud, method, path, view, body, out, st, err);
 }
 
 /* The report writer's permission: scan results are written by the leader only. */
@@ -1089,126 +1075,6 @@ void reconciler_stop(struct reconciler *r)
 }
 
 /* ---- one-shot commands ---- */
-
-static double mono_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-enum gv_code reconciler_scan_once(const struct reconciler_once_options *o, json_t **rendered,
-				  struct reconciler_once_stats *stats, struct gv_err *err)
-{
-	const char *ns = o->namespace && *o->namespace ? o->namespace : "gavel";
-	struct reconciler_once_stats local = {0};
-	struct scan_api sa = {.client = o->client};
-	struct scan_options so = {0};
-	struct report_options ro = {.split = o->split};
-	struct clusterstate cs = {0};
-	struct scanner *scanner;
-	struct report_set *rs = NULL;
-	const struct engine_policy **due = NULL;
-	const struct engine_policyset *set;
-	json_t *changes = NULL;
-	double t0 = mono_seconds();
-	size_t n = 0, np;
-	enum gv_code rc;
-
-	if (!stats)
-		stats = &local;
-	memset(stats, 0, sizeof(*stats));
-	if (rendered)
-		*rendered = NULL;
-	so.batch_size = o->batch_size;
-	so.workers = o->workers;
-	so.incremental = true;
-	so.resource_limit = o->resource_limit;
-	so.skip_namespace = ns;
-	scanner = scanner_new(&sa, &so);
-	{
-		struct clusterstate_api ca = {.request = counted_request, .ud = scanner};
-		double t = mono_seconds();
-		rc = clusterstate_fetch(&ca, ns, "gavel", &cs, err);
-		stats->fetch_seconds = mono_seconds() - t;
-		if (rc)
-			goto out;
-	}
-	rs = report_set_new(&ro);
-	{
-		struct report_api api = {.request = counted_request,
-					 .request_view = counted_request_view,
-					 .ud = scanner};
-		double t = mono_seconds();
-		rc = report_load(rs, &api, &stats->reports, err);
-		stats->load_seconds = mono_seconds() - t;
-		if (rc) {
-			gv_err_prefix(err, "reading the reports: ");
-			goto out;
-		}
-	}
-	set = admission_state_policyset(cs.state);
-	report_prune(rs, set);
-	np = set ? engine_policyset_count(set) : 0;
-	due = gv_xcalloc(np + 1, sizeof(*due));
-	for (size_t i = 0; i < np; i++)
-		if (engine_policy_background(engine_policyset_get(set, i)))
-			due[n++] = engine_policyset_get(set, i);
-	stats->policies = n;
-	rc = scanner_run(scanner, cs.state, due, n, rs, NULL, NULL, &stats->scan, err);
-	if (rc)
-		goto out;
-	if (!o->dry_run) {
-		struct report_api api = {.request = counted_request,
-					 .request_view = counted_request_view,
-					 .ud = scanner};
-		struct scanstate_api sapi = {.request = counted_request, .ud = scanner};
-		time_t end = time(NULL);
-		double t = mono_seconds();
-
-		rc = report_flush(rs, &api, &stats->reports, err);
-		stats->flush_seconds = mono_seconds() - t;
-		if (rc) {
-			gv_err_prefix(err, "writing the reports: ");
-			goto out;
-		}
-		changes = json_object();
-		for (size_t i = 0; i < n; i++) {
-			struct scanstate_entry e = {0};
-			const char *uid = json_string_value(json_object_get(
-			    json_object_get(engine_policy_doc(due[i]), "metadata"), "uid"));
-			char *key = scanstate_key(due[i]), *text;
-
-			e.last_scan = end;
-			e.fingerprint = scan_policy_fingerprint(due[i]);
-			snprintf(e.uid, sizeof(e.uid), "%s", uid ? uid : "");
-			text = scanstate_encode(&e);
-			json_object_set_new(changes, key, json_string(text));
-			free(text);
-			free(key);
-		}
-		t = mono_seconds();
-		rc = scanstate_write(&sapi, ns, SCANSTATE_CONFIGMAP, changes, err);
-		stats->flush_seconds += mono_seconds() - t;
-		if (rc) {
-			gv_err_prefix(err, "writing the scan state: ");
-			goto out;
-		}
-	}
-	if (rendered && o->render)
-		*rendered = report_render_all(rs);
-	stats->results = report_count(rs);
-out:
-	stats->requests = scanner_requests(scanner);
-	stats->seconds = mono_seconds() - t0;
-	json_decref(changes);
-	free(due);
-	report_set_free(rs);
-	clusterstate_release(&cs);
-	scanner_free(scanner);
-	return rc;
-}
 
 /* {policy ref: {pass, fail, warn, error, skip}} from gavel's reports. */
 static enum gv_code count_results(const struct clusterstate_api *api, json_t **out,

@@ -214,6 +214,7 @@ uint64_t reconciler_cycles(const struct reconciler *r);
 
 /* ---- one-shot commands ---- */
 
+/* `gavel scan` (cmd/scan.c): what it is asked, and its figures. */
 struct reconciler_once_options {
 	struct kube_client *client; /* borrowed, required */
 	const char *namespace;	    /* gavel's; NULL = "gavel" */
@@ -235,16 +236,6 @@ struct reconciler_once_stats {
 	double load_seconds;  /* reading gavel's reports (report_load) */
 	double flush_seconds; /* writing the reports and the scan state */
 };
-
-/*
- * `gavel scan`: one scan of every background policy now (no Lease, no
- * schedules): fetches the cluster state (clusterstate.h), report_load,
- * report_prune, scanner_run, report_flush unless dry_run, and records
- * every policy's last scan in the state ConfigMap unless dry_run.
- * GV_ENET on API errors.
- */
-enum gv_code reconciler_scan_once(const struct reconciler_once_options *o, json_t **rendered,
-				  struct reconciler_once_stats *stats, struct gv_err *err);
 
 /*
  * `gavel status`: one object per policy (new reference to an array, in

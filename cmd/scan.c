@@ -547,9 +547,11 @@ static char *policy_salt(const struct engine_policyset *set)
 }
 
 /*
- * The scan, namespace by namespace: reconciler_scan_once's contract
- * (reconciler.h), with memory bounded by a namespace instead of the
- * cluster.
+ * The scan, namespace by namespace: one scan of every background policy
+ * now (no Lease, no schedules): the cluster state (clusterstate.h), then
+ * each namespace (once_namespace), then every policy's last scan in the
+ * state ConfigMap, unless dry_run (nothing written; *rendered receives the
+ * reports when o->render). GV_ENET on API errors.
  */
 static enum gv_code scan_once(const struct reconciler_once_options *o, json_t **rendered,
 			      struct reconciler_once_stats *stats, struct gv_err *err)
