@@ -1645,36 +1645,69 @@ static json_t *report_object(const struct report_set *rs, const struct rgroup *g
 	return o;
 }
 
-/*
- * The objects of g as the model says (new reference, chunk order), and
- * their content hashes (*hashes, caller frees).
- */
-static enum gv_code group_render(const struct report_set *rs, const struct rgroup *g, json_t **out,
-				 uint64_t **hashes, struct gv_err *err)
+/* One object of a group: the group's sorted results [from, to), its content hash and key range. */
+struct cplan {
+	size_t from, to;
+	uint64_t hash;
+	char *lo, *hi; /* owned: smallest and largest result_key() */
+};
+
+static void cplans_free(struct cplan *c, size_t n)
 {
-	size_t n, count = 0, bytes = 0, nchunks = 0;
-	struct rpair *v = gstate_sorted(&g->model, &n);
-	json_t *objs = json_array(), *cur = NULL;
-	uint64_t *h =
-	    gv_xcalloc(n / (rs->opt.chunk_results ? rs->opt.chunk_results : 1) + n + 1, sizeof(*h));
-	enum gv_code rc = GV_OK;
+	for (size_t i = 0; i < n; i++) {
+		free(c[i].lo);
+		free(c[i].hi);
+	}
+	free(c);
+}
+
+/* Object `index` of g: the results v[from, to) (new reference; its content hash in *hash). */
+static json_t *chunk_render(const struct report_set *rs, const struct rgroup *g,
+			    const struct rpair *v, size_t from, size_t to, size_t index,
+			    uint64_t *hash)
+{
+	json_t *results = json_array();
+
+	for (size_t i = from; i < to; i++)
+		json_array_append_new(results, entry_render(v[i].nd, v[i].e));
+	return report_object(rs, g, index, results, hash);
+}
+
+/*
+ * How g's sorted results v[0..n) are cut into objects (at most
+ * chunk_results results and chunk_bytes bytes each), with each object's
+ * content hash and key range (*out, free with cplans_free). One object's
+ * JSON is in memory at a time, so a group of any size costs one object.
+ */
+static enum gv_code group_cut(const struct report_set *rs, const struct rgroup *g,
+			      const struct rpair *v, size_t n, struct cplan **out, size_t *nout,
+			      struct gv_err *err)
+{
+	size_t count = 0, bytes = 0, nchunks = 0, start = 0;
+	struct cplan *c =
+	    gv_xcalloc(n / (rs->opt.chunk_results ? rs->opt.chunk_results : 1) + n + 1, sizeof(*c));
+	json_t *cur = NULL;
 
 	for (size_t i = 0; i <= n; i++) {
 		json_t *r = NULL;
 		size_t sz = 0;
 
 		if (i < n) {
-			char *s;
+			char *t;
 
 			r = entry_render(v[i].nd, v[i].e);
-			s = json_dumps(r, JSON_COMPACT);
-			sz = s ? strlen(s) + 1 : 0;
-			free(s);
+			t = json_dumps(r, JSON_COMPACT);
+			sz = t ? strlen(t) + 1 : 0;
+			free(t);
 		}
 		if (cur && (i == n || count >= rs->opt.chunk_results ||
 			    (count && bytes + sz > rs->opt.chunk_bytes))) {
-			json_array_append_new(objs,
-					      report_object(rs, g, nchunks, cur, &h[nchunks]));
+			json_t *obj = report_object(rs, g, nchunks, cur, &c[nchunks].hash);
+
+			object_range(obj, &c[nchunks].lo, &c[nchunks].hi);
+			json_decref(obj);
+			c[nchunks].from = start;
+			c[nchunks].to = i;
 			nchunks++;
 			cur = NULL;
 		}
@@ -1683,26 +1716,50 @@ static enum gv_code group_render(const struct report_set *rs, const struct rgrou
 		if (!cur) {
 			if (nchunks >= REPORT_MAX_CHUNKS) {
 				json_decref(r);
-				rc = gv_err_set(err, GV_ELIMIT,
-						"report %s%s%s: more than %d objects needed", g->ns,
-						*g->ns ? "/" : "", g->base, REPORT_MAX_CHUNKS);
-				goto out;
+				cplans_free(c, nchunks);
+				return gv_err_set(
+				    err, GV_ELIMIT, "report %s%s%s: more than %d objects needed",
+				    g->ns, *g->ns ? "/" : "", g->base, REPORT_MAX_CHUNKS);
 			}
 			cur = json_array();
 			count = 0;
 			bytes = 0;
+			start = i;
 		}
 		json_array_append_new(cur, r);
 		count++;
 		bytes += sz;
 	}
-out:
-	free(v);
+	*out = c;
+	*nout = nchunks;
+	return GV_OK;
+}
+
+/*
+ * The objects of g as the model says (new reference, chunk order), and
+ * their content hashes (*hashes, caller frees).
+ */
+static enum gv_code group_render(const struct report_set *rs, const struct rgroup *g, json_t **out,
+				 uint64_t **hashes, struct gv_err *err)
+{
+	size_t n, nc = 0;
+	struct rpair *v = gstate_sorted(&g->model, &n);
+	struct cplan *c = NULL;
+	json_t *objs;
+	uint64_t *h;
+	enum gv_code rc;
+
+	rc = group_cut(rs, g, v, n, &c, &nc, err);
 	if (rc) {
-		json_decref(objs);
-		free(h);
+		free(v);
 		return rc;
 	}
+	objs = json_array();
+	h = gv_xcalloc(nc + 1, sizeof(*h));
+	for (size_t i = 0; i < nc; i++)
+		json_array_append_new(objs, chunk_render(rs, g, v, c[i].from, c[i].to, i, &h[i]));
+	cplans_free(c, nc);
+	free(v);
 	*out = objs;
 	*hashes = h;
 	return GV_OK;
@@ -2026,29 +2083,34 @@ static void ops_add(struct report_op **ops, size_t *n, size_t *cap, struct repor
 	(*ops)[(*n)++] = op;
 }
 
-static enum gv_code group_plan(const struct report_set *rs, const struct rgroup *g,
+/*
+ * The writes of g (see report_plan). lazy: creates and updates carry no
+ * body but the range [from, to) of the group's sorted results (*v,
+ * caller frees) that group_write renders when it sends them, so that one
+ * object's JSON is in memory at a time; otherwise *v is NULL and every
+ * op has its body.
+ */
+static enum gv_code group_plan(const struct report_set *rs, const struct rgroup *g, bool lazy,
 			       struct report_op **out, size_t *nout, size_t *unchanged,
-			       struct gv_err *err)
+			       struct rpair **vout, struct gv_err *err)
 {
 	struct report_op *ops = NULL;
-	size_t n = 0, cap = 0, i, nobj;
-	uint64_t *h = NULL;
-	json_t *objs = NULL, *obj;
+	size_t n = 0, cap = 0, nv, nc = 0;
+	struct rpair *v = gstate_sorted(&g->model, &nv);
+	struct cplan *c = NULL;
 	bool *used = gv_xcalloc(g->nchunks + 1, sizeof(*used));
 	enum gv_code rc;
 
 	*unchanged = 0;
-	rc = group_render(rs, g, &objs, &h, err);
+	*vout = NULL;
+	rc = group_cut(rs, g, v, nv, &c, &nc, err);
 	if (rc)
 		goto out;
-	nobj = json_array_size(objs);
-	for (i = 0; i < nobj; i++) {
-		const char *name;
+	for (size_t i = 0; i < nc; i++) {
+		char *name = report_chunk_name(g->base, i);
 		struct rchunk *cur = NULL;
 		struct report_op op = {0};
 
-		obj = json_array_get(objs, i);
-		name = jstr(json_object_get(obj, "metadata"), "name");
 		for (size_t j = 0; j < g->nchunks; j++) {
 			if (!used[j] && !strcmp(g->chunks[j].name, name)) {
 				cur = &g->chunks[j];
@@ -2057,23 +2119,29 @@ static enum gv_code group_plan(const struct report_set *rs, const struct rgroup 
 			}
 		}
 		/* the digest counts only when this set writes one: others leave it be */
-		if (cur && cur->hash == h[i] &&
+		if (cur && cur->hash == c[i].hash &&
 		    (!rs->digest || (cur->digest && !strcmp(cur->digest, rs->digest)))) {
 			(*unchanged)++;
+			free(name);
 			continue;
 		}
-		op.name = gv_xstrdup(name);
-		op.hash = h[i];
-		op.body = json_incref(obj);
-		if (cur) {
-			op.kind = REPORT_OP_UPDATE;
-			op.path = report_path(g->ns, name);
-			if (cur->rv)
-				json_object_set_new(json_object_get(obj, "metadata"),
+		op.name = name;
+		op.hash = c[i].hash;
+		op.lo = c[i].lo;
+		op.hi = c[i].hi;
+		c[i].lo = c[i].hi = NULL;
+		op.from = c[i].from;
+		op.to = c[i].to;
+		op.index = i;
+		op.kind = cur ? REPORT_OP_UPDATE : REPORT_OP_CREATE;
+		op.path = report_path(g->ns, cur ? name : NULL);
+		if (!lazy) {
+			uint64_t h;
+
+			op.body = chunk_render(rs, g, v, op.from, op.to, i, &h);
+			if (cur && cur->rv)
+				json_object_set_new(json_object_get(op.body, "metadata"),
 						    "resourceVersion", json_string(cur->rv));
-		} else {
-			op.kind = REPORT_OP_CREATE;
-			op.path = report_path(g->ns, NULL);
 		}
 		ops_add(&ops, &n, &cap, op);
 	}
@@ -2089,13 +2157,17 @@ static enum gv_code group_plan(const struct report_set *rs, const struct rgroup 
 		ops_add(&ops, &n, &cap, op);
 	}
 out:
-	json_decref(objs);
-	free(h);
+	cplans_free(c, nc);
 	free(used);
 	if (rc) {
+		free(v);
 		report_ops_free(ops, n);
 		return rc;
 	}
+	if (lazy)
+		*vout = v;
+	else
+		free(v);
 	*out = ops;
 	*nout = n;
 	return GV_OK;
@@ -2107,11 +2179,13 @@ enum gv_code report_plan(struct report_set *rs, const char *ns, const char *base
 	struct rgroup *g = group_find(rs, ns, base);
 	size_t unchanged;
 
+	struct rpair *v;
+
 	*ops = NULL;
 	*n = 0;
 	if (!g)
 		return GV_OK;
-	return group_plan(rs, g, ops, n, &unchanged, err);
+	return group_plan(rs, g, false, ops, n, &unchanged, &v, err);
 }
 
 void report_ops_free(struct report_op *ops, size_t n)
@@ -2119,6 +2193,8 @@ void report_ops_free(struct report_op *ops, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		free(ops[i].name);
 		free(ops[i].path);
+		free(ops[i].lo);
+		free(ops[i].hi);
 		json_decref(ops[i].body);
 	}
 	free(ops);
@@ -2438,9 +2514,12 @@ out:
 	return rc;
 }
 
-/* Object `name` of g now holds `written` (what we sent); resp is the server's answer. */
-static void chunk_set(struct rgroup *g, const char *name, const json_t *written, const json_t *resp,
-		      uint64_t hash)
+/*
+ * Object `name` of g now holds what we sent: content hash, digest
+ * annotation (NULL = none) and key range lo..hi; resp is the server's answer.
+ */
+static void chunk_set(struct rgroup *g, const char *name, const json_t *resp, uint64_t hash,
+		      const char *digest, const char *lo, const char *hi)
 {
 	const char *rv = jstr(json_object_get(resp, "metadata"), "resourceVersion");
 	struct rchunk *c = NULL;
@@ -2457,11 +2536,12 @@ static void chunk_set(struct rgroup *g, const char *name, const json_t *written,
 	free(c->rv);
 	c->rv = rv ? gv_xstrdup(rv) : NULL;
 	free(c->digest);
-	c->digest = dup_or_null(object_digest(written));
+	c->digest = dup_or_null(digest);
 	c->hash = hash;
 	free(c->lo);
 	free(c->hi);
-	object_range(written, &c->lo, &c->hi);
+	c->lo = dup_or_null(lo);
+	c->hi = dup_or_null(hi);
 }
 
 static void chunk_drop(struct rgroup *g, const char *name)
@@ -2538,7 +2618,8 @@ static void order_writes(const struct rgroup *g, struct report_op *ops, size_t n
 	w.state = gv_xcalloc(w.n, 1);
 	w.out = gv_xcalloc(w.n, sizeof(*w.out));
 	for (size_t i = 0; i < w.n; i++) {
-		object_range(ops[i].body, &w.lo[i], &w.hi[i]);
+		w.lo[i] = dup_or_null(ops[i].lo);
+		w.hi[i] = dup_or_null(ops[i].hi);
 		for (size_t j = 0; ops[i].kind == REPORT_OP_UPDATE && j < g->nchunks; j++)
 			if (!strcmp(g->chunks[j].name, ops[i].name))
 				w.old[i] = &g->chunks[j];
@@ -2564,10 +2645,11 @@ static enum wres group_write(struct report_set *rs, const struct report_api *api
 			     struct report_stats *stats, struct gv_err *err)
 {
 	struct report_op *ops = NULL;
+	struct rpair *v = NULL;
 	size_t n = 0, unchanged = 0;
 	enum wres res = W_OK;
 
-	if (group_plan(rs, g, &ops, &n, &unchanged, err))
+	if (group_plan(rs, g, true, &ops, &n, &unchanged, &v, err))
 		return W_FAIL;
 	order_writes(g, ops, n);
 	if (stats)
@@ -2584,6 +2666,17 @@ static enum wres group_write(struct report_set *rs, const struct report_api *api
 			res = W_STOP;
 			break;
 		}
+		if (!op->body) {
+			/* rendered now, and freed once sent: one object in memory at a time */
+			uint64_t h;
+
+			op->body = chunk_render(rs, g, v, op->from, op->to, op->index, &h);
+			for (size_t j = 0; op->kind == REPORT_OP_UPDATE && j < g->nchunks; j++)
+				if (!strcmp(g->chunks[j].name, op->name) && g->chunks[j].rv)
+					json_object_set_new(json_object_get(op->body, "metadata"),
+							    "resourceVersion",
+							    json_string(g->chunks[j].rv));
+		}
 		/* only the answer's resourceVersion is read: no need for the server to send it all
 		 */
 		if (op->kind == REPORT_OP_DELETE)
@@ -2597,7 +2690,7 @@ static enum wres group_write(struct report_set *rs, const struct report_api *api
 				if (stats)
 					stats->deleted++;
 			} else {
-				chunk_set(g, op->name, op->body, resp, op->hash);
+				chunk_set(g, op->name, resp, op->hash, rs->digest, op->lo, op->hi);
 				if (stats && op->kind == REPORT_OP_CREATE)
 					stats->created++;
 				else if (stats)
@@ -2615,8 +2708,13 @@ static enum wres group_write(struct report_set *rs, const struct report_api *api
 			res = W_FAIL;
 		}
 		json_decref(resp);
+		if (op->kind != REPORT_OP_DELETE) {
+			json_decref(op->body);
+			op->body = NULL;
+		}
 	}
 	report_ops_free(ops, n);
+	free(v);
 	return res;
 }
 

@@ -341,11 +341,13 @@ enum report_op_kind { REPORT_OP_CREATE, REPORT_OP_UPDATE, REPORT_OP_DELETE };
 /* One write of a plan. */
 struct report_op {
 	enum report_op_kind kind;
-	char *name;    /* owned: object name */
-	char *path;    /* owned: API path (the collection for CREATE) */
-	json_t *body;  /* owned: the object (UPDATE: with resourceVersion), or
-			  DeleteOptions with preconditions.resourceVersion */
-	uint64_t hash; /* of the written content (internal) */
+	char *name;		/* owned: object name */
+	char *path;		/* owned: API path (the collection for CREATE) */
+	json_t *body;		/* owned: the object (UPDATE: with resourceVersion), or
+				   DeleteOptions with preconditions.resourceVersion */
+	uint64_t hash;		/* of the written content (internal) */
+	char *lo, *hi;		/* owned: key range of the written results (internal) */
+	size_t from, to, index; /* results and chunk index it renders (internal) */
 };
 
 /*
