@@ -1577,21 +1577,49 @@ static json_t *summary_of(const json_t *results)
 	return s;
 }
 
-/* The hash that says whether two versions of an object differ in what gavel writes. */
+/*
+ * The hash that says whether two versions of an object differ in what
+ * gavel writes: FNV-1a over each result's compact dump with sorted keys
+ * (entry_hash, in order), then over the labels' and the summary's
+ * (content_hash_finish), so that results can be hashed one by one as they
+ * are rendered.
+ */
+static uint64_t entry_hash(uint64_t h, const char *dump)
+{
+	return fnv1a(dump ? dump : "", strlen(dump ? dump : "") + 1, h);
+}
+
+static char *entry_dump(const json_t *r)
+{
+	return json_dumps(r, JSON_SORT_KEYS | JSON_COMPACT);
+}
+
+static uint64_t content_hash_finish(uint64_t h, const json_t *labels, const json_t *summary)
+{
+	char *l = json_dumps(labels, JSON_SORT_KEYS | JSON_COMPACT);
+	char *s = summary ? json_dumps(summary, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
+
+	h = entry_hash(h, l);
+	h = entry_hash(h, s ? s : "null");
+	free(l);
+	free(s);
+	return h;
+}
+
 static uint64_t content_hash(const json_t *labels, const json_t *summary, const json_t *results)
 {
-	json_t *o = json_object();
-	char *s;
-	uint64_t h;
+	uint64_t h = FNV_OFFSET;
+	const json_t *r;
+	size_t i;
 
-	json_object_set(o, "l", (json_t *)labels);
-	json_object_set(o, "s", summary ? (json_t *)summary : json_null());
-	json_object_set(o, "r", (json_t *)results);
-	s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
-	h = hash_str(s ? s : "");
-	free(s);
-	json_decref(o);
-	return h;
+	json_array_foreach(results, i, r)
+	{
+		char *t = entry_dump(r);
+
+		h = entry_hash(h, t);
+		free(t);
+	}
+	return content_hash_finish(h, labels, summary);
 }
 
 static const char *const MANAGED_LABELS[] = {REPORT_LABEL_MANAGED_BY, REPORT_LABEL_GROUP,
@@ -1626,7 +1654,8 @@ static json_t *report_object(const struct report_set *rs, const struct rgroup *g
 	json_object_set_new(labels, REPORT_LABEL_LAYOUT,
 			    json_string(rs->opt.split ? LAYOUT_SPLIT : LAYOUT_NAMESPACE));
 	sum = summary_of(results);
-	*hash = content_hash(labels, sum, results);
+	if (hash) /* the hash costs a sorted dump of the whole object: only when asked */
+		*hash = content_hash(labels, sum, results);
 	json_object_set_new(o, "apiVersion", json_string(REPORT_API_VERSION));
 	json_object_set_new(o, "kind",
 			    json_string(*g->ns ? "PolicyReport" : "ClusterPolicyReport"));
@@ -1661,7 +1690,8 @@ static void cplans_free(struct cplan *c, size_t n)
 	free(c);
 }
 
-/* Object `index` of g: the results v[from, to) (new reference; its content hash in *hash). */
+/* Object `index` of g: the results v[from, to) (new reference; its content hash in *hash unless
+ * NULL). */
 static json_t *chunk_render(const struct report_set *rs, const struct rgroup *g,
 			    const struct rpair *v, size_t from, size_t to, size_t index,
 			    uint64_t *hash)
@@ -1687,23 +1717,27 @@ static enum gv_code group_cut(const struct report_set *rs, const struct rgroup *
 	struct cplan *c =
 	    gv_xcalloc(n / (rs->opt.chunk_results ? rs->opt.chunk_results : 1) + n + 1, sizeof(*c));
 	json_t *cur = NULL;
+	uint64_t eh = FNV_OFFSET; /* entry_hash of the results of cur */
 
 	for (size_t i = 0; i <= n; i++) {
 		json_t *r = NULL;
+		char *t = NULL;
 		size_t sz = 0;
 
 		if (i < n) {
-			char *t;
-
+			/* one dump per result: its size (sorted keys do not change it) and hash */
 			r = entry_render(v[i].nd, v[i].e);
-			t = json_dumps(r, JSON_COMPACT);
+			t = entry_dump(r);
 			sz = t ? strlen(t) + 1 : 0;
-			free(t);
 		}
 		if (cur && (i == n || count >= rs->opt.chunk_results ||
 			    (count && bytes + sz > rs->opt.chunk_bytes))) {
-			json_t *obj = report_object(rs, g, nchunks, cur, &c[nchunks].hash);
+			json_t *obj = report_object(rs, g, nchunks, cur, NULL);
+			json_t *labels = managed_labels(obj);
 
+			c[nchunks].hash =
+			    content_hash_finish(eh, labels, json_object_get(obj, "summary"));
+			json_decref(labels);
 			object_range(obj, &c[nchunks].lo, &c[nchunks].hi);
 			json_decref(obj);
 			c[nchunks].from = start;
@@ -1716,6 +1750,7 @@ static enum gv_code group_cut(const struct report_set *rs, const struct rgroup *
 		if (!cur) {
 			if (nchunks >= REPORT_MAX_CHUNKS) {
 				json_decref(r);
+				free(t);
 				cplans_free(c, nchunks);
 				return gv_err_set(
 				    err, GV_ELIMIT, "report %s%s%s: more than %d objects needed",
@@ -1725,8 +1760,11 @@ static enum gv_code group_cut(const struct report_set *rs, const struct rgroup *
 			count = 0;
 			bytes = 0;
 			start = i;
+			eh = FNV_OFFSET;
 		}
 		json_array_append_new(cur, r);
+		eh = entry_hash(eh, t);
+		free(t);
 		count++;
 		bytes += sz;
 	}
@@ -2136,9 +2174,7 @@ static enum gv_code group_plan(const struct report_set *rs, const struct rgroup 
 		op.kind = cur ? REPORT_OP_UPDATE : REPORT_OP_CREATE;
 		op.path = report_path(g->ns, cur ? name : NULL);
 		if (!lazy) {
-			uint64_t h;
-
-			op.body = chunk_render(rs, g, v, op.from, op.to, i, &h);
+			op.body = chunk_render(rs, g, v, op.from, op.to, i, NULL);
 			if (cur && cur->rv)
 				json_object_set_new(json_object_get(op.body, "metadata"),
 						    "resourceVersion", json_string(cur->rv));
@@ -2668,9 +2704,7 @@ static enum wres group_write(struct report_set *rs, const struct report_api *api
 		}
 		if (!op->body) {
 			/* rendered now, and freed once sent: one object in memory at a time */
-			uint64_t h;
-
-			op->body = chunk_render(rs, g, v, op->from, op->to, op->index, &h);
+			op->body = chunk_render(rs, g, v, op->from, op->to, op->index, NULL);
 			for (size_t j = 0; op->kind == REPORT_OP_UPDATE && j < g->nchunks; j++)
 				if (!strcmp(g->chunks[j].name, op->name) && g->chunks[j].rv)
 					json_object_set_new(json_object_get(op->body, "metadata"),
