@@ -120,27 +120,6 @@ static void add_list(struct load_paths *p, const char *arg)
 	}
 }
 
-/* Matches "--name VALUE", "--name=VALUE" and the short form "-x VALUE". */
-static bool take_opt(int argc, char **argv, int *i, const char *lng, const char *shrt,
-		     const char **val, bool *missing)
-{
-	const char *a = argv[*i];
-	size_t l = strlen(lng);
-
-	if (!strncmp(a, lng, l) && a[l] == '=') {
-		*val = a + l + 1;
-		return true;
-	}
-	if (strcmp(a, lng) && (!shrt || strcmp(a, shrt)))
-		return false;
-	if (*i + 1 >= argc) {
-		*missing = true;
-		return true;
-	}
-	*val = argv[++*i];
-	return true;
-}
-
 static int parse_args(struct apply_state *st, int argc, char **argv, const char ***ns_labels,
 		      size_t *nns_labels)
 {
@@ -154,31 +133,31 @@ static int parse_args(struct apply_state *st, int argc, char **argv, const char 
 			apply_usage(stdout);
 			return 0;
 		}
-		if (take_opt(argc, argv, &i, "--resource", "-r", &v, &missing)) {
+		if (cmd_take(argc, argv, &i, "--resource", "-r", &v, &missing)) {
 			if (!missing)
 				add_list(&st->resource_paths, v);
 			in_resources = true;
-		} else if (take_opt(argc, argv, &i, "--values-file", "-f", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--values-file", "-f", &v, &missing)) {
 			st->values_file = v;
 			in_resources = false;
-		} else if (take_opt(argc, argv, &i, "--userinfo", "-u", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--userinfo", "-u", &v, &missing)) {
 			st->userinfo_file = v;
 			in_resources = false;
-		} else if (take_opt(argc, argv, &i, "--exception", "-e", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--exception", "-e", &v, &missing)) {
 			if (!missing)
 				add_list(&st->exception_paths, v);
 			in_resources = false;
-		} else if (take_opt(argc, argv, &i, "--namespace-labels", NULL, &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--namespace-labels", NULL, &v, &missing)) {
 			if (!missing) {
 				*ns_labels =
 				    gv_xrealloc(*ns_labels, (*nns_labels + 1) * sizeof(char *));
 				(*ns_labels)[(*nns_labels)++] = v;
 			}
 			in_resources = false;
-		} else if (take_opt(argc, argv, &i, "--namespaces", NULL, &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--namespaces", NULL, &v, &missing)) {
 			st->namespaces_file = v;
 			in_resources = false;
-		} else if (take_opt(argc, argv, &i, "--output", "-o", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--output", "-o", &v, &missing)) {
 			in_resources = false;
 			if (missing)
 				;

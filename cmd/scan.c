@@ -65,9 +65,6 @@
  */
 #define SCAN_NAMESPACES_AT_ONCE 2
 
-/* Declared here until cmd/cmd.h carries it; the two declarations agree. */
-int cmd_scan(int argc, char **argv);
-
 static void usage(FILE *f)
 {
 	fputs(
@@ -89,27 +86,6 @@ static void usage(FILE *f)
 	    "  --background-scan-resource-limit N   at most N objects (default: no limit)\n"
 	    "  --log-level L                        debug, info, warn, error (default warn)\n",
 	    f);
-}
-
-static bool take(int argc, char **argv, int *i, const char *name, const char **val, bool *missing)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-
-	if (strncmp(a, name, n))
-		return false;
-	if (a[n] == '=') {
-		*val = a + n + 1;
-		return true;
-	}
-	if (a[n])
-		return false;
-	if (*i + 1 >= argc) {
-		*missing = true;
-		return true;
-	}
-	*val = argv[++*i];
-	return true;
 }
 
 static bool number(const char *v, long lo, long hi, long *out)
@@ -698,18 +674,19 @@ int cmd_scan(int argc, char **argv)
 			o.dry_run = true;
 		} else if (!strcmp(argv[i], "--split-policy-report")) {
 			o.split = true;
-		} else if (take(argc, argv, &i, "--kubeconfig", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--kubeconfig", NULL, &v, &missing)) {
 			kubeconfig = v;
-		} else if (take(argc, argv, &i, "-o", &v, &missing) ||
-			   take(argc, argv, &i, "--output", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "-o", NULL, &v, &missing) ||
+			   cmd_take(argc, argv, &i, "--output", NULL, &v, &missing)) {
 			if (v && strcmp(v, "yaml") && strcmp(v, "json")) {
 				fprintf(stderr, "gavel scan: -o: want yaml or json\n");
 				return 2;
 			}
 			output = v;
-		} else if (take(argc, argv, &i, "--namespace", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--namespace", NULL, &v, &missing)) {
 			o.namespace = v;
-		} else if (take(argc, argv, &i, "--background-scan-batch-size", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--background-scan-batch-size", NULL, &v,
+				    &missing)) {
 			if (v && !number(v, 1, SCAN_MAX_BATCH, &n)) {
 				fprintf(stderr,
 					"gavel scan: --background-scan-batch-size: want 1 to "
@@ -718,7 +695,8 @@ int cmd_scan(int argc, char **argv)
 				return 2;
 			}
 			o.batch_size = v ? (int)n : 0;
-		} else if (take(argc, argv, &i, "--background-scan-workers", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--background-scan-workers", NULL, &v,
+				    &missing)) {
 			if (v && !number(v, 1, SCAN_MAX_WORKERS, &n)) {
 				fprintf(stderr,
 					"gavel scan: --background-scan-workers: want 1 to %d\n",
@@ -726,7 +704,8 @@ int cmd_scan(int argc, char **argv)
 				return 2;
 			}
 			o.workers = v ? (int)n : 0;
-		} else if (take(argc, argv, &i, "--background-scan-resource-limit", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--background-scan-resource-limit", NULL, &v,
+				    &missing)) {
 			if (v && !number(v, 0, 1000000000L, &n)) {
 				fprintf(stderr,
 					"gavel scan: --background-scan-resource-limit: want a "
@@ -734,7 +713,7 @@ int cmd_scan(int argc, char **argv)
 				return 2;
 			}
 			o.resource_limit = v ? (size_t)n : 0;
-		} else if (take(argc, argv, &i, "--log-level", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--log-level", NULL, &v, &missing)) {
 			if (v && (level = gv_log_parse_level(v)) < 0) {
 				fprintf(
 				    stderr,

@@ -157,28 +157,6 @@ static void serve_usage(FILE *f)
 	    f);
 }
 
-/* Matches --name VALUE and --name=VALUE. */
-static bool take(int argc, char **argv, int *i, const char *name, const char **val, bool *missing)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-
-	if (strncmp(a, name, n))
-		return false;
-	if (a[n] == '=') {
-		*val = a + n + 1;
-		return true;
-	}
-	if (a[n])
-		return false;
-	if (*i + 1 >= argc) {
-		*missing = true;
-		return true;
-	}
-	*val = argv[++*i];
-	return true;
-}
-
 /* Parses a boolean flag value; -1 when it is not one. */
 static int parse_bool(const char *v)
 {
@@ -242,52 +220,55 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 					"gavel serve: --manage-certs: want true or false\n");
 				return 2;
 			}
-		} else if (take(argc, argv, &i, "--webhook-config", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--webhook-config", NULL, &v, &missing)) {
 			o->webhook_config = v;
-		} else if (take(argc, argv, &i, "--tls-secret", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--tls-secret", NULL, &v, &missing)) {
 			if (v && !*v) {
 				fprintf(stderr, "gavel serve: --tls-secret: empty name\n");
 				return 2;
 			}
 			o->tls_secret = v;
-		} else if (take(argc, argv, &i, "--service", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--service", NULL, &v, &missing)) {
 			if (v && !*v) {
 				fprintf(stderr, "gavel serve: --service: empty name\n");
 				return 2;
 			}
 			o->service = v;
-		} else if (take(argc, argv, &i, "--cert-ip", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--cert-ip", NULL, &v, &missing)) {
 			if (v && !add_san(o->cert_ips, &o->n_cert_ips, v)) {
 				fprintf(stderr, "gavel serve: too many --cert-ip\n");
 				return 2;
 			}
-		} else if (take(argc, argv, &i, "--cert-dns", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--cert-dns", NULL, &v, &missing)) {
 			if (v && !add_san(o->cert_dns, &o->n_cert_dns, v)) {
 				fprintf(stderr, "gavel serve: too many --cert-dns\n");
 				return 2;
 			}
-		} else if (take(argc, argv, &i, "--kubeconfig", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--kubeconfig", NULL, &v, &missing)) {
 			o->kubeconfig = v;
-		} else if (take(argc, argv, &i, "--policies", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--policies", NULL, &v, &missing)) {
 			if (v)
 				load_paths_add(&o->policies, v);
-		} else if (take(argc, argv, &i, "--tls-dir", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--tls-dir", NULL, &v, &missing)) {
 			o->tls_dir = v;
-		} else if (take(argc, argv, &i, "--listen", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--listen", NULL, &v, &missing)) {
 			o->listen = v;
-		} else if (take(argc, argv, &i, "--metrics-listen", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--metrics-listen", NULL, &v, &missing)) {
 			o->metrics_listen = v;
-		} else if (take(argc, argv, &i, "--namespace", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--namespace", NULL, &v, &missing)) {
 			o->namespace = v;
 		} else if (!strcmp(argv[i], "--leader-elect")) {
 			o->leader_elect = true;
-		} else if (take(argc, argv, &i, "--leader-elect-lease-duration", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--leader-elect-lease-duration", NULL, &v,
+				    &missing)) {
 			if (v && parse_lease_flag("--leader-elect-lease-duration", v, &o->lease_ms))
 				return 2;
-		} else if (take(argc, argv, &i, "--leader-elect-renew-deadline", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--leader-elect-renew-deadline", NULL, &v,
+				    &missing)) {
 			if (v && parse_lease_flag("--leader-elect-renew-deadline", v, &o->renew_ms))
 				return 2;
-		} else if (take(argc, argv, &i, "--leader-elect-retry-period", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--leader-elect-retry-period", NULL, &v,
+				    &missing)) {
 			if (v && parse_lease_flag("--leader-elect-retry-period", v, &o->retry_ms))
 				return 2;
 		} else if (!strncmp(argv[i], "--background=", 13)) {
@@ -307,28 +288,33 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 			}
 		} else if (!strcmp(argv[i], "--split-policy-report")) {
 			o->split_reports = true;
-		} else if (take(argc, argv, &i, "--background-scan-interval", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--background-scan-interval", NULL, &v,
+				    &missing)) {
 			o->scan_interval = v;
-		} else if (take(argc, argv, &i, "--background-scan-batch-size", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--background-scan-batch-size", NULL, &v,
+				    &missing)) {
 			if (v && (o->scan_batch = parse_count(v)) <= 0) {
 				fprintf(stderr, "gavel serve: --background-scan-batch-size: want a "
 						"positive number\n");
 				return 2;
 			}
-		} else if (take(argc, argv, &i, "--background-scan-workers", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--background-scan-workers", NULL, &v,
+				    &missing)) {
 			if (v &&
 			    ((o->scan_workers = parse_count(v)) <= 0 || o->scan_workers > 64)) {
 				fprintf(stderr,
 					"gavel serve: --background-scan-workers: want 1 to 64\n");
 				return 2;
 			}
-		} else if (take(argc, argv, &i, "--background-scan-resource-limit", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--background-scan-resource-limit", NULL, &v,
+				    &missing)) {
 			if (v && (o->scan_limit = parse_count(v)) < 0) {
 				fprintf(stderr, "gavel serve: --background-scan-resource-limit: "
 						"want a number\n");
 				return 2;
 			}
-		} else if (take(argc, argv, &i, "--max-connections-per-ip", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--max-connections-per-ip", NULL, &v,
+				    &missing)) {
 			int n = v ? parse_count(v) : 0;
 			if (v && (n < 1 || n > 1000000)) {
 				fprintf(stderr, "gavel serve: --max-connections-per-ip: want a "
@@ -336,13 +322,13 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 				return 2;
 			}
 			o->max_per_ip = (unsigned)n;
-		} else if (take(argc, argv, &i, "--client-ca-file", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--client-ca-file", NULL, &v, &missing)) {
 			if (v && !*v) {
 				fprintf(stderr, "gavel serve: --client-ca-file: empty path\n");
 				return 2;
 			}
 			o->client_ca_file = v;
-		} else if (take(argc, argv, &i, "--threads", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--threads", NULL, &v, &missing)) {
 			char *end;
 			long n = v ? strtol(v, &end, 10) : 0;
 			if (v && (*end || n < 1 || n > 256)) {
@@ -351,14 +337,14 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 				return 2;
 			}
 			o->threads = (unsigned)n;
-		} else if (take(argc, argv, &i, "--log-level", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--log-level", NULL, &v, &missing)) {
 			if (v && (o->log_level = gv_log_parse_level(v)) < 0) {
 				fprintf(
 				    stderr,
 				    "gavel serve: --log-level: want debug, info, warn or error\n");
 				return 2;
 			}
-		} else if (take(argc, argv, &i, "--log-format", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--log-format", NULL, &v, &missing)) {
 			if (v && strcmp(v, "text") && strcmp(v, "json")) {
 				fprintf(stderr, "gavel serve: --log-format: want text or json\n");
 				return 2;

@@ -51,27 +51,6 @@ static void usage(FILE *f)
 	      f);
 }
 
-static bool take(int argc, char **argv, int *i, const char *name, const char **val, bool *missing)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-
-	if (strncmp(a, name, n))
-		return false;
-	if (a[n] == '=') {
-		*val = a + n + 1;
-		return true;
-	}
-	if (a[n])
-		return false;
-	if (*i + 1 >= argc) {
-		*missing = true;
-		return true;
-	}
-	*val = argv[++*i];
-	return true;
-}
-
 static const char *sval(const json_t *o, const char *key, const char *def)
 {
 	const char *s = json_string_value(json_object_get(o, key));
@@ -156,19 +135,20 @@ int cmd_status(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
-		if (take(argc, argv, &i, "--kubeconfig", &v, &missing)) {
+		if (cmd_take(argc, argv, &i, "--kubeconfig", NULL, &v, &missing)) {
 			kubeconfig = v;
-		} else if (take(argc, argv, &i, "-o", &v, &missing) ||
-			   take(argc, argv, &i, "--output", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "-o", NULL, &v, &missing) ||
+			   cmd_take(argc, argv, &i, "--output", NULL, &v, &missing)) {
 			if (v && strcmp(v, "table") && strcmp(v, "json")) {
 				fprintf(stderr, "gavel status: -o: want table or json\n");
 				return 2;
 			}
 			if (v)
 				output = v;
-		} else if (take(argc, argv, &i, "--namespace", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--namespace", NULL, &v, &missing)) {
 			ns = v;
-		} else if (take(argc, argv, &i, "--background-scan-interval", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--background-scan-interval", NULL, &v,
+				    &missing)) {
 			interval = v;
 		} else {
 			fprintf(stderr, "gavel status: unknown argument %s\n", argv[i]);
