@@ -337,8 +337,25 @@ EOF
 	expect_output "gavel status -o json: the counts of the reports" \
 		sh -c "'$GAVEL' status --kubeconfig '$KUBECONFIG' -o json | jq -c '.[] | select(.policy == \"require-team\") | .results'" -- \
 		'{"pass":1,"fail":1,"warn":0,"error":0,"skip":0}'
-	record "a second scan writes nothing" \
-		check_scan_says "reports: 0 created, 0 updated, 0 deleted, 1 unchanged"
+	record "a second scan writes nothing and reads the reports' metadata only" \
+		check_scan_says "reports: 0 created, 0 updated, 0 deleted, 1 unchanged (0 read)"
+	# what changes after a scan that found nothing new is found by the next one
+	k -n "$ns" label pod good team- >/dev/null
+	record "a label removed since: the report is read and updated" \
+		check_scan_says "reports: 0 created, 1 updated, 0 deleted, 0 unchanged (1 read)"
+	record "the Pod that lost its label now fails" check_result "$ns/good" require-team fail
+	k -n "$ns" label pod good team=a >/dev/null
+	k -n "$ns" run brief --image=registry.example.com/web:1.0 --restart=Never >/dev/null
+	record "a Pod created since is reported" check_scan_says "1 updated"
+	record "(its result)" check_result "$ns/brief" require-team fail
+	k -n "$ns" delete pod brief --wait=true >/dev/null
+	record "a Pod deleted since: the report is updated" check_scan_says "1 updated"
+	record "its results are gone" check_no_result "$ns/brief" require-team
+	record "and the others stay" check_result "$ns/good" require-team pass
+	k -n "$ns" annotate policyreport "polr-ns-$ns" example.com/note=edited >/dev/null
+	record "a report another field manager changed is read in full again" \
+		check_scan_says "(1 read)"
+	record "and then left alone when it says the same" check_scan_says "0 created, 0 updated"
 }
 
 # ---- the reconciler: schedules, suspend, stale results -----------------------------
