@@ -46,11 +46,6 @@ void load_paths_release(struct load_paths *p)
 	p->n = 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static bool has_manifest_ext(const char *name)
 {
 	size_t n = strlen(name);
@@ -95,7 +90,7 @@ static enum gv_code walk(const char *dir, bool (*want)(const char *base, const v
 	}
 	closedir(d);
 	if (n)
-		qsort(names, n, sizeof(*names), cmp_str);
+		qsort(names, n, sizeof(*names), gv_strptr_cmp);
 	for (size_t i = 0; i < n && !rc; i++) {
 		size_t dl = strlen(dir);
 		char *full =

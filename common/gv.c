@@ -134,6 +134,11 @@ char *gv_xasprintf(const char *fmt, ...)
 	return gv_buf_detach(&b);
 }
 
+int gv_strptr_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 static void *json_alloc(size_t n)
 {
 	return gv_xmalloc(n);

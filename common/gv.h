@@ -71,6 +71,9 @@ char *gv_xstrndup(const char *s, size_t n);
 /* Returns a new string formatted printf-style; caller frees. */
 char *gv_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* qsort()/bsearch() comparator of an array of `char *` (or `const char *`): strcmp order. */
+int gv_strptr_cmp(const void *a, const void *b);
+
 /* Process-wide set-up: jansson allocator and hash seed. Call before threads. */
 void gv_init(void);
 

@@ -507,11 +507,6 @@ static bool dump_string(struct dump *d, const char *s, size_t n)
 	return out->len <= d->limit;
 }
 
-static int key_cmp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static bool dump_walk(struct dump *d, const json_t *v, int depth)
 {
 	struct gv_buf *out = d->out;
@@ -567,7 +562,7 @@ static bool dump_walk(struct dump *d, const json_t *v, int depth)
 			{
 				keys[i++] = k;
 			}
-			qsort(keys, n, sizeof(*keys), key_cmp);
+			qsort(keys, n, sizeof(*keys), gv_strptr_cmp);
 			for (i = 0; i < n && ok; i++) {
 				if (i)
 					gv_buf_addc(out, ',');

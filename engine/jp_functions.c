@@ -918,11 +918,6 @@ static int fn_lookup(struct jp_ev *ev, const struct jp_node *call, struct jp_arg
 	return 0;
 }
 
-static int str_cmp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static int fn_items(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args, int nargs,
 		    json_t **out)
 {
@@ -941,7 +936,7 @@ static int fn_items(struct jp_ev *ev, const struct jp_node *call, struct jp_arg 
 		{
 			keys[i++] = k;
 		}
-		qsort(keys, n, sizeof(*keys), str_cmp);
+		qsort(keys, n, sizeof(*keys), gv_strptr_cmp);
 		for (i = 0; i < n; i++) {
 			o = json_object();
 			json_object_set_new(o, kname, json_string(keys[i]));

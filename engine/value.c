@@ -949,11 +949,6 @@ void value_format_float(double v, char fmt, struct gv_buf *out)
 
 #define GO_FORMAT_MAX_DEPTH 256
 
-static int key_cmp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /*
  * Appends v's text while out->len stays within limit; false as soon as it
  * would not (out then holds a partial text the caller cuts). Every value
@@ -1018,7 +1013,7 @@ static bool go_format(const json_t *v, struct gv_buf *out, int depth, size_t lim
 			(void)val;
 			keys[i++] = k;
 		}
-		qsort(keys, n, sizeof(*keys), key_cmp);
+		qsort(keys, n, sizeof(*keys), gv_strptr_cmp);
 		gv_buf_adds(out, "map[");
 		for (i = 0; i < n; i++) {
 			if (i)

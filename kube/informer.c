@@ -416,11 +416,6 @@ bool kube_informer_wait_synced(struct kube_informer *inf, long timeout_ms)
 	return atomic_load(&inf->synced);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 json_t *kube_informer_list(struct kube_informer *inf)
 {
 	json_t *arr = json_array(), *v;
@@ -431,7 +426,7 @@ json_t *kube_informer_list(struct kube_informer *inf)
 	pthread_mutex_lock(&inf->mu);
 	keys = gv_xcalloc(json_object_size(inf->objects) + 1, sizeof(*keys));
 	json_object_foreach(inf->objects, k, v) keys[n++] = k;
-	qsort(keys, n, sizeof(*keys), cmp_str);
+	qsort(keys, n, sizeof(*keys), gv_strptr_cmp);
 	for (i = 0; i < n; i++)
 		json_array_append(arr, json_object_get(inf->objects, keys[i]));
 	pthread_mutex_unlock(&inf->mu);
