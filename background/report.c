@@ -2238,11 +2238,6 @@ void report_ops_free(struct report_op *ops, size_t n)
 
 /* ---- scan digests ---- */
 
-static int str_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void buf_field(struct gv_buf *b, const char *s)
 {
 	gv_buf_adds(b, s ? s : "");
@@ -2283,7 +2278,7 @@ static char *jrec_text(const struct jrec *j)
 	for (size_t i = 0; i < j->nuids; i++)
 		parts[np++] = gv_xstrdup(j->uids[i]);
 	if (np > 1)
-		qsort(parts, np, sizeof(*parts), str_cmp);
+		qsort(parts, np, sizeof(*parts), gv_strptr_cmp);
 	for (size_t i = 0; i < np; i++) {
 		gv_buf_adds(&b, parts[i]);
 		gv_buf_addc(&b, '\x1e');
@@ -2309,7 +2304,7 @@ char *report_journal_digest(const struct report_set *rs, const char *salt)
 	for (size_t i = 0; i < rs->njournal; i++)
 		texts[i] = jrec_text(&rs->journal[i]);
 	/* the order of the records is the order objects were evaluated in: not part of it */
-	qsort(texts, rs->njournal, sizeof(*texts), str_cmp);
+	qsort(texts, rs->njournal, sizeof(*texts), gv_strptr_cmp);
 	EVP_DigestUpdate(ctx, "gavel-scan-v1\n", 14);
 	EVP_DigestUpdate(ctx, salt ? salt : "", strlen(salt ? salt : ""));
 	EVP_DigestUpdate(ctx, "\n", 1);
@@ -2474,6 +2469,40 @@ static enum gv_code api_call_meta(const struct report_api *api, const char *meth
 	if (api->request)
 		return api->request(api->ud, method, path, body, out, st, err);
 	return kube_request_view(api->client, method, path, KUBE_VIEW_METADATA, body, out, st, err);
+}
+
+enum gv_code report_list_metadata(const struct report_api *api, const char *ns, json_t **items,
+				  struct gv_err *err)
+{
+	char *sel = kube_escape(REPORT_LABEL_MANAGED_BY "=gavel");
+	char *coll = report_path(ns, NULL);
+	char *path = gv_xasprintf("%s?labelSelector=%s&resourceVersion=0", coll, sel);
+	struct kube_status st;
+	json_t *list = NULL;
+	enum gv_code rc;
+
+	*items = NULL;
+	memset(&st, 0, sizeof(st));
+	if (api->request_view)
+		rc = api->request_view(api->ud, "GET", path, KUBE_VIEW_METADATA_LIST, NULL, &list,
+				       &st, err);
+	else if (api->request)
+		rc = api->request(api->ud, "GET", path, NULL, &list, &st, err);
+	else
+		rc = kube_request_view(api->client, "GET", path, KUBE_VIEW_METADATA_LIST, NULL,
+				       &list, &st, err);
+	free(path);
+	free(coll);
+	free(sel);
+	if (rc)
+		return rc;
+	*items = json_incref(json_object_get(list, "items"));
+	json_decref(list);
+	if (!json_is_array(*items)) {
+		json_decref(*items);
+		*items = json_array();
+	}
+	return GV_OK;
 }
 
 static bool proceed(const struct report_api *api)

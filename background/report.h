@@ -421,6 +421,18 @@ enum gv_code report_flush(struct report_set *rs, const struct report_api *api,
 			  struct report_stats *stats, struct gv_err *err);
 
 /*
+ * The metadata of gavel's reports in namespace ns ("" or NULL = the
+ * ClusterPolicyReports) for report_scan_unchanged(): one GET labelled
+ * app.kubernetes.io/managed-by=gavel with resourceVersion=0 (the API
+ * server's cache: a stale answer can only make digests differ) and
+ * KUBE_VIEW_METADATA_LIST (a request hook without a view gets the full
+ * objects, which carry the metadata too). *items: new reference to the
+ * list's items ([] when none). GV_ENET on API errors.
+ */
+enum gv_code report_list_metadata(const struct report_api *api, const char *ns, json_t **items,
+				  struct gv_err *err);
+
+/*
  * API paths: "/apis/wgpolicyk8s.io/v1alpha2/namespaces/<ns>/policyreports[/<name>]",
  * "/apis/wgpolicyk8s.io/v1alpha2/clusterpolicyreports[/<name>]" (ns "" or NULL).
  * name NULL = the collection. Caller frees.

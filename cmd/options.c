@@ -7,8 +7,8 @@
 
 #include "common/banned.h"
 
-bool cmd_take(int argc, char **argv, int *i, const char *name, const char *shrt,
-	      const char **val, bool *missing)
+bool cmd_take(int argc, char **argv, int *i, const char *name, const char *shrt, const char **val,
+	      bool *missing)
 {
 	const char *a = argv[*i];
 	size_t n = strlen(name);

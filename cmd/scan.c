@@ -258,36 +258,6 @@ static void stats_add(struct reconciler_once_stats *t, const struct scan_stats *
 }
 
 /*
- * The metadata of namespace ns's reports ("" = the ClusterPolicyReports),
- * from the API server's cache (resourceVersion=0: a stale answer can only
- * make the digests differ, and then the reports are read in full).
- */
-static enum gv_code report_metadata(struct scanner *s, const char *ns, json_t **items,
-				    struct gv_err *err)
-{
-	char *sel = kube_escape(REPORT_LABEL_MANAGED_BY "=gavel");
-	char *coll = report_path(ns, NULL);
-	char *path = gv_xasprintf("%s?labelSelector=%s&resourceVersion=0", coll, sel);
-	struct kube_status st;
-	json_t *list = NULL;
-	enum gv_code rc;
-
-	rc = scanner_request_view(s, "GET", path, KUBE_VIEW_METADATA_LIST, NULL, &list, &st, err);
-	free(path);
-	free(coll);
-	free(sel);
-	if (rc)
-		return rc;
-	*items = json_incref(json_object_get(list, "items"));
-	json_decref(list);
-	if (!json_is_array(*items)) {
-		json_decref(*items);
-		*items = json_array();
-	}
-	return GV_OK;
-}
-
-/*
  * One namespace: its objects scanned into a set of their own (a journal),
  * then, unless --dry-run, the metadata of its reports read: when they
  * carry the digest of an identical scan (report_scan_unchanged), nothing
@@ -338,8 +308,12 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	if (!sst.partial)
 		digest = report_journal_digest(scan, w->salt);
 	if (!w->o->dry_run && digest) {
+		struct report_api api = {.request = counted_request,
+					 .request_view = counted_request_view,
+					 .ud = scanner};
+
 		t = mono_seconds();
-		rc = report_metadata(scanner, ns, &items, err);
+		rc = report_list_metadata(&api, ns, &items, err);
 		load = mono_seconds() - t;
 		if (rc) {
 			gv_err_prefix(err, "reading the reports: ");
@@ -487,11 +461,6 @@ static void empty_resources(struct once *w, struct scanner *counter)
 	}
 }
 
-static int ref_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /*
  * What reports depend on besides the objects scanned: every policy (not
  * only the background ones: deleting an admission-only policy removes its
@@ -512,7 +481,7 @@ static char *policy_salt(const struct engine_policyset *set)
 		    gv_xasprintf("%s=%016llx", ref, (unsigned long long)scan_policy_fingerprint(p));
 		free(ref);
 	}
-	qsort(v, n, sizeof(*v), ref_cmp);
+	qsort(v, n, sizeof(*v), gv_strptr_cmp);
 	for (size_t i = 0; i < n; i++) {
 		gv_buf_adds(&b, v[i]);
 		gv_buf_addc(&b, '\n');

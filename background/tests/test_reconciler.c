@@ -505,11 +505,6 @@ static void test_fingerprint(void **state)
 
 /* ---- the incremental cache ---- */
 
-static int str_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void test_cache(void **state)
 {
 	struct scan_cache *c = scan_cache_new();
@@ -569,7 +564,7 @@ static void test_cache(void **state)
 	nu = 0;
 	scan_cache_uids(c, &uids, &nu);
 	assert_int_equal(nu, 3);
-	qsort(uids, nu, sizeof(*uids), str_cmp);
+	qsort(uids, nu, sizeof(*uids), gv_strptr_cmp);
 	assert_string_equal(uids[0], "a");
 	assert_string_equal(uids[1], "d");
 	assert_string_equal(uids[2], "e");
@@ -1165,6 +1160,18 @@ static void test_scan_stops(void **state)
 	world_release(&w);
 }
 
+/* One cycle of a new scanner (as `gavel scan` makes one per namespace) for due[0]. */
+static void scan_fresh(const struct scan_api *api, const struct scan_options *opt,
+		       const struct world *w, const struct engine_policy **due,
+		       struct report_set *rs, struct scan_outcome *out, struct scan_stats *st)
+{
+	struct scanner *s = scanner_new(api, opt);
+	struct gv_err err = {0};
+
+	assert_int_equal(scanner_run(s, w->st, due, 1, rs, NULL, out, st, &err), GV_OK);
+	scanner_free(s);
+}
+
 /*
  * scan_options.only_namespace, as `gavel scan` uses it: a scanner and a
  * report_set per namespace, the set holding that namespace's reports only.
@@ -1178,17 +1185,13 @@ static void test_scan_one_namespace(void **state)
 	struct scan_options opt = {
 	    .batch_size = 3, .workers = 2, .skip_namespace = "gavel", .only_namespace = "ns-01"};
 	const struct engine_policy *due[1];
-	struct scanner *s;
 	struct report_set *rs;
-	struct gv_err err = {0};
 
 	(void)state;
 	world_init(&w, 3, 4, 0, true);
 	due[0] = engine_policyset_get(admission_state_policyset(w.st), 0);
 	rs = report_set_new(NULL);
-	s = scanner_new(&api, &opt);
-	assert_int_equal(scanner_run(s, w.st, due, 1, rs, NULL, out, &st, &err), GV_OK);
-	scanner_free(s);
+	scan_fresh(&api, &opt, &w, due, rs, out, &st);
 	/* ns-01's Pods alone, listed in that namespace */
 	assert_int_equal(st.listed, 4);
 	assert_int_equal(st.pages, 2);
@@ -1198,9 +1201,7 @@ static void test_scan_one_namespace(void **state)
 
 	/* a Pod of ns-01 deleted while nobody scanned: the next scan drops its results */
 	json_array_remove(w.f.pods, 5);
-	s = scanner_new(&api, &opt);
-	assert_int_equal(scanner_run(s, w.st, due, 1, rs, NULL, out, &st, &err), GV_OK);
-	scanner_free(s);
+	scan_fresh(&api, &opt, &w, due, rs, out, &st);
 	assert_int_equal(st.listed, 3);
 	assert_int_equal(report_count(rs), 3);
 
@@ -1210,9 +1211,7 @@ static void test_scan_one_namespace(void **state)
 	 * stale.
 	 */
 	opt.only_namespace = "";
-	s = scanner_new(&api, &opt);
-	assert_int_equal(scanner_run(s, w.st, due, 1, rs, NULL, out, &st, &err), GV_OK);
-	scanner_free(s);
+	scan_fresh(&api, &opt, &w, due, rs, out, &st);
 	assert_int_equal(st.listed, 0);
 	assert_int_equal(st.targets, 0);
 	assert_true(out[0].retained);
@@ -1228,26 +1227,20 @@ static void test_scan_one_namespace(void **state)
 		assert_string_equal(key, "/v1/pods");
 		free(key);
 		opt.only_namespace = "ns-01";
-		s = scanner_new(&api, &opt);
-		assert_int_equal(scanner_run(s, w.st, due, 1, rs, NULL, out, &st, &err), GV_OK);
-		scanner_free(s);
+		scan_fresh(&api, &opt, &w, due, rs, out, &st);
 		assert_int_equal(report_count(rs), 3);
 		opt.empty_resources = empty;
 		opt.nempty = 2;
 		/* results newer than retain_since (a Pod created while the scan ran) stay */
 		opt.retain_since = (int64_t)time(NULL) - 60;
-		s = scanner_new(&api, &opt);
-		assert_int_equal(scanner_run(s, w.st, due, 1, rs, NULL, out, &st, &err), GV_OK);
-		scanner_free(s);
+		scan_fresh(&api, &opt, &w, due, rs, out, &st);
 		assert_int_equal(st.listed, 0);
 		assert_int_equal(st.targets, 0);
 		assert_true(out[0].retained);
 		assert_int_equal(report_count(rs), 3);
 		/* older ones go */
 		opt.retain_since = (int64_t)time(NULL) + 60;
-		s = scanner_new(&api, &opt);
-		assert_int_equal(scanner_run(s, w.st, due, 1, rs, NULL, out, &st, &err), GV_OK);
-		scanner_free(s);
+		scan_fresh(&api, &opt, &w, due, rs, out, &st);
 		assert_int_equal(st.listed, 0);
 		assert_int_equal(report_count(rs), 0);
 	}

@@ -1719,6 +1719,15 @@ static void test_scan_digest(void **state)
 	assert_int_equal(json_array_size(items), 3);
 	json_array_foreach(items, i, o) assert_string_equal(annotation(o), d);
 	assert_true(report_scan_unchanged(scan, "x", items, d));
+	/* as report_list_metadata reads them: that namespace's objects */
+	copy = NULL;
+	assert_int_equal(report_list_metadata(&api, "x", &copy, &err), GV_OK);
+	assert_int_equal(json_array_size(copy), 3);
+	assert_true(report_scan_unchanged(scan, "x", copy, d));
+	json_decref(copy);
+	assert_int_equal(report_list_metadata(&api, "y", &copy, &err), GV_OK);
+	assert_int_equal(json_array_size(copy), 0);
+	json_decref(copy);
 	/* another digest, none, another namespace */
 	assert_false(report_scan_unchanged(scan, "x", items, "sha256:00"));
 	assert_false(report_scan_unchanged(scan, "x", items, NULL));

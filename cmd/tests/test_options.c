@@ -13,8 +13,8 @@
 static void test_take(void **state)
 {
 	char a0[] = "scan", a1[] = "--kubeconfig=/a", a2[] = "--kubeconfig", a3[] = "/b",
-	     a4[] = "--kubeconfig-x", a5[] = "-o", a6[] = "yaml", a7[] = "--output",
-	     a8[] = "json", a9[] = "--output";
+	     a4[] = "--kubeconfig-x", a5[] = "-o", a6[] = "yaml", a7[] = "--output", a8[] = "json",
+	     a9[] = "--output";
 	char *argv[] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9};
 	int argc = (int)(sizeof(argv) / sizeof(*argv));
 	const char *v = NULL;
