@@ -1390,7 +1390,7 @@ static bool match_not_kept(const struct rnode *nd, const struct rentry *e, const
 	const struct sweep_arg *a = arg;
 
 	return e->policy == a->policy && !map_get(a->keep, nd->uid) &&
-	       !(a->since && e->seconds >= a->since);
+	       !(a->since && e->seconds > a->since);
 }
 
 void report_delete_object(struct report_set *rs, const char *ns, const char *uid)

@@ -249,11 +249,15 @@ enum gv_code report_put_admission(struct report_set *rs, const struct admission_
  *   report_retain             the policy's results about objects whose uid
  *                             is not in uids[0..n) (a full scan of the
  *                             policy evaluated exactly those objects)
- *   report_retain_since       the same, but results whose timestamp is at
- *                             or after `since` (Unix seconds; 0 = none) stay:
+ *   report_retain_since       the same, but results whose timestamp is
+ *                             after `since` (Unix seconds; 0 = none) stay:
  *                             a scan that started at `since` says nothing of
  *                             objects created while it ran (their admission
- *                             results)
+ *                             results). Timestamps are whole seconds, so a
+ *                             result of `since` itself goes: a stale result
+ *                             of a scan that ended in that second must not
+ *                             stay (an admission result of that second comes
+ *                             back with the next scan)
  */
 void report_delete_object(struct report_set *rs, const char *ns, const char *uid);
 void report_delete_policy(struct report_set *rs, const char *policy);

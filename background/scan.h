@@ -236,8 +236,8 @@ struct scan_options {
 	size_t nempty;
 	/*
 	 * report_retain_since()'s `since` for the policies a cycle evaluated
-	 * in full (Unix seconds; 0 = report_retain()): results at least that
-	 * new are not removed as stale.
+	 * in full (Unix seconds; 0 = report_retain()): results newer than that
+	 * are not removed as stale.
 	 */
 	int64_t retain_since;
 	/*

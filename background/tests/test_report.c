@@ -1519,6 +1519,25 @@ static void test_load_pages(void **state)
 	fake_free(f);
 }
 
+/* report_retain_since: results newer than the scan's start stay, those of that very second go. */
+static void test_retain_since(void **state)
+{
+	struct report_set *rs = report_set_new(NULL);
+	static const char *const none[] = {"uid-x-009"};
+
+	(void)state;
+	add_pods(rs, "x", 0, 2, "p", ENGINE_PASS); /* timestamp 1 */
+	report_retain_since(rs, "p", none, 1, 0);
+	assert_int_equal(report_count(rs), 0);
+	add_pods(rs, "x", 0, 2, "p", ENGINE_PASS);
+	report_retain_since(rs, "p", none, 1, 1);
+	assert_int_equal(report_count(rs), 0);
+	add_pods(rs, "x", 0, 2, "p", ENGINE_PASS);
+	report_retain_since(rs, "p", none, 1, -1);
+	assert_int_equal(report_count(rs), 2);
+	report_set_free(rs);
+}
+
 /* ---- the journal and scan digests ---- */
 
 /* The calls of one scan of namespace x: pods 0..2 (pod 1 now fails), pod 3 without results. */
@@ -1814,6 +1833,7 @@ int main(void)
 	    cmocka_unit_test(test_flush_stopped_loses_nothing),
 	    cmocka_unit_test(test_load_and_layout_switch),
 	    cmocka_unit_test(test_load_pages),
+	    cmocka_unit_test(test_retain_since),
 	    cmocka_unit_test(test_journal_replay),
 	    cmocka_unit_test(test_journal_digest),
 	    cmocka_unit_test(test_scan_digest),
