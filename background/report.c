@@ -2455,20 +2455,19 @@ static enum gv_code api_call(const struct report_api *api, const char *method, c
 	return kube_request(api->client, method, path, body, out, st, err);
 }
 
-/* api_call() for answers whose metadata is all that is read. */
+/* api_call() for answers whose metadata is all that is read (view: an object's or a list's). */
 static enum gv_code api_call_meta(const struct report_api *api, const char *method,
-				  const char *path, const json_t *body, json_t **out,
-				  struct kube_status *st, struct gv_err *err)
+				  const char *path, enum kube_view view, const json_t *body,
+				  json_t **out, struct kube_status *st, struct gv_err *err)
 {
 	memset(st, 0, sizeof(*st));
 	if (out)
 		*out = NULL;
 	if (api->request_view)
-		return api->request_view(api->ud, method, path, KUBE_VIEW_METADATA, body, out, st,
-					 err);
+		return api->request_view(api->ud, method, path, view, body, out, st, err);
 	if (api->request)
 		return api->request(api->ud, method, path, body, out, st, err);
-	return kube_request_view(api->client, method, path, KUBE_VIEW_METADATA, body, out, st, err);
+	return kube_request_view(api->client, method, path, view, body, out, st, err);
 }
 
 enum gv_code report_list_metadata(const struct report_api *api, const char *ns, json_t **items,
@@ -2482,15 +2481,7 @@ enum gv_code report_list_metadata(const struct report_api *api, const char *ns, 
 	enum gv_code rc;
 
 	*items = NULL;
-	memset(&st, 0, sizeof(st));
-	if (api->request_view)
-		rc = api->request_view(api->ud, "GET", path, KUBE_VIEW_METADATA_LIST, NULL, &list,
-				       &st, err);
-	else if (api->request)
-		rc = api->request(api->ud, "GET", path, NULL, &list, &st, err);
-	else
-		rc = kube_request_view(api->client, "GET", path, KUBE_VIEW_METADATA_LIST, NULL,
-				       &list, &st, err);
+	rc = api_call_meta(api, "GET", path, KUBE_VIEW_METADATA_LIST, NULL, &list, &st, err);
 	free(path);
 	free(coll);
 	free(sel);
@@ -2745,8 +2736,8 @@ static enum wres group_write(struct report_set *rs, const struct report_api *api
 		if (op->kind == REPORT_OP_DELETE)
 			rc = api_call(api, methods[op->kind], op->path, op->body, &resp, &st, &e2);
 		else
-			rc = api_call_meta(api, methods[op->kind], op->path, op->body, &resp, &st,
-					   &e2);
+			rc = api_call_meta(api, methods[op->kind], op->path, KUBE_VIEW_METADATA,
+					   op->body, &resp, &st, &e2);
 		if (!rc) {
 			if (op->kind == REPORT_OP_DELETE) {
 				chunk_drop(g, op->name);
