@@ -10,6 +10,7 @@
 #include "background/reconciler.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -631,12 +632,15 @@ static void run_due(struct reconciler *r, time_t now)
 		goto out;
 	}
 	r->cycle_backoff = 0;
-	gv_info("background: scanned %zu %s (%s): %zu objects, %zu evaluated, %zu unchanged, %zu "
-		"filtered, %zu failed, %zu results, %zu gone; %zu API requests, %.2f s%s",
-		n, n == 1 ? "policy" : "policies", gv_buf_str(&names), stats.listed,
-		stats.evaluated, stats.unchanged, stats.filtered, stats.failed, stats.results,
-		stats.deleted, stats.requests, stats.seconds,
-		stats.partial ? " (resource limit reached: the next cycle continues)" : "");
+	gv_info(
+	    "background: scanned %zu %s (%s): %zu objects, %zu evaluated, %zu unchanged, %zu "
+	    "filtered, %zu failed, %zu results, %zu gone; %zu API requests, %.2f s (lists %.2f s, "
+	    "evaluation %.2f s, merge %.2f s)%s",
+	    n, n == 1 ? "policy" : "policies", gv_buf_str(&names), stats.listed, stats.evaluated,
+	    stats.unchanged, stats.filtered, stats.failed, stats.results, stats.deleted,
+	    stats.requests, stats.seconds, stats.list_seconds, stats.eval_seconds,
+	    stats.commit_seconds,
+	    stats.partial ? " (resource limit reached: the next cycle continues)" : "");
 	pthread_mutex_lock(&r->mu);
 	for (size_t i = 0; i < n; i++) {
 		struct rpol *p = &r->pols[idx[i]];
@@ -1009,6 +1013,7 @@ enum gv_code reconciler_start(const struct reconciler_config *cfg, struct reconc
 	}
 	so.batch_size = cfg->batch_size;
 	so.workers = cfg->workers;
+	so.parse_batch = INT_MAX; /* whole pages: see scan_options.parse_batch */
 	so.incremental = cfg->incremental;
 	so.resource_limit = cfg->resource_limit;
 	so.skip_namespace = r->namespace;

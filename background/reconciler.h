@@ -222,7 +222,17 @@ struct reconciler_once_options {
 	size_t resource_limit;
 	bool split;
 	bool dry_run; /* nothing is written */
-	bool render;  /* *rendered receives the reports (report_render_all) */
+	/*
+	 * When set, called with the reports of each namespace scanned
+	 * (report_render_all: an array, borrowed for the call; [] for a
+	 * namespace whose reports were unchanged and not read), the
+	 * cluster-scoped ones first, then the namespaces in order, one call
+	 * at a time, as soon as the namespace and those before it are done
+	 * (memory: a few namespaces' reports, not the cluster's). After an
+	 * error, the namespaces done before it have been emitted.
+	 */
+	void (*emit)(void *ud, const json_t *reports);
+	void *emit_ud;
 };
 
 struct reconciler_once_stats {

@@ -3,9 +3,10 @@
  * cycle: list, filter, evaluate on a worker pool, merge into reports
  * (scan.h).
  *
- * Memory: a cycle holds one list page at a time (batch size objects) plus
- * the engine reports of that page; the caches hold, per object, its uid
- * and a 16-byte fingerprint per policy; the report_set holds the reports.
+ * Memory: a cycle holds one list page at a time, as received (about 4 KB
+ * a Pod), with parse_batch of its objects parsed and their engine reports;
+ * the caches hold, per object, its uid and a 16-byte fingerprint per
+ * policy; the report_set holds the reports.
  */
 #include "background/scan.h"
 
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/json.h"
 #include "common/log.h"
 #include "common/banned.h"
 
@@ -652,6 +654,10 @@ struct scanner *scanner_new(const struct scan_api *api, const struct scan_option
 		s->opt.workers = SCAN_DEFAULT_WORKERS;
 	if (s->opt.workers > SCAN_MAX_WORKERS)
 		s->opt.workers = SCAN_MAX_WORKERS;
+	if (s->opt.parse_batch <= 0)
+		s->opt.parse_batch = SCAN_DEFAULT_PARSE_BATCH;
+	if (s->opt.parse_batch > s->opt.batch_size)
+		s->opt.parse_batch = s->opt.batch_size;
 	s->skip_ns = opt && opt->skip_namespace && *opt->skip_namespace
 			 ? gv_xstrdup(opt->skip_namespace)
 			 : NULL;
@@ -714,6 +720,91 @@ enum gv_code scanner_request_view(struct scanner *s, const char *method, const c
 	if (s->api.request)
 		return s->api.request(s->api.ud, method, path, body, out, st, err);
 	return kube_request_view(s->api.client, method, path, view, body, out, st, err);
+}
+
+/*
+ * A list page: its text as received, the list without its items, and
+ * where each item lies in the text (parsed when it is processed); or,
+ * when whole pages are parsed (scan_options.parse_batch), the list parsed
+ * at once (no text kept).
+ */
+struct page {
+	struct gv_buf text;
+	json_t *head;  /* apiVersion, kind, metadata (continue); the whole list when parsed */
+	json_t *items; /* parsed whole: the items (borrowed from head); else NULL */
+	struct gv_json_span *spans;
+	size_t n;
+};
+
+static void page_release(struct page *pg)
+{
+	gv_buf_release(&pg->text);
+	json_decref(pg->head);
+	free(pg->spans);
+	memset(pg, 0, sizeof(*pg));
+}
+
+/* Item i of the page (new reference), or NULL when it is not an object. */
+static json_t *page_item(const struct page *pg, size_t i)
+{
+	const char *at;
+
+	if (pg->items) {
+		json_t *it = json_array_get(pg->items, i);
+		return json_is_object(it) ? json_incref(it) : NULL;
+	}
+	at = pg->text.data + pg->spans[i].off;
+	/* the span was checked by gv_json_parse_list(): this parse cannot fail */
+	return *at == '{' ? gv_json_parse(at, pg->spans[i].len, NULL) : NULL;
+}
+
+/* GET of one list page (pg released first; filled on GV_OK). */
+static enum gv_code scanner_list(struct scanner *s, const char *path, struct page *pg,
+				 struct kube_status *st, struct gv_err *err)
+{
+	struct gv_err perr = {0};
+	enum gv_code rc;
+
+	page_release(pg);
+	atomic_fetch_add(&s->requests, 1);
+	memset(st, 0, sizeof(*st));
+	if (s->api.request) {
+		/* the injected transport answers with values: back to text, parsed as ours is */
+		json_t *v = NULL;
+		char *text;
+
+		rc = s->api.request(s->api.ud, "GET", path, NULL, &v, st, err);
+		if (rc)
+			return rc;
+		text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+		json_decref(v);
+		if (text)
+			gv_buf_adds(&pg->text, text);
+		free(text);
+	} else if ((rc = kube_get_raw(s->api.client, path, &pg->text, st, err))) {
+		return rc;
+	}
+	if (s->opt.parse_batch >= s->opt.batch_size) {
+		/* whole pages: parsed at once, freed at once */
+		pg->head = gv_json_parse(pg->text.data ? pg->text.data : "", pg->text.len, &perr);
+		if (pg->head && !json_is_object(pg->head)) {
+			json_decref(pg->head);
+			pg->head = NULL;
+			snprintf(perr.msg, sizeof(perr.msg), "'{' expected");
+		}
+		pg->items = json_object_get(pg->head, "items");
+		pg->n = json_array_size(pg->items);
+		gv_buf_release(&pg->text);
+	} else {
+		pg->head = gv_json_parse_list(pg->text.data ? pg->text.data : "", pg->text.len,
+					      "items", &pg->spans, &pg->n, &perr);
+	}
+	if (!pg->head) {
+		page_release(pg);
+		return gv_err_set(err, GV_ENET, "GET %s: response is not a list: %s", path,
+				  perr.msg);
+	}
+	return GV_OK;
 }
 
 static enum gv_code scanner_discover(struct scanner *s, const struct scan_kind *k,
@@ -791,7 +882,7 @@ struct cyc_target {
 
 /* One object of a page. */
 struct slot {
-	json_t *obj; /* borrowed from the page */
+	json_t *obj; /* owned reference: parsed from the page */
 	const char *uid, *ns, *name, *rv;
 	const json_t *labels;	  /* namespace labels (borrowed from the state) */
 	struct scan_entry *entry; /* in the target's cache */
@@ -1254,6 +1345,7 @@ filtered:
 
 static void slot_release(struct slot *sl)
 {
+	json_decref(sl->obj);
 	free(sl->fps);
 	free(sl->need);
 	free(sl->error);
@@ -1390,7 +1482,7 @@ struct fetcher {
 	bool busy;  /* a request was submitted and its answer not taken yet */
 	bool done;  /* the answer is there */
 	bool stop;
-	json_t *page; /* the answer (owned until taken) */
+	struct page page; /* the answer (owned until taken) */
 	struct kube_status st;
 	struct gv_err err;
 	enum gv_code rc;
@@ -1403,7 +1495,7 @@ static void *fetcher_main(void *ud)
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
 		char *path;
-		json_t *page = NULL;
+		struct page page = {0};
 		struct kube_status st;
 		struct gv_err err = {0};
 		enum gv_code rc;
@@ -1415,7 +1507,7 @@ static void *fetcher_main(void *ud)
 		path = f->path;
 		f->path = NULL;
 		pthread_mutex_unlock(&f->mu);
-		rc = scanner_request(f->s, "GET", path, NULL, &page, &st, &err);
+		rc = scanner_list(f->s, path, &page, &st, &err);
 		free(path);
 		pthread_mutex_lock(&f->mu);
 		f->page = page;
@@ -1457,8 +1549,8 @@ static void fetcher_submit(struct fetcher *f, char *path)
 	pthread_mutex_unlock(&f->mu);
 }
 
-/* Waits for the answer of the submitted request and takes it. */
-static enum gv_code fetcher_take(struct fetcher *f, json_t **page, struct kube_status *st,
+/* Waits for the answer of the submitted request and takes it (page released first). */
+static enum gv_code fetcher_take(struct fetcher *f, struct page *page, struct kube_status *st,
 				 struct gv_err *err)
 {
 	enum gv_code rc;
@@ -1467,18 +1559,19 @@ static enum gv_code fetcher_take(struct fetcher *f, json_t **page, struct kube_s
 		char *path = f->path;
 		f->path = NULL;
 		f->busy = false;
-		rc = scanner_request(f->s, "GET", path, NULL, page, st, err);
+		rc = scanner_list(f->s, path, page, st, err);
 		free(path);
 		return rc;
 	}
 	pthread_mutex_lock(&f->mu);
 	while (!f->done)
 		pthread_cond_wait(&f->cv, &f->mu);
+	page_release(page);
 	*page = f->page;
 	*st = f->st;
 	*err = f->err;
 	rc = f->rc;
-	f->page = NULL;
+	memset(&f->page, 0, sizeof(f->page));
 	f->done = false;
 	f->busy = false;
 	pthread_mutex_unlock(&f->mu);
@@ -1488,13 +1581,13 @@ static enum gv_code fetcher_take(struct fetcher *f, json_t **page, struct kube_s
 /* Drops an answer nobody wants (the cycle stopped). */
 static void fetcher_discard(struct fetcher *f)
 {
-	json_t *page = NULL;
+	struct page page = {0};
 	struct kube_status st;
 	struct gv_err err = {0};
 
 	if (f->busy && f->running) {
 		fetcher_take(f, &page, &st, &err);
-		json_decref(page);
+		page_release(&page);
 	} else if (f->busy) {
 		free(f->path);
 		f->path = NULL;
@@ -1528,14 +1621,16 @@ static char *page_path(const char *coll, size_t limit, const char *cont)
 }
 
 /* Index of the first item of a page after `last` (items up to it were processed before). */
-static size_t first_fresh(const json_t *items, const char *last)
+static size_t first_fresh(const struct page *pg, const char *last)
 {
-	size_t n = json_array_size(items), i;
+	size_t i;
 
-	for (i = 0; last && i < n; i++) {
-		char *key = object_key(json_array_get(items, i));
+	for (i = 0; last && i < pg->n; i++) {
+		json_t *item = page_item(pg, i);
+		char *key = object_key(item);
 		int cmp = strcmp(key, last);
 		free(key);
+		json_decref(item);
 		if (cmp > 0)
 			break;
 	}
@@ -1560,49 +1655,63 @@ static void target_finished(struct cycle *c, struct cyc_target *ct)
 	ct->done = true;
 }
 
-/* Evaluates the items of a page from index `from` and merges them into the reports. */
-static void page_process(struct cycle *c, struct cyc_target *ct, json_t *page, size_t from)
+/* Evaluates and commits slots[0..n) (released after). */
+static void batch_run(struct cycle *c, struct cyc_target *ct, struct slot *slots, size_t n)
+{
+	double t0 = mono_now();
+	int64_t now;
+
+	pool_run(&c->pool, slots, n);
+	c->stats->eval_seconds += mono_now() - t0;
+	t0 = mono_now();
+	now = (int64_t)time(NULL);
+	for (size_t i = 0; i < n; i++) {
+		slot_commit(c, ct, &slots[i], now);
+		slot_release(&slots[i]);
+	}
+	c->stats->commit_seconds += mono_now() - t0;
+	metrics_add(c->s->opt.processed, NULL, (double)n);
+}
+
+/*
+ * Evaluates the items of a page from index `from` and merges them into
+ * the reports, parse_batch items at a time.
+ */
+static void page_process(struct cycle *c, struct cyc_target *ct, const struct page *pg, size_t from)
 {
 	struct target *t = ct->t;
-	json_t *items = json_object_get(page, "items");
-	size_t n = json_array_size(items), ns = 0;
-	struct slot *slots = gv_xcalloc(n + 1, sizeof(*slots));
-	int64_t now;
-	double t0;
+	size_t cap = (size_t)c->s->opt.parse_batch, ns = 0;
+	struct slot *slots = gv_xcalloc((pg->n < cap ? pg->n : cap) + 1, sizeof(*slots));
 
-	for (size_t i = 0; i < n; i++) {
-		json_t *item = json_array_get(items, i);
+	for (size_t i = 0; i < pg->n; i++) {
+		json_t *item = page_item(pg, i);
 
-		if (!json_is_object(item))
+		if (!item)
 			continue;
 		if (i < from) {
 			/* processed before the continue token expired: only mark it seen */
 			const char *uid = jstr(json_object_get(item, "metadata"), "uid");
 			if (uid)
 				scan_cache_visit(t->cache, uid);
+			json_decref(item);
 			continue;
 		}
-		fill_kind(item, page);
+		fill_kind(item, pg->head);
 		free(t->last);
 		t->last = object_key(item);
 		if (c->budget != SIZE_MAX)
 			c->budget--;
-		if (slot_prepare(c, ct, &slots[ns], item))
-			ns++;
-		else
+		if (!slot_prepare(c, ct, &slots[ns], item)) {
 			slot_release(&slots[ns]);
+			continue;
+		}
+		ns++;
+		if (ns == cap) {
+			batch_run(c, ct, slots, ns);
+			ns = 0;
+		}
 	}
-	t0 = mono_now();
-	pool_run(&c->pool, slots, ns);
-	c->stats->eval_seconds += mono_now() - t0;
-	t0 = mono_now();
-	now = (int64_t)time(NULL);
-	for (size_t i = 0; i < ns; i++) {
-		slot_commit(c, ct, &slots[i], now);
-		slot_release(&slots[i]);
-	}
-	c->stats->commit_seconds += mono_now() - t0;
-	metrics_add(c->s->opt.processed, NULL, (double)ns);
+	batch_run(c, ct, slots, ns);
 	free(slots);
 }
 
@@ -1620,12 +1729,12 @@ static enum list_end list_target(struct cycle *c, struct cyc_target *ct, struct 
 	bool skipping = t->last && !t->cont;
 	int restarts = 0;
 	enum list_end end = L_FINISHED;
+	struct page page = {0};
 
 	c->stats->targets++;
 	for (;;) {
 		struct kube_status st;
 		struct gv_err e = {0};
-		json_t *page = NULL, *items;
 		size_t n, from, fresh, left;
 		const char *next;
 		double t0;
@@ -1674,14 +1783,13 @@ static enum list_end list_target(struct cycle *c, struct cyc_target *ct, struct 
 			break;
 		}
 		c->stats->pages++;
-		items = json_object_get(page, "items");
-		n = json_array_size(items);
+		n = page.n;
 		c->stats->listed += n;
-		from = skipping ? first_fresh(items, t->last) : 0;
+		from = skipping ? first_fresh(&page, t->last) : 0;
 		fresh = n - from;
 		if (fresh)
 			skipping = false;
-		next = jstr(json_object_get(page, "metadata"), "continue");
+		next = jstr(json_object_get(page.head, "metadata"), "continue");
 		next = next && *next ? next : NULL;
 		left = c->budget == SIZE_MAX ? SIZE_MAX
 					     : c->budget - (fresh < c->budget ? fresh : c->budget);
@@ -1692,10 +1800,9 @@ static enum list_end list_target(struct cycle *c, struct cyc_target *ct, struct 
 							? left
 							: (size_t)c->s->opt.batch_size,
 						    next));
-		page_process(c, ct, page, from);
+		page_process(c, ct, &page, from);
 		free(t->cont);
 		t->cont = next ? gv_xstrdup(next) : NULL;
-		json_decref(page);
 		if (c->hooks && c->hooks->page_done)
 			c->hooks->page_done(c->hooks->ud);
 		if (!t->cont) {
@@ -1706,6 +1813,7 @@ static enum list_end list_target(struct cycle *c, struct cyc_target *ct, struct 
 		}
 	}
 	fetcher_discard(f);
+	page_release(&page);
 	free(coll);
 	return end;
 }

@@ -212,7 +212,8 @@ struct once {
 	char **empty; /* resources with no object in the cluster (empty_resources) */
 	size_t nempty;
 	int64_t start;	   /* Unix seconds when the scan started (scan_options.retain_since) */
-	json_t **rendered; /* per namespace, when rendering */
+	json_t **rendered; /* per namespace, done and not emitted yet (with o->emit) */
+	size_t emitted;	   /* namespaces [0, emitted) have been emitted */
 
 	pthread_mutex_t mu;
 	size_t next;   /* the next namespace to take */
@@ -262,10 +263,10 @@ static void stats_add(struct reconciler_once_stats *t, const struct scan_stats *
  * then, unless --dry-run, the metadata of its reports read: when they
  * carry the digest of an identical scan (report_scan_unchanged), nothing
  * more is read or written. Otherwise its reports are read, pruned, the
- * scan replayed onto them and they are written (or rendered into
- * *rendered) with the new digest. *fatal: the error was reading (the API
- * server cannot be used: stop); a write that fails (a namespace being
- * deleted) leaves the other namespaces to be done.
+ * scan replayed onto them and they are written with the new digest. With
+ * o->emit, its reports are then emitted with those done before. *fatal: the error was reading (the
+ * API server cannot be used: stop); a write that fails (a namespace being deleted) leaves the other
+ * namespaces to be done.
  */
 static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bool *partial,
 				   bool *fatal, struct gv_err *err)
@@ -359,10 +360,18 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 		w->rendered[idx] = report_render_all(rs);
 	results = report_count(rs);
 out:
+	if (w->rendered && !rc && !w->rendered[idx])
+		w->rendered[idx] = json_array(); /* unchanged: not read */
 	if (rc)
 		gv_err_prefix(err, "%s%s: ", *ns ? "namespace " : "cluster-scoped objects",
 			      *ns ? ns : "");
 	pthread_mutex_lock(&w->mu);
+	/* in namespace order: what is done after those still running waits for them */
+	while (w->rendered && w->emitted < w->nspaces && w->rendered[w->emitted]) {
+		w->o->emit(w->o->emit_ud, w->rendered[w->emitted]);
+		json_decref(w->rendered[w->emitted]);
+		w->rendered[w->emitted++] = NULL;
+	}
 	stats_add(w->stats, &sst, &rst, load, flush, results, scanner_requests(scanner));
 	if (w->budget != SIZE_MAX)
 		w->budget -= sst.listed < w->budget ? sst.listed : w->budget;
@@ -495,10 +504,10 @@ static char *policy_salt(const struct engine_policyset *set)
  * The scan, namespace by namespace: one scan of every background policy
  * now (no Lease, no schedules): the cluster state (clusterstate.h), then
  * each namespace (once_namespace), then every policy's last scan in the
- * state ConfigMap, unless dry_run (nothing written; *rendered receives the
- * reports when o->render). GV_ENET on API errors.
+ * state ConfigMap, unless dry_run (nothing written). The reports go to
+ * o->emit when set. GV_ENET on API errors.
  */
-static enum gv_code scan_once(const struct reconciler_once_options *o, json_t **rendered,
+static enum gv_code scan_once(const struct reconciler_once_options *o,
 			      struct reconciler_once_stats *stats, struct gv_err *err)
 {
 	const char *self = o->namespace && *o->namespace ? o->namespace : "gavel";
@@ -515,7 +524,6 @@ static enum gv_code scan_once(const struct reconciler_once_options *o, json_t **
 	enum gv_code rc;
 
 	memset(stats, 0, sizeof(*stats));
-	*rendered = NULL;
 	{
 		struct clusterstate_api ca = {.request = counted_request, .ud = counter};
 		double t = mono_seconds();
@@ -544,7 +552,7 @@ static enum gv_code scan_once(const struct reconciler_once_options *o, json_t **
 	w.spaces[0] = "";
 	for (size_t i = 1; i < w.nspaces; i++)
 		w.spaces[i] = json_string_value(json_array_get(cs.namespaces, i - 1));
-	if (o->render)
+	if (o->emit)
 		w.rendered = gv_xcalloc(w.nspaces, sizeof(*w.rendered));
 	w.budget = o->resource_limit ? o->resource_limit : SIZE_MAX;
 	pthread_mutex_init(&w.mu, NULL);
@@ -593,11 +601,6 @@ static enum gv_code scan_once(const struct reconciler_once_options *o, json_t **
 			goto out;
 		}
 	}
-	if (w.rendered) {
-		*rendered = json_array();
-		for (size_t i = 0; i < w.nspaces; i++)
-			json_array_extend(*rendered, w.rendered[i]);
-	}
 out:
 	if (w.rendered)
 		for (size_t i = 0; i < w.nspaces; i++)
@@ -617,6 +620,45 @@ out:
 	return rc;
 }
 
+/* Where -o prints the reports, one namespace's at a time (reconciler_once_options.emit). */
+struct printer {
+	bool json;   /* else YAML */
+	size_t done; /* reports printed */
+};
+
+/*
+ * -o json: one array, as json_dumps(all, JSON_INDENT(2) | JSON_SORT_KEYS)
+ * prints it, written element by element; -o yaml: one document per
+ * report, as kubectl get -o yaml of each.
+ */
+static void print_reports(void *ud, const json_t *reports)
+{
+	struct printer *p = ud;
+	size_t i;
+	const json_t *r;
+
+	json_array_foreach(reports, i, r)
+	{
+		if (p->json) {
+			char *text = json_dumps(r, JSON_INDENT(2) | JSON_SORT_KEYS);
+			fputs(p->done ? ",\n  " : "[\n  ", stdout);
+			for (const char *c = text ? text : "{}"; *c; c++) {
+				putchar(*c);
+				if (*c == '\n') /* one level deeper, inside the array */
+					fputs("  ", stdout);
+			}
+			free(text);
+		} else {
+			struct gv_buf b = {0};
+			gv_buf_adds(&b, "---\n");
+			gv_yaml_dump(r, &b);
+			fputs(gv_buf_str(&b), stdout);
+			gv_buf_release(&b);
+		}
+		p->done++;
+	}
+}
+
 int cmd_scan(int argc, char **argv)
 {
 	struct reconciler_once_options o = {0};
@@ -624,9 +666,10 @@ int cmd_scan(int argc, char **argv)
 	const char *kubeconfig = NULL, *output = NULL;
 	struct kube_config *kcfg = NULL;
 	struct kube_client *client = NULL;
-	json_t *rendered = NULL;
+	struct printer pr = {0};
 	struct gv_err err = {0};
 	int level = GV_LOG_WARN, code = 2;
+	enum gv_code rc;
 
 	o.namespace =
 	    getenv("POD_NAMESPACE") && *getenv("POD_NAMESPACE") ? getenv("POD_NAMESPACE") : "gavel";
@@ -712,28 +755,18 @@ int cmd_scan(int argc, char **argv)
 		goto out;
 	}
 	o.client = client;
-	o.render = output != NULL;
-	if (scan_once(&o, &rendered, &st, &err)) {
+	if (output) {
+		pr.json = !strcmp(output, "json");
+		o.emit = print_reports;
+		o.emit_ud = &pr;
+	}
+	rc = scan_once(&o, &st, &err);
+	if (pr.json)
+		fputs(pr.done ? "\n]\n" : "[]\n", stdout);
+	fflush(stdout);
+	if (rc) {
 		fprintf(stderr, "gavel scan: %s\n", err.msg);
 		goto out;
-	}
-	if (output && !strcmp(output, "json")) {
-		char *s = json_dumps(rendered, JSON_INDENT(2) | JSON_SORT_KEYS);
-		printf("%s\n", s ? s : "[]");
-		free(s);
-	} else if (output) {
-		struct gv_buf b = {0};
-		size_t i;
-		const json_t *r;
-
-		/* one YAML document per report, as kubectl get -o yaml of each */
-		json_array_foreach(rendered, i, r)
-		{
-			gv_buf_adds(&b, "---\n");
-			gv_yaml_dump(r, &b);
-		}
-		fputs(gv_buf_str(&b), stdout);
-		gv_buf_release(&b);
 	}
 	fprintf(stderr,
 		"gavel scan: %zu policies, %zu objects (%zu evaluated, %zu unchanged, %zu "
@@ -749,7 +782,6 @@ int cmd_scan(int argc, char **argv)
 		st.scan.eval_seconds, st.scan.commit_seconds, st.flush_seconds);
 	code = st.scan.failed || st.scan.forbidden ? 1 : 0;
 out:
-	json_decref(rendered);
 	if (client)
 		kube_client_free(client);
 	if (kcfg)

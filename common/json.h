@@ -22,4 +22,26 @@
  */
 json_t *gv_json_parse(const char *buf, size_t len, struct gv_err *err);
 
+/* Where a value lies in a buffer: bytes [off, off + len). */
+struct gv_json_span {
+	size_t off, len;
+};
+
+/*
+ * Parses buf (len bytes) holding one JSON object, such as a list page
+ * ({"kind":"PodList","metadata":{...},"items":[...]}), without building
+ * the array of its top-level member `key`: every element of that array is
+ * checked as gv_json_parse() would check it (so gv_json_parse() of a span
+ * that starts with '{' or '[' cannot fail) and its span recorded in
+ * *spans[0..*nspans) (malloc'd, caller frees; NULL when none), in order;
+ * the member itself is left out of the returned object. When `key` is
+ * missing or not an array, it is built like any other member and *nspans
+ * is 0; repeated, the last one counts. Memory: the object without the
+ * array plus 16 bytes an element, instead of the whole parsed array.
+ * Returns a new reference, or NULL with err set as gv_json_parse() does
+ * ("'{' expected" when the document is not an object).
+ */
+json_t *gv_json_parse_list(const char *buf, size_t len, const char *key,
+			   struct gv_json_span **spans, size_t *nspans, struct gv_err *err);
+
 #endif

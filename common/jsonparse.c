@@ -28,6 +28,15 @@
 struct jp {
 	const unsigned char *start, *p, *end;
 	int depth;
+	/*
+	 * Check values without building them: every value parses to the
+	 * json_null() singleton (numbers are built and dropped: range checks).
+	 */
+	bool skip;
+	/* gv_json_parse_list(): the top-level member whose array is left unbuilt */
+	const char *lazy_key;
+	struct gv_json_span *spans; /* owned until handed over */
+	size_t nspans, cap;
 	const char *error;	    /* static reason, NULL while all is well */
 	const unsigned char *where; /* position of the error */
 };
@@ -328,15 +337,17 @@ static bool literal(struct jp *j, const char *word, size_t n)
 
 static json_t *parse_value(struct jp *j, struct gv_buf *heap);
 
+static json_t *parse_lazy_array(struct jp *j, struct gv_buf *heap);
+
 static json_t *parse_object(struct jp *j, struct gv_buf *heap)
 {
-	json_t *o = json_object();
+	json_t *o = j->skip ? NULL : json_object();
 
 	j->p++;
 	skip_ws(j);
 	if (j->p < j->end && *j->p == '}') {
 		j->p++;
-		return o;
+		return o ? o : json_null();
 	}
 	for (;;) {
 		const char *k;
@@ -347,6 +358,7 @@ static json_t *parse_object(struct jp *j, struct gv_buf *heap)
 			json_decref(o);
 			return fail(j, "string or '}' expected");
 		}
+		bool lazy;
 		if (!parse_string(j, &k, &kn, heap)) {
 			json_decref(o);
 			return NULL;
@@ -355,6 +367,8 @@ static json_t *parse_object(struct jp *j, struct gv_buf *heap)
 			json_decref(o);
 			return fail(j, "NUL byte in object key");
 		}
+		lazy = j->lazy_key && j->depth == 1 && strlen(j->lazy_key) == kn &&
+		       !memcmp(k, j->lazy_key, kn);
 		if (k == heap->data) /* the value below may reuse heap */
 			k = kcopy = gv_xstrndup(k, kn);
 		skip_ws(j);
@@ -364,13 +378,18 @@ static json_t *parse_object(struct jp *j, struct gv_buf *heap)
 			return fail(j, "':' expected");
 		}
 		j->p++;
-		v = parse_value(j, heap);
+		skip_ws(j);
+		lazy = lazy && j->p < j->end && *j->p == '[';
+		v = lazy ? parse_lazy_array(j, heap) : parse_value(j, heap);
 		if (!v) {
 			free(kcopy);
 			json_decref(o);
 			return NULL;
 		}
-		json_object_setn_new_nocheck(o, k, kn, v);
+		if (o && !lazy)
+			json_object_setn_new_nocheck(o, k, kn, v);
+		else
+			json_decref(v);
 		free(kcopy);
 		skip_ws(j);
 		if (j->p < j->end && *j->p == ',') {
@@ -380,7 +399,7 @@ static json_t *parse_object(struct jp *j, struct gv_buf *heap)
 		}
 		if (j->p < j->end && *j->p == '}') {
 			j->p++;
-			return o;
+			return o ? o : json_null();
 		}
 		json_decref(o);
 		return fail(j, "',' or '}' expected");
@@ -389,13 +408,13 @@ static json_t *parse_object(struct jp *j, struct gv_buf *heap)
 
 static json_t *parse_array(struct jp *j, struct gv_buf *heap)
 {
-	json_t *a = json_array();
+	json_t *a = j->skip ? NULL : json_array();
 
 	j->p++;
 	skip_ws(j);
 	if (j->p < j->end && *j->p == ']') {
 		j->p++;
-		return a;
+		return a ? a : json_null();
 	}
 	for (;;) {
 		json_t *v = parse_value(j, heap);
@@ -403,7 +422,10 @@ static json_t *parse_array(struct jp *j, struct gv_buf *heap)
 			json_decref(a);
 			return NULL;
 		}
-		json_array_append_new(a, v);
+		if (a)
+			json_array_append_new(a, v);
+		else
+			json_decref(v);
 		skip_ws(j);
 		if (j->p < j->end && *j->p == ',') {
 			j->p++;
@@ -411,11 +433,64 @@ static json_t *parse_array(struct jp *j, struct gv_buf *heap)
 		}
 		if (j->p < j->end && *j->p == ']') {
 			j->p++;
-			return a;
+			return a ? a : json_null();
 		}
 		json_decref(a);
 		return fail(j, "',' or ']' expected");
 	}
+}
+
+/*
+ * The lazy member's array (j->p on '['): each element checked in skip
+ * mode and its span recorded (a repeated member: the last one counts).
+ * Returns json_null() or NULL on error.
+ */
+static json_t *parse_lazy_array(struct jp *j, struct gv_buf *heap)
+{
+	json_t *v = NULL;
+
+	j->nspans = 0;
+	j->skip = true;
+	j->depth++; /* as parse_value does for an array */
+	j->p++;
+	skip_ws(j);
+	if (j->p < j->end && *j->p == ']') {
+		j->p++;
+		v = json_null();
+		goto out;
+	}
+	for (;;) {
+		const unsigned char *at;
+		json_t *e;
+		skip_ws(j);
+		at = j->p;
+		e = parse_value(j, heap);
+		if (!e)
+			goto out;
+		json_decref(e); /* json_null(), or a number (built for its range check) */
+		if (j->nspans == j->cap) {
+			j->cap = j->cap ? 2 * j->cap : 64;
+			j->spans = gv_xrealloc(j->spans, j->cap * sizeof(*j->spans));
+		}
+		j->spans[j->nspans++] = (struct gv_json_span){.off = (size_t)(at - j->start),
+							      .len = (size_t)(j->p - at)};
+		skip_ws(j);
+		if (j->p < j->end && *j->p == ',') {
+			j->p++;
+			continue;
+		}
+		if (j->p < j->end && *j->p == ']') {
+			j->p++;
+			v = json_null();
+			goto out;
+		}
+		fail(j, "',' or ']' expected");
+		goto out;
+	}
+out:
+	j->depth--;
+	j->skip = false;
+	return v;
 }
 
 static json_t *parse_value(struct jp *j, struct gv_buf *heap)
@@ -438,7 +513,7 @@ static json_t *parse_value(struct jp *j, struct gv_buf *heap)
 		size_t n;
 		if (!parse_string(j, &s, &n, heap))
 			return NULL;
-		return json_stringn_nocheck(s, n);
+		return j->skip ? json_null() : json_stringn_nocheck(s, n);
 	}
 	case 't':
 		if (literal(j, "true", 4))
@@ -459,33 +534,36 @@ static json_t *parse_value(struct jp *j, struct gv_buf *heap)
 	return fail(j, "invalid token");
 }
 
-json_t *gv_json_parse(const char *buf, size_t len, struct gv_err *err)
+/*
+ * Parses the whole of j's input (one object, or one object or array) and
+ * fills err on failure.
+ */
+static json_t *parse_document(struct jp *j, bool object_only, struct gv_err *err)
 {
-	struct jp j = {.start = (const unsigned char *)buf,
-		       .p = (const unsigned char *)buf,
-		       .end = (const unsigned char *)buf + len};
 	struct gv_buf heap = {0};
 	json_t *v = NULL;
 
-	skip_ws(&j);
-	if (j.p >= j.end)
-		fail(&j, "empty body");
-	else if (*j.p != '{' && *j.p != '[')
-		fail(&j, "'[' or '{' expected");
+	skip_ws(j);
+	if (j->p >= j->end)
+		fail(j, "empty body");
+	else if (object_only && *j->p != '{')
+		fail(j, "'{' expected");
+	else if (*j->p != '{' && *j->p != '[')
+		fail(j, "'[' or '{' expected");
 	else
-		v = parse_value(&j, &heap);
+		v = parse_value(j, &heap);
 	if (v) {
-		skip_ws(&j);
-		if (j.p < j.end) {
+		skip_ws(j);
+		if (j->p < j->end) {
 			json_decref(v);
 			v = NULL;
-			fail(&j, "end of input expected");
+			fail(j, "end of input expected");
 		}
 	}
 	gv_buf_release(&heap);
 	if (!v) {
 		int line = 1, col = 1;
-		for (const unsigned char *p = j.start; p < j.where; p++) {
+		for (const unsigned char *p = j->start; p < j->where; p++) {
 			if (*p == '\n') {
 				line++;
 				col = 1;
@@ -493,7 +571,37 @@ json_t *gv_json_parse(const char *buf, size_t len, struct gv_err *err)
 				col++;
 			}
 		}
-		gv_err_set(err, GV_EINVAL, "%s at line %d column %d", j.error, line, col);
+		gv_err_set(err, GV_EINVAL, "%s at line %d column %d", j->error, line, col);
 	}
+	return v;
+}
+
+json_t *gv_json_parse(const char *buf, size_t len, struct gv_err *err)
+{
+	struct jp j = {.start = (const unsigned char *)buf,
+		       .p = (const unsigned char *)buf,
+		       .end = (const unsigned char *)buf + len};
+
+	return parse_document(&j, false, err);
+}
+
+json_t *gv_json_parse_list(const char *buf, size_t len, const char *key,
+			   struct gv_json_span **spans, size_t *nspans, struct gv_err *err)
+{
+	struct jp j = {.start = (const unsigned char *)buf,
+		       .p = (const unsigned char *)buf,
+		       .end = (const unsigned char *)buf + len,
+		       .lazy_key = key};
+	json_t *v;
+
+	*spans = NULL;
+	*nspans = 0;
+	v = parse_document(&j, true, err);
+	if (!v) {
+		free(j.spans);
+		return NULL;
+	}
+	*spans = j.spans;
+	*nspans = j.nspans;
 	return v;
 }

@@ -193,6 +193,24 @@ check_scan() {
 	return 0
 }
 
+# gavel scan --dry-run -o json prints one JSON array (read back by kubectl
+# as a List's items) holding the PolicyReport NAME.
+# shellcheck disable=SC2034
+check_scan_json() {
+	local json
+	if ! json=$("$GAVEL" scan --kubeconfig "$KUBECONFIG" --dry-run -o json 2>/dev/null); then
+		WHY="gavel scan failed"
+		return 1
+	fi
+	run_cmd sh -c 'printf "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":%s}" "$1" |
+		"$2" --kubeconfig "$3" create --dry-run=client -o name -f -' sh "$json" "$KUBECTL" \
+		"$KUBECONFIG" || {
+		WHY="kubectl cannot read the output as JSON"
+		return 1
+	}
+	contains_all "policyreport.wgpolicyk8s.io/$1"
+}
+
 check_scan_says() { # SUBSTR SCAN-ARGS...
 	local want=$1
 	shift
@@ -317,6 +335,8 @@ EOF
 	expect_output "gavel scan --dry-run writes nothing and prints the reports" \
 		"$GAVEL" scan --kubeconfig "$KUBECONFIG" --dry-run -- \
 		"kind: PolicyReport" "name: polr-ns-$ns" "[dry run: nothing written]"
+	record "gavel scan --dry-run -o json prints one JSON array of the reports" \
+		check_scan_json "polr-ns-$ns"
 	record "--dry-run left no report behind" check_no_result - require-team
 	record "gavel scan" check_scan_says "2 objects (2 evaluated" --log-level warn
 	record "an object created before its policy is reported (fail)" \

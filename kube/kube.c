@@ -782,8 +782,10 @@ enum gv_code kube_do(struct kube_client *c, const struct kube_req *req, struct g
 		if (x.consumer_stopped || (cc == CURLE_OK && http >= 200 && http < 300)) {
 			st->http = http;
 			if (resp && !req->on_data) {
-				gv_buf_reset(resp);
-				gv_buf_add(resp, body.data ? body.data : "", body.len);
+				/* handed over, not copied: list pages are large */
+				gv_buf_release(resp);
+				*resp = body;
+				body = (struct gv_buf){0};
 			}
 			rc = GV_OK;
 			goto out;
@@ -896,6 +898,15 @@ static enum gv_code request_json(struct kube_client *c, const char *method, cons
 	free(text);
 	gv_buf_release(&resp);
 	return rc;
+}
+
+enum gv_code kube_get_raw(struct kube_client *c, const char *path, struct gv_buf *out,
+			  struct kube_status *st, struct gv_err *err)
+{
+	struct kube_req req = {.method = "GET", .path = path, .retries = -1};
+
+	gv_buf_reset(out);
+	return kube_do(c, &req, out, st, err);
 }
 
 /*

@@ -118,6 +118,16 @@ enum gv_code kube_request(struct kube_client *c, const char *method, const char 
 			  struct gv_err *err);
 
 /*
+ * A GET (Accept: application/json) whose 2xx body is handed back as
+ * received in *out (reset first; the caller releases it), for callers
+ * that parse it their own way: list pages read with gv_json_parse_list()
+ * (common/json.h). Retries, errors and limits as kube_request(); the body
+ * is not checked to be JSON.
+ */
+enum gv_code kube_get_raw(struct kube_client *c, const char *path, struct gv_buf *out,
+			  struct kube_status *st, struct gv_err *err);
+
+/*
  * What a response carries. The metadata views ask the server for the
  * metadata only (Accept: application/json;as=PartialObjectMetadata;
  * g=meta.k8s.io;v=v1, or PartialObjectMetadataList for a list, falling

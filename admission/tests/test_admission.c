@@ -1124,6 +1124,90 @@ static void test_json_parser(void **state)
 	}
 }
 
+/*
+ * gv_json_parse_list() of text against gv_json_parse(): the same object
+ * without "items", and each span parses to the same element (exactly its
+ * bytes); nitems elements expected.
+ */
+static void same_as_list(const char *text, size_t nitems)
+{
+	struct gv_err err = {0};
+	json_t *full = gv_json_parse(text, strlen(text), &err), *items;
+	struct gv_json_span *spans = NULL;
+	size_t n = 0;
+	json_t *head = gv_json_parse_list(text, strlen(text), "items", &spans, &n, &err);
+
+	if (!full || !head)
+		fail_msg("list parse of %s failed: %s", text, err.msg);
+	assert_int_equal(n, nitems);
+	items = json_object_get(full, "items");
+	if (json_is_array(items)) {
+		assert_int_equal(json_array_size(items), n);
+		for (size_t i = 0; i < n; i++) {
+			const char *at = text + spans[i].off;
+			/* gv_json_parse() reads objects and arrays; jansson the rest */
+			json_t *e = *at == '{' || *at == '['
+					? gv_json_parse(at, spans[i].len, &err)
+					: json_loadb(at, spans[i].len, JSON_DECODE_ANY, NULL);
+			if (!e || !json_equal(e, json_array_get(items, i)))
+				fail_msg("element %zu of %s differs (%.*s)", i, text,
+					 (int)spans[i].len, text + spans[i].off);
+			json_decref(e);
+		}
+		json_object_del(full, "items");
+	}
+	if (!json_equal(full, head))
+		fail_msg("list head of %s differs", text);
+	json_decref(full);
+	json_decref(head);
+	free(spans);
+}
+
+static void list_error(const char *text, const char *want)
+{
+	struct gv_err err = {0};
+	struct gv_json_span *spans = (struct gv_json_span *)&err; /* must be reset */
+	size_t n = 7;
+	json_t *v = gv_json_parse_list(text, strlen(text), "items", &spans, &n, &err);
+
+	assert_null(v);
+	assert_null(spans);
+	assert_int_equal(n, 0);
+	if (!strstr(err.msg, want))
+		fail_msg("list parse error of %s: got \"%s\", want \"%s\"", text, err.msg, want);
+}
+
+static void test_json_parse_list(void **state)
+{
+	(void)state;
+	same_as_list("{\"kind\":\"PodList\",\"metadata\":{\"continue\":\"x\"},\"items\":"
+		     "[{\"a\":1,\"items\":[2]},{\"b\":[1.5,true,null,\"\\u00e9\"]},[],\"s\",3]}",
+		     5);
+	same_as_list("{\"items\": [ ] , \"k\":1}", 0);
+	same_as_list(" { \"items\" : [ {\"x\":\"caf\xc3\xa9\"} ,\n{} ] } ", 2);
+	same_as_list("{\"k\":{\"items\":[1,2]}}", 0);		    /* not top level */
+	same_as_list("{\"items\":5}", 0);			    /* not an array: kept */
+	same_as_list("{\"items\":[1],\"items\":[{\"z\":2},3]}", 2); /* the last counts */
+	same_as_list("{}", 0);
+	list_error("[1,2]", "'{' expected");
+	list_error("", "empty body");
+	list_error("{\"items\":[{\"a\":1e400}]}", "real number overflow");
+	list_error("{\"items\":[{\"a\":\"\\ud800\"}]}", "lone high surrogate");
+	list_error("{\"items\":[{\"a\\u0000\":1}]}", "NUL byte in object key");
+	list_error("{\"items\":[{\"a\":1},]}", "invalid token");
+	list_error("{\"items\":[{\"a\":1}", "',' or ']' expected");
+	list_error("{\"items\":[],\"k\":\"\xc3\"}", "invalid UTF-8");
+	list_error("{\"items\":[]} x", "end of input expected");
+	{
+		struct gv_buf deep = {0};
+		gv_buf_add(&deep, "{\"items\":", 9);
+		for (int i = 0; i < GV_JSON_MAX_DEPTH; i++)
+			gv_buf_addc(&deep, '[');
+		list_error(gv_buf_str(&deep), "nesting too deep");
+		gv_buf_release(&deep);
+	}
+}
+
 /* ---- snapshot building (background/snapshot.h), as cluster mode feeds the handler ---- */
 
 static void test_snapshot_build(void **state)
@@ -1188,6 +1272,7 @@ int main(void)
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_handler_metrics),
 	    cmocka_unit_test(test_json_parser),
+	    cmocka_unit_test(test_json_parse_list),
 	    cmocka_unit_test(test_snapshot_build),
 	};
 

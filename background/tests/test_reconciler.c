@@ -7,6 +7,7 @@
  * scan cycles (incremental skips, deleted objects, resource-limit
  * continuation, 403 and 410), and the scan-state ConfigMap encoding.
  */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -636,6 +637,7 @@ struct fake {
 	bool forbid_cms;    /* 403 on configmaps */
 	bool expire_once;   /* the next request with a continue token gets 410 */
 	bool fail_all;	    /* every request fails (API server down) */
+	bool not_a_list;    /* pods are answered with an array, not a list object */
 	json_t *written;    /* report objects by path (POST/PUT) */
 	json_t *state;	    /* the scan-state ConfigMap, or NULL */
 };
@@ -770,6 +772,10 @@ static enum gv_code fake_answer(struct fake *f, const char *method, const char *
 	}
 	if (!strcmp(method, "GET") && !strncmp(path, "/api/v1/", 8) && strstr(path, "pods")) {
 		f->requests++;
+		if (f->not_a_list) {
+			*out = json_pack("[i]", 1);
+			return GV_OK;
+		}
 		*out = list_page(f, f->pods, path, "PodList", st);
 		if (!*out)
 			return gv_err_set(err, GV_ENET, "GET %s: 410 Expired", path);
@@ -1248,6 +1254,135 @@ static void test_scan_one_namespace(void **state)
 	world_release(&w);
 }
 
+/*
+ * A page of more objects than are parsed at a time (parse_batch, default
+ * and 7; also the whole page at once, as the reconciler parses): every
+ * object evaluated and reported once, with its own result; an answer that
+ * is not a list fails the cycle and leaves the reports as they were.
+ */
+static void scan_large_page(int parse_batch)
+{
+	struct world w;
+	struct scan_stats st;
+	struct scan_outcome out[1];
+	struct scan_api api = {.request = fake_request, .discover = fake_discover, .ud = &w.f};
+	struct scan_options opt = {
+	    .batch_size = 500, .workers = 2, .parse_batch = parse_batch, .skip_namespace = "gavel"};
+	const struct engine_policy *due[1];
+	struct report_set *rs;
+	struct gv_err err = {0};
+	json_t *all, *item, *r;
+	size_t i, j, pass = 0, fail = 0, pods = 0;
+
+	world_init(&w, 3, 100, 0, true);
+	due[0] = engine_policyset_get(admission_state_policyset(w.st), 0);
+	rs = report_set_new(NULL);
+	scan_fresh(&api, &opt, &w, due, rs, out, &st);
+	assert_int_equal(st.pages, 1);
+	assert_int_equal(st.listed, 300);
+	assert_int_equal(st.evaluated, 300);
+	assert_int_equal(st.results, 300);
+	assert_int_equal(report_count(rs), 300);
+	all = report_render_all(rs);
+	json_array_foreach(all, i, item)
+	{
+		json_array_foreach(json_object_get(item, "results"), j, r)
+		{
+			const char *res = json_string_value(json_object_get(r, "result"));
+			const char *name = json_string_value(json_object_get(
+			    json_array_get(json_object_get(r, "resources"), 0), "name"));
+			/* odd Pods carry the team label the policy asks for */
+			bool odd = name && (name[strlen(name) - 1] - '0') % 2;
+			assert_string_equal(res, odd ? "pass" : "fail");
+			pass += odd;
+			fail += !odd;
+			pods++;
+		}
+	}
+	assert_int_equal(pods, 300);
+	assert_int_equal(pass, 150);
+	assert_int_equal(fail, 150);
+	json_decref(all);
+
+	w.f.not_a_list = true;
+	{
+		struct scanner *s = scanner_new(&api, &opt);
+		assert_int_equal(scanner_run(s, w.st, due, 1, rs, NULL, out, &st, &err), GV_ENET);
+		assert_non_null(strstr(err.msg, "response is not a list: '{' expected"));
+		scanner_free(s);
+	}
+	assert_int_equal(report_count(rs), 300);
+	report_set_free(rs);
+	world_release(&w);
+}
+
+static void test_scan_large_page(void **state)
+{
+	(void)state;
+	scan_large_page(0);
+	scan_large_page(7);
+	scan_large_page(INT_MAX);
+}
+
+/*
+ * Incremental scans: an unchanged object is not evaluated again, a
+ * changed one is, whole (a rule on its spec sees the new spec), and its
+ * result replaces the old one.
+ */
+static void test_scan_incremental_whole(void **state)
+{
+	struct world w;
+	struct scan_stats st;
+	struct scan_outcome out[1];
+	json_t *all, *item, *r, *c0;
+	size_t i, j, fails = 0;
+
+	(void)state;
+	world_init(&w, 1, 10, 0, true);
+	engine_policy_unref(w.pols[0]);
+	w.pols[0] = compile(
+	    "{'apiVersion':'kyverno.io/v1','kind':'ClusterPolicy','metadata':{'name':'nginx-only',"
+	    "'uid':'u-2'},'spec':{'background':true,'rules':[{'name':'image','match':{'any':[{"
+	    "'resources':{'kinds':['Pod']}}]},'validate':{'message':'nginx only','pattern':{"
+	    "'spec':{'containers':[{'image':'nginx:*'}]}}}}]}}");
+	world_state(&w, NULL);
+	assert_int_equal(world_run(&w, &st, out), GV_OK);
+	assert_int_equal(st.evaluated, 10);
+	assert_int_equal(world_run(&w, &st, out), GV_OK);
+	assert_int_equal(st.unchanged, 10);
+	/* pod 3 changes its image */
+	c0 = json_array_get(
+	    json_object_get(json_object_get(json_array_get(w.f.pods, 3), "spec"), "containers"), 0);
+	json_object_set_new(c0, "image", json_string("busybox:1"));
+	json_object_set_new(json_object_get(json_array_get(w.f.pods, 3), "metadata"),
+			    "resourceVersion", json_string("2"));
+	assert_int_equal(world_run(&w, &st, out), GV_OK);
+	assert_int_equal(st.evaluated, 1);
+	assert_int_equal(st.unchanged, 9);
+	all = report_render_all(w.rs);
+	json_array_foreach(all, i, item)
+	{
+		json_array_foreach(json_object_get(item, "results"), j, r)
+		{
+			const char *res = json_string_value(json_object_get(r, "result"));
+			const char *name = json_string_value(json_object_get(
+			    json_array_get(json_object_get(r, "resources"), 0), "name"));
+			if (!strcmp(res, "fail")) {
+				assert_string_equal(name, "pod-003");
+				assert_string_equal(
+				    json_string_value(json_object_get(
+					json_array_get(json_object_get(r, "resources"), 0),
+					"kind")),
+				    "Pod");
+				fails++;
+			}
+		}
+	}
+	assert_int_equal(fails, 1);
+	json_decref(all);
+	world_release(&w);
+}
+
 /* The same cycles with the next page requested while one is evaluated. */
 static void test_scan_prefetch(void **state)
 {
@@ -1380,6 +1515,8 @@ int main(void)
 	    cmocka_unit_test(test_scan_stops),
 	    cmocka_unit_test(test_scan_one_namespace),
 	    cmocka_unit_test(test_scan_prefetch),
+	    cmocka_unit_test(test_scan_large_page),
+	    cmocka_unit_test(test_scan_incremental_whole),
 	    cmocka_unit_test(test_state_encoding),
 	    cmocka_unit_test(test_state_read_write),
 	};

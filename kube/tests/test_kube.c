@@ -604,6 +604,27 @@ static void test_request_ok_and_errors(void **state)
 	/* 404 is not retried */
 	assert_int_equal(httpd_count(srv), 2);
 
+	/* the raw GET hands the body over as received; errors as kube_request */
+	{
+		struct gv_buf raw = {0};
+		gv_buf_adds(&raw, "stale");
+		assert_int_equal(
+		    kube_get_raw(c, "/api/v1/namespaces/x/configmaps/x", &raw, &st, &err), GV_OK);
+		assert_int_equal(st.http, 200);
+		assert_string_equal(gv_buf_str(&raw),
+				    "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\"}}");
+		gv_err_clear(&err);
+		assert_int_equal(
+		    kube_get_raw(c, "/api/v1/namespaces/x/configmaps/missing", &raw, &st, &err),
+		    GV_ENET);
+		assert_int_equal(st.http, 404);
+		assert_string_equal(err.msg, "GET /api/v1/namespaces/x/configmaps/missing: 404 "
+					     "NotFound: configmaps \"missing\" not found");
+		assert_int_equal(raw.len, 0);
+		gv_buf_release(&raw);
+		assert_int_equal(httpd_count(srv), 4);
+	}
+
 	/* PATCH is a merge patch; the body goes out as compact JSON. */
 	body = json_pack("{s:{s:s}}", "data", "k", "v");
 	assert_int_equal(
