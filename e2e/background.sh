@@ -202,9 +202,8 @@ check_scan_json() {
 		WHY="gavel scan failed"
 		return 1
 	fi
-	run_cmd sh -c 'printf "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":%s}" "$1" |
-		"$2" --kubeconfig "$3" create --dry-run=client -o name -f -' sh "$json" "$KUBECTL" \
-		"$KUBECONFIG" || {
+	OUT=$(printf '{"apiVersion":"v1","kind":"List","items":%s}' "$json" |
+		"$KUBECTL" --kubeconfig "$KUBECONFIG" create --dry-run=client -o name -f - 2>&1) || {
 		WHY="kubectl cannot read the output as JSON"
 		return 1
 	}
