@@ -264,9 +264,10 @@ static void stats_add(struct reconciler_once_stats *t, const struct scan_stats *
  * carry the digest of an identical scan (report_scan_unchanged), nothing
  * more is read or written. Otherwise its reports are read, pruned, the
  * scan replayed onto them and they are written with the new digest. With
- * o->emit, its reports are then emitted with those done before. *fatal: the error was reading (the
- * API server cannot be used: stop); a write that fails (a namespace being deleted) leaves the other
- * namespaces to be done.
+ * o->emit, its reports are then emitted with those done before. *fatal:
+ * the error was reading (the API server cannot be used: stop); a write
+ * that fails (a namespace being deleted) leaves the other namespaces to
+ * be done.
  */
 static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bool *partial,
 				   bool *fatal, struct gv_err *err)

@@ -406,7 +406,11 @@ static json_t *parse_object(struct jp *j, struct gv_buf *heap)
 	}
 }
 
-static json_t *parse_array(struct jp *j, struct gv_buf *heap)
+/*
+ * The array at j->p (on '['). With spans (the lazy member's array, in
+ * skip mode), each element's span is recorded in j->spans.
+ */
+static json_t *parse_array(struct jp *j, struct gv_buf *heap, bool spans)
 {
 	json_t *a = j->skip ? NULL : json_array();
 
@@ -417,7 +421,11 @@ static json_t *parse_array(struct jp *j, struct gv_buf *heap)
 		return a ? a : json_null();
 	}
 	for (;;) {
-		json_t *v = parse_value(j, heap);
+		const unsigned char *at;
+		json_t *v;
+		skip_ws(j);
+		at = j->p;
+		v = parse_value(j, heap);
 		if (!v) {
 			json_decref(a);
 			return NULL;
@@ -425,7 +433,15 @@ static json_t *parse_array(struct jp *j, struct gv_buf *heap)
 		if (a)
 			json_array_append_new(a, v);
 		else
-			json_decref(v);
+			json_decref(v); /* json_null(), or a number (built for its range check) */
+		if (spans) {
+			if (j->nspans == j->cap) {
+				j->cap = j->cap ? 2 * j->cap : 64;
+				j->spans = gv_xrealloc(j->spans, j->cap * sizeof(*j->spans));
+			}
+			j->spans[j->nspans++] = (struct gv_json_span){
+			    .off = (size_t)(at - j->start), .len = (size_t)(j->p - at)};
+		}
 		skip_ws(j);
 		if (j->p < j->end && *j->p == ',') {
 			j->p++;
@@ -447,47 +463,12 @@ static json_t *parse_array(struct jp *j, struct gv_buf *heap)
  */
 static json_t *parse_lazy_array(struct jp *j, struct gv_buf *heap)
 {
-	json_t *v = NULL;
+	json_t *v;
 
 	j->nspans = 0;
 	j->skip = true;
 	j->depth++; /* as parse_value does for an array */
-	j->p++;
-	skip_ws(j);
-	if (j->p < j->end && *j->p == ']') {
-		j->p++;
-		v = json_null();
-		goto out;
-	}
-	for (;;) {
-		const unsigned char *at;
-		json_t *e;
-		skip_ws(j);
-		at = j->p;
-		e = parse_value(j, heap);
-		if (!e)
-			goto out;
-		json_decref(e); /* json_null(), or a number (built for its range check) */
-		if (j->nspans == j->cap) {
-			j->cap = j->cap ? 2 * j->cap : 64;
-			j->spans = gv_xrealloc(j->spans, j->cap * sizeof(*j->spans));
-		}
-		j->spans[j->nspans++] = (struct gv_json_span){.off = (size_t)(at - j->start),
-							      .len = (size_t)(j->p - at)};
-		skip_ws(j);
-		if (j->p < j->end && *j->p == ',') {
-			j->p++;
-			continue;
-		}
-		if (j->p < j->end && *j->p == ']') {
-			j->p++;
-			v = json_null();
-			goto out;
-		}
-		fail(j, "',' or ']' expected");
-		goto out;
-	}
-out:
+	v = parse_array(j, heap, true);
 	j->depth--;
 	j->skip = false;
 	return v;
@@ -505,7 +486,7 @@ static json_t *parse_value(struct jp *j, struct gv_buf *heap)
 	case '[':
 		if (++j->depth > GV_JSON_MAX_DEPTH)
 			return fail(j, "nesting too deep");
-		v = *j->p == '{' ? parse_object(j, heap) : parse_array(j, heap);
+		v = *j->p == '{' ? parse_object(j, heap) : parse_array(j, heap, false);
 		j->depth--;
 		return v;
 	case '"': {
