@@ -182,6 +182,7 @@ enum gv_code clusterstate_fetch(const struct clusterstate_api *api, const char *
 			json_array_append_new(out->namespaces, json_string(name));
 	}
 	sort_strings(out->namespaces);
+	out->exceptions = json_incref(excs);
 	set = snapshot_build_policyset(out->policies, excs, NULL, 0, &out->npolicies);
 	nsmap = snapshot_build_namespaces(nss);
 	config = admission_config_new(out->config_data);
@@ -211,6 +212,7 @@ void clusterstate_release(struct clusterstate *cs)
 	admission_state_unref(cs->state);
 	json_decref(cs->policies);
 	json_decref(cs->config_data);
+	json_decref(cs->exceptions);
 	json_decref(cs->namespaces);
 	memset(cs, 0, sizeof(*cs));
 }

@@ -31,6 +31,7 @@ struct clusterstate {
 	json_t *policies; /* owned: ClusterPolicy and Policy documents (kind and apiVersion set) */
 	json_t *config_data; /* owned: `data` of gavel's ConfigMap ({} when absent) */
 	json_t *namespaces;  /* owned: array of the namespaces' names, sorted */
+	json_t *exceptions;  /* owned: the PolicyException documents, as listed */
 	size_t npolicies;    /* policies that compiled (in the set) */
 };
 

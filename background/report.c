@@ -223,6 +223,7 @@ struct rchunk {
 	char *name;   /* owned */
 	char *rv;     /* owned resourceVersion, NULL when unknown */
 	char *digest; /* owned REPORT_ANNOTATION_SCAN_DIGEST it carries, NULL = none */
+	char *inputs; /* owned REPORT_ANNOTATION_SCAN_INPUTS it carries, NULL = none */
 	uint64_t hash;
 	char *lo, *hi; /* owned: smallest and largest result key (result_key()); NULL = none */
 };
@@ -258,6 +259,7 @@ struct report_set {
 	struct jrec *journal; /* owned, when opt.journal */
 	size_t njournal, capjournal;
 	char *digest; /* owned: REPORT_ANNOTATION_SCAN_DIGEST of written objects, NULL = none */
+	char *inputs; /* owned: report_set_inputs(), NULL = none */
 	struct map groups;  /* key -> struct rgroup */
 	struct map strings; /* interned strings (key == val, owned) */
 	bool loaded;	    /* report_load ran: groups it did not see do not exist */
@@ -518,6 +520,7 @@ static void chunks_free(struct rchunk *c, size_t n)
 		free(c[i].name);
 		free(c[i].rv);
 		free(c[i].digest);
+		free(c[i].inputs);
 		free(c[i].lo);
 		free(c[i].hi);
 	}
@@ -743,6 +746,7 @@ void report_set_free(struct report_set *rs)
 		jrec_release(&rs->journal[i]);
 	free(rs->journal);
 	free(rs->digest);
+	free(rs->inputs);
 	free(rs);
 }
 
@@ -1640,8 +1644,30 @@ static json_t *managed_labels(const json_t *obj)
 	return out;
 }
 
+/*
+ * REPORT_ANNOTATION_SCAN_INPUTS of an object of g with nresults results
+ * when g has nchunks objects (caller frees), NULL when rs has no inputs
+ * digest.
+ */
+static char *inputs_stamp(const struct report_set *rs, const struct rgroup *g, size_t nchunks,
+			  size_t nresults)
+{
+	size_t groups = 0;
+
+	if (!rs->inputs)
+		return NULL;
+	for (size_t i = 0; i < rs->groups.cap; i++) {
+		const struct rgroup *o = rs->groups.v[i].val;
+
+		if (rs->groups.v[i].key && o->model.nresults && !strcmp(o->ns, g->ns))
+			groups++;
+	}
+	return gv_xasprintf("%s; groups=%zu; chunks=%zu; results=%zu", rs->inputs, groups, nchunks,
+			    nresults);
+}
+
 static json_t *report_object(const struct report_set *rs, const struct rgroup *g, size_t index,
-			     json_t *results, uint64_t *hash)
+			     size_t nchunks, json_t *results, uint64_t *hash)
 {
 	json_t *o = json_object(), *md = json_object(), *labels = json_object(), *sum;
 	char *name = report_chunk_name(g->base, index), *label = report_group_label(g->base);
@@ -1663,9 +1689,18 @@ static json_t *report_object(const struct report_set *rs, const struct rgroup *g
 	if (*g->ns)
 		json_object_set_new(md, "namespace", json_string(g->ns));
 	json_object_set_new(md, "labels", labels);
-	if (rs->digest)
-		json_object_set_new(md, "annotations",
-				    json_pack("{s:s}", REPORT_ANNOTATION_SCAN_DIGEST, rs->digest));
+	if (rs->digest || rs->inputs) {
+		json_t *ann = json_object();
+		char *stamp = inputs_stamp(rs, g, nchunks, json_array_size(results));
+
+		if (rs->digest)
+			json_object_set_new(ann, REPORT_ANNOTATION_SCAN_DIGEST,
+					    json_string(rs->digest));
+		if (stamp)
+			json_object_set_new(ann, REPORT_ANNOTATION_SCAN_INPUTS, json_string(stamp));
+		free(stamp);
+		json_object_set_new(md, "annotations", ann);
+	}
 	json_object_set_new(o, "metadata", md);
 	json_object_set_new(o, "summary", sum);
 	json_object_set_new(o, "results", results);
@@ -1694,13 +1729,13 @@ static void cplans_free(struct cplan *c, size_t n)
  * NULL). */
 static json_t *chunk_render(const struct report_set *rs, const struct rgroup *g,
 			    const struct rpair *v, size_t from, size_t to, size_t index,
-			    uint64_t *hash)
+			    size_t nchunks, uint64_t *hash)
 {
 	json_t *results = json_array();
 
 	for (size_t i = from; i < to; i++)
 		json_array_append_new(results, entry_render(v[i].nd, v[i].e));
-	return report_object(rs, g, index, results, hash);
+	return report_object(rs, g, index, nchunks, results, hash);
 }
 
 /*
@@ -1732,7 +1767,8 @@ static enum gv_code group_cut(const struct report_set *rs, const struct rgroup *
 		}
 		if (cur && (i == n || count >= rs->opt.chunk_results ||
 			    (count && bytes + sz > rs->opt.chunk_bytes))) {
-			json_t *obj = report_object(rs, g, nchunks, cur, NULL);
+			/* for the hash and range: the annotations are not part of them */
+			json_t *obj = report_object(rs, g, nchunks, 0, cur, NULL);
 			json_t *labels = managed_labels(obj);
 
 			c[nchunks].hash =
@@ -1795,7 +1831,8 @@ static enum gv_code group_render(const struct report_set *rs, const struct rgrou
 	objs = json_array();
 	h = gv_xcalloc(nc + 1, sizeof(*h));
 	for (size_t i = 0; i < nc; i++)
-		json_array_append_new(objs, chunk_render(rs, g, v, c[i].from, c[i].to, i, &h[i]));
+		json_array_append_new(objs,
+				      chunk_render(rs, g, v, c[i].from, c[i].to, i, nc, &h[i]));
 	cplans_free(c, nc);
 	free(v);
 	*out = objs;
@@ -1911,6 +1948,14 @@ static const char *object_digest(const json_t *obj)
 	return jstr(json_object_get(md, "annotations"), REPORT_ANNOTATION_SCAN_DIGEST);
 }
 
+/* The REPORT_ANNOTATION_SCAN_INPUTS of an object (borrowed), NULL when it has none. */
+static const char *object_inputs(const json_t *obj)
+{
+	const json_t *md = json_object_get(obj, "metadata");
+
+	return jstr(json_object_get(md, "annotations"), REPORT_ANNOTATION_SCAN_INPUTS);
+}
+
 /*
  * Adds the results of obj to st: duplicates keep the newer timestamp.
  * Results whose policy belongs to another group of the layout (base of
@@ -1990,6 +2035,7 @@ static void fresh_add(struct report_set *rs, struct fresh *f, const char *ns, co
 	c->name = gv_xstrdup(str_or(jstr(md, "name"), ""));
 	c->rv = jstr(md, "resourceVersion") ? gv_xstrdup(jstr(md, "resourceVersion")) : NULL;
 	c->digest = dup_or_null(object_digest(obj));
+	c->inputs = dup_or_null(object_inputs(obj));
 	c->hash = fold_object(rs, &f->st, ns, base, obj, strays);
 	object_range(obj, &c->lo, &c->hi);
 }
@@ -2137,6 +2183,7 @@ static enum gv_code group_plan(const struct report_set *rs, const struct rgroup 
 	struct rpair *v = gstate_sorted(&g->model, &nv);
 	struct cplan *c = NULL;
 	bool *used = gv_xcalloc(g->nchunks + 1, sizeof(*used));
+	char *stamp = NULL;
 	enum gv_code rc;
 
 	*unchanged = 0;
@@ -2149,6 +2196,9 @@ static enum gv_code group_plan(const struct report_set *rs, const struct rgroup 
 		struct rchunk *cur = NULL;
 		struct report_op op = {0};
 
+		free(stamp);
+		stamp = inputs_stamp(rs, g, nc, c[i].to - c[i].from);
+
 		for (size_t j = 0; j < g->nchunks; j++) {
 			if (!used[j] && !strcmp(g->chunks[j].name, name)) {
 				cur = &g->chunks[j];
@@ -2156,9 +2206,10 @@ static enum gv_code group_plan(const struct report_set *rs, const struct rgroup 
 				break;
 			}
 		}
-		/* the digest counts only when this set writes one: others leave it be */
+		/* the digests count only when this set writes them: others leave them be */
 		if (cur && cur->hash == c[i].hash &&
-		    (!rs->digest || (cur->digest && !strcmp(cur->digest, rs->digest)))) {
+		    (!rs->digest || (cur->digest && !strcmp(cur->digest, rs->digest))) &&
+		    (!stamp || (cur->inputs && !strcmp(cur->inputs, stamp)))) {
 			(*unchanged)++;
 			free(name);
 			continue;
@@ -2171,10 +2222,11 @@ static enum gv_code group_plan(const struct report_set *rs, const struct rgroup 
 		op.from = c[i].from;
 		op.to = c[i].to;
 		op.index = i;
+		op.nchunks = nc;
 		op.kind = cur ? REPORT_OP_UPDATE : REPORT_OP_CREATE;
 		op.path = report_path(g->ns, cur ? name : NULL);
 		if (!lazy) {
-			op.body = chunk_render(rs, g, v, op.from, op.to, i, NULL);
+			op.body = chunk_render(rs, g, v, op.from, op.to, i, nc, NULL);
 			if (cur && cur->rv)
 				json_object_set_new(json_object_get(op.body, "metadata"),
 						    "resourceVersion", json_string(cur->rv));
@@ -2195,6 +2247,7 @@ static enum gv_code group_plan(const struct report_set *rs, const struct rgroup 
 out:
 	cplans_free(c, nc);
 	free(used);
+	free(stamp);
 	if (rc) {
 		free(v);
 		report_ops_free(ops, n);
@@ -2290,7 +2343,6 @@ static char *jrec_text(const struct jrec *j)
 
 char *report_journal_digest(const struct report_set *rs, const char *salt)
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
@@ -2318,12 +2370,8 @@ char *report_journal_digest(const struct report_set *rs, const char *salt)
 	free(texts);
 	EVP_DigestFinal_ex(ctx, md, &mdlen);
 	EVP_MD_CTX_free(ctx);
-	out = gv_xcalloc(7 + 2 * mdlen + 1, 1);
-	memcpy(out, "sha256:", 7);
-	for (unsigned int i = 0; i < mdlen; i++) {
-		out[7 + 2 * i] = hex[md[i] >> 4];
-		out[7 + 2 * i + 1] = hex[md[i] & 15];
-	}
+	out = gv_xcalloc(GV_SHA256_TEXT_LEN, 1);
+	gv_sha256_text(md, out);
 	return out;
 }
 
@@ -2433,6 +2481,134 @@ bool report_scan_unchanged(const struct report_set *scan, const char *ns, const 
 
 		if (!seen.v[i].key)
 			continue;
+		free(sg->bits);
+		free(sg);
+		free((char *)seen.v[i].key);
+	}
+	map_release(&seen);
+	return ok;
+}
+
+void report_set_inputs(struct report_set *rs, const char *inputs)
+{
+	free(rs->inputs);
+	rs->inputs = dup_or_null(inputs);
+}
+
+/* Whether item is labelled as gavel's. */
+static bool managed_by_gavel(const json_t *md)
+{
+	return !strcmp(str_or(jstr(json_object_get(md, "labels"), REPORT_LABEL_MANAGED_BY), ""),
+		       "gavel");
+}
+
+const char *report_scan_inputs(const json_t *items)
+{
+	const json_t *item;
+	size_t i;
+
+	json_array_foreach(items, i, item)
+	{
+		const json_t *md = json_object_get(item, "metadata");
+		const char *v =
+		    jstr(json_object_get(md, "annotations"), REPORT_ANNOTATION_SCAN_INPUTS);
+		if (managed_by_gavel(md) && v)
+			return v;
+	}
+	return NULL;
+}
+
+/*
+ * Parses "<inputs>; groups=<G>; chunks=<C>" against inputs: false when
+ * the digest differs or the form is not this one.
+ */
+static bool parse_stamp(const char *v, const char *inputs, size_t *groups, size_t *chunks,
+			size_t *results)
+{
+	static const char *const keys[] = {"; groups=", "; chunks=", "; results="};
+	size_t *out[] = {groups, chunks, results};
+	size_t n = strlen(inputs);
+
+	if (!v || strncmp(v, inputs, n))
+		return false;
+	v += n;
+	for (size_t i = 0; i < GV_ARRAY_LEN(keys); i++) {
+		char *end;
+
+		if (strncmp(v, keys[i], strlen(keys[i])))
+			return false;
+		v += strlen(keys[i]);
+		if (*v < '0' || *v > '9')
+			return false;
+		*out[i] = strtoul(v, &end, 10);
+		v = end;
+	}
+	return !*v && *groups > 0 && *chunks > 0 && *chunks <= REPORT_MAX_CHUNKS;
+}
+
+bool report_inputs_unchanged(const char *ns, const json_t *items, const char *inputs,
+			     size_t *results)
+{
+	struct map seen = {0}; /* base -> struct seen_group (max = C - 1 from the stamp) */
+	const json_t *item;
+	size_t i, groups = 0, ngroups = 0;
+	bool ok = inputs != NULL;
+
+	json_array_foreach(items, i, item)
+	{
+		const json_t *md = json_object_get(item, "metadata"), *mf;
+		const char *name = jstr(md, "name");
+		struct seen_group *sg;
+		size_t idx, k, g, c, r;
+		char *base = NULL;
+
+		if (!ok)
+			break;
+		if (!managed_by_gavel(md))
+			continue; /* not gavel's */
+		if (!name || strcmp(str_or(jstr(md, "namespace"), ""), ns ? ns : "") ||
+		    !parse_stamp(
+			jstr(json_object_get(md, "annotations"), REPORT_ANNOTATION_SCAN_INPUTS),
+			inputs, &g, &c, &r) ||
+		    (groups && g != groups) || !report_parse_name(name, &base, &idx) || idx >= c) {
+			free(base);
+			ok = false;
+			break;
+		}
+		groups = g;
+		if (results)
+			*results += r;
+		/* changed by another writer since (kubectl edit, a controller) */
+		json_array_foreach(json_object_get(md, "managedFields"), k, mf)
+		{
+			if (strcmp(str_or(jstr(mf, "manager"), ""), REPORT_FIELD_MANAGER))
+				ok = false;
+		}
+		sg = map_get(&seen, base);
+		if (!sg) {
+			sg = gv_xcalloc(1, sizeof(*sg));
+			sg->bits = gv_xcalloc(REPORT_MAX_CHUNKS / 8 + 1, 1);
+			sg->max = c - 1;
+			map_put(&seen, gv_xstrdup(base), sg);
+			ngroups++;
+		}
+		free(base);
+		if (sg->max != c - 1 || (sg->bits[idx / 8] & (1u << (idx % 8)))) {
+			ok = false; /* chunk counts that disagree, or the same chunk twice */
+			continue;
+		}
+		sg->bits[idx / 8] |= (unsigned char)(1u << (idx % 8));
+		sg->n++;
+	}
+	/* the groups the stamps count, each with all its chunks */
+	ok = ok && ngroups && ngroups == groups;
+	for (i = 0; i < seen.cap; i++) {
+		struct seen_group *sg = seen.v[i].val;
+
+		if (!seen.v[i].key)
+			continue;
+		if (sg->n != sg->max + 1)
+			ok = false;
 		free(sg->bits);
 		free(sg);
 		free((char *)seen.v[i].key);
@@ -2571,11 +2747,12 @@ out:
 }
 
 /*
- * Object `name` of g now holds what we sent: content hash, digest
- * annotation (NULL = none) and key range lo..hi; resp is the server's answer.
+ * Object `name` of g now holds what we sent: content hash, digest and
+ * inputs annotations (NULL = none) and key range lo..hi; resp is the
+ * server's answer.
  */
 static void chunk_set(struct rgroup *g, const char *name, const json_t *resp, uint64_t hash,
-		      const char *digest, const char *lo, const char *hi)
+		      const char *digest, const char *inputs, const char *lo, const char *hi)
 {
 	const char *rv = jstr(json_object_get(resp, "metadata"), "resourceVersion");
 	struct rchunk *c = NULL;
@@ -2593,6 +2770,8 @@ static void chunk_set(struct rgroup *g, const char *name, const json_t *resp, ui
 	c->rv = rv ? gv_xstrdup(rv) : NULL;
 	free(c->digest);
 	c->digest = dup_or_null(digest);
+	free(c->inputs);
+	c->inputs = dup_or_null(inputs);
 	c->hash = hash;
 	free(c->lo);
 	free(c->hi);
@@ -2607,6 +2786,7 @@ static void chunk_drop(struct rgroup *g, const char *name)
 			free(g->chunks[i].name);
 			free(g->chunks[i].rv);
 			free(g->chunks[i].digest);
+			free(g->chunks[i].inputs);
 			free(g->chunks[i].lo);
 			free(g->chunks[i].hi);
 			memmove(&g->chunks[i], &g->chunks[i + 1],
@@ -2724,7 +2904,8 @@ static enum wres group_write(struct report_set *rs, const struct report_api *api
 		}
 		if (!op->body) {
 			/* rendered now, and freed once sent: one object in memory at a time */
-			op->body = chunk_render(rs, g, v, op->from, op->to, op->index, NULL);
+			op->body =
+			    chunk_render(rs, g, v, op->from, op->to, op->index, op->nchunks, NULL);
 			for (size_t j = 0; op->kind == REPORT_OP_UPDATE && j < g->nchunks; j++)
 				if (!strcmp(g->chunks[j].name, op->name) && g->chunks[j].rv)
 					json_object_set_new(json_object_get(op->body, "metadata"),
@@ -2744,7 +2925,8 @@ static enum wres group_write(struct report_set *rs, const struct report_api *api
 				if (stats)
 					stats->deleted++;
 			} else {
-				chunk_set(g, op->name, resp, op->hash, rs->digest, op->lo, op->hi);
+				chunk_set(g, op->name, resp, op->hash, rs->digest,
+					  object_inputs(op->body), op->lo, op->hi);
 				if (stats && op->kind == REPORT_OP_CREATE)
 					stats->created++;
 				else if (stats)

@@ -110,6 +110,14 @@
  * reconciler or the admission path that changes an object drops it.
  */
 #define REPORT_ANNOTATION_SCAN_DIGEST "gavel.dev/scan-digest"
+/*
+ * Annotation of the objects `gavel scan` writes: what the scan read (see
+ * report_set_inputs()) and how many objects make up the namespace's
+ * reports: "sha256:<hex>; groups=<G>; chunks=<C>; results=<R>" (G: the
+ * namespace's groups with results, C: the objects of this one's group,
+ * R: the results in this object).
+ */
+#define REPORT_ANNOTATION_SCAN_INPUTS "gavel.dev/scan-inputs"
 /* The field manager of gavel's writes (its User-Agent "gavel/<version>"). */
 #define REPORT_FIELD_MANAGER "gavel"
 
@@ -316,6 +324,38 @@ void report_set_digest(struct report_set *rs, const char *digest);
 bool report_scan_unchanged(const struct report_set *scan, const char *ns, const json_t *items,
 			   const char *digest);
 
+/*
+ * The inputs digest: a scan whose reports are the same function of the
+ * same inputs need not evaluate anything. `gavel scan` computes
+ * "sha256:<hex>" of everything the results of a namespace depend on (the
+ * objects listed with their resourceVersions, the policies, exceptions,
+ * configuration, namespace labels, layout and gavel's build: cmd/scan.c).
+ *
+ * report_set_inputs: objects rendered and written from rs carry
+ * annotation REPORT_ANNOTATION_SCAN_INPUTS = "<inputs>; groups=<G>;
+ * chunks=<C>; results=<R>" (NULL: none); as with the digest, an object
+ * whose content is unchanged but whose annotation differs is written
+ * again.
+ *
+ * report_scan_inputs: the REPORT_ANNOTATION_SCAN_INPUTS of the first
+ * object of `items` (a list's items, metadata only suffices) labelled
+ * app.kubernetes.io/managed-by=gavel that has one (borrowed from items),
+ * NULL when none has: whether an inputs digest is worth computing.
+ *
+ * report_inputs_unchanged: whether the objects of namespace ns ("" =
+ * ClusterPolicyReports) in items are, all of them and nothing else, the
+ * objects a scan with these inputs wrote: every object labelled
+ * app.kubernetes.io/managed-by=gavel carries the annotation with inputs,
+ * was written by field manager REPORT_FIELD_MANAGER only, and the groups
+ * and chunks are those the annotation counts (each group's chunks 0 ..
+ * C-1, G groups). False when inputs is NULL or no object is gavel's.
+ * *results (may be NULL) is increased by the results the objects hold.
+ */
+void report_set_inputs(struct report_set *rs, const char *inputs);
+const char *report_scan_inputs(const json_t *items);
+bool report_inputs_unchanged(const char *ns, const json_t *items, const char *inputs,
+			     size_t *results);
+
 /* ---- rendering and merging (pure) ---- */
 
 /*
@@ -352,6 +392,7 @@ struct report_op {
 	uint64_t hash;		/* of the written content (internal) */
 	char *lo, *hi;		/* owned: key range of the written results (internal) */
 	size_t from, to, index; /* results and chunk index it renders (internal) */
+	size_t nchunks;		/* objects of the group after the writes (internal) */
 };
 
 /*

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/evp.h>
+
 #include "common/json.h"
 #include "common/log.h"
 #include "common/banned.h"
@@ -926,6 +928,8 @@ struct cycle {
 	uint64_t last_ns_hash;
 	uint64_t *alive; /* sorted keys of the set's policies */
 	size_t nalive;
+	EVP_MD_CTX *inputs; /* owned: scan_options.inputs; NULL = not recorded */
+	bool inputs_lost;   /* some object was not seen exactly once */
 };
 
 static void evaluate_slot(const struct engine_policyset *set, struct slot *sl)
@@ -1027,6 +1031,44 @@ static void pool_stop(struct pool *p)
 static const char *jstr(const json_t *o, const char *key)
 {
 	return json_string_value(json_object_get(o, key));
+}
+
+/* One listed object into the inputs digest (scan_stats.inputs). */
+static void inputs_add(EVP_MD_CTX *ctx, const char *target, const json_t *md)
+{
+	const char *uid = jstr(md, "uid"), *rv = jstr(md, "resourceVersion");
+
+	EVP_DigestUpdate(ctx, target, strlen(target));
+	EVP_DigestUpdate(ctx, "\x1f", 1);
+	EVP_DigestUpdate(ctx, uid ? uid : "", strlen(uid ? uid : ""));
+	EVP_DigestUpdate(ctx, "\x1f", 1);
+	EVP_DigestUpdate(ctx, rv ? rv : "", strlen(rv ? rv : ""));
+	EVP_DigestUpdate(ctx, "\n", 1);
+}
+
+static EVP_MD_CTX *inputs_begin(void)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+
+	if (ctx && !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+		EVP_MD_CTX_free(ctx);
+		return NULL;
+	}
+	if (ctx)
+		EVP_DigestUpdate(ctx, "gavel-scan-inputs-v1\n", 21);
+	return ctx;
+}
+
+/* Ends the digest into out ("sha256:<hex>"; "" when lost or not recorded); frees ctx. */
+static void inputs_end(EVP_MD_CTX *ctx, bool lost, char out[SCAN_INPUTS_LEN])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	out[0] = '\0';
+	if (ctx && !lost && EVP_DigestFinal_ex(ctx, md, &n) && n == 32)
+		gv_sha256_text(md, out);
+	EVP_MD_CTX_free(ctx);
 }
 
 /* Fingerprint of the PolicyExceptions: uid and resourceVersion of each. */
@@ -1686,6 +1728,12 @@ static void page_process(struct cycle *c, struct cyc_target *ct, const struct pa
 	for (size_t i = 0; i < pg->n; i++) {
 		json_t *item = page_item(pg, i);
 
+		if (c->inputs) {
+			if (item)
+				inputs_add(c->inputs, t->key, json_object_get(item, "metadata"));
+			else
+				c->inputs_lost = true;
+		}
 		if (!item)
 			continue;
 		if (i < from) {
@@ -1732,6 +1780,8 @@ static enum list_end list_target(struct cycle *c, struct cyc_target *ct, struct 
 	struct page page = {0};
 
 	c->stats->targets++;
+	if (t->cont || t->last)
+		c->inputs_lost = true; /* continued: this cycle does not see its start */
 	for (;;) {
 		struct kube_status st;
 		struct gv_err e = {0};
@@ -1767,6 +1817,7 @@ static enum list_end list_target(struct cycle *c, struct cyc_target *ct, struct 
 				free(t->cont);
 				t->cont = NULL;
 				skipping = t->last != NULL;
+				c->inputs_lost = true; /* a page seen twice */
 				continue;
 			}
 			if (st.http == 403 || st.http == 404 || st.http == 405) {
@@ -1876,6 +1927,126 @@ static void scanner_gc(struct scanner *s, const uint64_t *alive, size_t n)
 	s->nretained = k;
 }
 
+/* The policies of a cycle (the background ones of due) and their targets. */
+static void cycle_begin(struct cycle *c, struct scanner *s, const struct admission_state *st,
+			const struct engine_policy *const *due, size_t ndue, bool gc)
+{
+	c->s = s;
+	c->st = st;
+	c->config = admission_state_config(st);
+	c->budget = s->opt.resource_limit ? s->opt.resource_limit : SIZE_MAX;
+	c->pols = gv_xcalloc(ndue + 1, sizeof(*c->pols));
+	for (size_t i = 0; i < ndue; i++) {
+		struct cyc_policy *cp;
+
+		if (!due[i] || !engine_policy_background(due[i]))
+			continue;
+		cp = &c->pols[c->npols++];
+		cp->p = due[i];
+		cp->ref = report_policy_ref(due[i]);
+		cp->pk = scan_hash_str(cp->ref, SCAN_HASH_SEED);
+		cp->fp = scan_policy_fingerprint(due[i]);
+		scan_policy_kinds(due[i], &cp->kinds);
+	}
+	c->alive = alive_keys(admission_state_policyset(st), &c->nalive);
+	if (gc)
+		scanner_gc(s, c->alive, c->nalive);
+	cycle_resolve(c);
+}
+
+/* Whether some kind of a policy of the cycle could not be resolved. */
+static bool cycle_failed_kinds(const struct cycle *c)
+{
+	for (size_t i = 0; i < c->npols; i++)
+		if (c->pols[i].failed)
+			return true;
+	return false;
+}
+
+static void cycle_end(struct cycle *c)
+{
+	for (size_t i = 0; i < c->npols; i++) {
+		free(c->pols[i].ref);
+		free(c->pols[i].targets);
+		scan_kinds_release(&c->pols[i].kinds);
+	}
+	for (size_t i = 0; i < c->ntargets; i++)
+		free(c->targets[i].pols);
+	free(c->pols);
+	free(c->targets);
+	free(c->last_ns);
+	free(c->alive);
+	EVP_MD_CTX_free(c->inputs);
+	c->inputs = NULL;
+}
+
+enum gv_code scanner_inputs(struct scanner *s, const struct admission_state *st,
+			    const struct engine_policy *const *due, size_t ndue,
+			    char out[SCAN_INPUTS_LEN], size_t *objects)
+{
+	struct scan_stats stats = {0};
+	struct cycle c = {0};
+	size_t listed = 0;
+	bool lost = false;
+
+	c.stats = &stats;
+	cycle_begin(&c, s, st, due, ndue, false);
+	c.inputs = inputs_begin();
+	lost = cycle_failed_kinds(&c);
+	for (size_t i = 0; i < c.ntargets && c.inputs && !lost; i++) {
+		const struct target *t = c.targets[i].t;
+		char *coll = kube_path(&t->res, *t->ns ? t->ns : NULL, NULL), *cont = NULL;
+
+		if (!c.targets[i].npols) {
+			free(coll);
+			continue;
+		}
+		do {
+			char *path = page_path(coll, (size_t)s->opt.batch_size, cont);
+			struct kube_status st2;
+			struct gv_err e = {0};
+			json_t *page = NULL, *item;
+			const char *next;
+			size_t k;
+
+			free(cont);
+			cont = NULL;
+			/* an empty PartialObjectMetadataList has "items": null, or none */
+			if (scanner_request_view(s, "GET", path, KUBE_VIEW_METADATA_LIST, NULL,
+						 &page, &st2, &e) ||
+			    !json_is_object(page) ||
+			    !(json_is_array(json_object_get(page, "items")) ||
+			      json_is_null(json_object_get(page, "items")) ||
+			      !json_object_get(page, "items"))) {
+				gv_debug("background: %s: inputs not known: %s", t->key,
+					 e.msg[0] ? e.msg : "not a list");
+				lost = true;
+			}
+			json_array_foreach(json_object_get(page, "items"), k, item)
+			{
+				if (!json_is_object(item))
+					lost = true;
+				else
+					inputs_add(c.inputs, t->key,
+						   json_object_get(item, "metadata"));
+				listed++;
+			}
+			next = jstr(json_object_get(page, "metadata"), "continue");
+			if (!lost && next && *next)
+				cont = gv_xstrdup(next);
+			json_decref(page);
+			free(path);
+		} while (cont);
+		free(coll);
+	}
+	inputs_end(c.inputs, lost, out);
+	c.inputs = NULL;
+	cycle_end(&c);
+	if (objects)
+		*objects = listed;
+	return GV_OK;
+}
+
 enum gv_code scanner_run(struct scanner *s, const struct admission_state *st,
 			 const struct engine_policy *const *due, size_t ndue, struct report_set *rs,
 			 const struct scan_hooks *hooks, struct scan_outcome *out,
@@ -1895,29 +2066,12 @@ enum gv_code scanner_run(struct scanner *s, const struct admission_state *st,
 	memset(stats, 0, sizeof(*stats));
 	if (out)
 		memset(out, 0, ndue * sizeof(*out));
-	c.s = s;
-	c.st = st;
-	c.config = admission_state_config(st);
 	c.rs = rs;
 	c.hooks = hooks;
 	c.stats = stats;
-	c.budget = s->opt.resource_limit ? s->opt.resource_limit : SIZE_MAX;
-	c.pols = gv_xcalloc(ndue + 1, sizeof(*c.pols));
-	for (size_t i = 0; i < ndue; i++) {
-		struct cyc_policy *cp;
-
-		if (!due[i] || !engine_policy_background(due[i]))
-			continue;
-		cp = &c.pols[c.npols++];
-		cp->p = due[i];
-		cp->ref = report_policy_ref(due[i]);
-		cp->pk = scan_hash_str(cp->ref, SCAN_HASH_SEED);
-		cp->fp = scan_policy_fingerprint(due[i]);
-		scan_policy_kinds(due[i], &cp->kinds);
-	}
-	c.alive = alive_keys(set, &c.nalive);
-	scanner_gc(s, c.alive, c.nalive);
-	cycle_resolve(&c);
+	cycle_begin(&c, s, st, due, ndue, true);
+	if (s->opt.inputs)
+		c.inputs = inputs_begin();
 	if (c.ntargets && s->opt.incremental)
 		c.exc_fp = exceptions_fingerprint(s);
 	keys = gv_xcalloc(c.ntargets + 1, sizeof(*keys));
@@ -1938,6 +2092,7 @@ enum gv_code scanner_run(struct scanner *s, const struct admission_state *st,
 		}
 		end = list_target(&c, ct, &fetch, err);
 		if (end == L_SKIPPED) {
+			c.inputs_lost = true;
 			scan_cache_abandon(ct->t->cache);
 			free(ct->t->cont);
 			ct->t->cont = NULL;
@@ -1982,18 +2137,15 @@ enum gv_code scanner_run(struct scanner *s, const struct admission_state *st,
 			out[i] = c.pols[k].out;
 		k++;
 	}
-	for (size_t i = 0; i < c.npols; i++) {
-		free(c.pols[i].ref);
-		free(c.pols[i].targets);
-		scan_kinds_release(&c.pols[i].kinds);
+	if (c.inputs) {
+		inputs_end(c.inputs,
+			   c.inputs_lost || rc || stats->stopped || stats->partial ||
+			       cycle_failed_kinds(&c),
+			   stats->inputs);
+		c.inputs = NULL;
 	}
-	for (size_t i = 0; i < c.ntargets; i++)
-		free(c.targets[i].pols);
-	free(c.pols);
-	free(c.targets);
+	cycle_end(&c);
 	free(keys);
-	free(c.last_ns);
-	free(c.alive);
 	stats->requests = scanner_requests(s) - requests0;
 	stats->seconds = mono_now() - t0;
 	return rc;

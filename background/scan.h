@@ -263,6 +263,13 @@ struct scan_options {
 	 */
 	struct metrics_family *results;
 	struct metrics_family *processed;
+	/*
+	 * Record the digest of what the cycle listed (scan_stats.inputs,
+	 * scanner_inputs()): `gavel scan` stamps it on the reports it writes
+	 * so that the next scan can tell, from metadata-only lists, that
+	 * nothing it would evaluate has changed.
+	 */
+	bool inputs;
 };
 
 /* Optional callbacks of one cycle; ud is passed through. */
@@ -273,6 +280,9 @@ struct scan_hooks {
 	void (*page_done)(void *ud);
 	void *ud;
 };
+
+/* "sha256:" and 64 hex digits, NUL-terminated. */
+#define SCAN_INPUTS_LEN GV_SHA256_TEXT_LEN
 
 /* What one cycle did for one due policy. */
 struct scan_outcome {
@@ -303,6 +313,14 @@ struct scan_stats {
 	double list_seconds;   /* of which waiting for list pages (request and parse) */
 	double eval_seconds;   /* of which evaluating pages on the workers */
 	double commit_seconds; /* of which merging results into the reports */
+	/*
+	 * With scan_options.inputs: "sha256:<hex>" of every object listed, in
+	 * visit order (target key, uid and resourceVersion of each, filtered
+	 * ones included); "" when the cycle did not see every object once
+	 * (partial, stopped, a target skipped or listed again after a 410, an
+	 * API error).
+	 */
+	char inputs[SCAN_INPUTS_LEN];
 };
 
 struct scanner;
@@ -356,6 +374,20 @@ enum gv_code scanner_run(struct scanner *s, const struct admission_state *st,
 			 const struct engine_policy *const *due, size_t ndue, struct report_set *rs,
 			 const struct scan_hooks *hooks, struct scan_outcome *out,
 			 struct scan_stats *stats, struct gv_err *err);
+
+/*
+ * The digest a cycle with scan_options.inputs would record in
+ * scan_stats.inputs if it ran now, from metadata-only lists (the same
+ * targets, visited in the same order, pages of the batch size) without
+ * evaluating anything: equal digests mean the cycle would see the very
+ * same objects, at the same resourceVersions. *objects (may be NULL): the
+ * objects listed. out is "" when the digest cannot be told (a target
+ * cannot be listed, a 410, an error: logged at debug level); GV_OK always,
+ * since a full cycle is then the answer. Changes no cache's content.
+ */
+enum gv_code scanner_inputs(struct scanner *s, const struct admission_state *st,
+			    const struct engine_policy *const *due, size_t ndue,
+			    char out[SCAN_INPUTS_LEN], size_t *objects);
 
 /*
  * The order in which a cycle visits n targets whose keys are sorted:

@@ -11,11 +11,15 @@
  * asks once per namespaced kind whether the cluster has any object of it
  * (kinds with none are not listed per namespace), then goes namespace by
  * namespace (cluster-scoped objects first, then the namespaces in name
- * order, SCAN_NAMESPACES_AT_ONCE side by side): scans the namespace's
- * objects (scanner_run with scan_options.only_namespace) into a set of
- * their own that records the changes (a journal) and reads the metadata of
- * the namespace's reports; when every report carries the digest of this
- * very scan (report_scan_unchanged: same objects, results and policies,
+ * order, SCAN_NAMESPACES_AT_ONCE side by side): reads the metadata of the
+ * namespace's reports; when they were written from the very inputs the
+ * namespace has now (report_inputs_unchanged: the same objects at the same
+ * resourceVersions, listed metadata only, and the same policies,
+ * exceptions, resourceFilters, labels and gavel build), that is all.
+ * Otherwise it scans the namespace's objects (scanner_run with
+ * scan_options.only_namespace) into a set of their own that records the
+ * changes (a journal); when every report carries the digest of this very
+ * scan (report_scan_unchanged: same objects, results and policies,
  * written by gavel alone), that is all. Otherwise it reads the reports
  * (report_load scoped to the namespace), prunes them, replays the scan on
  * them and writes them with the new digest. So memory holds one
@@ -47,6 +51,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <openssl/evp.h>
 
 #include "background/clusterstate.h"
 #include "background/reconciler.h"
@@ -208,7 +214,12 @@ struct once {
 	size_t ndue;
 	const char **spaces; /* "" (cluster-scoped objects), then the namespaces */
 	size_t nspaces;
-	char *salt;   /* what the reports depend on besides the scan: the policies (policy_salt) */
+	char *salt; /* what the reports depend on besides the scan: the policies (policy_salt) */
+	/*
+	 * What every namespace's results depend on besides its objects and
+	 * labels (inputs_salt); NULL when inputs digests are not used.
+	 */
+	char *inputs_salt;
 	char **empty; /* resources with no object in the cluster (empty_resources) */
 	size_t nempty;
 	int64_t start;	   /* Unix seconds when the scan started (scan_options.retain_since) */
@@ -258,12 +269,182 @@ static void stats_add(struct reconciler_once_stats *t, const struct scan_stats *
 	t->requests += requests;
 }
 
+/* "sha256:<hex>" of what ctx was fed (caller frees); frees ctx. NULL when it failed. */
+static char *digest_end(EVP_MD_CTX *ctx)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	char *out = NULL;
+
+	if (ctx && EVP_DigestFinal_ex(ctx, md, &n) && n == 32) {
+		out = gv_xcalloc(GV_SHA256_TEXT_LEN, 1);
+		gv_sha256_text(md, out);
+	}
+	EVP_MD_CTX_free(ctx);
+	return out;
+}
+
+static EVP_MD_CTX *digest_begin(void)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+
+	if (ctx && !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+		EVP_MD_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+static void digest_str(EVP_MD_CTX *ctx, const char *s)
+{
+	EVP_DigestUpdate(ctx, s ? s : "", strlen(s ? s : ""));
+	EVP_DigestUpdate(ctx, "\n", 1);
+}
+
+static void digest_json(EVP_MD_CTX *ctx, const json_t *v)
+{
+	char *text = v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+
+	digest_str(ctx, text ? text : "null");
+	free(text);
+}
+
 /*
- * One namespace: its objects scanned into a set of their own (a journal),
- * then, unless --dry-run, the metadata of its reports read: when they
- * carry the digest of an identical scan (report_scan_unchanged), nothing
+ * This very build of gavel: "sha256:<hex>" of the running executable, so
+ * that reports written by another build (whose engine may decide
+ * otherwise) are evaluated again. NULL when it cannot be read.
+ */
+static char *build_identity(void)
+{
+	EVP_MD_CTX *ctx = digest_begin();
+	FILE *f = ctx ? fopen("/proc/self/exe", "rb") : NULL;
+	char buf[65536];
+	size_t n;
+	bool ok;
+
+	if (!f) {
+		EVP_MD_CTX_free(ctx);
+		return NULL;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		EVP_DigestUpdate(ctx, buf, n);
+	ok = !ferror(f);
+	fclose(f);
+	if (!ok) {
+		EVP_MD_CTX_free(ctx);
+		return NULL;
+	}
+	return digest_end(ctx);
+}
+
+/*
+ * What every namespace's results depend on besides its objects and its
+ * labels, when inputs digests can stand for results (caller frees): this
+ * build, the layout, gavel's namespace, the policies (w->salt), gavel's
+ * ConfigMap and the PolicyExceptions. NULL when they cannot: --dry-run
+ * (the reports are printed), a resource limit (a namespace may be
+ * scanned in part), a due policy or an exception whose results may
+ * change with nothing of that changing (engine_doc_reads_outside: API
+ * calls, ConfigMap lookups, time), or the build cannot be told.
+ */
+static char *inputs_salt(const struct once *w)
+{
+	const json_t *exc;
+	EVP_MD_CTX *ctx;
+	char *build;
+	size_t i;
+
+	if (w->o->dry_run || w->o->resource_limit)
+		return NULL;
+	for (i = 0; i < w->ndue; i++) {
+		if (engine_doc_reads_outside(engine_policy_doc(w->due[i]))) {
+			gv_info(
+			    "gavel scan: policy %s reads more than the objects: every object is "
+			    "evaluated",
+			    engine_policy_name(w->due[i]));
+			return NULL;
+		}
+	}
+	json_array_foreach(w->cs->exceptions, i, exc)
+	{
+		if (engine_doc_reads_outside(exc))
+			return NULL;
+	}
+	if (!(build = build_identity()) || !(ctx = digest_begin())) {
+		free(build);
+		return NULL;
+	}
+	digest_str(ctx, "gavel-scan-inputs-v1");
+	digest_str(ctx, build);
+	digest_str(ctx, w->o->split ? "split" : "namespace");
+	digest_str(ctx, w->self);
+	digest_str(ctx, w->salt);
+	/* of gavel's ConfigMap, only resourceFilters matter in background mode */
+	digest_json(ctx, json_object_get(w->cs->config_data, "resourceFilters"));
+	json_array_foreach(w->cs->exceptions, i, exc)
+	{
+		const json_t *md = json_object_get(exc, "metadata");
+
+		digest_json(ctx, json_object_get(md, "uid"));
+		digest_json(ctx, json_object_get(md, "resourceVersion"));
+	}
+	free(build);
+	return digest_end(ctx);
+}
+
+/*
+ * The inputs of namespace ns (report_set_inputs; caller frees):
+ * "context=<digest>; objects=<objects>", the context being w->inputs_salt
+ * and the namespace's labels, the objects the digest of its objects
+ * (scan_stats.inputs, scanner_inputs()). NULL when SHA-256 fails.
+ */
+static char *inputs_digest(const struct once *w, const char *ns, const char *objects)
+{
+	EVP_MD_CTX *ctx = digest_begin();
+	char *context, *out;
+
+	if (!ctx)
+		return NULL;
+	digest_str(ctx, w->inputs_salt);
+	digest_str(ctx, ns);
+	digest_json(ctx, *ns ? admission_state_namespace_labels(w->cs->state, ns) : NULL);
+	if (!(context = digest_end(ctx)))
+		return NULL;
+	out = gv_xasprintf("context=%s; objects=%s", context, objects);
+	free(context);
+	return out;
+}
+
+/*
+ * Whether the reports (items) were written for the same objects as
+ * `inputs` but in another context (another build of gavel, other
+ * policies, exceptions, resourceFilters or namespace labels): their
+ * results are what they were, but the stamps must be renewed or every
+ * later scan would evaluate everything again.
+ */
+static bool inputs_renew(const json_t *items, const char *ns, const char *inputs)
+{
+	const char *have = report_scan_inputs(items), *o1, *o2;
+
+	if (!inputs || !have || report_inputs_unchanged(ns, items, inputs, NULL))
+		return false;
+	o1 = strstr(have, "; objects=");
+	o2 = strstr(inputs, "; objects=");
+	return o1 && o2 && !strncmp(o1, o2, strlen(o2)) &&
+	       (o1[strlen(o2)] == ';' || !o1[strlen(o2)]);
+}
+
+/*
+ * One namespace. With inputs digests (w->inputs_salt), the metadata of its
+ * reports is read first: when they carry inputs (report_scan_inputs), the
+ * objects are listed metadata only (scanner_inputs) and, when the reports
+ * were written from these very inputs (report_inputs_unchanged), that is
+ * all: nothing is evaluated. Otherwise its objects are scanned into a set
+ * of their own (a journal), and, unless --dry-run, when the reports carry
+ * the digest of an identical scan (report_scan_unchanged) and their inputs
+ * stamps are current or the objects changed since (inputs_renew), nothing
  * more is read or written. Otherwise its reports are read, pruned, the
- * scan replayed onto them and they are written with the new digest. With
+ * scan replayed onto them and they are written with the new digests. With
  * o->emit, its reports are then emitted with those done before. *fatal:
  * the error was reading (the API server cannot be used: stop); a write
  * that fails (a namespace being deleted) leaves the other namespaces to
@@ -283,7 +464,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	struct scope sc;
 	double load = 0, flush = 0, t;
 	size_t results = 0;
-	char *digest = NULL;
+	char *digest = NULL, *inputs = NULL;
 	json_t *items = NULL;
 	enum gv_code rc;
 
@@ -296,6 +477,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	so.empty_resources = (const char *const *)w->empty;
 	so.nempty = w->nempty;
 	so.retain_since = w->start;
+	so.inputs = w->inputs_salt != NULL;
 	scanner = scanner_new(&sa, &so);
 	ro.journal = true;
 	scan = report_set_new(&ro);
@@ -303,16 +485,13 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	sc.s = scanner;
 	sc.ns = ns;
 	*fatal = true;
-	rc = scanner_run(scanner, w->cs->state, w->due, w->ndue, scan, NULL, NULL, &sst, err);
-	if (rc)
-		goto out;
-	*partial = sst.partial;
-	if (!sst.partial)
-		digest = report_journal_digest(scan, w->salt);
-	if (!w->o->dry_run && digest) {
+	if (w->inputs_salt) {
+		/* reports written from the same inputs: nothing to evaluate */
 		struct report_api api = {.request = counted_request,
 					 .request_view = counted_request_view,
 					 .ud = scanner};
+		char objects[SCAN_INPUTS_LEN];
+		size_t nobj = 0;
 
 		t = mono_seconds();
 		rc = report_list_metadata(&api, ns, &items, err);
@@ -321,7 +500,47 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 			gv_err_prefix(err, "reading the reports: ");
 			goto out;
 		}
-		if (report_scan_unchanged(scan, ns, items, digest)) {
+		if (report_scan_inputs(items)) {
+			t = mono_seconds();
+			scanner_inputs(scanner, w->cs->state, w->due, w->ndue, objects, &nobj);
+			sst.list_seconds = sst.seconds = mono_seconds() - t;
+			inputs = inputs_digest(w, ns, objects);
+			if (report_inputs_unchanged(ns, items, inputs, &results)) {
+				sst.listed = sst.unchanged = nobj;
+				rst.unchanged += json_array_size(items);
+				*fatal = false;
+				goto out;
+			}
+			free(inputs);
+			inputs = NULL;
+			memset(&sst, 0, sizeof(sst));
+			results = 0;
+		}
+	}
+	rc = scanner_run(scanner, w->cs->state, w->due, w->ndue, scan, NULL, NULL, &sst, err);
+	if (rc)
+		goto out;
+	*partial = sst.partial;
+	if (!sst.partial)
+		digest = report_journal_digest(scan, w->salt);
+	if (w->inputs_salt && sst.inputs[0])
+		inputs = inputs_digest(w, ns, sst.inputs);
+	if (!w->o->dry_run && digest) {
+		struct report_api api = {.request = counted_request,
+					 .request_view = counted_request_view,
+					 .ud = scanner};
+
+		if (!items) {
+			t = mono_seconds();
+			rc = report_list_metadata(&api, ns, &items, err);
+			load += mono_seconds() - t;
+			if (rc) {
+				gv_err_prefix(err, "reading the reports: ");
+				goto out;
+			}
+		}
+		if (report_scan_unchanged(scan, ns, items, digest) &&
+		    !inputs_renew(items, ns, inputs)) {
 			rst.unchanged += json_array_size(items);
 			results = report_count(scan);
 			*fatal = false;
@@ -343,6 +562,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	report_prune(rs, admission_state_policyset(w->cs->state));
 	report_replay(rs, scan);
 	report_set_digest(rs, digest);
+	report_set_inputs(rs, inputs);
 	*fatal = false;
 	if (!w->o->dry_run) {
 		struct report_api api = {.request = counted_request,
@@ -379,6 +599,7 @@ out:
 	pthread_mutex_unlock(&w->mu);
 	json_decref(items);
 	free(digest);
+	free(inputs);
 	report_set_free(rs);
 	report_set_free(scan);
 	scanner_free(scanner);
@@ -546,6 +767,7 @@ static enum gv_code scan_once(const struct reconciler_once_options *o,
 		if (engine_policy_background(engine_policyset_get(set, i)))
 			w.due[w.ndue++] = engine_policyset_get(set, i);
 	stats->policies = w.ndue;
+	w.inputs_salt = inputs_salt(&w);
 	w.start = (int64_t)time(NULL);
 	empty_resources(&w, counter);
 	w.nspaces = json_array_size(cs.namespaces) + 1;
@@ -613,6 +835,7 @@ out:
 	free(w.due);
 	free(w.spaces);
 	free(w.salt);
+	free(w.inputs_salt);
 	for (size_t i = 0; i < w.nempty; i++)
 		free(w.empty[i]);
 	free(w.empty);

@@ -139,6 +139,18 @@ int gv_strptr_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+void gv_sha256_text(const unsigned char *md, char out[GV_SHA256_TEXT_LEN])
+{
+	static const char hex[] = "0123456789abcdef";
+
+	memcpy(out, "sha256:", 7);
+	for (int i = 0; i < 32; i++) {
+		out[7 + 2 * i] = hex[md[i] >> 4];
+		out[7 + 2 * i + 1] = hex[md[i] & 15];
+	}
+	out[7 + 64] = '\0';
+}
+
 static void *json_alloc(size_t n)
 {
 	return gv_xmalloc(n);

@@ -74,6 +74,14 @@ char *gv_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* qsort()/bsearch() comparator of an array of `char *` (or `const char *`): strcmp order. */
 int gv_strptr_cmp(const void *a, const void *b);
 
+/*
+ * "sha256:" and the 64 lowercase hex digits of a SHA-256 digest (md: 32
+ * bytes) into out, NUL-terminated: the form of the digests gavel stamps
+ * on its reports.
+ */
+#define GV_SHA256_TEXT_LEN 72 /* with the NUL */
+void gv_sha256_text(const unsigned char *md, char out[GV_SHA256_TEXT_LEN]);
+
 /* Process-wide set-up: jansson allocator and hash seed. Call before threads. */
 void gv_init(void);
 

@@ -358,10 +358,14 @@ EOF
 		'{"pass":1,"fail":1,"warn":0,"error":0,"skip":0}'
 	record "a second scan writes nothing and reads the reports' metadata only" \
 		check_scan_says "reports: 0 created, 0 updated, 0 deleted, 1 unchanged (0 read)"
+	record "and evaluates nothing: the objects and policies are those of the reports" \
+		check_scan_says "2 objects (0 evaluated, 2 unchanged"
 	# what changes after a scan that found nothing new is found by the next one
 	k -n "$ns" label pod good team- >/dev/null
 	record "a label removed since: the report is read and updated" \
 		check_scan_says "reports: 0 created, 1 updated, 0 deleted, 0 unchanged (1 read)"
+	record "and the scan after it has nothing to evaluate again" \
+		check_scan_says "2 objects (0 evaluated, 2 unchanged"
 	record "the Pod that lost its label now fails" check_result "$ns/good" require-team fail
 	k -n "$ns" label pod good team=a >/dev/null
 	k -n "$ns" run brief --image=registry.example.com/web:1.0 --restart=Never >/dev/null

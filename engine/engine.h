@@ -77,6 +77,20 @@ const char *engine_policy_rule_name(const struct engine_policy *p, size_t i);
 bool engine_policy_rule_background_safe(const struct engine_policy *p, size_t i);
 
 /*
+ * Whether the results of evaluating a policy or PolicyException document
+ * (the whole document, autogen or not) may depend on more than the object,
+ * its namespace's labels, the PolicyExceptions and gavel's configuration:
+ * a `context` entry that reads the cluster or a registry (apiCall,
+ * configMap, globalReference, imageRegistry; kyverno-semantics.md section
+ * 1.5), or a JMESPath function whose value changes by itself (time_now,
+ * time_now_utc, time_since, random). Found by walking the document, so
+ * conservative: a string that merely mentions such a function counts.
+ * `gavel scan` does not skip the evaluation of unchanged objects for such
+ * documents (cmd/scan.c). NULL reads nothing.
+ */
+bool engine_doc_reads_outside(const json_t *doc);
+
+/*
  * True when kind names a cluster-scoped Kubernetes kind (built-in API
  * resources and the cluster-scoped kinds of Kyverno and the policy-report
  * API); every other kind, custom resources included, counts as namespaced,

@@ -1835,6 +1835,48 @@ bool engine_policy_rule_background_safe(const struct engine_policy *p, size_t i)
 	return i < p->nrules && p->rules[i].background_safe;
 }
 
+bool engine_doc_reads_outside(const json_t *doc)
+{
+	static const char *const entries[] = {"apiCall", "configMap", "globalReference",
+					      "imageRegistry"};
+	static const char *const functions[] = {"time_now", "time_since", "random"};
+	const char *key;
+	const json_t *v;
+	size_t i;
+
+	if (json_is_string(doc)) {
+		for (i = 0; i < GV_ARRAY_LEN(functions); i++)
+			if (strstr(json_string_value(doc), functions[i]))
+				return true;
+		return false;
+	}
+	if (json_is_array(doc)) {
+		json_array_foreach(doc, i, v)
+		{
+			if (engine_doc_reads_outside(v))
+				return true;
+		}
+		return false;
+	}
+	json_object_foreach((json_t *)doc, key, v)
+	{
+		if (!strcmp(key, "context") && json_is_array(v)) {
+			const json_t *entry;
+			size_t k;
+
+			json_array_foreach(v, k, entry)
+			{
+				for (i = 0; i < GV_ARRAY_LEN(entries); i++)
+					if (json_object_get(entry, entries[i]))
+						return true;
+			}
+		}
+		if (engine_doc_reads_outside(v))
+			return true;
+	}
+	return false;
+}
+
 static bool override_matches(const struct override *o, const char *ns, const json_t *ns_labels)
 {
 	if (!o->nnamespaces && !o->ns_selector)

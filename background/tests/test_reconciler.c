@@ -1383,6 +1383,95 @@ static void test_scan_incremental_whole(void **state)
 	world_release(&w);
 }
 
+/* The scanner of w replaced by one that records inputs digests (limit: resource_limit). */
+static void world_inputs(struct world *w, size_t limit)
+{
+	struct scan_api api = {.request = fake_request, .discover = fake_discover, .ud = &w->f};
+	struct scan_options opt = {.batch_size = 7,
+				   .workers = 2,
+				   .resource_limit = limit,
+				   .skip_namespace = "gavel",
+				   .inputs = true};
+
+	scanner_free(w->s);
+	w->s = scanner_new(&api, &opt);
+}
+
+/* scanner_inputs() for every policy of w into out; the objects listed. */
+static size_t world_probe(struct world *w, char out[SCAN_INPUTS_LEN])
+{
+	const struct engine_policyset *set = admission_state_policyset(w->st);
+	const struct engine_policy *due[4];
+	size_t n = engine_policyset_count(set), objects = 0;
+
+	for (size_t i = 0; i < n; i++)
+		due[i] = engine_policyset_get(set, i);
+	assert_int_equal(scanner_inputs(w->s, w->st, due, n, out, &objects), GV_OK);
+	return objects;
+}
+
+/*
+ * The inputs digest: a metadata-only probe tells what a full cycle would
+ * record, and anything the cycle would see differently changes it.
+ */
+static void test_scan_inputs(void **state)
+{
+	struct world w;
+	struct scan_stats st;
+	char probe[SCAN_INPUTS_LEN], before[SCAN_INPUTS_LEN];
+	json_t *gone;
+
+	(void)state;
+	world_init(&w, 3, 10, 0, false);
+	/* not asked for: not recorded */
+	assert_int_equal(world_run(&w, &st, NULL), GV_OK);
+	assert_string_equal(st.inputs, "");
+	world_inputs(&w, 0);
+	/* the probe evaluates nothing and agrees with the cycle */
+	assert_int_equal(world_probe(&w, probe), 30);
+	assert_int_equal(strlen(probe), SCAN_INPUTS_LEN - 1);
+	assert_true(!strncmp(probe, "sha256:", 7));
+	assert_int_equal(report_count(w.rs), 30);
+	assert_int_equal(world_run(&w, &st, NULL), GV_OK);
+	assert_int_equal(st.evaluated, 30);
+	assert_string_equal(st.inputs, probe);
+	snprintf(before, sizeof(before), "%s", probe);
+	/* a new resourceVersion */
+	json_object_set_new(json_object_get(json_array_get(w.f.pods, 3), "metadata"),
+			    "resourceVersion", json_string("2"));
+	world_probe(&w, probe);
+	assert_string_not_equal(probe, before);
+	assert_int_equal(world_run(&w, &st, NULL), GV_OK);
+	assert_string_equal(st.inputs, probe);
+	snprintf(before, sizeof(before), "%s", probe);
+	/* an object deleted */
+	gone = json_incref(json_array_get(w.f.pods, 12));
+	json_array_remove(w.f.pods, 12);
+	assert_int_equal(world_probe(&w, probe), 29);
+	assert_string_not_equal(probe, before);
+	assert_int_equal(world_run(&w, &st, NULL), GV_OK);
+	assert_string_equal(st.inputs, probe);
+	json_decref(gone);
+	/* a listing started again after a 410: not every object seen once */
+	w.f.expire_once = true;
+	assert_int_equal(world_run(&w, &st, NULL), GV_OK);
+	assert_string_equal(st.inputs, "");
+	w.f.expire_once = true;
+	world_probe(&w, probe);
+	assert_string_equal(probe, "");
+	/* the API server down: the probe cannot tell, the cycle fails */
+	w.f.fail_all = true;
+	world_probe(&w, probe);
+	assert_string_equal(probe, "");
+	w.f.fail_all = false;
+	/* a cycle cut by the resource limit */
+	world_inputs(&w, 8);
+	assert_int_equal(world_run(&w, &st, NULL), GV_OK);
+	assert_true(st.partial);
+	assert_string_equal(st.inputs, "");
+	world_release(&w);
+}
+
 /* The same cycles with the next page requested while one is evaluated. */
 static void test_scan_prefetch(void **state)
 {
@@ -1517,6 +1606,7 @@ int main(void)
 	    cmocka_unit_test(test_scan_prefetch),
 	    cmocka_unit_test(test_scan_large_page),
 	    cmocka_unit_test(test_scan_incremental_whole),
+	    cmocka_unit_test(test_scan_inputs),
 	    cmocka_unit_test(test_state_encoding),
 	    cmocka_unit_test(test_state_read_write),
 	};

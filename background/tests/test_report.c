@@ -1813,6 +1813,157 @@ static void test_scan_digest(void **state)
 	fake_free(f);
 }
 
+/* The inputs annotation of an object, "" when it has none. */
+static const char *stamp_of(const json_t *o)
+{
+	const char *v = json_string_value(
+	    json_object_get(jget(o, "metadata.annotations"), REPORT_ANNOTATION_SCAN_INPUTS));
+
+	return v ? v : "";
+}
+
+/* items without the object named name (new reference) */
+static json_t *items_without(const json_t *items, const char *name)
+{
+	json_t *copy = json_deep_copy(items), *o;
+	size_t i;
+
+	json_array_foreach(copy, i, o) if (!strcmp(sget(o, "metadata.name"), name))
+	{
+		json_array_remove(copy, i);
+		break;
+	}
+	return copy;
+}
+
+static void test_scan_inputs(void **state)
+{
+	static const char in[] = "context=sha256:aa; objects=sha256:bb";
+	struct report_options chunked = {.chunk_results = 2};
+	struct report_set *rs;
+	struct fake *f = fake_new();
+	struct report_api api = fake_api(f);
+	struct report_stats st;
+	struct gv_err err = {0};
+	json_t *items, *copy, *o;
+	size_t i, results;
+
+	(void)state;
+	/* no reports: nothing stamped */
+	items = fake_items(f);
+	assert_null(report_scan_inputs(items));
+	assert_false(report_inputs_unchanged("x", items, in, NULL));
+	json_decref(items);
+
+	/* 5 results in chunks of 2: 3 objects, each stamped with the counts */
+	rs = report_set_new(&chunked);
+	assert_int_equal(report_load(rs, &api, NULL, &err), GV_OK);
+	add_pods(rs, "x", 0, 5, "p", ENGINE_PASS);
+	report_set_inputs(rs, in);
+	flush_ok(rs, f, &st);
+	assert_int_equal(st.created, 3);
+	assert_string_equal(stamp_of(fobj(f, "x/polr-ns-x")),
+			    "context=sha256:aa; objects=sha256:bb; groups=1; chunks=3; results=2");
+	assert_string_equal(stamp_of(fobj(f, "x/polr-ns-x-2")),
+			    "context=sha256:aa; objects=sha256:bb; groups=1; chunks=3; results=1");
+	/* the same content and stamp: nothing written; another stamp: written again */
+	add_pods(rs, "x", 0, 1, "p", ENGINE_FAIL);
+	add_pods(rs, "x", 0, 1, "p", ENGINE_PASS);
+	flush_ok(rs, f, &st);
+	assert_int_equal(st.created + st.updated + st.deleted, 0);
+	report_set_inputs(rs, "context=sha256:cc; objects=sha256:bb");
+	add_pods(rs, "x", 0, 1, "p", ENGINE_FAIL);
+	add_pods(rs, "x", 0, 1, "p", ENGINE_PASS);
+	flush_ok(rs, f, &st);
+	assert_int_equal(st.updated, 3);
+	report_set_inputs(rs, in);
+	add_pods(rs, "x", 0, 1, "p", ENGINE_FAIL);
+	add_pods(rs, "x", 0, 1, "p", ENGINE_PASS);
+	flush_ok(rs, f, &st);
+	assert_int_equal(st.updated, 3);
+	report_set_free(rs);
+
+	assert_int_equal(report_list_metadata(&api, "x", &items, &err), GV_OK);
+	assert_int_equal(json_array_size(items), 3);
+	assert_non_null(report_scan_inputs(items));
+	results = 0;
+	assert_true(report_inputs_unchanged("x", items, in, &results));
+	assert_int_equal(results, 5);
+	/* other inputs, none, another namespace */
+	assert_false(
+	    report_inputs_unchanged("x", items, "context=sha256:aa; objects=sha256:b", NULL));
+	assert_false(report_inputs_unchanged("x", items, NULL, NULL));
+	assert_false(report_inputs_unchanged("y", items, in, NULL));
+	/* the last chunk deleted, or a middle one: the counts tell */
+	copy = items_without(items, "polr-ns-x-2");
+	assert_false(report_inputs_unchanged("x", copy, in, NULL));
+	json_decref(copy);
+	copy = items_without(items, "polr-ns-x-1");
+	assert_false(report_inputs_unchanged("x", copy, in, NULL));
+	json_decref(copy);
+	/* one object without its stamp (the reconciler rewrote it) */
+	copy = json_deep_copy(items);
+	json_object_del((json_t *)jget(json_array_get(copy, 1), "metadata"), "annotations");
+	assert_non_null(report_scan_inputs(copy));
+	assert_false(report_inputs_unchanged("x", copy, in, NULL));
+	json_decref(copy);
+	/* changed by another field manager */
+	copy = json_deep_copy(items);
+	json_object_set_new((json_t *)jget(json_array_get(copy, 0), "metadata"), "managedFields",
+			    J("[{\"manager\": \"gavel\"}, {\"manager\": \"kubectl-edit\"}]"));
+	assert_false(report_inputs_unchanged("x", copy, in, NULL));
+	json_decref(copy);
+	/* a stamp edited into another form */
+	copy = json_deep_copy(items);
+	json_object_set_new(
+	    (json_t *)jget(json_array_get(copy, 0), "metadata.annotations"),
+	    REPORT_ANNOTATION_SCAN_INPUTS,
+	    json_string("context=sha256:aa; objects=sha256:bb; groups=1; chunks=3"));
+	assert_false(report_inputs_unchanged("x", copy, in, NULL));
+	json_decref(copy);
+	/* the same chunk twice */
+	copy = json_deep_copy(items);
+	json_array_append_new(copy, json_deep_copy(json_array_get(copy, 0)));
+	assert_false(report_inputs_unchanged("x", copy, in, NULL));
+	json_decref(copy);
+	/* objects not gavel's do not count, and alone they are nothing */
+	copy = json_deep_copy(items);
+	o = J("{\"metadata\": {\"name\": \"mine\", \"namespace\": \"x\"}}");
+	json_array_append(copy, o);
+	assert_true(report_inputs_unchanged("x", copy, in, NULL));
+	json_decref(copy);
+	copy = json_array();
+	json_array_append_new(copy, o);
+	assert_null(report_scan_inputs(copy));
+	assert_false(report_inputs_unchanged("x", copy, in, NULL));
+	json_decref(copy);
+	json_decref(items);
+
+	/* split layout: two groups; one of them deleted whole is seen */
+	fake_free(f);
+	f = fake_new();
+	api = fake_api(f);
+	rs = report_set_new(&(struct report_options){.split = true});
+	assert_int_equal(report_load(rs, &api, NULL, &err), GV_OK);
+	add_pods(rs, "x", 0, 2, "p", ENGINE_PASS);
+	add_pods(rs, "x", 0, 2, "q", ENGINE_FAIL);
+	report_set_inputs(rs, in);
+	flush_ok(rs, f, &st);
+	assert_int_equal(st.created, 2);
+	report_set_free(rs);
+	assert_int_equal(report_list_metadata(&api, "x", &items, &err), GV_OK);
+	assert_int_equal(json_array_size(items), 2);
+	json_array_foreach(items, i, o)
+	    assert_non_null(strstr(stamp_of(o), "; groups=2; chunks=1; results=2"));
+	assert_true(report_inputs_unchanged("x", items, in, NULL));
+	copy = items_without(items, "polr-ns-x-q");
+	assert_int_equal(json_array_size(copy), 1);
+	assert_false(report_inputs_unchanged("x", copy, in, NULL));
+	json_decref(copy);
+	json_decref(items);
+	fake_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1827,6 +1978,7 @@ int main(void)
 	    cmocka_unit_test(test_merge),
 	    cmocka_unit_test(test_split_layout),
 	    cmocka_unit_test(test_flush),
+	    cmocka_unit_test(test_scan_inputs),
 	    cmocka_unit_test(test_flush_conflict),
 	    cmocka_unit_test(test_flush_gives_up),
 	    cmocka_unit_test(test_flush_proceed),

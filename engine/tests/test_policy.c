@@ -909,6 +909,62 @@ static void test_autogen_annotation(void **state)
 	CHECK_DONE();
 }
 
+/* ---- engine_doc_reads_outside ---- */
+
+static void check_reads_outside(const char *yaml, bool want)
+{
+	json_t *doc = Y(yaml);
+
+	CHECK_INT(engine_doc_reads_outside(doc), want);
+	json_decref(doc);
+}
+
+static void test_doc_reads_outside(void **state)
+{
+	static const char head[] = "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\n"
+				   "metadata: {name: p}\nspec:\n  rules:\n  - name: r\n";
+	char buf[1024];
+	(void)state;
+
+	CHECK_INT(engine_doc_reads_outside(NULL), false);
+	/* the object alone, and variables computed from it */
+	snprintf(buf, sizeof(buf),
+		 "%s    context:\n    - name: n\n      variable: {jmesPath: "
+		 "'request.object.metadata.name'}\n    validate:\n      pattern: {metadata: "
+		 "{name: '?*'}}\n",
+		 head);
+	check_reads_outside(buf, false);
+	/* a context entry that reads the cluster or a registry */
+	snprintf(buf, sizeof(buf),
+		 "%s    context:\n    - name: cm\n      configMap: {name: c, namespace: d}\n",
+		 head);
+	check_reads_outside(buf, true);
+	snprintf(buf, sizeof(buf), "%s    context:\n    - name: a\n      apiCall: {urlPath: /x}\n",
+		 head);
+	check_reads_outside(buf, true);
+	snprintf(buf, sizeof(buf),
+		 "%s    validate:\n      foreach:\n      - list: request.object.spec.containers\n"
+		 "        context:\n        - name: i\n          imageRegistry: {reference: x}\n",
+		 head);
+	check_reads_outside(buf, true);
+	snprintf(buf, sizeof(buf),
+		 "%s    context:\n    - name: g\n      globalReference: {name: x}\n", head);
+	check_reads_outside(buf, true);
+	/* time and chance */
+	snprintf(buf, sizeof(buf),
+		 "%s    validate:\n      deny:\n        conditions:\n          any:\n"
+		 "          - {key: \"{{ time_after(time_now_utc(), '2030-01-01T00:00:00Z') }}\", "
+		 "operator: Equals, value: true}\n",
+		 head);
+	check_reads_outside(buf, true);
+	check_reads_outside("{message: \"{{ time_since('', '2020-01-01T00:00:00Z', '') }}\"}",
+			    true);
+	check_reads_outside("{a: [1, {b: \"{{ random('[a-z]{4}') }}\"}]}", true);
+	/* a key named like an entry outside `context` is nothing */
+	check_reads_outside("{spec: {configMap: {name: x}}}", false);
+	check_reads_outside("{context: {apiCall: {}}}", false);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -927,6 +983,7 @@ int main(void)
 	    cmocka_unit_test(test_autogen_disabled),
 	    cmocka_unit_test(test_autogen_disabled_by_json6902),
 	    cmocka_unit_test(test_autogen_annotation),
+	    cmocka_unit_test(test_doc_reads_outside),
 	};
 
 	gv_init();
