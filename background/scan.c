@@ -1265,7 +1265,8 @@ static void cycle_resolve(struct cycle *c)
 
 		for (size_t i = 0; i < n; i++)
 			before[i] = c->targets[i].t;
-		qsort(c->targets, n, sizeof(*c->targets), key_cmp);
+		if (n > 1)
+			qsort(c->targets, n, sizeof(*c->targets), key_cmp);
 		for (size_t pi = 0; pi < c->npols; pi++) {
 			struct cyc_policy *cp = &c->pols[pi];
 			for (size_t k = 0; k < cp->ntargets; k++) {
