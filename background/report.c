@@ -2404,11 +2404,83 @@ void report_replay(struct report_set *dst, const struct report_set *src)
 	}
 }
 
-/* base -> bit set of the chunk indexes seen (report_scan_unchanged) */
+/* base -> bit set of the chunk indexes seen (report_scan_unchanged, report_inputs_unchanged) */
 struct seen_group {
 	size_t n, max;
+	size_t want; /* the chunk count its objects' stamps give; 0 = not told */
 	unsigned char *bits;
 };
+
+/* Whether an object's metadata labels it as gavel's. */
+static bool managed_by_gavel(const json_t *md)
+{
+	return !strcmp(str_or(jstr(json_object_get(md, "labels"), REPORT_LABEL_MANAGED_BY), ""),
+		       "gavel");
+}
+
+/* Whether gavel alone wrote the object (no kubectl edit, no controller since). */
+static bool written_by_gavel_only(const json_t *md)
+{
+	const json_t *mf;
+	size_t k;
+
+	json_array_foreach(json_object_get(md, "managedFields"), k, mf)
+	{
+		if (strcmp(str_or(jstr(mf, "manager"), ""), REPORT_FIELD_MANAGER))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Marks chunk idx of group base seen (the group made on first sight, with
+ * max = idx). False when it was seen already: not a list of one moment.
+ */
+static bool seen_chunk(struct map *seen, const char *base, size_t idx, struct seen_group **out)
+{
+	struct seen_group *sg = map_get(seen, base);
+
+	if (!sg) {
+		sg = gv_xcalloc(1, sizeof(*sg));
+		sg->bits = gv_xcalloc(REPORT_MAX_CHUNKS / 8 + 1, 1);
+		sg->max = idx;
+		map_put(seen, gv_xstrdup(base), sg);
+	}
+	*out = sg;
+	if (sg->bits[idx / 8] & (1u << (idx % 8)))
+		return false;
+	sg->bits[idx / 8] |= (unsigned char)(1u << (idx % 8));
+	sg->n++;
+	if (idx > sg->max)
+		sg->max = idx;
+	return true;
+}
+
+/* Whether every group seen has its chunks 0 .. max, none missing (and as many as it wants). */
+static bool seen_complete(const struct map *seen)
+{
+	for (size_t i = 0; i < seen->cap; i++) {
+		const struct seen_group *sg = seen->v[i].val;
+
+		if (seen->v[i].key && (sg->n != sg->max + 1 || (sg->want && sg->n != sg->want)))
+			return false;
+	}
+	return true;
+}
+
+static void seen_release(struct map *seen)
+{
+	for (size_t i = 0; i < seen->cap; i++) {
+		struct seen_group *sg = seen->v[i].val;
+
+		if (!seen->v[i].key)
+			continue;
+		free(sg->bits);
+		free(sg);
+		free((char *)seen->v[i].key);
+	}
+	map_release(seen);
+}
 
 bool report_scan_unchanged(const struct report_set *scan, const char *ns, const json_t *items,
 			   const char *digest)
@@ -2420,16 +2492,15 @@ bool report_scan_unchanged(const struct report_set *scan, const char *ns, const 
 
 	json_array_foreach(items, i, item)
 	{
-		const json_t *md = json_object_get(item, "metadata"), *mf;
+		const json_t *md = json_object_get(item, "metadata");
 		const char *name = jstr(md, "name"), *d;
 		struct seen_group *sg;
 		char *base = NULL;
-		size_t idx, k;
+		size_t idx;
 
 		if (!ok)
 			break;
-		if (strcmp(str_or(jstr(json_object_get(md, "labels"), REPORT_LABEL_MANAGED_BY), ""),
-			   "gavel"))
+		if (!managed_by_gavel(md))
 			continue; /* not gavel's */
 		d = jstr(json_object_get(md, "annotations"), REPORT_ANNOTATION_SCAN_DIGEST);
 		if (!name || !d || strcmp(d, digest) ||
@@ -2440,35 +2511,10 @@ bool report_scan_unchanged(const struct report_set *scan, const char *ns, const 
 			ok = false;
 			break;
 		}
-		/* changed by another writer since (kubectl edit, a controller) */
-		json_array_foreach(json_object_get(md, "managedFields"), k, mf)
-		{
-			if (strcmp(str_or(jstr(mf, "manager"), ""), REPORT_FIELD_MANAGER))
-				ok = false;
-		}
-		sg = map_get(&seen, base);
-		if (!sg) {
-			sg = gv_xcalloc(1, sizeof(*sg));
-			sg->bits = gv_xcalloc(REPORT_MAX_CHUNKS / 8 + 1, 1);
-			map_put(&seen, gv_xstrdup(base), sg);
-		}
+		ok = written_by_gavel_only(md) && seen_chunk(&seen, base, idx, &sg);
 		free(base);
-		if (sg->bits[idx / 8] & (1u << (idx % 8))) {
-			ok = false; /* the same chunk twice: not a list of one moment */
-			continue;
-		}
-		sg->bits[idx / 8] |= (unsigned char)(1u << (idx % 8));
-		sg->n++;
-		if (idx > sg->max)
-			sg->max = idx;
 	}
-	/* every group's chunks are 0 .. n-1, none missing */
-	for (i = 0; ok && i < seen.cap; i++) {
-		const struct seen_group *sg = seen.v[i].val;
-
-		if (seen.v[i].key && sg->n != sg->max + 1)
-			ok = false;
-	}
+	ok = ok && seen_complete(&seen);
 	/* every group the scan has results for has objects */
 	for (i = 0; ok && i < scan->groups.cap; i++) {
 		const struct rgroup *g = scan->groups.v[i].val;
@@ -2476,16 +2522,7 @@ bool report_scan_unchanged(const struct report_set *scan, const char *ns, const 
 		if (scan->groups.v[i].key && g->model.nresults && !map_get(&seen, g->base))
 			ok = false;
 	}
-	for (i = 0; i < seen.cap; i++) {
-		struct seen_group *sg = seen.v[i].val;
-
-		if (!seen.v[i].key)
-			continue;
-		free(sg->bits);
-		free(sg);
-		free((char *)seen.v[i].key);
-	}
-	map_release(&seen);
+	seen_release(&seen);
 	return ok;
 }
 
@@ -2493,13 +2530,6 @@ void report_set_inputs(struct report_set *rs, const char *inputs)
 {
 	free(rs->inputs);
 	rs->inputs = dup_or_null(inputs);
-}
-
-/* Whether item is labelled as gavel's. */
-static bool managed_by_gavel(const json_t *md)
-{
-	return !strcmp(str_or(jstr(json_object_get(md, "labels"), REPORT_LABEL_MANAGED_BY), ""),
-		       "gavel");
 }
 
 const char *report_scan_inputs(const json_t *items)
@@ -2549,17 +2579,17 @@ static bool parse_stamp(const char *v, const char *inputs, size_t *groups, size_
 bool report_inputs_unchanged(const char *ns, const json_t *items, const char *inputs,
 			     size_t *results)
 {
-	struct map seen = {0}; /* base -> struct seen_group (max = C - 1 from the stamp) */
+	struct map seen = {0};
 	const json_t *item;
-	size_t i, groups = 0, ngroups = 0;
+	size_t i, groups = 0;
 	bool ok = inputs != NULL;
 
 	json_array_foreach(items, i, item)
 	{
-		const json_t *md = json_object_get(item, "metadata"), *mf;
+		const json_t *md = json_object_get(item, "metadata");
 		const char *name = jstr(md, "name");
 		struct seen_group *sg;
-		size_t idx, k, g, c, r;
+		size_t idx, g, c, r;
 		char *base = NULL;
 
 		if (!ok)
@@ -2578,42 +2608,17 @@ bool report_inputs_unchanged(const char *ns, const json_t *items, const char *in
 		groups = g;
 		if (results)
 			*results += r;
-		/* changed by another writer since (kubectl edit, a controller) */
-		json_array_foreach(json_object_get(md, "managedFields"), k, mf)
-		{
-			if (strcmp(str_or(jstr(mf, "manager"), ""), REPORT_FIELD_MANAGER))
-				ok = false;
-		}
-		sg = map_get(&seen, base);
-		if (!sg) {
-			sg = gv_xcalloc(1, sizeof(*sg));
-			sg->bits = gv_xcalloc(REPORT_MAX_CHUNKS / 8 + 1, 1);
-			sg->max = c - 1;
-			map_put(&seen, gv_xstrdup(base), sg);
-			ngroups++;
-		}
+		/* the stamps of a group agree on its chunk count */
+		if (!written_by_gavel_only(md) || !seen_chunk(&seen, base, idx, &sg) ||
+		    (sg->want && sg->want != c))
+			ok = false;
+		else
+			sg->want = c;
 		free(base);
-		if (sg->max != c - 1 || (sg->bits[idx / 8] & (1u << (idx % 8)))) {
-			ok = false; /* chunk counts that disagree, or the same chunk twice */
-			continue;
-		}
-		sg->bits[idx / 8] |= (unsigned char)(1u << (idx % 8));
-		sg->n++;
 	}
 	/* the groups the stamps count, each with all its chunks */
-	ok = ok && ngroups && ngroups == groups;
-	for (i = 0; i < seen.cap; i++) {
-		struct seen_group *sg = seen.v[i].val;
-
-		if (!seen.v[i].key)
-			continue;
-		if (sg->n != sg->max + 1)
-			ok = false;
-		free(sg->bits);
-		free(sg);
-		free((char *)seen.v[i].key);
-	}
-	map_release(&seen);
+	ok = ok && seen.n && seen.n == groups && seen_complete(&seen);
+	seen_release(&seen);
 	return ok;
 }
 
