@@ -25,6 +25,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -1753,13 +1754,70 @@ static bool semver_op_of(const char *op, enum semver_op *out)
 	return false;
 }
 
+/*
+ * Go's strconv.Atoi on a 64-bit platform: an optional sign, then decimal
+ * digits only, in int64 range.
+ */
+static bool go_atoi(const char *s, size_t n, int64_t *out)
+{
+	uint64_t v = 0, max = (uint64_t)INT64_MAX;
+	bool neg = false;
+	size_t i = 0;
+
+	if (n > 0 && (s[0] == '+' || s[0] == '-')) {
+		neg = s[0] == '-';
+		i = 1;
+	}
+	if (i == n)
+		return false;
+	if (neg)
+		max += 1; /* -9223372036854775808 */
+	for (; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		if (v > (max - (uint64_t)(s[i] - '0')) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return true;
+}
+
+/*
+ * blang/semver's incrementMajorVersion (idx 0) and incrementMinorVersion
+ * (idx 1): split flat at '.', add one to part idx (Atoi, wrapping as Go's
+ * int does), join again. When the part is not a number (or is missing) Go
+ * returns "" and expandWildcardVersion ignores the error: res is "".
+ */
+static void semver_increment(const char *flat, int idx, char *res, size_t size)
+{
+	const char *start = flat, *end;
+	int64_t v;
+	uint64_t next;
+	int k;
+
+	res[0] = '\0';
+	for (k = 0; k < idx; k++) {
+		start = strchr(start, '.');
+		if (!start)
+			return;
+		start++;
+	}
+	end = strchr(start, '.');
+	if (!end)
+		end = start + strlen(start);
+	if (!go_atoi(start, (size_t)(end - start), &v))
+		return;
+	next = (uint64_t)v + 1; /* Go's int wraps */
+	snprintf(res, size, "%.*s%" PRId64 "%s", (int)(start - flat), flat, (int64_t)next, end);
+}
+
 /* expandWildcardVersion for one part containing 'x'; writes 1 or 2 parts. */
 static int semver_expand(const char *part, struct semver_part *outp)
 {
 	char op[16], flat[96], res[96];
 	const char *ver, *last;
 	int dots = 0, kind; /* 1 major, 2 minor, 3 patch wildcard, 0 none */
-	long long a = 0, b = 0;
 	const char *rop;
 	bool incr = false;
 	int n = 0;
@@ -1819,15 +1877,7 @@ static int semver_expand(const char *part, struct semver_part *outp)
 	if (!incr) {
 		snprintf(res, sizeof(res), "%s", flat);
 	} else if (kind == 3 || kind == 2) {
-		char *end;
-
-		a = strtoll(flat, &end, 10);
-		if (*end == '.')
-			b = strtoll(end + 1, NULL, 10);
-		if (kind == 3)
-			snprintf(res, sizeof(res), "%lld.%lld.0", a, b + 1);
-		else
-			snprintf(res, sizeof(res), "%lld.0.0", a + 1);
+		semver_increment(flat, kind == 3 ? 1 : 0, res, sizeof(res));
 	}
 	snprintf(outp[n++].text, sizeof(outp[0].text), "%s%s", rop, res);
 	return n;
