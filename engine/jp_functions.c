@@ -25,7 +25,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -1755,35 +1754,6 @@ static bool semver_op_of(const char *op, enum semver_op *out)
 }
 
 /*
- * Go's strconv.Atoi on a 64-bit platform: an optional sign, then decimal
- * digits only, in int64 range.
- */
-static bool go_atoi(const char *s, size_t n, int64_t *out)
-{
-	uint64_t v = 0, max = (uint64_t)INT64_MAX;
-	bool neg = false;
-	size_t i = 0;
-
-	if (n > 0 && (s[0] == '+' || s[0] == '-')) {
-		neg = s[0] == '-';
-		i = 1;
-	}
-	if (i == n)
-		return false;
-	if (neg)
-		max += 1; /* -9223372036854775808 */
-	for (; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		if (v > (max - (uint64_t)(s[i] - '0')) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
-	return true;
-}
-
-/*
  * blang/semver's incrementMajorVersion (idx 0) and incrementMinorVersion
  * (idx 1): split flat at '.', add one to part idx (Atoi, wrapping as Go's
  * int does), join again. When the part is not a number (or is missing) Go
@@ -1792,8 +1762,9 @@ static bool go_atoi(const char *s, size_t n, int64_t *out)
 static void semver_increment(const char *flat, int idx, char *res, size_t size)
 {
 	const char *start = flat, *end;
-	int64_t v;
-	uint64_t next;
+	char part[96];
+	long long v;
+	unsigned long long next;
 	int k;
 
 	res[0] = '\0';
@@ -1806,10 +1777,14 @@ static void semver_increment(const char *flat, int idx, char *res, size_t size)
 	end = strchr(start, '.');
 	if (!end)
 		end = start + strlen(start);
-	if (!go_atoi(start, (size_t)(end - start), &v))
+	if ((size_t)(end - start) >= sizeof(part))
 		return;
-	next = (uint64_t)v + 1; /* Go's int wraps */
-	snprintf(res, size, "%.*s%" PRId64 "%s", (int)(start - flat), flat, (int64_t)next, end);
+	memcpy(part, start, (size_t)(end - start));
+	part[end - start] = '\0';
+	if (!value_parse_go_int(part, &v)) /* Go's strconv.Atoi */
+		return;
+	next = (unsigned long long)v + 1; /* Go's int wraps */
+	snprintf(res, size, "%.*s%lld%s", (int)(start - flat), flat, (long long)next, end);
 }
 
 /* expandWildcardVersion for one part containing 'x'; writes 1 or 2 parts. */
@@ -2257,6 +2232,10 @@ static void rnd_seq(struct rnd *r, bool emit)
 			char *e;
 
 			lo = strtol(r->p + 1, &e, 10);
+			if (lo > 1000) {
+				r->err = "invalid repeat count";
+				return;
+			}
 			hi = lo;
 			if (*e == ',') {
 				if (isdigit((unsigned char)e[1]))

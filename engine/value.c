@@ -1337,11 +1337,12 @@ static bool bigdec_parse(const char *s, char *buf, size_t cap, struct bigdec *d)
 	if (!any)
 		return false;
 	if (*p == 'e' || *p == 'E') {
-		char *end;
-		long long x = strtoll(p + 1, &end, 10);
-		if (end == p + 1 || *end)
+		long long x;
+
+		/* as value_parse_quantity reads it: Go's int, cut to int32 */
+		if (!value_parse_go_int(p + 1, &x))
 			return false;
-		e += x;
+		e += (int32_t)(uint32_t)(unsigned long long)x;
 	} else if (*p) {
 		bool found = false;
 		for (size_t i = 0; i < sizeof(si) / sizeof(si[0]); i++)

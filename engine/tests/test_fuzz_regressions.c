@@ -58,10 +58,45 @@ static void test_x509_undecodable_key_no_leak(void **state)
 	json_decref(doc);
 }
 
+static void expect_error(const char *expr, const char *text)
+{
+	struct jp_options opt = {.kyverno = true};
+	struct jp_error e = {0};
+	json_t *v = jp_search(expr, NULL, &opt, &e);
+
+	assert_null(v);
+	assert_non_null(strstr(e.msg, text));
+}
+
+/*
+ * fuzz_jmespath crash-6cf056d9 (UBSan, signed overflow): semver_compare()
+ * widened the wildcard "9223372036854775807.x" by computing 2^63-1 + 1 in a
+ * long long. It now adds one as blang/semver does (Atoi, Go's wrapping int),
+ * so the range becomes "<-9223372036854775808.0.0", which does not parse.
+ */
+static void test_semver_wildcard_int_max(void **state)
+{
+	(void)state;
+	expect_error("semver_compare('1.0.0', '9223372036854775807.x')",
+		     "Could not parse Range \"<-9223372036854775808.0.0\"");
+	expect_error("semver_compare('1.0.0', '1.9223372036854775807.x')",
+		     "Could not parse Range \"<1.-9223372036854775808.0\"");
+}
+
+/* Found reading the code after it: random() added 10 to a repeat count of
+ * 2^63-1 ("a{9223372036854775807,}") before refusing it. */
+static void test_random_repeat_int_max(void **state)
+{
+	(void)state;
+	expect_error("random('a{9223372036854775807,}')", "invalid repeat count");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_x509_undecodable_key_no_leak),
+	    cmocka_unit_test(test_semver_wildcard_int_max),
+	    cmocka_unit_test(test_random_repeat_int_max),
 	};
 
 	gv_init();

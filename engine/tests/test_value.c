@@ -135,6 +135,29 @@ static void test_quantity_order(void **state)
 	assert_int_equal(qcmp("123456789012345678.5", "123456789012345678500m"), 0);
 }
 
+/* Text comparison past 2^63 is exact on the decimal digits, with the exponent
+ * read as ParseQuantity reads it (Go's int32 cut), never overflowing. */
+static void test_quantity_cmp_text_exponent(void **state)
+{
+	int c = 99;
+
+	(void)state;
+	assert_true(value_quantity_cmp_text("1e30", "1e29", &c));
+	assert_int_equal(c, 1);
+	assert_true(value_quantity_cmp_text("2e2147483647", "1e2147483647", &c));
+	assert_int_equal(c, 1);
+	assert_true(value_quantity_cmp_text("0.001e-2147483648", "1e30", &c));
+	assert_int_equal(c, -1);
+	/* 2^32 + 30 reads as 30 */
+	assert_true(value_quantity_cmp_text("1e4294967326", "1e30", &c));
+	assert_int_equal(c, 0);
+	/* 2^63 - 1 reads as -1 */
+	assert_true(value_quantity_cmp_text("1e9223372036854775807", "1e30", &c));
+	assert_int_equal(c, -1);
+	assert_true(value_quantity_cmp_text("1e9223372036854775807", "100m", &c));
+	assert_int_equal(c, 0);
+}
+
 static void test_quantity_parse(void **state)
 {
 	struct value_quantity q;
@@ -437,6 +460,7 @@ int main(void)
 	    cmocka_unit_test(test_has_wildcard),
 	    cmocka_unit_test(test_quantity_equal_forms),
 	    cmocka_unit_test(test_quantity_order),
+	    cmocka_unit_test(test_quantity_cmp_text_exponent),
 	    cmocka_unit_test(test_quantity_parse),
 	    cmocka_unit_test(test_duration_parse),
 	    cmocka_unit_test(test_duration_format),
