@@ -448,7 +448,8 @@ static bool inputs_renew(const json_t *items, const char *ns, const char *inputs
  * o->emit, its reports are then emitted with those done before. *fatal:
  * the error was reading (the API server cannot be used: stop); a write
  * that fails (a namespace being deleted) leaves the other namespaces to
- * be done.
+ * be done. Reports found unchanged are emitted as they are stored (read
+ * once for that).
  */
 static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bool *partial,
 				   bool *fatal, struct gv_err *err)
@@ -581,8 +582,18 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 		w->rendered[idx] = report_render_all(rs);
 	results = report_count(rs);
 out:
-	if (w->rendered && !rc && !w->rendered[idx])
-		w->rendered[idx] = json_array(); /* unchanged: not read */
+	if (w->rendered && !rc && !w->rendered[idx]) {
+		/* unchanged: printed as they are stored */
+		struct report_api api = {.request = scoped_request, .ud = &sc};
+		struct report_set *stored = report_set_new(&ro);
+
+		rc = report_load(stored, &api, &rst, err);
+		if (rc)
+			gv_err_prefix(err, "reading the reports: ");
+		else
+			w->rendered[idx] = report_render_all(stored);
+		report_set_free(stored);
+	}
 	if (rc)
 		gv_err_prefix(err, "%s%s: ", *ns ? "namespace " : "cluster-scoped objects",
 			      *ns ? ns : "");

@@ -16,7 +16,8 @@
 #                    reports; Enforce + existing object is reported, not
 #                    blocked; background: false never appears; a policy with
 #                    a userInfo rule is skipped (not loaded, shown invalid);
-#                    a second scan writes nothing; --dry-run writes nothing;
+#                    a second scan writes nothing (with -o yaml it prints the
+#                    reports as stored); --dry-run writes nothing;
 #                    gavel status
 #   schedules        a per-policy scanInterval of 3 s fires on time; a
 #                    6-field scanSchedule (every 5 s) too; a bad scanSchedule
@@ -360,6 +361,10 @@ EOF
 		check_scan_says "reports: 0 created, 0 updated, 0 deleted, 1 unchanged (0 read)"
 	record "and evaluates nothing: the objects and policies are those of the reports" \
 		check_scan_says "2 objects (0 evaluated, 2 unchanged"
+	expect_output "with -o yaml an unchanged scan prints the reports as stored" \
+		"$GAVEL" scan --kubeconfig "$KUBECONFIG" -o yaml -- \
+		"2 objects (0 evaluated, 2 unchanged" "kind: PolicyReport" "name: polr-ns-$ns" \
+		"policy: require-team" "1 unchanged (1 read)"
 	# what changes after a scan that found nothing new is found by the next one
 	k -n "$ns" label pod good team- >/dev/null
 	record "a label removed since: the report is read and updated" \
