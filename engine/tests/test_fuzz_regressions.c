@@ -83,8 +83,11 @@ static void test_semver_wildcard_int_max(void **state)
 		     "Could not parse Range \"<1.-9223372036854775808.0\"");
 }
 
-/* Found reading the code after it: random() added 10 to a repeat count of
- * 2^63-1 ("a{9223372036854775807,}") before refusing it. */
+/*
+ * fuzz_jmespath crash-71182cde (UBSan, signed overflow): random() added 10
+ * to a repeat count that strtol had saturated at 2^63-1
+ * ("a{9223372036854775807,}") before refusing counts past 1000.
+ */
 static void test_random_repeat_int_max(void **state)
 {
 	(void)state;
