@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "engine/jmespath.h"
 #include "engine/pattern.h"
+#include "engine/podsecurity.h"
 
 /* ---- variables (variables.c): {{ }} templates, section 6 ---- */
 
@@ -323,7 +324,14 @@ char *pattern_any_budget(struct pattern *const *pats, size_t n, const json_t *re
 
 /* ---- rules and policies (policy.c) ---- */
 
-enum body_kind { BODY_NONE, BODY_PATTERN, BODY_ANY_PATTERN, BODY_DENY, BODY_FOREACH };
+enum body_kind {
+	BODY_NONE,
+	BODY_PATTERN,
+	BODY_ANY_PATTERN,
+	BODY_DENY,
+	BODY_FOREACH,
+	BODY_POD_SECURITY, /* validate.podSecurity (pod-security-semantics.md) */
+};
 
 struct context_entry {
 	char *name;
@@ -337,7 +345,7 @@ struct context_entry {
 
 struct foreach;
 
-/* A validate body: pattern | anyPattern | deny | foreach. */
+/* A validate body: pattern | anyPattern | deny | foreach | podSecurity. */
 struct body {
 	enum body_kind kind;
 	json_t *pattern_raw;	 /* pattern or anyPattern as written (owned) */
@@ -348,6 +356,7 @@ struct body {
 	struct conditions deny;
 	struct foreach *foreach;
 	size_t nforeach;
+	struct pss_spec pss; /* BODY_POD_SECURITY */
 };
 
 struct foreach {
@@ -409,6 +418,9 @@ struct engine_exception {
 	size_t nentries;
 	struct match_block match;
 	struct conditions conditions;
+	/* spec.podSecurity (pod-security-semantics.md section 6); npss 0 when none */
+	struct pss_exclusion *pss;
+	size_t npss;
 };
 
 struct engine_policyset {

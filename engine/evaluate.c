@@ -820,6 +820,10 @@ static void eval_body(const struct eval_state *st, const struct engine_policy *p
 	case BODY_FOREACH:
 		eval_foreach(st, p, r, b->foreach, b->nforeach, resource, root, depth, rb, o);
 		break;
+	case BODY_POD_SECURITY:
+		/* eval_rule runs it (its exceptions are its own); never in a foreach. */
+		outcome_set(o, ENGINE_ERROR, gv_xstrdup("podSecurity is not supported here"));
+		break;
 	case BODY_NONE:
 		o->none = true;
 		break;
@@ -866,6 +870,80 @@ static bool exception_applies(const struct eval_state *st, const struct engine_e
 			return false;
 	}
 	return true;
+}
+
+/* ---- podSecurity (pod-security-semantics.md section 2) ---- */
+
+static void exception_key(struct gv_buf *b, const struct engine_exception *x)
+{
+	if (x->namespace[0])
+		gv_buf_addf(b, "%s/%s", x->namespace, x->name);
+	else
+		gv_buf_adds(b, x->name);
+}
+
+/*
+ * A podSecurity rule after match and preconditions: no result for DELETE;
+ * an exception without podSecurity skips the rule (the first one is named);
+ * the podSecurity entries of the others are exclusions applied after the
+ * rule's own, and a pod they clear is skipped naming them all.
+ */
+static void eval_pod_security(const struct eval_state *st, const struct engine_policy *p,
+			      const struct rule *r, const json_t *resource, json_t *root,
+			      struct jp_budget *rb, struct outcome *o)
+{
+	struct pss_exclusion_list *lists = NULL;
+	struct gv_buf keys = {0};
+	size_t n = 0;
+	char *msg = NULL;
+
+	if (st->delete_op) {
+		o->none = true;
+		return;
+	}
+	for (size_t i = 0; i < st->set->nexc; i++) {
+		const struct engine_exception *x = st->set->exc[i];
+		if (!exception_applies(st, x, p, r->name, root, rb))
+			continue;
+		if (!x->npss) {
+			struct gv_buf one = {0};
+			exception_key(&one, x);
+			outcome_set(o, ENGINE_SKIP,
+				    gv_xasprintf("rule is skipped due to policy exception %s",
+						 gv_buf_str(&one)));
+			o->exception = true;
+			gv_buf_release(&one);
+			goto out;
+		}
+		lists = gv_xrealloc(lists, (n + 1) * sizeof(*lists));
+		lists[n].v = x->pss;
+		lists[n].n = x->npss;
+		n++;
+		if (keys.len)
+			gv_buf_adds(&keys, ", ");
+		exception_key(&keys, x);
+	}
+	switch (pss_evaluate(&r->body.pss, r->name, resource, lists, n, rb, &msg)) {
+	case PSS_PASS:
+		outcome_set(o, ENGINE_PASS, msg);
+		break;
+	case PSS_FAIL:
+		outcome_set(o, ENGINE_FAIL, msg);
+		break;
+	case PSS_EXCEPTED:
+		free(msg);
+		outcome_set(
+		    o, ENGINE_SKIP,
+		    gv_xasprintf("rule is skipped due to policy exceptions %s", gv_buf_str(&keys)));
+		o->exception = true;
+		break;
+	case PSS_ERROR:
+		outcome_set(o, ENGINE_ERROR, msg);
+		break;
+	}
+out:
+	free(lists);
+	gv_buf_release(&keys);
 }
 
 /* ---- rules ---- */
@@ -918,6 +996,11 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 		goto out;
 	}
 	json_decref(msgs);
+	if (r->body.kind == BODY_POD_SECURITY) {
+		/* Its exceptions can exclude controls instead of the whole rule. */
+		eval_pod_security(st, p, r, resource, root, rb, o);
+		goto out;
+	}
 	for (size_t i = 0; i < st->set->nexc; i++) {
 		const struct engine_exception *x = st->set->exc[i];
 		if (!exception_applies(st, x, p, r->name, root, rb))

@@ -275,6 +275,7 @@ void body_release(struct body *b)
 	vtree_free(b->pattern_vars);
 	conditions_release(&b->deny);
 	foreach_release(b->foreach, b->nforeach);
+	pss_spec_release(&b->pss);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -627,6 +628,10 @@ static enum gv_code body_compile_fields(const json_t *v, struct body *b, bool in
 		b->kind = BODY_FOREACH;
 		ptr_push(ptr, "foreach");
 		rc = foreach_compile(fe, &b->foreach, &b->nforeach, ptr, err);
+	} else if (json_object_get(v, "podSecurity")) {
+		b->kind = BODY_POD_SECURITY;
+		ptr_push(ptr, "podSecurity");
+		rc = pss_spec_compile(json_object_get(v, "podSecurity"), &b->pss, ptr, err);
 	} else {
 		b->kind = BODY_NONE; /* cel / podSecurity / manifests: not evaluated */
 	}
@@ -1916,6 +1921,7 @@ void engine_exception_free(struct engine_exception *e)
 	free(e->entries);
 	match_block_release(&e->match);
 	conditions_release(&e->conditions);
+	pss_exclusions_free(e->pss, e->npss);
 	free(e->name);
 	free(e->namespace);
 	free(e);
@@ -1966,6 +1972,11 @@ struct engine_exception *engine_exception_compile(const json_t *doc, struct gv_e
 	gv_buf_reset(&ptr);
 	gv_buf_adds(&ptr, "/spec/conditions");
 	if (conditions_compile(json_object_get(spec, "conditions"), &e->conditions, &ptr, err))
+		goto fail;
+	gv_buf_reset(&ptr);
+	gv_buf_adds(&ptr, "/spec/podSecurity");
+	if (pss_exclusions_compile(json_object_get(spec, "podSecurity"), false, &e->pss, &e->npss,
+				   &ptr, err))
 		goto fail;
 	gv_buf_release(&ptr);
 	return e;
