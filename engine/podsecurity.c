@@ -12,6 +12,7 @@
 
 #include <ctype.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -228,6 +229,28 @@ static const char *sval(const json_t *v)
 {
 	const char *s = json_string_value(v);
 	return s ? s : "";
+}
+
+/*
+ * A JSON number as the integer Go decodes it into: integers, and reals with
+ * no fraction (the CLI loads numbers as float64, which Kyverno marshals
+ * back as integers when they have no fraction).
+ */
+static bool int_value(const json_t *v, json_int_t *out)
+{
+	double d;
+
+	if (json_is_integer(v)) {
+		*out = json_integer_value(v);
+		return true;
+	}
+	if (!json_is_real(v))
+		return false;
+	d = json_real_value(v);
+	if (d != floor(d) || d < -9.2e18 || d > 9.2e18)
+		return false;
+	*out = (json_int_t)d;
+	return true;
 }
 
 static bool is_windows(const struct pod *p)
@@ -505,8 +528,8 @@ static void chk_host_ports(const struct pod *p, unsigned ver, struct cres *r)
 		json_t *port;
 		json_array_foreach(json_object_get(it.c, "ports"), j, port)
 		{
-			json_int_t hp = json_integer_value(json_object_get(port, "hostPort"));
-			if (hp != 0)
+			json_int_t hp = 0;
+			if (int_value(json_object_get(port, "hostPort"), &hp) && hp != 0)
 				add_err(r, false, json_integer(hp), "%s.ports[%zu].hostPort",
 					it.path, j);
 		}
@@ -632,7 +655,8 @@ static void chk_run_as_non_root(const struct pod *p, unsigned ver, struct cres *
 /* A runAsUser set to 0 (an integer field; other types were refused by decoding). */
 static bool is_root(const json_t *v)
 {
-	return json_is_integer(v) && json_integer_value(v) == 0;
+	json_int_t i;
+	return int_value(v, &i) && i == 0;
 }
 
 static void chk_run_as_user(const struct pod *p, unsigned ver, struct cres *r)
@@ -943,23 +967,32 @@ static char *go_value(const json_t *v, enum jty want)
 		return gv_xstrdup("object");
 	if ((want == J_I32 || want == J_I64) && json_is_integer(v))
 		return gv_xasprintf("number %" JSON_INTEGER_FORMAT, json_integer_value(v));
-	if ((want == J_I32 || want == J_I64) && json_is_real(v))
-		return gv_xasprintf("number %.17g", json_real_value(v));
+	if ((want == J_I32 || want == J_I64) && json_is_real(v)) {
+		/* The shortest text that reads back as the same float64, as Go prints it. */
+		char buf[40];
+		for (int prec = 1; prec <= 17; prec++) {
+			snprintf(buf, sizeof(buf), "%.*g", prec, json_real_value(v));
+			if (strtod(buf, NULL) == json_real_value(v))
+				break;
+		}
+		return gv_xasprintf("number %s", buf);
+	}
 	return gv_xstrdup("number");
 }
 
 static bool scalar_ok(const json_t *v, enum jty t)
 {
+	json_int_t i;
+
 	switch (t) {
 	case J_BOOL:
 		return json_is_boolean(v);
 	case J_STR:
 		return json_is_string(v);
 	case J_I32:
-		return json_is_integer(v) && json_integer_value(v) >= INT32_MIN &&
-		       json_integer_value(v) <= INT32_MAX;
+		return int_value(v, &i) && i >= INT32_MIN && i <= INT32_MAX;
 	case J_I64:
-		return json_is_integer(v);
+		return int_value(v, &i);
 	default:
 		return false;
 	}
