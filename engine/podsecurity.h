@@ -9,6 +9,18 @@
  * extracts the pod of a Pod or pod controller, runs the checks, applies
  * exclusions and builds Kyverno's result message.
  *
+ * Where gavel knowingly differs from Kyverno:
+ * - Failing checks are always reported in table order; Kyverno rebuilds
+ *   them from a map after an exclusion (unspecified order). AppArmor
+ *   annotations are visited in sorted key order (Go: map order).
+ * - `version` must be `latest` or v1.19..v1.32 (the CRD enum) when the
+ *   policy is compiled; the Kyverno CLI accepts any v1.x offline.
+ * - Decoding errors are found for the fields the checks read (pod spec,
+ *   containers, security contexts, volumes' hostPath, annotations), not for
+ *   every field of the object as Go's json.Unmarshal would.
+ * - Report properties (standard, version, controls, controlsJSON,
+ *   exceptions; section 4.2) are not produced.
+ *
  * Private to engine/ (included by engine_int.h).
  */
 #ifndef GV_ENGINE_PODSECURITY_H
