@@ -578,10 +578,10 @@ struct run {
 	struct engine_report rep;
 };
 
-static void run(struct run *r, const char *const *exceptions, size_t nexc,
-		const struct engine_input *in)
+static void run_policy(struct run *r, const char *policy, const char *const *exceptions,
+		       size_t nexc, const struct engine_input *in)
 {
-	json_t *doc = Y(POLICY);
+	json_t *doc = Y(policy);
 	struct gv_err err = {0};
 	struct engine_policy *p = engine_policy_compile(doc, &err);
 	struct engine_exception *exc[4];
@@ -600,6 +600,12 @@ static void run(struct run *r, const char *const *exceptions, size_t nexc,
 	engine_policy_unref(p);
 	if (engine_evaluate(r->set, in, ENGINE_ADMISSION, &r->rep, &err))
 		fail_msg("evaluate: %s", err.msg);
+}
+
+static void run(struct run *r, const char *const *exceptions, size_t nexc,
+		const struct engine_input *in)
+{
+	run_policy(r, POLICY, exceptions, nexc, in);
 }
 
 static void run_release(struct run *r)
@@ -698,6 +704,49 @@ static void test_delete_and_update(void **state)
 	CHECK_DONE();
 }
 
+/* A rule that matches a controller kind directly (no autogen) reads its pod template. */
+static void test_controller_update(void **state)
+{
+	static const char policy[] =
+	    "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: psa}\nspec:\n"
+	    "  validationFailureAction: Enforce\n  rules:\n  - name: r\n"
+	    "    match: {any: [{resources: {kinds: [Pod, Deployment]}}]}\n"
+	    "    validate:\n      podSecurity: {level: restricted, version: latest}\n";
+#define DEPLOY(sc)                                                                                 \
+	"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: ns}\nspec:\n"       \
+	"  template:\n    spec:\n      securityContext: {runAsNonRoot: true, seccompProfile: "     \
+	"{type: RuntimeDefault}}\n      containers:\n      - name: c\n        image: nginx\n"      \
+	"        securityContext: " sc "\n"
+	json_t *bad = Y(DEPLOY("{allowPrivilegeEscalation: true, capabilities: {drop: [ALL]}}"));
+	json_t *bad2 = Y(DEPLOY("{allowPrivilegeEscalation: true}"));
+	json_t *good = Y(DEPLOY("{allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}"));
+	struct engine_input in = {.object = bad2, .old_object = bad, .operation = "UPDATE"};
+	struct run r;
+	(void)state;
+
+	/* bad -> worse: the old object fails too, the change goes through */
+	run_policy(&r, policy, NULL, 0, &in);
+	CHECK_ONE(&r, ENGINE_SKIP,
+		  "skipping the rule evaluation as pre-existing violations are allowed", false);
+	run_release(&r);
+	/* compliant -> bad: fail, paths of the pod template */
+	in.old_object = good;
+	in.object = bad;
+	run_policy(&r, policy, NULL, 0, &in);
+	CHECK_ONE(&r, ENGINE_FAIL,
+		  "Validation rule 'r' failed. It violates PodSecurity \"restricted:latest\": "
+		  "(Forbidden reason: allowPrivilegeEscalation != false, field error list: "
+		  "[spec.template.spec.containers[0].securityContext.allowPrivilegeEscalation is "
+		  "forbidden, forbidden values found: true])",
+		  false);
+	run_release(&r);
+	json_decref(bad);
+	json_decref(bad2);
+	json_decref(good);
+#undef DEPLOY
+	CHECK_DONE();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -715,6 +764,7 @@ int main(void)
 	    cmocka_unit_test(test_budget),
 	    cmocka_unit_test(test_exceptions),
 	    cmocka_unit_test(test_delete_and_update),
+	    cmocka_unit_test(test_controller_update),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
