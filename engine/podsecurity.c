@@ -49,29 +49,47 @@ enum {
 /* Where an exclusion of a control may point (section 1.1). */
 enum ctl_scope { SCOPE_CONTAINER, SCOPE_POD, SCOPE_EITHER };
 
-/* Controls, `PSS_control_name_to_ids` of [K: pkg/pss/utils/mapping.go] (section 1.2). */
+/* Controls, in the order of `PSS_control_name_to_ids` [K: pkg/pss/utils/mapping.go]. */
+enum {
+	CTL_NONE = -1,
+	CTL_CAPABILITIES,
+	CTL_SECCOMP,
+	CTL_PRIVILEGED,
+	CTL_HOST_PORTS,
+	CTL_PROC_MOUNT,
+	CTL_HOST_PROCESS,
+	CTL_SELINUX,
+	CTL_HOST_NAMESPACES,
+	CTL_HOSTPATH_VOLUMES,
+	CTL_SYSCTLS,
+	CTL_APPARMOR,
+	CTL_PRIVILEGE_ESCALATION,
+	CTL_RUN_AS_NON_ROOT,
+	CTL_RUN_AS_NON_ROOT_USER,
+	CTL_VOLUME_TYPES,
+};
+
+/* The controls an exclusion names (section 1.2); each check names its control. */
 static const struct pss_control {
 	const char *name;
 	enum ctl_scope scope;
 	bool baseline_ok; /* may be excluded in a level: baseline rule */
-	int checks[2];
-	int nchecks;
 } controls[] = {
-    {"Capabilities", SCOPE_CONTAINER, true, {CHK_CAPS_BASELINE, CHK_CAPS_RESTRICTED}, 2},
-    {"Seccomp", SCOPE_EITHER, true, {CHK_SECCOMP_BASELINE, CHK_SECCOMP_RESTRICTED}, 2},
-    {"Privileged Containers", SCOPE_CONTAINER, true, {CHK_PRIVILEGED}, 1},
-    {"Host Ports", SCOPE_CONTAINER, true, {CHK_HOST_PORTS}, 1},
-    {"/proc Mount Type", SCOPE_CONTAINER, true, {CHK_PROCMOUNT}, 1},
-    {"HostProcess", SCOPE_EITHER, true, {CHK_WINDOWS_HOST_PROCESS}, 1},
-    {"SELinux", SCOPE_EITHER, true, {CHK_SELINUX}, 1},
-    {"Host Namespaces", SCOPE_POD, true, {CHK_HOST_NAMESPACES}, 1},
-    {"HostPath Volumes", SCOPE_POD, true, {CHK_HOSTPATH_VOLUMES}, 1},
-    {"Sysctls", SCOPE_POD, true, {CHK_SYSCTLS}, 1},
-    {"AppArmor", SCOPE_EITHER, true, {CHK_APPARMOR}, 1},
-    {"Privilege Escalation", SCOPE_CONTAINER, false, {CHK_ALLOW_PRIVILEGE_ESCALATION}, 1},
-    {"Running as Non-root", SCOPE_EITHER, false, {CHK_RUN_AS_NON_ROOT}, 1},
-    {"Running as Non-root user", SCOPE_EITHER, false, {CHK_RUN_AS_USER}, 1},
-    {"Volume Types", SCOPE_POD, false, {CHK_RESTRICTED_VOLUMES}, 1},
+    [CTL_CAPABILITIES] = {"Capabilities", SCOPE_CONTAINER, true},
+    [CTL_SECCOMP] = {"Seccomp", SCOPE_EITHER, true},
+    [CTL_PRIVILEGED] = {"Privileged Containers", SCOPE_CONTAINER, true},
+    [CTL_HOST_PORTS] = {"Host Ports", SCOPE_CONTAINER, true},
+    [CTL_PROC_MOUNT] = {"/proc Mount Type", SCOPE_CONTAINER, true},
+    [CTL_HOST_PROCESS] = {"HostProcess", SCOPE_EITHER, true},
+    [CTL_SELINUX] = {"SELinux", SCOPE_EITHER, true},
+    [CTL_HOST_NAMESPACES] = {"Host Namespaces", SCOPE_POD, true},
+    [CTL_HOSTPATH_VOLUMES] = {"HostPath Volumes", SCOPE_POD, true},
+    [CTL_SYSCTLS] = {"Sysctls", SCOPE_POD, true},
+    [CTL_APPARMOR] = {"AppArmor", SCOPE_EITHER, true},
+    [CTL_PRIVILEGE_ESCALATION] = {"Privilege Escalation", SCOPE_CONTAINER, false},
+    [CTL_RUN_AS_NON_ROOT] = {"Running as Non-root", SCOPE_EITHER, false},
+    [CTL_RUN_AS_NON_ROOT_USER] = {"Running as Non-root user", SCOPE_EITHER, false},
+    [CTL_VOLUME_TYPES] = {"Volume Types", SCOPE_POD, false},
 };
 
 /* A field error (section 4.1): Forbidden with an optional bad value, or Required. */
@@ -121,50 +139,58 @@ static void chk_seccomp_restricted(const struct pod *p, unsigned ver, struct cre
 static void chk_sysctls(const struct pod *p, unsigned ver, struct cres *r);
 static void chk_windows_host_process(const struct pod *p, unsigned ver, struct cres *r);
 
+enum level { BASELINE, RESTRICTED };
+
 /*
  * The checks of [PSA: policy/check_*.go] in registration order (section 3.1,
  * 3.2). `versions` are the minimum policy versions (minor of v1.x) of the
- * check's versions, ascending; `control` indexes controls[] (-1: none).
+ * check's versions, ascending (PSA's 1.8 of allowPrivilegeEscalation is
+ * older than any version a policy can ask for).
  */
 static const struct pss_check {
 	const char *id;
-	int control;
-	bool restricted; /* restricted level only; else baseline */
-	const char *reason;
+	int control; /* CTL_*: the control whose exclusions apply to it */
+	enum level level;
+	const char *reason; /* ForbiddenReason */
 	unsigned versions[4];
 	int nversions;
 	check_fn fn;
 } checks[PSS_NCHECKS] = {
-    {"allowPrivilegeEscalation",
-     11,
-     true,
-     "allowPrivilegeEscalation != false",
-     {8, 25},
-     2,
-     chk_allow_privilege_escalation},
-    {"appArmorProfile", 10, false, "forbidden AppArmor profile", {0}, 1, chk_apparmor},
-    {"capabilities_baseline", 0, false, "non-default capabilities", {0}, 1, chk_caps_baseline},
-    {"capabilities_restricted",
-     0,
-     true,
-     "unrestricted capabilities",
-     {22, 25},
-     2,
-     chk_caps_restricted},
-    {"hostNamespaces", 7, false, "host namespaces", {0}, 1, chk_host_namespaces},
-    {"hostPathVolumes", 8, false, "hostPath volumes", {0}, 1, chk_hostpath_volumes},
-    {"hostPorts", 3, false, "hostPort", {0}, 1, chk_host_ports},
-    {"hostProbesAndHostLifecycle", -1, false, "probe or lifecycle host", {34}, 1, chk_host_probes},
-    {"privileged", 2, false, "privileged", {0}, 1, chk_privileged},
-    {"procMount", 4, false, "procMount", {0}, 1, chk_procmount},
-    {"restrictedVolumes", 14, true, "restricted volume types", {0}, 1, chk_restricted_volumes},
-    {"runAsNonRoot", 12, true, "runAsNonRoot != true", {0}, 1, chk_run_as_non_root},
-    {"runAsUser", 13, true, "runAsUser=0", {23}, 1, chk_run_as_user},
-    {"seLinuxOptions", 6, false, "seLinuxOptions", {0, 31}, 2, chk_selinux},
-    {"seccompProfile_baseline", 1, false, "seccompProfile", {0, 19}, 2, chk_seccomp_baseline},
-    {"seccompProfile_restricted", 1, true, "seccompProfile", {19, 25}, 2, chk_seccomp_restricted},
-    {"sysctls", 9, false, "forbidden sysctls", {0, 27, 29, 32}, 4, chk_sysctls},
-    {"windowsHostProcess", 5, false, "hostProcess", {0}, 1, chk_windows_host_process},
+#define CHECK(id, ctl, lvl, reason, fn, ...)                                                       \
+	{                                                                                          \
+		id, ctl, lvl, reason, {__VA_ARGS__},                                               \
+		    (int)GV_ARRAY_LEN(((unsigned[]){__VA_ARGS__})), fn                             \
+	}
+    CHECK("allowPrivilegeEscalation", CTL_PRIVILEGE_ESCALATION, RESTRICTED,
+	  "allowPrivilegeEscalation != false", chk_allow_privilege_escalation, 8, 25),
+    CHECK("appArmorProfile", CTL_APPARMOR, BASELINE, "forbidden AppArmor profile", chk_apparmor, 0),
+    CHECK("capabilities_baseline", CTL_CAPABILITIES, BASELINE, "non-default capabilities",
+	  chk_caps_baseline, 0),
+    CHECK("capabilities_restricted", CTL_CAPABILITIES, RESTRICTED, "unrestricted capabilities",
+	  chk_caps_restricted, 22, 25),
+    CHECK("hostNamespaces", CTL_HOST_NAMESPACES, BASELINE, "host namespaces", chk_host_namespaces,
+	  0),
+    CHECK("hostPathVolumes", CTL_HOSTPATH_VOLUMES, BASELINE, "hostPath volumes",
+	  chk_hostpath_volumes, 0),
+    CHECK("hostPorts", CTL_HOST_PORTS, BASELINE, "hostPort", chk_host_ports, 0),
+    CHECK("hostProbesAndHostLifecycle", CTL_NONE, BASELINE, "probe or lifecycle host",
+	  chk_host_probes, 34),
+    CHECK("privileged", CTL_PRIVILEGED, BASELINE, "privileged", chk_privileged, 0),
+    CHECK("procMount", CTL_PROC_MOUNT, BASELINE, "procMount", chk_procmount, 0),
+    CHECK("restrictedVolumes", CTL_VOLUME_TYPES, RESTRICTED, "restricted volume types",
+	  chk_restricted_volumes, 0),
+    CHECK("runAsNonRoot", CTL_RUN_AS_NON_ROOT, RESTRICTED, "runAsNonRoot != true",
+	  chk_run_as_non_root, 0),
+    CHECK("runAsUser", CTL_RUN_AS_NON_ROOT_USER, RESTRICTED, "runAsUser=0", chk_run_as_user, 23),
+    CHECK("seLinuxOptions", CTL_SELINUX, BASELINE, "seLinuxOptions", chk_selinux, 0, 31),
+    CHECK("seccompProfile_baseline", CTL_SECCOMP, BASELINE, "seccompProfile", chk_seccomp_baseline,
+	  0, 19),
+    CHECK("seccompProfile_restricted", CTL_SECCOMP, RESTRICTED, "seccompProfile",
+	  chk_seccomp_restricted, 19, 25),
+    CHECK("sysctls", CTL_SYSCTLS, BASELINE, "forbidden sysctls", chk_sysctls, 0, 27, 29, 32),
+    CHECK("windowsHostProcess", CTL_HOST_PROCESS, BASELINE, "hostProcess", chk_windows_host_process,
+	  0),
+#undef CHECK
 };
 
 const char *pss_check_id(int i)
@@ -1192,7 +1218,7 @@ static bool run_checks(const struct pod *p, bool baseline, unsigned minor, int c
 	memset(out, 0, sizeof(*out));
 	for (int i = 0; i < PSS_NCHECKS; i++) {
 		const struct pss_check *c = &checks[i];
-		if (baseline && c->restricted)
+		if (baseline && c->level == RESTRICTED)
 			continue;
 		if (control >= 0 && c->control != control)
 			continue;
