@@ -378,6 +378,15 @@ static json_t *sorted(json_t *list)
 	return list;
 }
 
+/* A list's elements as strings (null, the zero value, as ""); new reference. */
+static json_t *strings_of(const json_t *list)
+{
+	json_t *out = json_array(), *c;
+	size_t i;
+	json_array_foreach(list, i, c) json_array_append_new(out, json_string(sval(c)));
+	return out;
+}
+
 /* ---- the checks (section 3.2) ---- */
 
 static void chk_allow_privilege_escalation(const struct pod *p, unsigned ver, struct cres *r)
@@ -469,9 +478,9 @@ static void chk_caps_baseline(const struct pod *p, unsigned ver, struct cres *r)
 		json_t *c;
 		json_array_foreach(add, i, c)
 		{
-			const char *s = json_string_value(c);
-			if (s && !in_list(caps_baseline_allowed, s))
-				json_array_append(badv, c);
+			/* a null element decodes as "" (the zero Capability) */
+			if (!in_list(caps_baseline_allowed, sval(c)))
+				json_array_append_new(badv, json_string(sval(c)));
 		}
 		if (json_array_size(badv))
 			add_err(r, false, sorted(badv), "%s.securityContext.capabilities.add",
@@ -502,13 +511,13 @@ static void chk_caps_restricted(const struct pod *p, unsigned ver, struct cres *
 		}
 		json_array_foreach(drop, i, c) all |= !strcmp(sval(c), "ALL");
 		if (!all && json_array_size(drop))
-			add_err(r, false, sorted(json_deep_copy(drop)),
+			add_err(r, false, sorted(strings_of(drop)),
 				"%s.securityContext.capabilities.drop", it.path);
 		else if (!all)
 			add_err(r, true, NULL, "%s.securityContext.capabilities.drop", it.path);
 		badv = json_array();
 		json_array_foreach(add, i, c) if (strcmp(sval(c), "NET_BIND_SERVICE"))
-		    json_array_append(badv, c);
+		    json_array_append_new(badv, json_string(sval(c)));
 		if (json_array_size(badv))
 			add_err(&adds, false, sorted(badv), "%s.securityContext.capabilities.add",
 				it.path);

@@ -517,6 +517,23 @@ static void test_extraction(void **state)
 		   "Error while getting new resource: json: cannot unmarshal number 1e+30 into "
 		   "Go struct field PodSecurityContext.spec.securityContext.runAsUser of type "
 		   "int64");
+	/* null elements of a list decode as zero values */
+	CHECK_EVAL(
+	    "{level: restricted}",
+	    POD("{securityContext: {runAsNonRoot: true, seccompProfile: {type: "
+		"RuntimeDefault}}, containers: [{name: c, securityContext: "
+		"{allowPrivilegeEscalation: false, capabilities: {drop: [null, KILL], add: "
+		"[null]}}}]}"),
+	    PSS_FAIL,
+	    FAIL_PREFIX("restricted:") "(Forbidden reason: non-default capabilities, field "
+				       "error list: "
+				       "[spec.containers[0].securityContext.capabilities.add "
+				       "is forbidden, forbidden values found: []])(Forbidden "
+				       "reason: unrestricted capabilities, field error list: "
+				       "[spec.containers[0].securityContext.capabilities.drop "
+				       "is forbidden, forbidden values found: [ KILL], "
+				       "spec.containers[0].securityContext.capabilities.add "
+				       "is forbidden, forbidden values found: []])");
 	/* null fields are the zero value; unknown fields are ignored */
 	CHECK_EVAL("{level: baseline}",
 		   POD("{hostNetwork: null, volumes: null, containers: [{name: c, "
