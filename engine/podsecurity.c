@@ -1260,7 +1260,8 @@ static char *wild(const char *f)
 /*
  * The container a field path points at in pod p: its second alphabetic token
  * must be a container list; the index is the first number in the path.
- * Returns the container's name, or NULL when the path is not a container's.
+ * Returns the container's name ("" when it has none), or NULL when the path
+ * is not a container's.
  */
 static const char *field_container(const struct pod *p, const char *field, bool *is_container)
 {
@@ -1296,8 +1297,9 @@ static const char *field_container(const struct pod *p, const char *field, bool 
 			return NULL;
 		while (isdigit((unsigned char)*s) && idx < ((size_t)1 << 40))
 			idx = idx * 10 + (size_t)(*s++ - '0');
-		return json_string_value(json_object_get(
-		    json_array_get(json_object_get(p->spec, container_lists[l]), idx), "name"));
+		/* a container without a name has the name "" */
+		return str(json_array_get(json_object_get(p->spec, container_lists[l]), idx),
+			   "name");
 	}
 	return NULL;
 }
