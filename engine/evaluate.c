@@ -800,6 +800,10 @@ static void eval_body(const struct eval_state *st, const struct engine_policy *p
 	    .root = root, .delete_op = st->delete_op, .budget = rb, .element = depth > 0};
 
 	switch (b->kind) {
+	case BODY_POD_SECURITY:
+		/* eval_rule runs it (its exceptions are its own); never in a foreach. */
+		outcome_set(o, ENGINE_ERROR, gv_xstrdup("podSecurity is not supported here"));
+		break;
 	case BODY_DENY:
 		eval_deny(r, b, &vc, o);
 		break;
@@ -819,10 +823,6 @@ static void eval_body(const struct eval_state *st, const struct engine_policy *p
 		break;
 	case BODY_FOREACH:
 		eval_foreach(st, p, r, b->foreach, b->nforeach, resource, root, depth, rb, o);
-		break;
-	case BODY_POD_SECURITY:
-		/* eval_rule runs it (its exceptions are its own); never in a foreach. */
-		outcome_set(o, ENGINE_ERROR, gv_xstrdup("podSecurity is not supported here"));
 		break;
 	case BODY_NONE:
 		o->none = true;

@@ -554,7 +554,11 @@ static enum gv_code body_compile_fields(const json_t *v, struct body *b, bool in
 		return gv_err_setp(
 		    err, GV_EINVAL, gv_buf_str(ptr),
 		    "only one of pattern, anyPattern, deny, foreach, cel can be specified");
-	if (deny) {
+	if (json_object_get(v, "podSecurity")) {
+		b->kind = BODY_POD_SECURITY;
+		ptr_push(ptr, "podSecurity");
+		rc = pss_spec_compile(json_object_get(v, "podSecurity"), &b->pss, ptr, err);
+	} else if (deny) {
 		b->kind = BODY_DENY;
 		ptr_push(ptr, "deny");
 		if (!json_is_object(deny)) {
@@ -628,10 +632,6 @@ static enum gv_code body_compile_fields(const json_t *v, struct body *b, bool in
 		b->kind = BODY_FOREACH;
 		ptr_push(ptr, "foreach");
 		rc = foreach_compile(fe, &b->foreach, &b->nforeach, ptr, err);
-	} else if (json_object_get(v, "podSecurity")) {
-		b->kind = BODY_POD_SECURITY;
-		ptr_push(ptr, "podSecurity");
-		rc = pss_spec_compile(json_object_get(v, "podSecurity"), &b->pss, ptr, err);
 	} else {
 		b->kind = BODY_NONE; /* cel / podSecurity / manifests: not evaluated */
 	}
