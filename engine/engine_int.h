@@ -323,11 +323,32 @@ char *pattern_any_budget(struct pattern *const *pats, size_t n, const json_t *re
 
 /* ---- rules and policies (policy.c) ---- */
 
-enum body_kind { BODY_NONE, BODY_PATTERN, BODY_ANY_PATTERN, BODY_DENY, BODY_FOREACH };
+/*
+ * BODY_NONE is never compiled: a body gavel does not evaluate is
+ * BODY_UNSUPPORTED, which gives an explicit error result (evaluate.c).
+ */
+enum body_kind {
+	BODY_NONE,
+	BODY_PATTERN,
+	BODY_ANY_PATTERN,
+	BODY_DENY,
+	BODY_FOREACH,
+	BODY_UNSUPPORTED
+};
+
+/* The type of a context entry (kyverno-semantics.md section 1.5). */
+enum context_kind {
+	CONTEXT_VARIABLE,
+	CONTEXT_CONFIGMAP,
+	CONTEXT_APICALL,
+	CONTEXT_IMAGEREGISTRY,
+	CONTEXT_GLOBALREFERENCE
+};
 
 struct context_entry {
 	char *name;
-	json_t *raw;	     /* owned: the whole entry */
+	json_t *raw; /* owned: the whole entry */
+	enum context_kind kind;
 	bool is_variable;    /* variable entry (evaluated); other kinds go to hooks */
 	struct vtree *value; /* variable.value or NULL */
 	char *jmespath;	     /* variable.jmesPath or NULL (may hold {{ }}) */
@@ -348,6 +369,7 @@ struct body {
 	struct conditions deny;
 	struct foreach *foreach;
 	size_t nforeach;
+	const char *unsupported; /* BODY_UNSUPPORTED: what, e.g. "validate.cel" (static) */
 };
 
 struct foreach {
@@ -383,6 +405,14 @@ struct rule {
 	bool allow_existing;
 	bool background_safe;
 	bool has_validate;
+	/*
+	 * What gavel does not evaluate in this rule, or NULL: "mutate",
+	 * "generate", "verifyImages" (has_validate false: no result, a
+	 * warning where the policy is loaded), "celPreconditions",
+	 * "imageExtractors" (an error result), or the body's unsupported kind.
+	 * Static strings.
+	 */
+	const char *unsupported;
 };
 
 struct engine_policy {
