@@ -91,8 +91,12 @@ static void cache_release(struct cache *c)
 	free(c->e);
 }
 
-/* A private copy of the value under key, NULL when absent or older than ttl_ms (0 = any age). */
-static json_t *cache_get(struct cache *c, const char *key, long ttl_ms, long long now)
+/*
+ * A private copy of the value under key, NULL when absent or older than
+ * ttl_ms (0 = any age); *bytes (may be NULL) gets the size it was stored with.
+ */
+static json_t *cache_get(struct cache *c, const char *key, long ttl_ms, long long now,
+			 size_t *bytes)
 {
 	for (size_t i = 0; i < c->n; i++) {
 		if (strcmp(c->e[i].key, key))
@@ -102,6 +106,8 @@ static json_t *cache_get(struct cache *c, const char *key, long ttl_ms, long lon
 			return NULL;
 		}
 		c->e[i].used = ++c->tick;
+		if (bytes)
+			*bytes = c->e[i].bytes;
 		return json_deep_copy(c->e[i].value);
 	}
 	return NULL;
@@ -760,8 +766,12 @@ out:
 
 /* ---- credentials ---- */
 
-/* A docker config key ("https://index.docker.io/v1/", "reg:5000") matches host. */
-static bool key_matches(const char *key, const char *host, bool hub)
+/*
+ * How a docker config key ("https://index.docker.io/v1/", "reg:5000",
+ * "*.example.com") matches host: 2 exactly (or a Docker Hub alias), 1 by
+ * its wildcard, 0 not.
+ */
+static int key_matches(const char *key, const char *host, bool hub)
 {
 	char k[512];
 	size_t n;
@@ -772,23 +782,26 @@ static bool key_matches(const char *key, const char *host, bool hub)
 		key += 7;
 	n = strcspn(key, "/");
 	if (n >= sizeof(k))
-		return false;
+		return 0;
 	memcpy(k, key, n);
 	k[n] = '\0';
 	if (hub && (!strcasecmp(k, "docker.io") || !strcasecmp(k, "index.docker.io") ||
 		    !strcasecmp(k, "registry-1.docker.io")))
-		return true;
+		return 2;
 	if (!strcasecmp(k, host))
-		return true;
+		return 2;
 	if (k[0] == '*' && k[1] == '.') {
 		const char *dot = strchr(host, '.');
 
-		return dot && dot != host && !strcasecmp(dot, k + 1);
+		return dot && dot != host && !strcasecmp(dot, k + 1) ? 1 : 0;
 	}
-	return false;
+	return 0;
 }
 
-/* Takes the credentials of the first matching entry. GV_EINVAL for a bad "auth". */
+/*
+ * Takes the credentials of the first entry that matches exactly, else of the
+ * first that matches by a wildcard. GV_EINVAL for a bad "auth".
+ */
 static enum gv_code find_credentials(struct call *c, const json_t *configs, struct gv_err *err)
 {
 	bool hub = !strcmp(reg_host(c), "index.docker.io");
@@ -799,52 +812,56 @@ static enum gv_code find_credentials(struct call *c, const json_t *configs, stru
 		configs = json_pack("[O]", configs);
 	else
 		json_incref((json_t *)configs);
-	json_array_foreach(configs, i, doc)
-	{
-		const json_t *auths = json_object_get(doc, "auths");
-		const char *key;
-		const json_t *e;
-
-		if (!auths)
-			auths = doc; /* .dockercfg */
-		json_object_foreach((json_t *)auths, key, e)
+	for (int want = 2; want >= 1; want--)
+		json_array_foreach(configs, i, doc)
 		{
-			const char *auth = json_string_value(json_object_get(e, "auth"));
-			const char *u = json_string_value(json_object_get(e, "username"));
-			const char *p = json_string_value(json_object_get(e, "password"));
-			const char *rt = json_string_value(json_object_get(e, "registrytoken"));
+			const json_t *auths = json_object_get(doc, "auths");
+			const char *key;
+			const json_t *e;
 
-			if (!json_is_object(e) || !key_matches(key, reg_host(c), hub))
-				continue;
-			if (rt && *rt) {
-				c->regtoken = gv_xstrdup(rt);
-				goto done;
-			}
-			if (auth && *auth) {
-				char *dec = NULL, *colon;
-				struct gv_err e2 = {0};
+			if (!auths)
+				auths = doc; /* .dockercfg */
+			json_object_foreach((json_t *)auths, key, e)
+			{
+				const char *auth = json_string_value(json_object_get(e, "auth"));
+				const char *u = json_string_value(json_object_get(e, "username"));
+				const char *p = json_string_value(json_object_get(e, "password"));
+				const char *rt =
+				    json_string_value(json_object_get(e, "registrytoken"));
 
-				if (kube_base64_decode(auth, &dec, NULL, &e2) ||
-				    !(colon = strchr(dec, ':'))) {
-					free(dec);
-					json_decref((json_t *)configs);
-					return gv_err_set(
-					    err, GV_EINVAL,
-					    "docker config entry \"%.128s\": bad auth", key);
+				if (!json_is_object(e) ||
+				    key_matches(key, reg_host(c), hub) != want)
+					continue;
+				if (rt && *rt) {
+					c->regtoken = gv_xstrdup(rt);
+					goto done;
 				}
-				*colon = '\0';
-				c->user = gv_xstrdup(dec);
-				c->pass = gv_xstrdup(colon + 1);
-				free(dec);
-				goto done;
-			}
-			if (u && p && *u) {
-				c->user = gv_xstrdup(u);
-				c->pass = gv_xstrdup(p);
-				goto done;
+				if (auth && *auth) {
+					char *dec = NULL, *colon;
+					struct gv_err e2 = {0};
+
+					if (kube_base64_decode(auth, &dec, NULL, &e2) ||
+					    !(colon = strchr(dec, ':'))) {
+						free(dec);
+						json_decref((json_t *)configs);
+						return gv_err_set(
+						    err, GV_EINVAL,
+						    "docker config entry \"%.128s\": bad auth",
+						    key);
+					}
+					*colon = '\0';
+					c->user = gv_xstrdup(dec);
+					c->pass = gv_xstrdup(colon + 1);
+					free(dec);
+					goto done;
+				}
+				if (u && p && *u) {
+					c->user = gv_xstrdup(u);
+					c->pass = gv_xstrdup(p);
+					goto done;
+				}
 			}
 		}
-	}
 done:
 	json_decref((json_t *)configs);
 	if (c->regtoken)
@@ -900,10 +917,10 @@ enum gv_code kube_registry_image_data(struct kube_registry *r, const char *refer
 	opts_fingerprint(opts, fp);
 	refkey = gv_xasprintf("%s %s", fp, reference);
 	pthread_mutex_lock(&r->mu);
-	data = cache_get(&r->refs, refkey, r->lim.ref_ttl_ms, now_ms());
+	data = cache_get(&r->refs, refkey, r->lim.ref_ttl_ms, now_ms(), NULL);
 	if (!data && c.ref.digest) {
 		digkey = gv_xasprintf("%s %s/%s@%s", fp, c.ref.domain, c.ref.path, c.ref.digest);
-		resolved = cache_get(&r->digests, digkey, 0, now_ms());
+		resolved = cache_get(&r->digests, digkey, 0, now_ms(), &bytes);
 	}
 	pthread_mutex_unlock(&r->mu);
 	if (data)
@@ -941,7 +958,7 @@ enum gv_code kube_registry_image_data(struct kube_registry *r, const char *refer
 	free(digkey);
 	digkey = gv_xasprintf("%s %s/%s@%s", fp, c.ref.domain, c.ref.path, top);
 	pthread_mutex_lock(&r->mu);
-	resolved = cache_get(&r->digests, digkey, 0, now_ms());
+	resolved = cache_get(&r->digests, digkey, 0, now_ms(), &bytes);
 	pthread_mutex_unlock(&r->mu);
 	if (!resolved) {
 		rc = parse_body(&rs, what, &m, err);
@@ -961,7 +978,7 @@ build:
 	json_object_set_new(data, "resolvedImage",
 			    json_sprintf("%s/%s@%s", c.ref.domain, c.ref.path, top));
 	pthread_mutex_lock(&r->mu);
-	cache_put(&r->refs, refkey, data, bytes ? bytes : rs.body.len, now_ms());
+	cache_put(&r->refs, refkey, data, bytes, now_ms());
 	pthread_mutex_unlock(&r->mu);
 done:
 	*out = data;

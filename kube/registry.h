@@ -66,7 +66,8 @@ void kube_registry_free(struct kube_registry *r);
  * after dropping a scheme and a path ("https://index.docker.io/v1/" is
  * Docker Hub; docker.io, index.docker.io and registry-1.docker.io are
  * one); a key "*.example.com" matches one label in place of the '*'. The
- * first matching entry of the first document that has one is used.
+ * first exact match (documents in order) is used, else the first wildcard
+ * match.
  * "identitytoken" (an OAuth2 refresh token) is not supported: such an
  * entry without a username/password is skipped. Cloud credential
  * helpers (providers amazon, azure, google, github) are not here: the

@@ -404,6 +404,25 @@ static void test_basic_docker_config(void **state)
 	json_decref(d);
 	json_decref(configs);
 	free(dc);
+	/* an exact key wins over an earlier wildcard one */
+	dc = gv_xasprintf("[{\"auths\":{\"*.0.0.1:%d\":{\"auth\":\"Ym9iOndyb25n\"}}},"
+			  "{\"auths\":{\"http://127.0.0.1:%d/v2/\":{\"auth\":\"%s\"}}}]",
+			  F.srv->port, F.srv->port, b64);
+	configs = json_loads(dc, 0, NULL);
+	opts.docker_configs = configs;
+	assert_int_equal(fetch(NULL, reference, &opts, &d, &err), GV_OK);
+	json_decref(d);
+	json_decref(configs);
+	free(dc);
+	/* the wildcard alone is used (and its password is wrong) */
+	dc = gv_xasprintf("{\"auths\":{\"*.0.0.1:%d\":{\"auth\":\"Ym9iOndyb25n\"}}}", F.srv->port);
+	configs = json_loads(dc, 0, NULL);
+	opts.docker_configs = configs;
+	gv_err_clear(&err);
+	assert_int_equal(fetch(NULL, reference, &opts, &d, &err), GV_ENET);
+	assert_non_null(strstr(err.msg, "authentication denied"));
+	json_decref(configs);
+	free(dc);
 	/* the wrong password */
 	dc = gv_xasprintf("{\"auths\":{\"127.0.0.1:%d\":{\"auth\":\"%s\"}}}", F.srv->port,
 			  "Ym9iOndyb25n");
