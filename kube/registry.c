@@ -360,7 +360,7 @@ static enum gv_code http_get(struct call *c, const char *url, const char *accept
 static enum gv_code v2_get_once(struct call *c, const char *path, const char *accept,
 				struct resp *rs, struct gv_err *err)
 {
-	struct gv_err first = {0};
+	struct gv_err first = {0}, second = {0};
 	char *url;
 	enum gv_code rc;
 
@@ -382,10 +382,14 @@ static enum gv_code v2_get_once(struct call *c, const char *path, const char *ac
 	}
 	/* go-containerregistry's ping: http:// after https:// failed to connect */
 	url = gv_xasprintf("http://%s/v2/%s", reg_host(c), path);
-	rc = http_get(c, url, accept, c->authz, rs, err);
+	rc = http_get(c, url, accept, c->authz, rs, &second);
 	free(url);
 	if (!rc)
 		c->scheme = "http";
+	else if (rc == GV_ENET && first.code == GV_ENET && strstr(second.msg, " unreachable: "))
+		gv_err_set(err, rc, "%s; over http:// too: %s", first.msg, second.msg);
+	else
+		gv_err_set(err, second.code, "%s", second.msg);
 	return rc;
 }
 

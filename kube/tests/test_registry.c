@@ -17,6 +17,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "common/gv.h"
 #include "common/imageref.h"
@@ -623,6 +625,65 @@ static void test_threads(void **state)
 	free(refs[1]);
 }
 
+/* A server context with a fresh self-signed certificate for IP 127.0.0.1. */
+static SSL_CTX *test_tls(void)
+{
+	EVP_PKEY *pk = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	X509_NAME *name = X509_get_subject_name(x);
+	X509V3_CTX v3;
+	X509_EXTENSION *ext;
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+
+	X509_set_version(x, 2);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+	X509_gmtime_adj(X509_getm_notBefore(x), -60);
+	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+	X509_set_pubkey(x, pk);
+	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1", -1,
+				   -1, 0);
+	X509_set_issuer_name(x, name);
+	X509V3_set_ctx_nodb(&v3);
+	X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+	ext = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, "IP:127.0.0.1");
+	X509_add_ext(x, ext, -1);
+	X509_EXTENSION_free(ext);
+	X509_sign(x, pk, EVP_sha256());
+	assert_int_equal(SSL_CTX_use_certificate(ctx, x), 1);
+	assert_int_equal(SSL_CTX_use_PrivateKey(ctx, pk), 1);
+	X509_free(x);
+	EVP_PKEY_free(pk);
+	return ctx;
+}
+
+/* https: verified unless allowInsecureRegistry; no silent fallback to a plain answer. */
+static void test_https(void **state)
+{
+	SSL_CTX *tls = test_tls();
+	struct httpd *s = httpd_start(handler, NULL, tls);
+	char *reference = gv_xasprintf("127.0.0.1:%d/team/app:v1", s->port);
+	struct kube_registry_opts insecure = {.allow_insecure = true};
+	json_t *d = NULL;
+	struct gv_err err = {0};
+	int n;
+
+	(void)state;
+	assert_int_equal(fetch(NULL, reference, &insecure, &d, &err), GV_OK);
+	assert_string_equal(str_at(d, "configData", "config", "User"), "1000");
+	assert_int_equal(httpd_count(s), 2); /* over TLS: the plain server saw nothing */
+	json_decref(d);
+	d = NULL;
+	n = httpd_count(s);
+	assert_int_equal(fetch(NULL, reference, NULL, &d, &err), GV_ENET);
+	assert_null(d);
+	assert_non_null(strstr(err.msg, "unreachable"));
+	assert_non_null(strstr(err.msg, "certificate"));
+	assert_int_equal(httpd_count(s), n);
+	httpd_stop(s);
+	SSL_CTX_free(tls);
+	free(reference);
+}
+
 static void check_ref(const char *in, const char *domain, const char *path, const char *tag,
 		      const char *digest)
 {
@@ -673,6 +734,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_reference_normalization),
 	    cmocka_unit_test_setup_teardown(test_docker_manifest, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_https, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_oci_index_amd64, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_by_digest, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bearer_token, setup, teardown),
