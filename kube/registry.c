@@ -551,6 +551,9 @@ static void registry_error(const struct resp *rs, char *out, size_t n)
 		snprintf(out, n, " %.64s: %.256s", code ? code : "", msg ? msg : "");
 	else
 		out[0] = '\0';
+	for (char *p = out; *p; p++) /* the registry's text goes into reports: one line */
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
 	json_decref(j);
 }
 
@@ -809,16 +812,13 @@ static int key_matches(const char *key, const char *host, bool hub)
 static enum gv_code find_credentials(struct call *c, const json_t *configs, struct gv_err *err)
 {
 	bool hub = !strcmp(reg_host(c), "index.docker.io");
-	const json_t *doc;
-	size_t i;
+	size_t ndocs = json_is_array(configs) ? json_array_size(configs) : 1;
 
-	if (json_is_object(configs))
-		configs = json_pack("[O]", configs);
-	else
-		json_incref((json_t *)configs);
+	/* read only, no reference taken: the caller's configs may be shared by threads */
 	for (int want = 2; want >= 1; want--)
-		json_array_foreach(configs, i, doc)
-		{
+		for (size_t i = 0; i < ndocs; i++) {
+			const json_t *doc =
+			    json_is_array(configs) ? json_array_get(configs, i) : configs;
 			const json_t *auths = json_object_get(doc, "auths");
 			const char *key;
 			const json_t *e;
@@ -847,7 +847,6 @@ static enum gv_code find_credentials(struct call *c, const json_t *configs, stru
 					if (kube_base64_decode(auth, &dec, NULL, &e2) ||
 					    !(colon = strchr(dec, ':'))) {
 						free(dec);
-						json_decref((json_t *)configs);
 						return gv_err_set(
 						    err, GV_EINVAL,
 						    "docker config entry \"%.128s\": bad auth",
@@ -867,7 +866,6 @@ static enum gv_code find_credentials(struct call *c, const json_t *configs, stru
 			}
 		}
 done:
-	json_decref((json_t *)configs);
 	if (c->regtoken)
 		c->authz = gv_xasprintf("Bearer %s", c->regtoken);
 	return GV_OK;

@@ -436,6 +436,16 @@ static void test_basic_docker_config(void **state)
 	assert_null(strstr(err.msg, "wrong")); /* no credentials in messages */
 	json_decref(configs);
 	free(dc);
+	/* an "auth" that is not base64 of user:password */
+	configs = json_pack("{s{s{ss}}}", "auths", "127.0.0.1", "auth", "bm9jb2xvbg==");
+	opts.docker_configs = configs;
+	gv_err_clear(&err);
+	free(reference);
+	reference = gv_xstrdup("127.0.0.1/team/app:v1");
+	assert_int_equal(fetch(NULL, reference, &opts, &d, &err), GV_EINVAL);
+	assert_string_equal(err.msg, "docker config entry \"127.0.0.1\": bad auth");
+	assert_int_equal(configs->refcount, 1);
+	json_decref(configs);
 	F.auth = AUTH_NONE;
 	free(b64);
 	free(reference);
