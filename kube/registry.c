@@ -374,7 +374,10 @@ static enum gv_code v2_get_once(struct call *c, const char *path, const char *ac
 	rc = http_get(c, url, accept, c->authz, rs, c->http_ok ? &first : err);
 	free(url);
 	if (!rc || !c->http_ok || rs->too_big || remaining_ms(c) <= 0) {
-		if (rc && c->http_ok)
+		if (rc && c->http_ok && first.code == GV_ENET && remaining_ms(c) <= 0)
+			gv_err_set(err, GV_ENET, "registry %s: timed out after %ld ms", reg_host(c),
+				   c->r->lim.timeout_ms);
+		else if (rc && c->http_ok)
 			gv_err_set(err, first.code, "%s", first.msg);
 		if (!rc)
 			c->scheme = "https";
