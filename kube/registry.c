@@ -53,12 +53,22 @@ struct cache {
 	uint64_t tick;
 };
 
+/* One thread's curl handle (its connections and TLS state are kept between calls). */
+struct reg_handle {
+	void *curl;		 /* owned CURL * */
+	struct kube_registry *r; /* borrowed */
+	struct reg_handle *next; /* in r->handles */
+	struct reg_handle **pprev;
+};
+
 struct kube_registry {
 	struct kube_registry_limits lim;
-	pthread_mutex_t mu;   /* refs, digests */
-	struct cache refs;    /* "<fingerprint> <reference>" -> ImageData */
-	struct cache digests; /* "<fingerprint> <registry>/<repository>@<digest>" ->
-				 {"manifest", "configData"} */
+	pthread_key_t key;	    /* -> struct reg_handle of the calling thread */
+	struct reg_handle *handles; /* under mu */
+	pthread_mutex_t mu;	    /* refs, digests, handles */
+	struct cache refs;	    /* "<fingerprint> <reference>" -> ImageData */
+	struct cache digests;	    /* "<fingerprint> <registry>/<repository>@<digest>" ->
+				       {"manifest", "configData"} */
 };
 
 static long long now_ms(void)
@@ -141,6 +151,45 @@ static void cache_put(struct cache *c, const char *key, const json_t *value, siz
 	c->n++;
 }
 
+/* A thread ended: its handle goes. */
+static void handle_destroy(void *p)
+{
+	struct reg_handle *h = p;
+
+	pthread_mutex_lock(&h->r->mu);
+	*h->pprev = h->next;
+	if (h->next)
+		h->next->pprev = h->pprev;
+	pthread_mutex_unlock(&h->r->mu);
+	curl_easy_cleanup(h->curl);
+	free(h);
+}
+
+/* The calling thread's curl handle, NULL when curl cannot make one. */
+static CURL *thread_curl(struct kube_registry *r)
+{
+	struct reg_handle *h = pthread_getspecific(r->key);
+	CURL *cu;
+
+	if (h)
+		return h->curl;
+	cu = curl_easy_init();
+	if (!cu)
+		return NULL;
+	h = gv_xcalloc(1, sizeof(*h));
+	h->curl = cu;
+	h->r = r;
+	pthread_mutex_lock(&r->mu);
+	h->next = r->handles;
+	if (h->next)
+		h->next->pprev = &h->next;
+	h->pprev = &r->handles;
+	r->handles = h;
+	pthread_mutex_unlock(&r->mu);
+	pthread_setspecific(r->key, h);
+	return cu;
+}
+
 struct kube_registry *kube_registry_new(const struct kube_registry_limits *lim)
 {
 	struct kube_registry *r = gv_xcalloc(1, sizeof(*r));
@@ -158,6 +207,8 @@ struct kube_registry *kube_registry_new(const struct kube_registry_limits *lim)
 	if (!r->lim.cache_bytes)
 		r->lim.cache_bytes = REG_CACHE_BYTES;
 	pthread_mutex_init(&r->mu, NULL);
+	if (pthread_key_create(&r->key, handle_destroy))
+		abort(); /* out of keys: as out of memory */
 	cache_init(&r->refs, r->lim.cache_entries, r->lim.cache_bytes);
 	cache_init(&r->digests, r->lim.cache_entries, r->lim.cache_bytes);
 	curl_global_init(CURL_GLOBAL_DEFAULT); /* thread-safe since curl 7.84 */
@@ -168,6 +219,14 @@ void kube_registry_free(struct kube_registry *r)
 {
 	if (!r)
 		return;
+	pthread_key_delete(r->key); /* no destructor runs after this */
+	while (r->handles) {
+		struct reg_handle *h = r->handles;
+
+		r->handles = h->next;
+		curl_easy_cleanup(h->curl);
+		free(h);
+	}
 	cache_release(&r->refs);
 	cache_release(&r->digests);
 	pthread_mutex_destroy(&r->mu);
@@ -187,7 +246,7 @@ struct call {
 	char *authz;		      /* owned: Authorization value to send, or NULL */
 	bool auth_tried;	      /* a challenge was answered already */
 	long long deadline;	      /* monotonic ms */
-	CURL *curl;		      /* owned */
+	CURL *curl;		      /* borrowed: the thread's handle */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -943,7 +1002,7 @@ enum gv_code kube_registry_image_data(struct kube_registry *r, const char *refer
 		if (rc)
 			goto out;
 	}
-	c.curl = curl_easy_init();
+	c.curl = thread_curl(r);
 	if (!c.curl) {
 		rc = gv_err_set(err, GV_EINTERNAL, "curl_easy_init failed");
 		goto out;
@@ -990,8 +1049,6 @@ done:
 	data = NULL;
 	rc = GV_OK;
 out:
-	if (c.curl)
-		curl_easy_cleanup(c.curl);
 	gv_imageref_release(&c.ref);
 	free(c.user);
 	free(c.pass);

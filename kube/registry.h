@@ -21,7 +21,9 @@
  * this: the behaviour is go-containerregistry's remote.Descriptor.Image().
  *
  * Thread model: one struct kube_registry may be shared by threads (its
- * cache is locked); each call uses its own curl handle.
+ * caches are locked); each thread gets its own curl handle, kept (with its
+ * open connections, closed by curl after 118 s idle) until the thread ends
+ * or the client is freed.
  */
 #ifndef GV_KUBE_REGISTRY_H
 #define GV_KUBE_REGISTRY_H
@@ -45,7 +47,7 @@ struct kube_registry;
 
 /* Creates a client with its caches (lim NULL = defaults). Never fails. */
 struct kube_registry *kube_registry_new(const struct kube_registry_limits *lim);
-/* Frees the client; no call may be running. NULL is fine. */
+/* Frees the client and the curl handles of all threads; no call may be running. NULL is fine. */
 void kube_registry_free(struct kube_registry *r);
 
 /*
