@@ -29,7 +29,9 @@
 #define REG_CACHE_ENTRIES 256u
 #define REG_CACHE_BYTES	  (32u << 20)
 #define REG_MAX_REDIRS	  5L
-#define REG_MAX_HEADER	  4096u /* bytes of one kept header value */
+#define REG_MAX_HEADER	  4096u	  /* bytes of one kept header value */
+#define REG_PLAIN_HOSTS	  64	  /* registries remembered as http:// only */
+#define REG_PLAIN_TTL_MS  300000L /* ... for this long, then https:// is tried again */
 
 static const char ACCEPT_MANIFEST[] = "Accept: application/vnd.oci.image.manifest.v1+json, "
 				      "application/vnd.oci.image.index.v1+json, "
@@ -53,6 +55,12 @@ struct cache {
 	uint64_t tick;
 };
 
+/* A registry found to answer on http:// only (https:// could not connect). */
+struct plain_host {
+	char host[256];
+	long long at_ms; /* 0 = free slot */
+};
+
 /* One thread's curl handle (its connections and TLS state are kept between calls). */
 struct reg_handle {
 	void *curl;		 /* owned CURL * */
@@ -63,12 +71,13 @@ struct reg_handle {
 
 struct kube_registry {
 	struct kube_registry_limits lim;
-	pthread_key_t key;	    /* -> struct reg_handle of the calling thread */
-	struct reg_handle *handles; /* under mu */
-	pthread_mutex_t mu;	    /* refs, digests, handles */
-	struct cache refs;	    /* "<fingerprint> <reference>" -> ImageData */
-	struct cache digests;	    /* "<fingerprint> <registry>/<repository>@<digest>" ->
-				       {"manifest", "configData"} */
+	pthread_key_t key;			  /* -> struct reg_handle of the calling thread */
+	struct reg_handle *handles;		  /* under mu */
+	pthread_mutex_t mu;			  /* refs, digests, handles */
+	struct plain_host plain[REG_PLAIN_HOSTS]; /* under mu */
+	struct cache refs;			  /* "<fingerprint> <reference>" -> ImageData */
+	struct cache digests; /* "<fingerprint> <registry>/<repository>@<digest>" ->
+				 {"manifest", "configData"} */
 };
 
 static long long now_ms(void)
@@ -415,6 +424,42 @@ static enum gv_code http_get(struct call *c, const char *url, const char *accept
 	return rc;
 }
 
+/* True when host answered on http:// only in the last REG_PLAIN_TTL_MS. */
+static bool plain_known(struct kube_registry *r, const char *host)
+{
+	long long now = now_ms();
+	bool known = false;
+
+	pthread_mutex_lock(&r->mu);
+	for (size_t i = 0; i < REG_PLAIN_HOSTS; i++)
+		if (r->plain[i].at_ms && now - r->plain[i].at_ms < REG_PLAIN_TTL_MS &&
+		    !strcmp(r->plain[i].host, host))
+			known = true;
+	pthread_mutex_unlock(&r->mu);
+	return known;
+}
+
+/* Remembers host as http:// only (the oldest slot goes when all are taken). */
+static void plain_remember(struct kube_registry *r, const char *host)
+{
+	size_t slot = 0;
+
+	if (strlen(host) >= sizeof(r->plain[0].host))
+		return;
+	pthread_mutex_lock(&r->mu);
+	for (size_t i = 0; i < REG_PLAIN_HOSTS; i++) {
+		if (!strcmp(r->plain[i].host, host)) {
+			slot = i;
+			break;
+		}
+		if (r->plain[i].at_ms < r->plain[slot].at_ms)
+			slot = i;
+	}
+	snprintf(r->plain[slot].host, sizeof(r->plain[slot].host), "%s", host);
+	r->plain[slot].at_ms = now_ms();
+	pthread_mutex_unlock(&r->mu);
+}
+
 /* GET of /v2/<path> on the registry; picks the scheme on the first request. */
 static enum gv_code v2_get_once(struct call *c, const char *path, const char *accept,
 				struct resp *rs, struct gv_err *err)
@@ -446,12 +491,14 @@ static enum gv_code v2_get_once(struct call *c, const char *path, const char *ac
 	url = gv_xasprintf("http://%s/v2/%s", reg_host(c), path);
 	rc = http_get(c, url, accept, c->authz, rs, &second);
 	free(url);
-	if (!rc)
+	if (!rc) {
 		c->scheme = "http";
-	else if (rc == GV_ENET && first.code == GV_ENET && strstr(second.msg, " unreachable: "))
+		plain_remember(c->r, reg_host(c));
+	} else if (rc == GV_ENET && first.code == GV_ENET && strstr(second.msg, " unreachable: ")) {
 		gv_err_set(err, rc, "%s; over http:// too: %s", first.msg, second.msg);
-	else
+	} else {
 		gv_err_set(err, second.code, "%s", second.msg);
+	}
 	return rc;
 }
 
@@ -996,6 +1043,8 @@ enum gv_code kube_registry_image_data(struct kube_registry *r, const char *refer
 
 	c.insecure = opts && opts->allow_insecure;
 	c.http_ok = c.insecure || host_is_private(c.ref.domain);
+	if (c.http_ok && plain_known(r, c.ref.domain))
+		c.scheme = "http";
 	c.deadline = now_ms() + r->lim.timeout_ms;
 	if (opts && opts->docker_configs) {
 		rc = find_credentials(&c, opts->docker_configs, err);

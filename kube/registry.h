@@ -57,7 +57,9 @@ void kube_registry_free(struct kube_registry *r);
  * verified and plain http:// is used when https:// cannot connect.
  * Without it, http:// is still tried after https:// for localhost,
  * loopback and private (RFC 1918) addresses, as go-containerregistry does;
- * every other registry is https:// with verification.
+ * every other registry is https:// with verification. A registry that
+ * answered on http:// only is asked on http:// at once for 5 minutes (by
+ * calls that allow http:// for it).
  *
  * docker_configs: borrowed, NULL or an array of docker config documents,
  * each the decoded `.dockerconfigjson` of one Secret named in

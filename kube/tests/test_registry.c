@@ -588,6 +588,38 @@ static void test_cache_bounds(void **state)
 		free(refs[i]);
 }
 
+static int conns(struct httpd *s)
+{
+	int n;
+
+	pthread_mutex_lock(&s->mu);
+	n = s->nconns;
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
+/* A loopback registry that answered on http:// only is not asked over https:// again. */
+static void test_plain_http_remembered(void **state)
+{
+	struct kube_registry *r = kube_registry_new(NULL);
+	char *v1 = ref(":v1"), *multi = ref(":multi");
+	json_t *d = NULL;
+	struct gv_err err = {0};
+	int c0 = conns(F.srv), c1;
+
+	(void)state;
+	assert_int_equal(kube_registry_image_data(r, v1, NULL, &d, &err), GV_OK);
+	json_decref(d);
+	c1 = conns(F.srv);
+	assert_int_equal(c1 - c0, 3); /* the https:// attempt, then manifest and config */
+	assert_int_equal(kube_registry_image_data(r, multi, NULL, &d, &err), GV_OK);
+	json_decref(d);
+	assert_int_equal(conns(F.srv) - c1, 3); /* index, manifest, config: no https:// attempt */
+	kube_registry_free(r);
+	free(v1);
+	free(multi);
+}
+
 struct par {
 	struct kube_registry *r;
 	const char *ref;
@@ -754,6 +786,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cache, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cache_bounds, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_plain_http_remembered, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 	};
 
