@@ -1029,7 +1029,7 @@ enum gv_code kube_registry_image_data(struct kube_registry *r, const char *refer
 	refkey = gv_xasprintf("%s %s", fp, reference);
 	pthread_mutex_lock(&r->mu);
 	data = cache_get(&r->refs, refkey, r->lim.ref_ttl_ms, now_ms(), NULL);
-	if (!data && c.ref.digest) {
+	if (!data && c.ref.digest && !strncmp(c.ref.digest, "sha256:", 7)) {
 		digkey = gv_xasprintf("%s %s/%s@%s", fp, c.ref.domain, c.ref.path, c.ref.digest);
 		resolved = cache_get(&r->digests, digkey, 0, now_ms(), &bytes);
 	}
@@ -1060,14 +1060,13 @@ enum gv_code kube_registry_image_data(struct kube_registry *r, const char *refer
 	rc = v2_get(&c, path, ACCEPT_MANIFEST, what, &rs, err);
 	if (rc)
 		goto out;
-	if (c.ref.digest) {
-		rc = check_digest(&c, &rs, c.ref.digest, what, err);
-		if (rc)
-			goto out;
-	}
 	sha256_text(rs.body.data ? rs.body.data : "", rs.body.len, top);
-	if (c.ref.digest && strncmp(c.ref.digest, "sha256:", 7))
-		snprintf(top, sizeof(top), "%.71s", c.ref.digest);
+	if (c.ref.digest && strcmp(c.ref.digest, top)) {
+		/* go-containerregistry checks a manifest by its sha256 whatever the algorithm */
+		rc = gv_err_set(err, GV_EINVAL, "%s: digest mismatch: got %s, want %s", what, top,
+				c.ref.digest);
+		goto out;
+	}
 	free(digkey);
 	digkey = gv_xasprintf("%s %s/%s@%s", fp, c.ref.domain, c.ref.path, top);
 	pthread_mutex_lock(&r->mu);
@@ -1088,6 +1087,10 @@ build:
 			 c.ref.domain, "repository", c.ref.path, "identifier", id, "manifest",
 			 json_object_get(resolved, "manifest"), "configData",
 			 json_object_get(resolved, "configData"));
+	if (!data) {
+		rc = gv_err_set(err, GV_EINTERNAL, "%s: incomplete cache entry", what);
+		goto out;
+	}
 	json_object_set_new(data, "resolvedImage",
 			    json_sprintf("%s/%s@%s", c.ref.domain, c.ref.path, top));
 	pthread_mutex_lock(&r->mu);

@@ -100,10 +100,12 @@ struct kube_registry_opts {
  * scope, default scope "repository:<repository>:pull", Basic credentials
  * from docker_configs when there are some; answer {"token"} or
  * {"access_token"}); a 401 with "Basic" is answered with the credentials.
- * A registrytoken is sent as Bearer at once. Digests: manifests and blobs
- * are checked against the digest they were asked by (sha256); the digest
- * of the top-level manifest is the sha256 of its body (what
- * go-containerregistry reports; Docker-Content-Digest is not trusted).
+ * A registrytoken is sent as Bearer at once. Digests: the digest of the
+ * top-level manifest is the sha256 of its body (what go-containerregistry
+ * reports; Docker-Content-Digest is not trusted), and a reference by digest
+ * must equal it (so a sha384/sha512 reference fails, as it does there);
+ * a platform manifest and the config blob are checked against their
+ * sha256 descriptor digests (other algorithms are taken as given).
  *
  * Cache: a reference seen with the same opts in the last ref_ttl_ms is
  * answered without a request; a manifest whose digest was resolved before

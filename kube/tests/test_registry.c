@@ -339,6 +339,17 @@ static void test_by_digest(void **state)
 	assert_int_equal(fetch(NULL, reference, NULL, &d, &err), GV_EINVAL);
 	assert_non_null(strstr(err.msg, "digest mismatch"));
 	free(reference);
+	/* a sha512 reference: manifests are checked by their sha256 */
+	reference = gv_xasprintf("127.0.0.1:%d/team/app@sha512:%0128d", F.srv->port, 7);
+	F.routes[F.nroutes] = F.routes[2];
+	snprintf(F.routes[F.nroutes].path, sizeof(F.routes[0].path),
+		 "/v2/team/app/manifests/sha512:%0128d", 7);
+	F.routes[F.nroutes].body = gv_xstrdup(F.routes[2].body);
+	F.nroutes++;
+	gv_err_clear(&err);
+	assert_int_equal(fetch(NULL, reference, NULL, &d, &err), GV_EINVAL);
+	assert_non_null(strstr(err.msg, "digest mismatch"));
+	free(reference);
 }
 
 static void test_bearer_token(void **state)
