@@ -260,7 +260,7 @@ check "docker v2 by tag: manifest" "$out" \
 check "docker v2 by tag: configData" "$out" \
 	'.configData.config.User == "1000" and .configData.architecture == "amd64" and .configData.config.Env[0] == "PATH=/usr/bin:/bin"'
 check "docker v2 by tag: the same as the pushed manifest and config" "$out" \
-	".manifest == $(cat "$WORK/m-v1.json") and .configData == $(cat "$WORK/config-v1.json")"
+	".manifest == $(cat "$WORK/m-v1.json") and .configData == $(cat "$WORK/config-v1.json") and .manifestList == null"
 
 out=$("$DRIVER" "$HOST/$REPO@$M_V1")
 check "docker v2 by digest" "$out" \
@@ -269,6 +269,7 @@ check "docker v2 by digest" "$out" \
 out=$("$DRIVER" "$HOST/$REPO:multi")
 check "OCI index: resolved to linux/amd64" "$out" \
 	".manifest == $(cat "$WORK/m-amd64.json") and .configData.config.User == \"2000\" and .configData.config.Labels[\"org.example.arch\"] == \"amd64\""
+check "OCI index: manifestList is the index" "$out" ".manifestList == $(cat "$WORK/index.json")"
 check "OCI index: resolvedImage is the index digest" "$out" \
 	".resolvedImage == \"$HOST/$REPO@$(digest "$WORK/index.json")\" and .identifier == \"multi\""
 

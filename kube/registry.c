@@ -871,7 +871,8 @@ static enum gv_code resolve_image(struct call *c, json_t *m, const struct resp *
 	if (rc)
 		goto out;
 	*bytes += rs.body.len;
-	*out = json_pack("{sOsO}", "manifest", manifest, "configData", config);
+	*out = json_pack("{sOsOsO}", "manifest", manifest, "configData", config, "manifestList",
+			 child ? m : json_null());
 out:
 	json_decref(child);
 	json_decref(config);
@@ -1083,10 +1084,11 @@ enum gv_code kube_registry_image_data(struct kube_registry *r, const char *refer
 		pthread_mutex_unlock(&r->mu);
 	}
 build:
-	data = json_pack("{sssssssssssOsO}", "image", reference, "resolvedImage", "", "registry",
+	data = json_pack("{sssssssssssOsOsO}", "image", reference, "resolvedImage", "", "registry",
 			 c.ref.domain, "repository", c.ref.path, "identifier", id, "manifest",
 			 json_object_get(resolved, "manifest"), "configData",
-			 json_object_get(resolved, "configData"));
+			 json_object_get(resolved, "configData"), "manifestList",
+			 json_object_get(resolved, "manifestList"));
 	if (!data) {
 		rc = gv_err_set(err, GV_EINTERNAL, "%s: incomplete cache entry", what);
 		goto out;

@@ -11,6 +11,7 @@
  *    "repository":    "org/app" ("library/nginx" for a one-component Hub name),
  *    "identifier":    the tag ("latest" when none) or the digest when given,
  *    "manifest":      the image manifest (JSON),
+ *    "manifestList":  the index (JSON) when the reference names one, else null,
  *    "configData":    the image config blob (JSON)}
  *
  * An index (OCI image index, Docker manifest list) is resolved to its

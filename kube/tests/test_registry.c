@@ -268,6 +268,7 @@ static void test_docker_manifest(void **state)
 			 2);
 	assert_string_equal(str_at(d, "configData", "config", "User"), "1000");
 	assert_string_equal(str_at(d, "configData", "os", NULL), "linux");
+	assert_true(json_is_null(json_object_get(d, "manifestList")));
 	/* the Accept list names the four manifest types */
 	assert_non_null(strstr(F.accept, MT_DOCKER));
 	assert_non_null(strstr(F.accept, MT_OCI));
@@ -292,6 +293,9 @@ static void test_oci_index_amd64(void **state)
 	    str_at(json_array_get(json_object_get(json_object_get(d, "manifest"), "layers"), 0),
 		   "digest", NULL, NULL),
 	    "sha256:0000000000000000000000000000000000000000000000000000000000000003");
+	assert_string_equal(str_at(d, "manifestList", "mediaType", NULL), MT_OCI_IDX);
+	assert_int_equal(
+	    json_array_size(json_object_get(json_object_get(d, "manifestList"), "manifests")), 2);
 	want = gv_xasprintf("127.0.0.1:%d/team/app@%s", F.srv->port, F.idx_digest);
 	assert_string_equal(str_at(d, "resolvedImage", NULL, NULL), want);
 	free(want);
