@@ -156,6 +156,8 @@ if ! $CC -std=c11 -D_GNU_SOURCE -I. $(pkg-config --cflags $PKGS) -o "$WORK/regis
 	abort "building kube/tests/registry_driver.c"
 fi
 DRIVER=$WORK/registry_driver
+# drv ARGS...: the driver, its stderr (sanitizer reports, when built with them) kept apart
+drv() { "$DRIVER" "$@" 2>>"$WORK/driver.err"; }
 
 # --- seeding through the API v2 -------------------------------------------------
 digest() { echo "sha256:$(sha256sum "$1" | awk '{print $1}')"; }
@@ -250,7 +252,7 @@ check() {
 }
 
 M_V1=$(digest "$WORK/m-v1.json")
-out=$("$DRIVER" "$HOST/$REPO:v1")
+out=$(drv "$HOST/$REPO:v1")
 check "docker v2 by tag: names" "$out" \
 	".image == \"$HOST/$REPO:v1\" and .registry == \"$HOST\" and .repository == \"$REPO\" and .identifier == \"v1\""
 check "docker v2 by tag: resolvedImage is the pushed manifest's digest" "$out" \
@@ -262,25 +264,25 @@ check "docker v2 by tag: configData" "$out" \
 check "docker v2 by tag: the same as the pushed manifest and config" "$out" \
 	".manifest == $(cat "$WORK/m-v1.json") and .configData == $(cat "$WORK/config-v1.json") and .manifestList == null"
 
-out=$("$DRIVER" "$HOST/$REPO@$M_V1")
+out=$(drv "$HOST/$REPO@$M_V1")
 check "docker v2 by digest" "$out" \
 	".identifier == \"$M_V1\" and .resolvedImage == \"$HOST/$REPO@$M_V1\" and .configData.config.User == \"1000\""
 
-out=$("$DRIVER" "$HOST/$REPO:multi")
+out=$(drv "$HOST/$REPO:multi")
 check "OCI index: resolved to linux/amd64" "$out" \
 	".manifest == $(cat "$WORK/m-amd64.json") and .configData.config.User == \"2000\" and .configData.config.Labels[\"org.example.arch\"] == \"amd64\""
 check "OCI index: manifestList is the index" "$out" ".manifestList == $(cat "$WORK/index.json")"
 check "OCI index: resolvedImage is the index digest" "$out" \
 	".resolvedImage == \"$HOST/$REPO@$(digest "$WORK/index.json")\" and .identifier == \"multi\""
 
-out=$("$DRIVER" --insecure "$HOST/$REPO:multi")
+out=$(drv --insecure "$HOST/$REPO:multi")
 check "allowInsecureRegistry: the same answer" "$out" '.configData.config.User == "2000"'
 
 expect_error() { # NAME EXPECTED_SUBSTRING DRIVER_ARGS...
 	name=$1
 	want=$2
 	shift 2
-	if out=$("$DRIVER" "$@" 2>&1); then
+	if out=$(drv "$@" 2>&1); then
 		bad "$name: succeeded: $out"
 	else
 		case "$out" in
@@ -297,7 +299,7 @@ expect_error "bad reference" "invalid image reference \"$HOST/E2E/app:v1\": repo
 # The cache: one client asked the same reference twice; the access log has one GET.
 gets() { grep -c "GET /v2/$REPO/manifests/v1 " "$WORK/registry.log"; }
 before=$(gets)
-out=$("$DRIVER" "$HOST/$REPO:v1" "$HOST/$REPO:v1" | sort -u | wc -l)
+out=$(drv "$HOST/$REPO:v1" "$HOST/$REPO:v1" | sort -u | wc -l)
 after=$(gets)
 if [ "$out" = 1 ] && [ $((after - before)) = 1 ]; then
 	ok "cache: a repeated reference is fetched once"
@@ -307,6 +309,13 @@ fi
 
 stop_registry
 expect_error "registry stopped: unreachable" "unreachable" "$HOST/$REPO:v1"
+
+if grep -Eq 'Sanitizer|runtime error' "$WORK/driver.err" 2>/dev/null; then
+	bad "driver: sanitizer report"
+	head -n 40 "$WORK/driver.err"
+else
+	ok "driver: no sanitizer report"
+fi
 
 summary
 [ "$failed" -eq 0 ]
