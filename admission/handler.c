@@ -497,6 +497,7 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 	struct gv_err err = {0};
 	const char *kind, *api;
 	bool valid = true;
+	struct admission_warnings w = {0};
 
 	(void)h;
 	memset(out, 0, sizeof(*out));
@@ -511,14 +512,37 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 	if (!strcmp(kind, "ClusterPolicy") || !strcmp(kind, "Policy")) {
 		struct engine_policy *p = engine_policy_compile(rv.object, &err);
 		valid = p != NULL;
+		if (p) {
+			/* mutate/generate/verifyImages: accepted, said once, never a pass */
+			char *note = engine_policy_unsupported_note(p);
+			if (note)
+				admission_warnings_add(&w, note);
+			free(note);
+		}
 		engine_policy_unref(p);
 	} else if (!strcmp(kind, "PolicyException") && api && !strncmp(api, "kyverno.io/", 11)) {
 		valid = exception_valid(rv.object, &err);
 	}
 	if (valid) {
-		reply_allowed(out, &rv, NULL);
+		reply_allowed(out, &rv, &w);
 	} else if (strcmp(kind, "PolicyException")) {
-		reply_denied(out, &rv, err.msg); /* policies: the engine's message as is */
+		/*
+		 * policies: the engine's message as is; a value outside a CRD enum
+		 * or of the wrong type gets the field path in front, as the API
+		 * server's schema validation writes it ("spec.x: Unsupported
+		 * value: ...").
+		 */
+		if (err.pointer[0] && (!strncmp(err.msg, "Unsupported value:", 18) ||
+				       !strncmp(err.msg, "Invalid value:", 14))) {
+			struct gv_buf m = {0};
+			for (const char *c = err.pointer + 1; *c; c++)
+				gv_buf_addc(&m, *c == '/' ? '.' : *c);
+			gv_buf_addf(&m, ": %s", err.msg);
+			reply_denied(out, &rv, gv_buf_str(&m));
+			gv_buf_release(&m);
+		} else {
+			reply_denied(out, &rv, err.msg);
+		}
 	} else {
 		/* "<JSON pointer>: <reason>", the pointer into the submitted object */
 		char msg[sizeof(err.pointer) + sizeof(err.msg) + 4];
@@ -528,5 +552,6 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 	gv_debug("admission: policy %s %s %s/%s: %s", rv.uid, rv.operation, kind, rv.name,
 		 out->allowed ? "allowed" : "denied");
 out:
+	admission_warnings_release(&w);
 	json_decref(rv.root);
 }

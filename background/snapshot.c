@@ -152,6 +152,14 @@ static void compile_policies(const json_t *docs, const char *kind, struct cache 
 					err.pointer, err.pointer[0] ? ": " : "", err.msg);
 			else
 				gv_debug("snapshot: %s %s compiled", kind, meta_str(d, "name"));
+			if (e.policy) {
+				/* Once per compiled document (unchanged ones are cached). */
+				char *note = engine_policy_unsupported_note(e.policy);
+				if (note)
+					gv_info("snapshot: %s %s: %s", kind, meta_str(d, "name"),
+						note);
+				free(note);
+			}
 			json_decref(doc);
 		}
 		out->v = gv_xrealloc(out->v, (out->n + 1) * sizeof(*out->v));

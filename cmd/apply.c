@@ -39,7 +39,8 @@
  * an unreadable or malformed file, a bad flag): each invalid policy is one
  * line "file:line:col: /json/pointer: message" on stderr and the others
  * are still evaluated; otherwise 1 when a rule whose failure action is
- * Enforce failed, else 0.
+ * Enforce failed or any rule gave an error (a rule or policy gavel does not
+ * evaluate included: never a silent pass), else 0.
  */
 #include "cmd/cmd.h"
 
@@ -94,7 +95,8 @@ static void apply_usage(FILE *f)
 	      "      --namespaces F         Namespace manifests whose labels to use\n"
 	      "  -o, --output FORMAT        table (default), json, yaml or report\n"
 	      "\n"
-	      "Exit status: 0 no Enforce rule failed, 1 one did, 2 bad input.\n",
+	      "Exit status: 0 no Enforce rule failed and no rule gave an error, 1 one did,\n"
+	      "2 bad input.\n",
 	      f);
 }
 
@@ -341,6 +343,20 @@ static void evaluate_all(struct apply_state *st)
 			struct engine_report rep = {0};
 			struct gv_err e = {0};
 
+			if (!pol && st->pols.v[p].unsupported) {
+				/* Never no result: a policy gavel does not evaluate is an error. */
+				struct apply_result *a;
+				st->results = gv_xrealloc(st->results, (st->nresults + 1) *
+									   sizeof(*st->results));
+				a = &st->results[st->nresults++];
+				a->resource = r;
+				a->policy = p;
+				a->rule = gv_xstrdup("");
+				a->message = gv_xstrdup(st->pols.v[p].unsupported);
+				a->status = ENGINE_ERROR;
+				a->action = ENGINE_AUDIT;
+				continue;
+			}
 			if (!pol)
 				continue;
 			if (values_eval_init(&ev, &st->values, st->has_ui ? &st->ui : NULL,
@@ -661,7 +677,9 @@ int cmd_apply(int argc, char **argv)
 
 	rc = 0;
 	for (size_t i = 0; i < st.nresults; i++)
-		if (st.results[i].status == ENGINE_FAIL && st.results[i].action == ENGINE_ENFORCE)
+		if ((st.results[i].status == ENGINE_FAIL &&
+		     st.results[i].action == ENGINE_ENFORCE) ||
+		    st.results[i].status == ENGINE_ERROR)
 			rc = 1;
 	if (st.bad)
 		rc = 2;

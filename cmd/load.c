@@ -314,6 +314,53 @@ static bool is_kyverno_api(const json_t *doc)
 	return !strncmp(av, "kyverno.io/", 11);
 }
 
+/*
+ * The policy kinds of the CEL languages: policies.kyverno.io ValidatingPolicy
+ * and its siblings, Kubernetes' ValidatingAdmissionPolicy. gavel does not
+ * evaluate them yet: such a policy is loaded as unsupported, never ignored.
+ * Returns a description ("policies.kyverno.io/v1 ValidatingPolicy"), owned
+ * by the caller, or NULL.
+ */
+static char *cel_policy_kind(const json_t *doc)
+{
+	static const char *const kyverno[] = {"ValidatingPolicy",
+					      "NamespacedValidatingPolicy",
+					      "ImageValidatingPolicy",
+					      "NamespacedImageValidatingPolicy",
+					      "MutatingPolicy",
+					      "NamespacedMutatingPolicy",
+					      "GeneratingPolicy",
+					      "NamespacedGeneratingPolicy",
+					      "DeletingPolicy",
+					      "NamespacedDeletingPolicy",
+					      NULL};
+	const char *av = load_str(doc, "apiVersion", NULL);
+	const char *kind = load_str(doc, "kind", NULL);
+
+	if (!strncmp(av, "policies.kyverno.io/", 20)) {
+		for (const char *const *k = kyverno; *k; k++)
+			if (!strcmp(kind, *k))
+				return gv_xasprintf("%s %s", av, kind);
+	} else if (!strncmp(av, "admissionregistration.k8s.io/", 29) &&
+		   (!strcmp(kind, "ValidatingAdmissionPolicy") ||
+		    !strcmp(kind, "MutatingAdmissionPolicy"))) {
+		return gv_xasprintf("%s %s", av, kind);
+	}
+	return NULL;
+}
+
+/* Documents that only accompany CEL policies (bindings, CEL PolicyExceptions). */
+static bool cel_companion(const json_t *doc)
+{
+	const char *av = load_str(doc, "apiVersion", NULL);
+	const char *kind = load_str(doc, "kind", NULL);
+
+	return (!strncmp(av, "policies.kyverno.io/", 20) && !strcmp(kind, "PolicyException")) ||
+	       (!strncmp(av, "admissionregistration.k8s.io/", 29) &&
+		(!strcmp(kind, "ValidatingAdmissionPolicyBinding") ||
+		 !strcmp(kind, "MutatingAdmissionPolicyBinding")));
+}
+
 static bool policy_has_validate(const json_t *doc)
 {
 	const json_t *rules = json_object_get(json_object_get(doc, "spec"), "rules");
@@ -342,6 +389,7 @@ static void add_policy(struct load_policies *lp, const json_t *doc, struct engin
 	e->has_validate = policy_has_validate(doc);
 	e->policy = p;
 	e->error = error;
+	e->unsupported = NULL;
 }
 
 /* Compiles a PolicyException to check it; keeps the document. */
@@ -424,6 +472,14 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 
 			nfound++;
 			if (p) {
+				char *note = engine_policy_unsupported_note(p);
+				if (note && errs) {
+					int line = docs.v[i].line, col = 0;
+					gv_srcmap_find(docs.v[i].map, "", &line, &col);
+					fprintf(errs, "%s:%d: warning: %s\n", docs.file,
+						line ? line : docs.v[i].line, note);
+				}
+				free(note);
 				add_policy(lp, doc, p, NULL);
 				continue;
 			}
@@ -434,6 +490,26 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 			report_err(errs, &e);
 			lp->nerrors++;
 			continue;
+		}
+		if (policies) {
+			char *what = cel_policy_kind(doc);
+			if (what) {
+				nfound++;
+				add_policy(lp, doc, NULL, NULL);
+				lp->v[lp->n - 1].unsupported =
+				    gv_xasprintf("gavel does not evaluate %s policies yet", what);
+				if (errs)
+					fprintf(errs, "%s:%d: warning: %s %s: %s\n", docs.file,
+						docs.v[i].line, kind,
+						load_str(doc, "metadata", "name", NULL),
+						lp->v[lp->n - 1].unsupported);
+				free(what);
+				continue;
+			}
+			if (cel_companion(doc)) {
+				nfound++;
+				continue;
+			}
 		}
 		if (is_kyverno_api(doc) && !strcmp(kind, "PolicyException")) {
 			nfound++;
@@ -493,6 +569,7 @@ void load_policies_release(struct load_policies *lp)
 		free(lp->v[i].namespace);
 		free(lp->v[i].kind);
 		free(lp->v[i].error);
+		free(lp->v[i].unsupported);
 		if (lp->v[i].policy)
 			engine_policy_unref(lp->v[i].policy);
 	}

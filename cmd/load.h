@@ -74,6 +74,12 @@ struct load_policy {
 	bool has_validate;	      /* some spec.rules[] has a validate block */
 	struct engine_policy *policy; /* owned reference; NULL when the policy is invalid */
 	char *error;		      /* owned: "file:line:col: /pointer: message" when invalid */
+	/*
+	 * owned: why gavel does not evaluate this policy (a CEL policy kind:
+	 * policies.kyverno.io ValidatingPolicy and its siblings, Kubernetes'
+	 * ValidatingAdmissionPolicy), or NULL; policy and error are then NULL.
+	 */
+	char *unsupported;
 };
 
 /* Policies and PolicyExceptions loaded from any number of files. */

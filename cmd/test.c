@@ -60,6 +60,7 @@ struct test_rule {
 	char *name;		   /* owned */
 	char *message;		   /* owned */
 	enum engine_status status; /* after fail -> warn for scored: "false" */
+	bool unsupported;	   /* an error because gavel does not evaluate the rule */
 };
 
 /* Engine response of one policy for one resource under one operation. */
@@ -92,7 +93,7 @@ struct test_case {
 };
 
 struct test_totals {
-	size_t passed, failed;
+	size_t passed, failed, skipped;
 	int load_errors;
 	bool verbose;
 };
@@ -603,6 +604,7 @@ static struct test_cell *cell_get(struct test_case *tc, size_t o, size_t r, size
 			t->name = gv_xstrdup(rr->rule ? rr->rule : "");
 			t->message = gv_xstrdup(rr->message ? rr->message : "");
 			t->status = rr->status;
+			t->unsupported = rr->unsupported;
 			if (t->status == ENGINE_FAIL && scored_false(pol))
 				t->status = ENGINE_WARN;
 		}
@@ -683,15 +685,46 @@ static void print_message(const char *label, const char *msg)
 	putchar('\n');
 }
 
+/* The outcome of one (result entry, selected resource) pair. */
+/* Ordered: the worst of several is the largest. */
+enum check { CHECK_PASS, CHECK_UNSUPPORTED, CHECK_FAIL };
+
+/*
+ * The rule of policy lp named by a result entry, when gavel does not
+ * evaluate it: "mutate", "generate", "verifyImages" (no rule response) or
+ * NULL.
+ */
+static const char *rule_outside(const struct load_policy *lp, const char *rule)
+{
+	const struct engine_policy *p = lp->policy;
+
+	if (!p || !*rule)
+		return NULL;
+	for (size_t i = 0; i < engine_policy_rule_count(p); i++) {
+		const char *what = engine_policy_rule_unsupported(p, i);
+		const char *name = engine_policy_rule_name(p, i);
+		if (what &&
+		    (!strcmp(what, "mutate") || !strcmp(what, "generate") ||
+		     !strcmp(what, "verifyImages")) &&
+		    (!strcmp(name, rule) ||
+		     (!strncmp(name, "autogen-", 8) && !strcmp(name + 8, rule))))
+			return what;
+	}
+	return NULL;
+}
+
 /*
  * Checks one selected resource for entry e; prints its rows and returns
- * whether every row passed (section 5.2 steps 2-6).
+ * whether every row passed (section 5.2 steps 2-6). A row for a rule or a
+ * policy gavel does not evaluate is UNSUPPORTED, never passed: the outcome
+ * is then CHECK_UNSUPPORTED unless another row failed.
  */
-static bool check_resource(struct test_case *tc, const struct test_entry *e, size_t r, bool verbose)
+static enum check check_resource(struct test_case *tc, const struct test_entry *e, size_t r,
+				 bool verbose)
 {
 	size_t o = op_index(tc, e->operation);
 	char id[1024];
-	bool ok = true, any_response = false, invalid = false;
+	bool ok = true, any_response = false, invalid = false, unsupported = false;
 	const char *invalid_msg = NULL;
 
 	res_id(tc->res.v[r].obj, id, sizeof(id));
@@ -702,6 +735,12 @@ static bool check_resource(struct test_case *tc, const struct test_entry *e, siz
 
 		if (strcmp(lp->name, e->policy))
 			continue;
+		if (lp->unsupported) {
+			any_response = true;
+			unsupported = true;
+			print_row("UNSUPPORTED", e->policy, e->rule, id, e, NULL, lp->unsupported);
+			continue;
+		}
 		if (!lp->policy) {
 			invalid = true;
 			invalid_msg = lp->error;
@@ -715,6 +754,19 @@ static bool check_resource(struct test_case *tc, const struct test_entry *e, siz
 			print_message("error", c->error);
 			continue;
 		}
+		{
+			const char *what = rule_outside(lp, e->rule);
+			if (what) {
+				char *why = gv_xasprintf(
+				    "gavel is a validate engine and does not evaluate %s rules",
+				    what);
+				any_response = true;
+				unsupported = true;
+				print_row("UNSUPPORTED", e->policy, e->rule, id, e, NULL, why);
+				free(why);
+				continue;
+			}
+		}
 		/* Kyverno answers for every policy with validate rules, matched or not. */
 		if (!lp->has_validate && !c->responded)
 			continue;
@@ -727,6 +779,12 @@ static bool check_resource(struct test_case *tc, const struct test_entry *e, siz
 			if (!rule_candidate(e->rule, t->name))
 				continue;
 			matched++;
+			if (t->unsupported) {
+				unsupported = true;
+				print_row("UNSUPPORTED", e->policy, t->name, id, e, NULL,
+					  t->message);
+				continue;
+			}
 			pass = !strcmp(got, e->result);
 			print_row(pass ? "PASS" : "FAIL", e->policy, t->name, id, e, got, NULL);
 			if (!pass || verbose)
@@ -749,11 +807,15 @@ static bool check_resource(struct test_case *tc, const struct test_entry *e, siz
 			ok = false;
 		}
 	}
-	return ok;
+	return !ok ? CHECK_FAIL : unsupported ? CHECK_UNSUPPORTED : CHECK_PASS;
 }
 
+/*
+ * Outcomes passed, failed and skipped (unsupported); expectations, those
+ * reproduced and those not reproduced because gavel does not evaluate them.
+ */
 struct case_score {
-	size_t passed, failed, expected, reproduced;
+	size_t passed, failed, skipped, expected, reproduced, unsupported;
 };
 
 static void score_entry(struct test_case *tc, const struct test_entry *e, bool verbose,
@@ -761,7 +823,7 @@ static void score_entry(struct test_case *tc, const struct test_entry *e, bool v
 {
 	size_t nres = tc->res.n, nunits, nspecs = e->specs ? json_array_size(e->specs) : 0;
 	bool *sel = gv_xcalloc(nres ? nres : 1, sizeof(bool));
-	bool *ok = gv_xcalloc(nres ? nres : 1, sizeof(bool));
+	enum check *ok = gv_xcalloc(nres ? nres : 1, sizeof(*ok));
 	bool widened = true;
 
 	/* Step 1: which resources. */
@@ -798,8 +860,10 @@ static void score_entry(struct test_case *tc, const struct test_entry *e, bool v
 		if (!sel[r])
 			continue;
 		ok[r] = check_resource(tc, e, r, verbose);
-		if (ok[r])
+		if (ok[r] == CHECK_PASS)
 			s->passed++;
+		else if (ok[r] == CHECK_UNSUPPORTED)
+			s->skipped++;
 		else
 			s->failed++;
 	}
@@ -807,14 +871,16 @@ static void score_entry(struct test_case *tc, const struct test_entry *e, bool v
 	/* Expectations: one per listed name (or one for an entry without names). */
 	nunits = e->has_resources ? e->nnames + nspecs : 0;
 	if (!nunits) {
-		bool all = true;
+		enum check all = CHECK_PASS;
 		for (size_t r = 0; r < nres; r++)
-			all = all && (!sel[r] || ok[r]);
+			if (sel[r] && ok[r] > all)
+				all = ok[r];
 		s->expected++;
-		s->reproduced += all;
+		s->reproduced += all == CHECK_PASS;
+		s->unsupported += all == CHECK_UNSUPPORTED;
 	} else {
 		for (size_t u = 0; u < nunits; u++) {
-			bool all = true;
+			enum check all = CHECK_PASS;
 			for (size_t r = 0; r < nres; r++) {
 				bool mine;
 				if (!sel[r])
@@ -826,11 +892,12 @@ static void score_entry(struct test_case *tc, const struct test_entry *e, bool v
 				else
 					mine = spec_selects(json_array_get(e->specs, u - e->nnames),
 							    tc->res.v[r].obj);
-				if (mine)
-					all = all && ok[r];
+				if (mine && ok[r] > all)
+					all = ok[r];
 			}
 			s->expected++;
-			s->reproduced += all;
+			s->reproduced += all == CHECK_PASS;
+			s->unsupported += all == CHECK_UNSUPPORTED;
 		}
 	}
 	free(sel);
@@ -874,11 +941,16 @@ static int run_case(const char *file, const struct gv_docs *docs, size_t di,
 		printf("  (no results to check)\n");
 	for (size_t i = 0; i < tc.nentries; i++)
 		score_entry(&tc, &tc.entries[i], tot->verbose, &s);
-	rc = s.failed ? 1 : 0;
-	printf("RESULT %s passed=%zu failed=%zu expected=%zu reproduced=%zu file=%s\n",
-	       rc ? "FAIL" : "PASS", s.passed, s.failed, s.expected, s.reproduced, file);
+	rc = s.failed || s.skipped ? 1 : 0;
+	printf("RESULT %s passed=%zu failed=%zu skipped=%zu expected=%zu reproduced=%zu "
+	       "unsupported=%zu file=%s\n",
+	       s.failed	   ? "FAIL"
+	       : s.skipped ? "UNSUPPORTED"
+			   : "PASS",
+	       s.passed, s.failed, s.skipped, s.expected, s.reproduced, s.unsupported, file);
 	tot->passed += s.passed;
 	tot->failed += s.failed;
+	tot->skipped += s.skipped;
 out:
 	case_release(&tc);
 	return rc;
@@ -967,6 +1039,6 @@ int cmd_test(int argc, char **argv)
 	load_paths_release(&files);
 	if (tot.load_errors)
 		printf("%d test file(s) could not be loaded\n", tot.load_errors);
-	printf("%zu passed, %zu failed\n", tot.passed, tot.failed);
+	printf("%zu passed, %zu failed, %zu skipped\n", tot.passed, tot.failed, tot.skipped);
 	return worst;
 }

@@ -150,8 +150,11 @@ static enum gv_code check_values(const json_t *doc, struct gv_err *err)
 
 	if (!json_is_object(doc))
 		return gv_err_setp(err, GV_EINVAL, "", "values: the document must be an object");
-	if (*load_str(doc, "kind", NULL) && strcmp(load_str(doc, "kind", NULL), "Values"))
-		return gv_err_setp(err, GV_EINVAL, "/kind", "values: kind must be Values, not %s",
+	/* Kyverno's CLI reads both spellings (kind: Value in older test folders). */
+	if (*load_str(doc, "kind", NULL) && strcmp(load_str(doc, "kind", NULL), "Values") &&
+	    strcmp(load_str(doc, "kind", NULL), "Value"))
+		return gv_err_setp(err, GV_EINVAL, "/kind",
+				   "values: kind must be Values (or Value), not %s",
 				   load_str(doc, "kind", NULL));
 	if ((rc = check_field(doc, "globalValues", is_object, "an object", "", err)))
 		return rc;

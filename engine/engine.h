@@ -63,7 +63,7 @@ bool engine_policy_emit_warning(const struct engine_policy *p);
 enum engine_failure_policy engine_policy_failure_policy(const struct engine_policy *p);
 /* The policy document as loaded (borrowed). */
 const json_t *engine_policy_doc(const struct engine_policy *p);
-/* Value of annotation key, or NULL. */
+/* Value of annotation key, or NULL (also when p is NULL). */
 const char *engine_policy_annotation(const struct engine_policy *p, const char *key);
 /* Number of rules after autogen, and their names. */
 size_t engine_policy_rule_count(const struct engine_policy *p);
@@ -75,6 +75,24 @@ const char *engine_policy_rule_name(const struct engine_policy *p, size_t i);
  * user-info match/exclude (section 7.1).
  */
 bool engine_policy_rule_background_safe(const struct engine_policy *p, size_t i);
+
+/*
+ * What gavel does not evaluate in rule i, or NULL when it evaluates all of
+ * it: "mutate", "generate", "verifyImages" (rules outside a validate engine:
+ * they give no result at all), or, for validate rules, "validate.cel",
+ * "validate.manifests", "validate.assert", "celPreconditions",
+ * "imageExtractors" (they give an ENGINE_ERROR result with `unsupported`
+ * set). Static string.
+ */
+const char *engine_policy_rule_unsupported(const struct engine_policy *p, size_t i);
+
+/*
+ * One line for the policy's mutate, generate and verifyImages rules, e.g.
+ * "policy add-labels: gavel is a validate engine and does not evaluate
+ * mutate rule add-team (and 2 more)", or NULL when it has none. Say it once
+ * where the policy is loaded. Caller frees.
+ */
+char *engine_policy_unsupported_note(const struct engine_policy *p);
 
 /*
  * Whether the results of evaluating a policy or PolicyException document
@@ -188,6 +206,13 @@ struct engine_rule_result {
 	char *message;		   /* owned */
 	enum engine_action action; /* effective failure action for this request (section 1.4) */
 	bool exception;		   /* skipped because of a PolicyException */
+	/*
+	 * An ENGINE_ERROR because gavel does not evaluate this rule's kind
+	 * (validate.cel, validate.manifests, validate.assert,
+	 * celPreconditions, imageExtractors): the message says "gavel does not
+	 * evaluate <what>". `gavel test` scores it as unsupported.
+	 */
+	bool unsupported;
 };
 
 /*

@@ -324,6 +324,10 @@ char *pattern_any_budget(struct pattern *const *pats, size_t n, const json_t *re
 
 /* ---- rules and policies (policy.c) ---- */
 
+/*
+ * BODY_NONE is never compiled: a body gavel does not evaluate is
+ * BODY_UNSUPPORTED, which gives an explicit error result (evaluate.c).
+ */
 enum body_kind {
 	BODY_NONE,
 	BODY_PATTERN,
@@ -331,11 +335,22 @@ enum body_kind {
 	BODY_DENY,
 	BODY_FOREACH,
 	BODY_POD_SECURITY, /* validate.podSecurity (pod-security-semantics.md) */
+	BODY_UNSUPPORTED
+};
+
+/* The type of a context entry (kyverno-semantics.md section 1.5). */
+enum context_kind {
+	CONTEXT_VARIABLE,
+	CONTEXT_CONFIGMAP,
+	CONTEXT_APICALL,
+	CONTEXT_IMAGEREGISTRY,
+	CONTEXT_GLOBALREFERENCE
 };
 
 struct context_entry {
 	char *name;
-	json_t *raw;	     /* owned: the whole entry */
+	json_t *raw; /* owned: the whole entry */
+	enum context_kind kind;
 	bool is_variable;    /* variable entry (evaluated); other kinds go to hooks */
 	struct vtree *value; /* variable.value or NULL */
 	char *jmespath;	     /* variable.jmesPath or NULL (may hold {{ }}) */
@@ -356,7 +371,8 @@ struct body {
 	struct conditions deny;
 	struct foreach *foreach;
 	size_t nforeach;
-	struct pss_spec pss; /* BODY_POD_SECURITY */
+	struct pss_spec pss;	 /* BODY_POD_SECURITY */
+	const char *unsupported; /* BODY_UNSUPPORTED: what, e.g. "validate.cel" (static) */
 };
 
 struct foreach {
@@ -392,6 +408,14 @@ struct rule {
 	bool allow_existing;
 	bool background_safe;
 	bool has_validate;
+	/*
+	 * What gavel does not evaluate in this rule, or NULL: "mutate",
+	 * "generate", "verifyImages" (has_validate false: no result, a
+	 * warning where the policy is loaded), "celPreconditions",
+	 * "imageExtractors" (an error result), or the body's unsupported kind.
+	 * Static strings.
+	 */
+	const char *unsupported;
 };
 
 struct engine_policy {

@@ -41,6 +41,7 @@ struct outcome {
 	enum engine_status status;
 	char *message;
 	bool exception;
+	bool unsupported; /* an error because gavel does not evaluate something */
 };
 
 static void outcome_set(struct outcome *o, enum engine_status s, char *msg)
@@ -322,8 +323,14 @@ static enum gv_code load_context(const struct eval_state *st, const struct conte
 
 		if (!e->is_variable) {
 			const struct engine_hooks *h = st->in->hooks;
+			static const char *const kinds[] = {"variable", "configMap", "apiCall",
+							    "imageRegistry", "globalReference"};
+			/* Fail closed: an entry nobody can load is an error, never absent. */
 			if (!h || !h->load_context)
-				continue;
+				return gv_err_set(
+				    err, GV_EEVAL,
+				    "gavel does not load %s context entries here (%s)",
+				    kinds[e->kind], e->name);
 			rc = h->load_context(h->ud, e->raw, root, &v, err);
 			if (rc == GV_ENOENT) {
 				gv_err_clear(err);
@@ -824,8 +831,14 @@ static void eval_body(const struct eval_state *st, const struct engine_policy *p
 	case BODY_FOREACH:
 		eval_foreach(st, p, r, b->foreach, b->nforeach, resource, root, depth, rb, o);
 		break;
+	case BODY_UNSUPPORTED:
+		outcome_set(o, ENGINE_ERROR,
+			    gv_xasprintf("gavel does not evaluate %s rules", b->unsupported));
+		o->unsupported = true;
+		break;
 	case BODY_NONE:
-		o->none = true;
+		/* Never compiled; fail closed all the same. */
+		outcome_set(o, ENGINE_ERROR, gv_xstrdup("rule body was not compiled"));
 		break;
 	}
 }
@@ -964,6 +977,12 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 	struct gv_buf exc = {0};
 
 	o->none = true;
+	if (r->unsupported && r->body.kind != BODY_UNSUPPORTED) {
+		outcome_set(o, ENGINE_ERROR,
+			    gv_xasprintf("gavel does not evaluate %s", r->unsupported));
+		o->unsupported = true;
+		goto out;
+	}
 	if (values) {
 		apply_values(root, values);
 		json_decref(values);
@@ -1064,6 +1083,7 @@ static void push_result(struct engine_response *resp, const char *rule, struct o
 	rr->message = o->message ? o->message : gv_xstrdup("");
 	rr->action = action;
 	rr->exception = o->exception;
+	rr->unsupported = o->unsupported;
 	o->message = NULL;
 }
 

@@ -48,6 +48,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "common/imageref.h"
 #include "common/yaml.h"
 #include "engine/value.h"
 #include "common/banned.h"
@@ -2913,205 +2914,25 @@ static int fn_x509_decode(struct jp_ev *ev, const struct jp_node *call, struct j
 /* ------------------------------------------------------------------ */
 /* image_normalize (distribution/reference grammar, Kyverno defaults)   */
 
-static bool is_lower_alnum(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-/* path-component ("/" path-component)*, components [a-z0-9]+ joined by . _ __ -+ */
-static bool ref_path_ok(const char *s, size_t n)
-{
-	size_t i = 0;
-
-	if (n == 0)
-		return false;
-	for (;;) {
-		if (i >= n || !is_lower_alnum(s[i]))
-			return false;
-		while (i < n && is_lower_alnum(s[i]))
-			i++;
-		if (i == n)
-			return true;
-		if (s[i] == '/') {
-			i++;
-			continue;
-		}
-		if (s[i] == '.' || (s[i] == '_' && !(i + 1 < n && s[i + 1] == '_')))
-			i++;
-		else if (s[i] == '_')
-			i += 2;
-		else if (s[i] == '-')
-			while (i < n && s[i] == '-')
-				i++;
-		else
-			return false;
-	}
-}
-
-/* host[:port], host a domain name, IPv4 or [IPv6]. */
-static bool ref_domain_ok(const char *s, size_t n)
-{
-	size_t i = 0, start;
-
-	if (n == 0)
-		return false;
-	if (s[0] == '[') {
-		const char *close = memchr(s, ']', n);
-		if (!close || close == s + 1)
-			return false;
-		for (const char *p = s + 1; p < close; p++)
-			if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.')
-				return false;
-		i = (size_t)(close - s) + 1;
-	} else {
-		for (;;) {
-			start = i;
-			while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '-'))
-				i++;
-			if (i == start || s[start] == '-' || s[i - 1] == '-')
-				return false;
-			if (i < n && s[i] == '.') {
-				i++;
-				continue;
-			}
-			break;
-		}
-	}
-	if (i == n)
-		return true;
-	if (s[i] != ':' || i + 1 == n)
-		return false;
-	for (i++; i < n; i++)
-		if (!isdigit((unsigned char)s[i]))
-			return false;
-	return true;
-}
-
-static bool ref_tag_ok(const char *s, size_t n)
-{
-	if (n == 0 || n > 128 || !(isalnum((unsigned char)s[0]) || s[0] == '_'))
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (!(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.' || s[i] == '-'))
-			return false;
-	return true;
-}
-
-static bool ref_digest_ok(const char *s, size_t n)
-{
-	const char *colon = memchr(s, ':', n);
-	size_t alen, hlen, want = 0;
-
-	if (!colon)
-		return false;
-	alen = (size_t)(colon - s);
-	hlen = n - alen - 1;
-	if (alen == 6 && memcmp(s, "sha256", 6) == 0)
-		want = 64;
-	else if (alen == 6 && memcmp(s, "sha384", 6) == 0)
-		want = 96;
-	else if (alen == 6 && memcmp(s, "sha512", 6) == 0)
-		want = 128;
-	if (!want || hlen != want)
-		return false;
-	for (size_t i = 0; i < hlen; i++)
-		if (!((colon[1 + i] >= '0' && colon[1 + i] <= '9') ||
-		      (colon[1 + i] >= 'a' && colon[1 + i] <= 'f')))
-			return false;
-	return true;
-}
-
 static int fn_image_normalize(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args,
 			      int nargs, json_t **out)
 {
-	const char *img = STR(0), *slash, *at, *name, *last, *colon;
-	struct gv_buf full = {0}, res = {0};
-	size_t n = SLEN(0), name_len, first_len, i;
-	const char *tag = NULL, *digest = NULL;
-	size_t tag_len = 0, digest_len = 0;
-	bool prefix = false, lower = true;
-	int rc = 0;
+	struct gv_imageref ref;
+	struct gv_buf res = {0};
+	struct gv_err e = {0};
+	int rc;
 
-	if (n == 0 || memchr(img, '\0', n))
-		return kfail(ev, JP_ERR_RUNTIME, "image_normalize",
-			     "repository name must have at least one component");
-	/* addDefaultRegistry */
-	slash = memchr(img, '/', n);
-	if (!slash) {
-		prefix = true;
-	} else {
-		first_len = (size_t)(slash - img);
-		for (i = 0; i < first_len; i++)
-			if (isupper((unsigned char)img[i]))
-				lower = false;
-		if (!memchr(img, '.', first_len) && !memchr(img, ':', first_len) &&
-		    !(first_len == 9 && memcmp(img, "localhost", 9) == 0) && lower)
-			prefix = true;
-	}
-	if (prefix)
-		gv_buf_adds(&full, "docker.io/");
-	gv_buf_add(&full, img, n);
-	name = gv_buf_str(&full);
-	name_len = full.len;
-	at = memchr(name, '@', name_len);
-	if (at) {
-		digest = at + 1;
-		digest_len = name_len - (size_t)(at - name) - 1;
-		name_len = (size_t)(at - name);
-		if (!ref_digest_ok(digest, digest_len)) {
-			rc = kfail(ev, JP_ERR_RUNTIME, "image_normalize",
-				   "invalid reference format");
-			goto out;
-		}
-	}
-	last = name;
-	for (i = 0; i < name_len; i++)
-		if (name[i] == '/')
-			last = name + i + 1;
-	colon = memchr(last, ':', name_len - (size_t)(last - name));
-	if (colon) {
-		tag = colon + 1;
-		tag_len = name_len - (size_t)(colon - name) - 1;
-		name_len = (size_t)(colon - name);
-		if (!ref_tag_ok(tag, tag_len)) {
-			rc = kfail(ev, JP_ERR_RUNTIME, "image_normalize",
-				   "invalid reference format");
-			goto out;
-		}
-	}
-	if (name_len > 255) {
-		rc = kfail(ev, JP_ERR_RUNTIME, "image_normalize",
-			   "repository name must not be more than 255 characters");
-		goto out;
-	}
-	slash = memchr(name, '/', name_len);
-	if (slash && ref_domain_ok(name, (size_t)(slash - name)) &&
-	    ref_path_ok(slash + 1, name_len - (size_t)(slash - name) - 1)) {
-		gv_buf_add(&res, name, name_len); /* registry/path */
-	} else if (ref_path_ok(name, name_len)) {
-		gv_buf_add(&res, name, name_len); /* no registry */
-	} else {
-		bool upper = false;
-		for (i = 0; i < name_len; i++)
-			upper = upper || isupper((unsigned char)name[i]);
-		rc =
-		    kfail(ev, JP_ERR_RUNTIME, "image_normalize", "%s",
-			  upper ? "repository name must be lowercase" : "invalid reference format");
-		goto out;
-	}
-	if (digest) {
-		gv_buf_addc(&res, '@');
-		gv_buf_add(&res, digest, digest_len);
-	} else {
-		gv_buf_addc(&res, ':');
-		if (tag)
-			gv_buf_add(&res, tag, tag_len);
-		else
-			gv_buf_adds(&res, "latest");
-	}
+	if (gv_imageref_parse(STR(0), SLEN(0), &ref, &e))
+		return kfail(ev, JP_ERR_RUNTIME, "image_normalize", "%s", e.msg);
+	if (ref.domain)
+		gv_buf_addf(&res, "%s/", ref.domain);
+	gv_buf_adds(&res, ref.path);
+	if (ref.digest)
+		gv_buf_addf(&res, "@%s", ref.digest);
+	else
+		gv_buf_addf(&res, ":%s", ref.tag ? ref.tag : "latest");
 	rc = out_buf(ev, "image_normalize", &res, out);
-out:
-	gv_buf_release(&full);
+	gv_imageref_release(&ref);
 	gv_buf_release(&res);
 	return rc;
 }

@@ -387,11 +387,19 @@ static enum gv_code filter_compile(const json_t *res, const json_t *ui, struct m
 	{
 		unsigned bit = json_is_string(c) ? match_op_bit(json_string_value(c)) : 0;
 		if (!bit) {
+			char idx[32];
+			snprintf(idx, sizeof(idx), "%zu", i);
 			gv_pointer_add(ptr, "resources");
 			gv_pointer_add(ptr, "operations");
-			rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
-					 "unsupported operation: %s",
-					 json_is_string(c) ? json_string_value(c) : "<non-string>");
+			gv_pointer_add(ptr, idx);
+			/* The CRD enum, with the API server's message. */
+			rc = gv_err_setp(
+			    err, GV_EINVAL, gv_buf_str(ptr),
+			    json_is_string(c) ? "Unsupported value: \"%s\": supported values: "
+						"\"CREATE\", \"CONNECT\", \"UPDATE\", \"DELETE\""
+					      : "Invalid value: %s must be a string, one of \"CREATE\", "
+						"\"CONNECT\", \"UPDATE\", \"DELETE\"",
+			    json_is_string(c) ? json_string_value(c) : "operations");
 			goto out;
 		}
 		f->ops |= bit;

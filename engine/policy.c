@@ -113,6 +113,64 @@ static enum gv_code check_fields(const json_t *obj, const char *const *known, st
 	return GV_OK;
 }
 
+/* Spellings Kyverno's CRDs accept (manifests/crds, the enums of the schema). */
+static const char *const action_values[] = {"audit", "enforce", "Audit", "Enforce", NULL};
+static const char *const rule_action_values[] = {"Audit", "Enforce", NULL};
+static const char *const failure_policy_values[] = {"Ignore", "Fail", NULL};
+static const char *const apply_rules_values[] = {"All", "One", NULL};
+
+/*
+ * Checks the enumerated field obj.key against values (when present), with
+ * the API server's message for a value outside a CRD enum. ptr is the
+ * pointer of obj; the error's pointer is ptr + "/key".
+ */
+static enum gv_code check_enum(const json_t *obj, const char *key, const char *const *values,
+			       const struct gv_buf *ptr, struct gv_err *err)
+{
+	const json_t *v = json_object_get(obj, key);
+	struct gv_buf at = {0}, list = {0};
+	enum gv_code rc = GV_OK;
+
+	if (!v || json_is_null(v))
+		return GV_OK;
+	for (const char *const *s = values; *s; s++) {
+		if (json_is_string(v) && !strcmp(json_string_value(v), *s))
+			return GV_OK;
+		gv_buf_addf(&list, "%s\"%s\"", s == values ? "" : ", ", *s);
+	}
+	gv_buf_adds(&at, gv_buf_str(ptr));
+	gv_pointer_add(&at, key);
+	if (json_is_string(v))
+		rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(&at),
+				 "Unsupported value: \"%s\": supported values: %s",
+				 json_string_value(v), gv_buf_str(&list));
+	else
+		rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(&at),
+				 "Invalid value: %s must be a string, one of %s", key,
+				 gv_buf_str(&list));
+	gv_buf_release(&at);
+	gv_buf_release(&list);
+	return rc;
+}
+
+/* Checks that obj.key, when present, is a boolean (a string "false" is not). */
+static enum gv_code check_bool(const json_t *obj, const char *key, const struct gv_buf *ptr,
+			       struct gv_err *err)
+{
+	const json_t *v = json_object_get(obj, key);
+	struct gv_buf at = {0};
+	enum gv_code rc;
+
+	if (!v || json_is_null(v) || json_is_boolean(v))
+		return GV_OK;
+	gv_buf_adds(&at, gv_buf_str(ptr));
+	gv_pointer_add(&at, key);
+	rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(&at), "Invalid value: %s must be a boolean",
+			 key);
+	gv_buf_release(&at);
+	return rc;
+}
+
 static bool parse_action(const json_t *v, enum engine_action *a)
 {
 	const char *s = json_string_value(v);
@@ -149,6 +207,12 @@ static enum gv_code overrides_compile(const json_t *arr, struct override **out, 
 	{
 		struct override *o = &(*out)[i];
 		const json_t *sel = json_object_get(c, "namespaceSelector");
+		size_t ob = ptr->len;
+		ptr_pushi(ptr, i);
+		rc = check_enum(c, "action", action_values, ptr, err);
+		ptr_pop(ptr, ob);
+		if (rc)
+			break;
 		parse_action(json_object_get(c, "action"), &o->action);
 		o->namespaces = gv_xcalloc(json_array_size(json_object_get(c, "namespaces")) + 1,
 					   sizeof(char *));
@@ -212,6 +276,58 @@ enum gv_code context_compile(const json_t *j, struct context_entry **out, size_t
 		e->name = gv_xstrdup(name);
 		e->raw = json_incref(c);
 		(*n)++;
+		{
+			/* Kyverno's policy validation (validateRuleContext). */
+			static const char *const reserved[] = {"images",
+							       "request",
+							       "serviceAccountName",
+							       "serviceAccountNamespace",
+							       "element",
+							       "elementIndex",
+							       NULL};
+			for (const char *const *v = reserved; *v; v++) {
+				size_t vl = strlen(*v);
+				if (!strcmp(name, *v) ||
+				    (!strncmp(name, *v, vl) && name[vl] == '.')) {
+					ptr_push(ptr, "name");
+					rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
+							 "entry name %s is invalid as it conflicts "
+							 "with a pre-defined variable %s",
+							 name, *v);
+					break;
+				}
+			}
+			if (rc) {
+				ptr_pop(ptr, base);
+				break;
+			}
+		}
+		{
+			static const char *const kinds[] = {"variable", "configMap", "apiCall",
+							    "imageRegistry", "globalReference"};
+			int found = 0;
+			for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+				if (json_object_get(c, kinds[k])) {
+					e->kind = (enum context_kind)k;
+					found++;
+				}
+			if (found != 1) {
+				/* Kyverno's policy validation (validateRuleContext). */
+				rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
+						 "exactly one of configMap or apiCall or "
+						 "imageRegistry or variable or globalReference is "
+						 "required for context entries");
+				ptr_pop(ptr, base);
+				break;
+			}
+		}
+		if (e->kind == CONTEXT_VARIABLE && !json_is_object(var)) {
+			ptr_push(ptr, "variable");
+			rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
+					 "context entry %s: variable must be an object", name);
+			ptr_pop(ptr, base);
+			break;
+		}
 		if (json_is_object(var)) {
 			const json_t *value = json_object_get(var, "value");
 			const char *jp = json_string_value(json_object_get(var, "jmesPath"));
@@ -633,7 +749,11 @@ static enum gv_code body_compile_fields(const json_t *v, struct body *b, bool in
 		ptr_push(ptr, "foreach");
 		rc = foreach_compile(fe, &b->foreach, &b->nforeach, ptr, err);
 	} else {
-		b->kind = BODY_NONE; /* cel / podSecurity / manifests: not evaluated */
+		/* Accepted, not evaluated: an explicit error result (evaluate.c). */
+		b->kind = BODY_UNSUPPORTED;
+		b->unsupported = json_object_get(v, "cel")	   ? "validate.cel"
+				 : json_object_get(v, "manifests") ? "validate.manifests"
+								   : "validate.assert";
 	}
 	(void)in_foreach;
 body_out:
@@ -820,6 +940,10 @@ enum gv_code rule_compile(const json_t *j, struct rule *r, bool background, stru
 		goto out;
 	}
 	r->name = gv_xstrdup(name);
+	r->unsupported = json_object_get(j, "mutate")	      ? "mutate"
+			 : json_object_get(j, "generate")     ? "generate"
+			 : json_object_get(j, "verifyImages") ? "verifyImages"
+							      : NULL;
 	ops = !!validate + !!json_object_get(j, "mutate") + !!json_object_get(j, "generate") +
 	      !!json_object_get(j, "verifyImages");
 	if (ops == 0) {
@@ -902,6 +1026,11 @@ enum gv_code rule_compile(const json_t *j, struct rule *r, bool background, stru
 		rc = body_compile(validate, &r->body, ptr, err);
 		if (rc)
 			goto out;
+		/* Rule fields that change what is evaluated and that gavel does not read. */
+		r->unsupported = r->body.kind == BODY_UNSUPPORTED	  ? r->body.unsupported
+				 : json_object_get(j, "celPreconditions") ? "celPreconditions"
+				 : json_object_get(j, "imageExtractors")  ? "imageExtractors"
+									  : NULL;
 		msg = json_object_get(validate, "message");
 		if (json_is_string(msg)) {
 			r->message_raw = gv_xstrdup(json_string_value(msg));
@@ -917,6 +1046,11 @@ enum gv_code rule_compile(const json_t *j, struct rule *r, bool background, stru
 			ptr_pop(ptr, base);
 			ptr_push(ptr, "validate");
 		}
+		rc = check_enum(validate, "failureAction", rule_action_values, ptr, err);
+		if (!rc)
+			rc = check_bool(validate, "allowExistingViolations", ptr, err);
+		if (rc)
+			goto out;
 		r->has_action =
 		    parse_action(json_object_get(validate, "failureAction"), &r->action);
 		ptr_push(ptr, "failureActionOverrides");
@@ -1653,6 +1787,22 @@ struct engine_policy *engine_policy_compile(const json_t *doc, struct gv_err *er
 		gv_err_setp(err, GV_EINVAL, "/spec/rules", "a policy needs at least one rule");
 		goto fail;
 	}
+	if (check_enum(spec, "validationFailureAction", action_values, &ptr, err) ||
+	    check_enum(spec, "failurePolicy", failure_policy_values, &ptr, err) ||
+	    check_enum(spec, "applyRules", apply_rules_values, &ptr, err) ||
+	    check_bool(spec, "background", &ptr, err) || check_bool(spec, "admission", &ptr, err) ||
+	    check_bool(spec, "emitWarning", &ptr, err) ||
+	    check_bool(spec, "scanSuspend", &ptr, err))
+		goto fail;
+	{
+		const json_t *wc = json_object_get(spec, "webhookConfiguration");
+		size_t wb = ptr.len;
+		gv_pointer_add(&ptr, "webhookConfiguration");
+		if (json_is_object(wc) &&
+		    check_enum(wc, "failurePolicy", failure_policy_values, &ptr, err))
+			goto fail;
+		ptr_pop(&ptr, wb);
+	}
 	p = gv_xcalloc(1, sizeof(*p));
 	atomic_init(&p->refs, 1);
 	p->doc = json_incref((json_t *)doc);
@@ -1821,6 +1971,8 @@ const json_t *engine_policy_doc(const struct engine_policy *p)
 
 const char *engine_policy_annotation(const struct engine_policy *p, const char *key)
 {
+	if (!p)
+		return NULL;
 	return json_string_value(json_object_get(
 	    json_object_get(json_object_get(p->doc, "metadata"), "annotations"), key));
 }
@@ -1838,6 +1990,37 @@ const char *engine_policy_rule_name(const struct engine_policy *p, size_t i)
 bool engine_policy_rule_background_safe(const struct engine_policy *p, size_t i)
 {
 	return i < p->nrules && p->rules[i].background_safe;
+}
+
+const char *engine_policy_rule_unsupported(const struct engine_policy *p, size_t i)
+{
+	return i < p->nrules ? p->rules[i].unsupported : NULL;
+}
+
+char *engine_policy_unsupported_note(const struct engine_policy *p)
+{
+	struct gv_buf b = {0};
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->nrules; i++) {
+		const struct rule *r = &p->rules[i];
+		if (r->has_validate || !r->unsupported)
+			continue;
+		if (n < 3)
+			gv_buf_addf(&b, "%s%s rule %s", n ? ", " : "", r->unsupported, r->name);
+		n++;
+	}
+	if (!n)
+		return NULL;
+	if (n > 3)
+		gv_buf_addf(&b, " and %zu more", n - 3);
+	{
+		char *s = gv_xasprintf(
+		    "policy %s: gavel is a validate engine and does not evaluate its %s", p->name,
+		    gv_buf_str(&b));
+		gv_buf_release(&b);
+		return s;
+	}
 }
 
 bool engine_doc_reads_outside(const json_t *doc)

@@ -712,6 +712,49 @@ static void test_validate_policy(void **state)
 	admission_handle_policy(f.h, "nope", 4, &r);
 	assert_int_equal(r.http, 400);
 	admission_reply_release(&r);
+
+	/* A typo in an enumerated field: denied with the API server's message. */
+	{
+		const char *typo =
+		    "{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\",\"metadata\":"
+		    "{\"name\":\"typo\"},\"spec\":{\"validationFailureAction\":\"Enforse\","
+		    "\"rules\":[{\"name\":\"r\",\"match\":{\"any\":[{\"resources\":{\"kinds\":"
+		    "[\"Pod\"]}}]},\"validate\":{\"pattern\":{\"metadata\":{\"name\":\"?*\"}}}}]}}";
+		body = review("admission.k8s.io/v1", "CREATE", "ClusterPolicy", "", "typo", typo,
+			      NULL, false);
+		admission_handle_policy(f.h, body, strlen(body), &r);
+		j = json_loadb(r.body, r.len, 0, NULL);
+		assert_false(allowed(j));
+		assert_string_equal(resp_str(j, "status", "message"),
+				    "spec.validationFailureAction: Unsupported value: \"Enforse\": "
+				    "supported values: \"audit\", \"enforce\", \"Audit\", "
+				    "\"Enforce\"");
+		json_decref(j);
+		admission_reply_release(&r);
+		free(body);
+	}
+	/* A mutate rule: accepted, with a warning that gavel does not evaluate it. */
+	{
+		const char *mutate =
+		    "{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\",\"metadata\":"
+		    "{\"name\":\"m\"},\"spec\":{\"rules\":[{\"name\":\"add\",\"match\":{"
+		    "\"any\":[{\"resources\":{\"kinds\":[\"Pod\"]}}]},\"mutate\":{"
+		    "\"patchStrategicMerge\":{\"metadata\":{\"labels\":{\"a\":\"b\"}}}}}]}}";
+		const json_t *warnings;
+		body = review("admission.k8s.io/v1", "CREATE", "ClusterPolicy", "", "m", mutate,
+			      NULL, false);
+		admission_handle_policy(f.h, body, strlen(body), &r);
+		j = json_loadb(r.body, r.len, 0, NULL);
+		assert_true(allowed(j));
+		warnings = json_object_get(json_object_get(j, "response"), "warnings");
+		assert_int_equal(json_array_size(warnings), 1);
+		assert_string_equal(json_string_value(json_array_get(warnings, 0)),
+				    "policy m: gavel is a validate engine and does not evaluate "
+				    "its mutate rule add");
+		json_decref(j);
+		admission_reply_release(&r);
+		free(body);
+	}
 	fixture_release(&f);
 }
 

@@ -1560,6 +1560,126 @@ static void test_result_action(void **state)
 	CHECK_DONE();
 }
 
+/* ---- fail closed: what gavel does not evaluate is an explicit error ---- */
+
+static void test_unsupported_is_error(void **state)
+{
+	static const struct {
+		const char *validate; /* the validate body, after failureAction */
+		const char *message;
+	} cases[] = {
+	    {"      cel: {expressions: [{expression: 'false'}]}\n",
+	     "gavel does not evaluate validate.cel rules"},
+	    {"      manifests: {attestors: [{entries: [{keys: {publicKeys: k}}]}]}\n",
+	     "gavel does not evaluate validate.manifests rules"},
+	    {"      assert: {object: {metadata: {name: y}}}\n",
+	     "gavel does not evaluate validate.assert rules"},
+	};
+	json_t *o = Y(POD_X(""));
+	struct engine_input in = {.object = o, .operation = "CREATE"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *pol = gv_xasprintf(E_HDR MATCH_POD ENFORCE "%s", cases[i].validate);
+		struct run r;
+		const struct engine_rule_result *rr;
+		struct engine_decision d;
+
+		run1(&r, pol, &in, ENGINE_ADMISSION);
+		CHECK_RESULT(&r, "r", ENGINE_ERROR, cases[i].message);
+		rr = result(&r, NULL, "r");
+		if (rr) {
+			CHECK(rr->unsupported, "case %zu: not marked unsupported", i);
+			/* failurePolicy Fail (the default) + Enforce: the request is denied */
+			d = engine_decide(r.rep.v[0].policy, rr, ENGINE_ADMISSION);
+			CHECK(d.blocks, "case %zu: an unsupported Enforce rule must block", i);
+		}
+		run_release(&r);
+		/* In background the same rule is an error result, never no result. */
+		free(pol);
+		pol = gv_xasprintf(CP "spec:\n  rules:\n  - name: r\n" MATCH_POD ENFORCE "%s",
+				   cases[i].validate);
+		run1(&r, pol, &in, ENGINE_BACKGROUND);
+		CHECK_RESULT(&r, "r", ENGINE_ERROR, cases[i].message);
+		run_release(&r);
+		free(pol);
+	}
+	{
+		struct run r;
+		run1(
+		    &r,
+		    E_HDR MATCH_POD
+		    "    celPreconditions: [{name: n, expression: 'true'}]\n" ENFORCE LABEL_PATTERN,
+		    &in, ENGINE_ADMISSION);
+		CHECK_RESULT(&r, "r", ENGINE_ERROR, "gavel does not evaluate celPreconditions");
+		run_release(&r);
+	}
+	{
+		/* failurePolicy Ignore: an unsupported rule reports an error and allows */
+		struct run r;
+		const struct engine_rule_result *rr;
+		run1(&r,
+		     CP "spec:\n  background: false\n  failurePolicy: Ignore\n  rules:\n  - name: "
+			"r\n" MATCH_POD ENFORCE
+			"      cel: {expressions: [{expression: 'false'}]}\n",
+		     &in, ENGINE_ADMISSION);
+		rr = result(&r, NULL, "r");
+		CHECK(rr && rr->status == ENGINE_ERROR,
+		      "no error result with failurePolicy Ignore");
+		if (rr)
+			CHECK(!engine_decide(r.rep.v[0].policy, rr, ENGINE_ADMISSION).blocks,
+			      "failurePolicy Ignore must not block");
+		run_release(&r);
+	}
+	{
+		/* A mutate rule gives no result and is named for the load-time note. */
+		struct engine_policy *p =
+		    compile(E_HDR MATCH_POD "    mutate: {patchStrategicMerge: {metadata: {labels: "
+					    "{a: b}}}}\n");
+		char *note = engine_policy_unsupported_note(p);
+		CHECK_STR(engine_policy_rule_unsupported(p, 0), "mutate");
+		CHECK_STR(note, "policy p: gavel is a validate engine and does not evaluate its "
+				"mutate rule r");
+		free(note);
+		engine_policy_unref(p);
+	}
+	json_decref(o);
+	CHECK_DONE();
+}
+
+/* Without a loader (no hooks), a context entry that reads the cluster is an error. */
+static void test_context_without_loader(void **state)
+{
+	static const char *const entries[] = {
+	    "[{name: cm, configMap: {name: c, namespace: default}}]",
+	    "[{name: a, apiCall: {urlPath: /api/v1/namespaces}}]",
+	    "[{name: g, globalReference: {name: e}}]",
+	    "[{name: i, imageRegistry: {reference: nginx}}]",
+	};
+	json_t *o = Y(POD_X(""));
+	struct engine_input in = {.object = o, .operation = "CREATE"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
+		char *pol = gv_xasprintf(E_HDR MATCH_POD "    context: %s\n" ENFORCE
+							 "      deny: {conditions: {any: [{key: a, "
+							 "operator: Equals, value: b}]}}\n",
+					 entries[i]);
+		struct run r;
+		const struct engine_rule_result *rr;
+
+		run1(&r, pol, &in, ENGINE_ADMISSION);
+		rr = result(&r, NULL, "r");
+		CHECK(rr && rr->status == ENGINE_ERROR, "entry %zu: want an error result", i);
+		if (rr)
+			CHECK_PREFIX(rr->message, "failed to load context: gavel does not load ");
+		run_release(&r);
+		free(pol);
+	}
+	json_decref(o);
+	CHECK_DONE();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1590,6 +1710,8 @@ int main(void)
 	    cmocka_unit_test(test_request_variables),
 	    cmocka_unit_test(test_update_old_object_as_create),
 	    cmocka_unit_test(test_context_before_preconditions),
+	    cmocka_unit_test(test_unsupported_is_error),
+	    cmocka_unit_test(test_context_without_loader),
 	};
 
 	gv_init();

@@ -32,6 +32,7 @@ struct httpd_req {
 	char path[2048];
 	char auth[512];		/* Authorization header value, "" when none */
 	char content_type[128]; /* Content-Type header value */
+	char accept[512];	/* Accept header value */
 	char *body;		/* NUL-terminated */
 	size_t body_len;
 	int n; /* sequence number of the request, from 0 */
@@ -193,6 +194,8 @@ static __attribute__((unused)) void *httpd_conn_main(void *arg)
 			goto out;
 		len += (size_t)n;
 		buf[len] = '\0';
+		if (!c.srv->tls && (unsigned char)buf[0] == 0x16)
+			goto out; /* a TLS ClientHello on plain HTTP: hang up, as servers do */
 		if ((end = strstr(buf, "\r\n\r\n")))
 			break;
 	}
@@ -202,6 +205,7 @@ static __attribute__((unused)) void *httpd_conn_main(void *arg)
 	sscanf(buf, "%15s %2047s", r->method, r->path);
 	httpd_header(buf, "\r\nAuthorization:", r->auth, sizeof(r->auth));
 	httpd_header(buf, "\r\nContent-Type:", r->content_type, sizeof(r->content_type));
+	httpd_header(buf, "\r\nAccept:", r->accept, sizeof(r->accept));
 	httpd_header(buf, "\r\nContent-Length:", cl, sizeof(cl));
 	need = (size_t)strtoul(cl, NULL, 10);
 	{
