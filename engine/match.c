@@ -395,10 +395,11 @@ static enum gv_code filter_compile(const json_t *res, const json_t *ui, struct m
 			/* The CRD enum, with the API server's message. */
 			rc = gv_err_setp(
 			    err, GV_EINVAL, gv_buf_str(ptr),
-			    json_is_string(c) ? "Unsupported value: \"%s\": supported values: "
-						"\"CREATE\", \"CONNECT\", \"UPDATE\", \"DELETE\""
-					      : "Invalid value: %s must be a string, one of \"CREATE\", "
-						"\"CONNECT\", \"UPDATE\", \"DELETE\"",
+			    json_is_string(c)
+				? "Unsupported value: \"%s\": supported values: "
+				  "\"CREATE\", \"CONNECT\", \"UPDATE\", \"DELETE\""
+				: "Invalid value: %s must be a string, one of \"CREATE\", "
+				  "\"CONNECT\", \"UPDATE\", \"DELETE\"",
 			    json_is_string(c) ? json_string_value(c) : "operations");
 			goto out;
 		}
