@@ -29,6 +29,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -956,10 +957,20 @@ out:
 	return rc;
 }
 
+/*
+ * The CPUs this process may run on (its affinity: taskset, a cpuset), else
+ * the CPUs online: one worker per CPU, as more would only queue behind each
+ * other on the same cores.
+ */
 static unsigned cpu_count(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+	long n;
 
+	if (!sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 0)
+		n = CPU_COUNT(&set);
+	else
+		n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 && n < 256 ? (unsigned)n : 2;
 }
 

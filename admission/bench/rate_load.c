@@ -342,10 +342,10 @@ static void *run(void *arg)
 					curl_multi_socket_action(t->multi, CURL_SOCKET_TIMEOUT, 0,
 								 &running);
 			} else {
-				int mask = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
-					   (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
-					   (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR
-										  : 0);
+				int mask =
+				    (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+				    (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+				    (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
 				curl_multi_socket_action(t->multi, fd, mask, &running);
 			}
 		}
@@ -435,8 +435,8 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-	struct options o = {.label = "rate_load", .secs = 10, .warmup = 1, .conns = 64,
-			    .threads = 1};
+	struct options o = {
+	    .label = "rate_load", .secs = 10, .warmup = 1, .conns = 64, .threads = 1};
 	struct thread th[MAX_THREADS];
 	struct gv_err err = {0};
 	double t0, cpu0 = -1, cpu1 = -1, *all, *late;
