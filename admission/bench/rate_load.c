@@ -11,7 +11,9 @@
  * idle connection of the thread's C/T keep-alive connections (or waits for
  * one), and its latency runs from the time it was due to the end of the
  * answer, so a slow answer counts against every request queued behind it
- * (no coordinated omission). The schedule is kept by a timerfd (nanosecond
+ * (no coordinated omission). Every connection is opened first, by one
+ * request each at the start of the warm-up, so that no TLS handshake falls
+ * in the measured window. The schedule is kept by a timerfd (nanosecond
  * deadlines, not a millisecond poll timeout), one epoll loop per thread
  * drives libcurl's multi interface.
  *
@@ -98,8 +100,9 @@ struct thread {
 	double *backlog; /* ring of due times */
 	size_t bl_head, bl_n;
 	uint64_t sent, next_body;
-	double *lat;  /* seconds from due to answered, answers of the window */
-	double *late; /* seconds from due to sent, the same answers */
+	uint64_t primed; /* requests sent at once to open every connection */
+	double *lat;	 /* seconds from due to answered, answers of the window */
+	double *late;	 /* seconds from due to sent, the same answers */
 	size_t nlat, cap;
 	uint64_t allowed, denied, errors, waited;
 };
@@ -234,7 +237,7 @@ static void feed(struct thread *t, double now)
 		return;
 	}
 	for (;;) {
-		double due = t->t0 + (double)(t->sent + t->bl_n) / t->rate;
+		double due = t->t0 + (double)(t->sent - t->primed + t->bl_n) / t->rate;
 		if (due > now)
 			break;
 		if (t->nidle && !t->bl_n) {
@@ -321,10 +324,16 @@ static void *run(void *arg)
 		}
 		t->idle[t->nidle++] = i;
 	}
-	if (t->rate > 0)
+	if (t->rate > 0) {
+		/* Every connection opened (TLS handshake) in the warm-up, not on demand later. */
+		double now = now_s();
+		while (t->nidle)
+			start(t, now);
+		t->primed = t->sent;
 		arm(t->sched_fd, t->t0);
-	else
+	} else {
 		arm(t->sched_fd, t->t0 + 1e-6);
+	}
 	while (now_s() < t->t_end || t->nidle < t->nslots) {
 		int n = epoll_wait(t->ep, evs, (int)GV_ARRAY_LEN(evs), 100);
 		double now;
@@ -353,7 +362,7 @@ static void *run(void *arg)
 		now = now_s();
 		feed(t, now);
 		if (t->rate > 0 && now < t->t_end)
-			arm(t->sched_fd, t->t0 + (double)(t->sent + t->bl_n) / t->rate);
+			arm(t->sched_fd, t->t0 + (double)(t->sent - t->primed + t->bl_n) / t->rate);
 		curl_multi_socket_action(t->multi, CURL_SOCKET_TIMEOUT, 0, &running);
 		drain(t);
 		if (t->rate <= 0)
