@@ -363,26 +363,40 @@ bench_apiserver() {
 		r=$((r + 1))
 	done
 	echo "gavel serve RSS: bare $(rss_kib "$bare_pid" VmRSS) KiB, with the policies $(rss_kib "$gavel_pid" VmRSS) KiB (peak $(rss_kib "$gavel_pid" VmHWM) KiB)"
+	: >"$out/handler.txt"
 	for m in "bare:$bare_mport" "gavel:$gavel_mport"; do
 		curl -s --max-time 5 "http://127.0.0.1:${m#*:}/metrics" |
 			awk -v who="${m%%:*}" '/^kyverno_admission_review_duration_seconds_sum/ { s += $NF }
 			/^kyverno_admission_review_duration_seconds_count/ { n += $NF }
-			END { if (n) printf "%s: handler time (its metrics) %.3f ms mean over %d reviews\n", who, s * 1000 / n, n }'
+			END { if (n) printf "%s %.4f %d\n", who, s * 1000 / n, n }' >>"$out/handler.txt"
 	done
 	stop_serve
 	echo "-- three cases ($(placement)); the ratio gavel/bare is gavel's own share"
-	awk '{ label = $0; sub(/:.*/, "", label); r = label; sub(/,.*/, "", r); sub(/.*, /, "", label)
+	awk 'FNR == NR { h[$1] = $2; hn[$1] = $3; next }
+	     { label = $0; sub(/:.*/, "", label); r = label; sub(/,.*/, "", r); sub(/.*, /, "", label)
 	       if (!match($0, /p50 [0-9.]+/)) next; p50 = substr($0, RSTART + 4, RLENGTH - 4)
 	       match($0, /p99 [0-9.]+/); p99 = substr($0, RSTART + 4, RLENGTH - 4)
 	       a50[r, label] = p50; a99[r, label] = p99; if (!(r in seen)) { seen[r] = 1; order[++n] = r } }
-	END { printf "%-9s %-17s %-17s %-17s %-15s %-15s\n", "", "none p50/p99", "bare p50/p99",
-		"gavel p50/p99", "bare/none p99", "gavel/bare p99"
+	function median(v, k,   i, j, t) {
+		for (i = 2; i <= k; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+		return k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2 }
+	END { printf "%-9s %-19s %-19s %-19s %-14s %s\n", "", "none p50/p99", "bare p50/p99",
+		"gavel p50/p99", "bare/none p99", "gavel/bare p99 (p50)"
+	      k = 0
 	      for (i = 1; i <= n; i++) { r = order[i]
 		if (a99[r, "none"] == "" || a99[r, "bare"] == "" || a99[r, "gavel"] == "") continue
-		printf "%-9s %6.2f/%6.2f ms  %6.2f/%6.2f ms  %6.2f/%6.2f ms  %5.2fx %13.2fx (p50 %.2fx)\n", r,
+		k++; q99[k] = a99[r, "gavel"] / a99[r, "bare"]; q50[k] = a50[r, "gavel"] / a50[r, "bare"]
+		b50[k] = a50[r, "bare"]
+		printf "%-9s %7.2f/%7.2f ms  %7.2f/%7.2f ms  %7.2f/%7.2f ms  %6.2fx        %5.2fx (%.2fx)\n", r,
 			a50[r, "none"], a99[r, "none"], a50[r, "bare"], a99[r, "bare"],
-			a50[r, "gavel"], a99[r, "gavel"], a99[r, "bare"] / a99[r, "none"],
-			a99[r, "gavel"] / a99[r, "bare"], a50[r, "gavel"] / a50[r, "bare"] } }' "$out/api.txt"
+			a50[r, "gavel"], a99[r, "gavel"], a99[r, "bare"] / a99[r, "none"], q99[k], q50[k] }
+	      if (!k) exit
+	      m99 = median(q99, k); m50 = median(q50, k); mb = median(b50, k)
+	      printf "gavel/bare over %d rounds: median p99 ratio %.2fx, median p50 ratio %.2fx\n", k, m99, m50
+	      if (h["gavel"] != "" && h["bare"] != "")
+		printf "gavel handler %.3f ms vs bare %.3f ms a review (their metrics): gavel adds %.3f ms, %.2f%% of the bare p50 (%.2f ms), a ratio of %.3fx\n",
+			h["gavel"], h["bare"], h["gavel"] - h["bare"], (h["gavel"] - h["bare"]) * 100 / mb, mb,
+			(mb + h["gavel"] - h["bare"]) / mb }' "$out/handler.txt" "$out/api.txt"
 	e2e/local/down.sh "$cp_dir" >/dev/null 2>&1
 	rm -rf "$cp_dir"
 	cp_dir=
