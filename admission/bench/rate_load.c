@@ -361,8 +361,14 @@ static void *run(void *arg)
 		drain(t);
 		now = now_s();
 		feed(t, now);
-		if (t->rate > 0 && now < t->t_end)
+		/*
+		 * The next due time, unless requests wait for a connection: then the
+		 * next answer calls feed(), and a timer set in the past would only spin.
+		 */
+		if (t->rate > 0 && now < t->t_end && !t->bl_n)
 			arm(t->sched_fd, t->t0 + (double)(t->sent - t->primed + t->bl_n) / t->rate);
+		else if (t->rate > 0)
+			arm(t->sched_fd, 0);
 		curl_multi_socket_action(t->multi, CURL_SOCKET_TIMEOUT, 0, &running);
 		drain(t);
 		if (t->rate <= 0)
