@@ -337,14 +337,20 @@ bench_apiserver() {
 	bare_mport=$(sed -n 's/.*metrics on [^(]*(port \([0-9]*\)).*/\1/p' "$out/serve-bare.log")
 	start_serve "$out/serve-gavel.log" --kubeconfig "$KUBECONFIG" --namespace gavel \
 		--policies "$policies" --tls-dir "$out/tls-api" --manage-certs=false \
-		--background=false --metrics-listen 127.0.0.1:0 || return 0
+		--background=false --metrics-listen 127.0.0.1:0 || {
+		stop_serve
+		return 0
+	}
 	gavel_pid=$serve_pid gavel_port=$port
 	gavel_mport=$(sed -n 's/.*metrics on [^(]*(port \([0-9]*\)).*/\1/p' "$out/serve-gavel.log")
 	echo "placement: $(placement) (and the API server and etcd)"
 	webhook_config gavel-bench-bare "$bare_port" bare | k apply -f - >/dev/null
 	webhook_config gavel-bench-gavel "$gavel_port" gavel | k apply -f - >/dev/null
-	webhook_effective bench-bare "$bare_mport" || return 0
-	webhook_effective bench-gavel "$gavel_mport" || return 0
+	if ! webhook_effective bench-bare "$bare_mport" ||
+		! webhook_effective bench-gavel "$gavel_mport"; then
+		stop_serve
+		return 0
+	fi
 	if k -n bench-gavel run bench-probe --image=busybox --restart=Never \
 		--overrides='{"spec":{"hostNetwork":true}}' --dry-run=server 2>&1 |
 		grep -q 'denied the request'; then
