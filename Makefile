@@ -3,6 +3,7 @@
 #   make                 build ./gavel
 #   make test            unit, golden and conformance tests
 #   make bench           benchmarks (figures printed, never asserted)
+#   make bench-admission only the admission sections of make bench
 #   make SANITIZE=address,undefined test
 #   make DEVELOPER=1     warnings are errors (CI sets this)
 
@@ -79,6 +80,12 @@ conformance: gavel
 
 bench: gavel $(BENCH_BINS)
 	@sh scripts/bench.sh $(CONFORMANCE)
+
+# The webhook at fixed rates and through the API server (scripts/bench.sh
+# names the BENCH_* knobs: rates, rounds, pinning).
+.PHONY: bench-admission
+bench-admission: gavel $(BENCH_BINS)
+	@BENCH_ONLY="direct apiserver" sh scripts/bench.sh $(CONFORMANCE)
 
 # Soak (not part of make test): gavel serve in cluster mode on a local control
 # plane, SOAK_SECONDS of admission at 1,000 reviews/s with policy updates every

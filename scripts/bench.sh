@@ -5,19 +5,37 @@
 #
 # Sections: JMESPath; the engine on 10,000 generated Pods; gavel apply on
 # the same Pods; the admission webhook driven directly (gavel serve
-# standalone over TLS, loaded by wrk); Pod creation through a local API
-# server with and without gavel's webhook; the background scan of 10,000
-# and 20,000 Pods through a local API server (background/bench/scan_bench.sh).
-# Every section that lacks something (the corpus, wrk, the API server
-# binaries) says so and is skipped. All traffic stays on 127.0.0.1.
+# standalone over TLS, at fixed offered rates and at saturation, by
+# admission/bench/rate_load); Pod creation through a local API server with
+# no webhook, a bare webhook (gavel with no policy) and gavel's pod-security
+# webhook; the background scan of 10,000 and 20,000 Pods through a local API
+# server (background/bench/scan_bench.sh). Every section that lacks
+# something (the corpus, the API server binaries) says so and is skipped.
+# All traffic stays on 127.0.0.1.
 #
 # Env: BENCH_OUT=DIR keeps the generated files there; BENCH_SECONDS (default
-# 10) is the measured time of each load run; BENCH_CONNECTIONS (default 64)
-# the connections of the direct run; BENCH_CONCURRENCY (default 16) the
-# concurrent creates through the API server; BENCH_ONLY="engine direct
+# 10) is the measured time of each load run; BENCH_ONLY="engine direct
 # apiserver scan" (default: all four) picks sections; BENCH_PODS (default
 # 10000) the Pods of the scan section's first round.
+# Admission sections (make bench-admission runs only these two):
+# BENCH_RATES (default "1000 5000 10000") the offered rates of the direct
+# run, in reviews/s; BENCH_CONNECTIONS (default 64) its keep-alive
+# connections; BENCH_ROUNDS (default 1) how many times each section's runs
+# are repeated, in turn, so that figures of one round compare runs made side
+# by side; BENCH_SERVER_CPUS / BENCH_LOAD_CPUS (taskset lists, e.g. 0 and 1;
+# default: not pinned, gavel and the load tool share every core) pin gavel
+# serve and the load tool; BENCH_CONCURRENCY (default 16) the concurrent
+# creates through the API server.
+# BENCH_NICE=N (e.g. -10, as root): the benchmark runs in a scheduling group
+# of its own (a new session: Linux's autogroup) of nice N, so that other work
+# on a shared machine takes less of the cores from it; the tables say so.
 set -u
+if [ -n "${BENCH_NICE:-}" ] && [ -z "${BENCH_GROUP:-}" ]; then
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	BENCH_GROUP=1 exec setsid -w sh -c \
+		'echo "$BENCH_NICE" >/proc/self/autogroup 2>/dev/null ||
+			renice -n "$BENCH_NICE" -p $$ >/dev/null; exec sh "$@"' sh "$0" "$@"
+fi
 corpus=${1:-../shared/conformance}
 pss="$corpus/kyverno-policies/pod-security"
 out=${BENCH_OUT:-$(mktemp -d)}
@@ -38,17 +56,22 @@ fi
 secs=${BENCH_SECONDS:-10}
 conns=${BENCH_CONNECTIONS:-64}
 conc=${BENCH_CONCURRENCY:-16}
+rates=${BENCH_RATES:-1000 5000 10000}
+rounds=${BENCH_ROUNDS:-1}
+server_cpus=${BENCH_SERVER_CPUS:-}
+load_cpus=${BENCH_LOAD_CPUS:-}
 cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 cache=${GAVEL_CACHE:-/var/cache/gavel}
 serve_pid=
+serve_pids=
 cp_dir=
 
 # shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
-	if [ -n "$serve_pid" ]; then
-		kill -TERM "$serve_pid" 2>/dev/null
-		wait "$serve_pid" 2>/dev/null
-	fi
+	for p in $serve_pids; do
+		kill -TERM "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
 	if [ -n "$cp_dir" ]; then
 		e2e/local/down.sh "$cp_dir" >/dev/null 2>&1
 		rm -rf "$cp_dir"
@@ -110,13 +133,21 @@ enforce_policies() { # DIR
 }
 
 # start_serve LOG ARGS...: starts gavel serve on 127.0.0.1 (ports picked by the
-# kernel) and sets serve_pid and port; returns 1 when it does not come up.
+# kernel; pinned to BENCH_SERVER_CPUS when set) and sets serve_pid and port;
+# returns 1 when it does not come up. Several may run at once (stop_serve
+# stops them all).
 start_serve() {
 	log=$1
 	shift
 	: >"$log"
-	./gavel serve --listen 127.0.0.1:0 --metrics-listen "" "$@" >"$log" 2>&1 &
+	if [ -n "$server_cpus" ]; then
+		taskset -c "$server_cpus" ./gavel serve --listen 127.0.0.1:0 --metrics-listen "" "$@" \
+			>"$log" 2>&1 &
+	else
+		./gavel serve --listen 127.0.0.1:0 --metrics-listen "" "$@" >"$log" 2>&1 &
+	fi
 	serve_pid=$!
+	serve_pids="$serve_pids $serve_pid"
 	port=
 	i=0
 	while [ $i -lt 100 ]; do
@@ -133,16 +164,41 @@ start_serve() {
 }
 
 stop_serve() {
-	if [ -n "$serve_pid" ]; then
-		kill -TERM "$serve_pid" 2>/dev/null
-		wait "$serve_pid" 2>/dev/null
-	fi
+	for p in $serve_pids; do
+		kill -TERM "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
 	serve_pid=
+	serve_pids=
 }
 
-# cpu_ticks PID: user + system CPU time of a process, in clock ticks.
-cpu_ticks() {
-	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null
+# on_load_cpus CMD...: runs CMD pinned to BENCH_LOAD_CPUS when set.
+on_load_cpus() {
+	if [ -n "$load_cpus" ]; then
+		taskset -c "$load_cpus" "$@"
+	else
+		"$@"
+	fi
+}
+
+# placement: where gavel serve and the load tool run, said beside every table.
+placement() {
+	if [ -n "$server_cpus" ]; then
+		where="gavel serve on cores $server_cpus ($(taskset -c "$server_cpus" nproc) of $cores)"
+	else
+		where="gavel serve on all $cores cores"
+	fi
+	if [ -z "$load_cpus" ]; then
+		where="$where, the load tool sharing them"
+	elif [ "$load_cpus" = "$server_cpus" ]; then
+		where="$where, the load tool on the same cores"
+	else
+		where="$where, the load tool on cores $load_cpus"
+	fi
+	if [ -n "${BENCH_NICE:-}" ]; then
+		where="$where; scheduling group of nice $BENCH_NICE"
+	fi
+	echo "$where; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
 # rss_kib PID FIELD: VmRSS or VmHWM of a process, in KiB.
@@ -152,101 +208,113 @@ rss_kib() {
 
 # ---- admission, direct --------------------------------------------------------
 
+# direct_run LABEL RATE: one rate_load run against gavel serve ($port,
+# $serve_pid); RATE 0 = closed loop (saturation). Appends its line to
+# $out/direct.txt.
+direct_run() {
+	# shellcheck disable=SC2046 # one argument per review file
+	on_load_cpus build/admission/bench/rate_load \
+		--url "https://gavel.gavel.svc:$port/validate" \
+		--resolve "gavel.gavel.svc:$port:127.0.0.1" --cacert "$out/tls/ca.crt" \
+		--rate "$2" --connections "$conns" --seconds "$secs" --pid "$serve_pid" \
+		--label "$1" $(ls "$out"/reviews/review-*.json) | tee -a "$out/direct.txt"
+}
+
 bench_direct() {
-	echo "== admission, direct: gavel serve standalone over TLS, $conns keep-alive connections, ${secs} s"
+	echo "== admission, direct: gavel serve standalone over TLS, offered $rates reviews/s (open loop) and saturation, $conns keep-alive connections, ${secs} s each"
 	if [ ! -d "$pss" ]; then
 		echo "bench: $pss not found: the admission benchmark needs the pod-security policies; skipped"
 		return 0
-	fi
-	if ! command -v wrk >/dev/null 2>&1; then
-		echo "bench: wrk (the load generator) is missing: installing Debian's wrk with apt-get"
-		if ! { apt-get install -y wrk >"$out/apt.log" 2>&1 ||
-			{ apt-get update >>"$out/apt.log" 2>&1 &&
-				apt-get install -y wrk >>"$out/apt.log" 2>&1; }; }; then
-			echo "bench: could not install wrk (see below); direct admission benchmark skipped"
-			tail -n 3 "$out/apt.log" | sed 's/^/  | /'
-			return 0
-		fi
 	fi
 	enforce_policies "$out/pss-enforce"
 	npol=$(find "$out/pss-enforce" -name '*.yaml' | wc -l)
 	echo "policies: $npol pod-security ClusterPolicies (Audit switched to Enforce)"
 	build/admission/bench/review_parse -n 64 --emit "$out/reviews" "$out/pss-enforce" |
 		tee "$out/parse.txt"
-	floor=$(sed -n 's/^parse floor: \([0-9.]*\) reviews.*/\1/p' "$out/parse.txt")
 	./gavel certs generate --service gavel --namespace gavel --ip 127.0.0.1 \
 		--out "$out/tls" >/dev/null || return 0
-	cat >"$out/reviews.lua" <<'EOF'
--- POSTs the AdmissionReviews named after "--" in turn; counts the answers.
-local threads = {}
-function setup(thread) table.insert(threads, thread) end
-bodies, next_body, allowed, denied, other = {}, 0, 0, 0, 0
-function init(args)
-  for _, f in ipairs(args) do
-    local h = assert(io.open(f, "rb"))
-    bodies[#bodies + 1] = h:read("*a")
-    h:close()
-  end
-  next_body = math.random(#bodies)
-end
-function request()
-  next_body = next_body % #bodies + 1
-  return wrk.format("POST", "/validate?timeout=10s",
-    {["Content-Type"] = "application/json"}, bodies[next_body])
-end
-function response(status, headers, body)
-  if status ~= 200 then other = other + 1
-  elseif body:find('"allowed":false', 1, true) then denied = denied + 1
-  else allowed = allowed + 1 end
-end
-function done(summary, latency, requests)
-  local a, d, o = 0, 0, 0
-  for _, t in ipairs(threads) do
-    a = a + t:get("allowed"); d = d + t:get("denied"); o = o + t:get("other")
-  end
-  io.write(string.format("answers: %d allowed, %d denied, %d not HTTP 200\n", a, d, o))
-  io.write(string.format("latency: p50 %.2f ms, p99 %.2f ms\n",
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
-end
-EOF
 	start_serve "$out/serve.log" --policies "$out/pss-enforce" --tls-dir "$out/tls" ||
 		return 0
+	echo "placement: $(placement)"
 	rss0=$(rss_kib "$serve_pid" VmRSS)
-	cpu0=$(cpu_ticks "$serve_pid")
-	# shellcheck disable=SC2046 # one argument per review file
-	wrk -t "$cores" -c "$conns" -d "${secs}s" --latency --timeout 10s -s "$out/reviews.lua" \
-		"https://127.0.0.1:$port/validate" -- $(ls "$out"/reviews/review-*.json) \
-		>"$out/wrk.txt" 2>&1
-	rss1=$(rss_kib "$serve_pid" VmRSS)
-	cpu1=$(cpu_ticks "$serve_pid")
-	hwm=$(rss_kib "$serve_pid" VmHWM)
+	: >"$out/direct.txt"
+	r=1
+	while [ "$r" -le "$rounds" ]; do
+		for rate in $rates; do
+			direct_run "round $r, $rate/s" "$rate" || break
+		done
+		direct_run "round $r, saturation" 0
+		r=$((r + 1))
+	done
+	echo "server RSS: ${rss0:-?} KiB idle, $(rss_kib "$serve_pid" VmRSS) KiB after the runs, $(rss_kib "$serve_pid" VmHWM) KiB peak"
 	stop_serve
-	rps=$(awk '/^Requests\/sec:/ { print $2 }' "$out/wrk.txt")
-	if [ -z "$rps" ]; then
-		echo "bench: wrk failed:"
-		sed 's/^/  | /' "$out/wrk.txt"
-		return 0
-	fi
-	grep -E '^(answers|latency):|Socket errors|Non-2xx' "$out/wrk.txt"
-	echo "throughput: $rps reviews/s ($cores cores shared by gavel and wrk)"
-	echo "server RSS: ${rss0:-?} KiB idle, ${rss1:-?} KiB after the run, ${hwm:-?} KiB peak"
-	total=$(awk '/ requests in / { print $1 }' "$out/wrk.txt")
-	if [ -n "$cpu0" ] && [ -n "$cpu1" ] && [ -n "$total" ]; then
-		awk -v t="$((cpu1 - cpu0))" -v hz="$(getconf CLK_TCK)" -v n="$total" -v s="$secs" '
-			BEGIN { cpu = t / hz; us = cpu * 1e6 / n
-				printf "server CPU: %.1f s in %d s (%.2f cores), %.0f us per review, %.0f reviews/s per core\n",
-					cpu, s, cpu / s, us, 1e6 / us }'
-	fi
-	if [ -n "$floor" ]; then
-		awk -v r="$rps" -v f="$floor" \
-			'BEGIN { printf "reviews/s / JSON-parse floor: %.2f (%.0f / %.0f)\n", r / f, r, f }'
-	fi
+	echo "-- fixed-rate table ($(placement)); latency from the time each request was due"
+	awk '{ line = $0
+	  label = line; sub(/:.*/, "", label)
+	  if (line ~ /closed loop/) {
+		match(line, /\(([0-9]+)\/s\)/); tput = substr(line, RSTART + 1, RLENGTH - 4)
+		match(line, /server CPU [0-9]+ us/); cpu = substr(line, RSTART + 11, RLENGTH - 14)
+		printf "%-24s saturation %s reviews/s, server CPU %s us per review\n", label, tput, cpu
+		next }
+	  if (line !~ /offered/) next
+	  match(line, /p50 [0-9.]+/); p50 = substr(line, RSTART + 4, RLENGTH - 4)
+	  match(line, /p99 [0-9.]+/); p99 = substr(line, RSTART + 4, RLENGTH - 4)
+	  match(line, /p99\.9 [0-9.]+/); p999 = substr(line, RSTART + 6, RLENGTH - 6)
+	  match(line, /server CPU [0-9]+ us/); cpu = substr(line, RSTART + 11, RLENGTH - 14)
+	  match(line, /\(([0-9]+)\/s\)/); got = substr(line, RSTART + 1, RLENGTH - 4)
+	  printf "%-24s answered %6s/s  p50 %7s ms  p99 %8s ms  p99.9 %8s ms  server CPU %4s us/review\n",
+		label, got, p50, p99, p999, cpu }' "$out/direct.txt"
 }
 
 # ---- admission, through the API server ------------------------------------------
 
+# reviews_seen MPORT: reviews answered so far by the gavel whose metrics port is MPORT.
+reviews_seen() {
+	curl -s --max-time 5 "http://127.0.0.1:$1/metrics" |
+		awk '/^kyverno_admission_review_duration_seconds_count/ { n += $NF } END { print n + 0 }'
+}
+
+# webhook_config NAME PORT SELECTOR: a ValidatingWebhookConfiguration sending
+# Pod creates of namespaces labelled gavel-bench=SELECTOR to 127.0.0.1:PORT.
+webhook_config() {
+	cat <<EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: $1}
+webhooks:
+  - name: validate.gavel.svc
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    failurePolicy: Fail
+    timeoutSeconds: 10
+    clientConfig:
+      url: https://127.0.0.1:$2/validate
+      caBundle: $(base64 -w0 "$out/tls-api/ca.crt")
+    rules:
+      - {operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}
+    namespaceSelector:
+      matchLabels: {gavel-bench: "$3"}
+EOF
+}
+
+# webhook_effective NS MPORT: waits (10 s at most) until a server-side dry-run
+# create in NS reaches the gavel of metrics port MPORT.
+webhook_effective() {
+	i=0
+	while [ $i -lt 40 ]; do
+		n0=$(reviews_seen "$2")
+		k -n "$1" run bench-probe --image=busybox --restart=Never --dry-run=server \
+			>/dev/null 2>&1
+		[ "$(reviews_seen "$2")" -gt "$n0" ] && return 0
+		sleep 0.25
+		i=$((i + 1))
+	done
+	echo "bench: the webhook of namespace $1 did not become effective within 10 s"
+	return 1
+}
+
 bench_apiserver() {
-	echo "== admission, through the API server: Pod creates, $conc concurrent, ${secs} s each, without and with gavel's webhook"
+	echo "== admission, through the API server: Pod creates, $conc concurrent, ${secs} s each: no webhook, a bare webhook (gavel, no policy), gavel with the pod-security policies"
 	for b in "${KUBE_APISERVER:-$cache/bin/kube-apiserver}" "${ETCD:-$cache/bin/etcd}" \
 		"${KUBECTL:-$cache/bin/kubectl}"; do
 		if [ ! -x "$b" ]; then
@@ -264,76 +332,94 @@ bench_apiserver() {
 	. "$cp_dir/env"
 	k() { "$KUBECTL" --request-timeout=30s "$@"; }
 	k create namespace gavel >/dev/null
-	k create namespace bench-pods >/dev/null
-	k label namespace bench-pods gavel-bench=on >/dev/null
+	for c in none bare gavel; do
+		k create namespace "bench-$c" >/dev/null
+	done
+	k label namespace bench-bare gavel-bench=bare >/dev/null
+	k label namespace bench-gavel gavel-bench=gavel >/dev/null
 	if [ -d "$pss" ]; then
 		[ -d "$out/pss-enforce" ] || enforce_policies "$out/pss-enforce"
 		policies=$out/pss-enforce
 	else
 		policies=manifests/samples/policies
 	fi
-	echo "control plane: kube-apiserver v1.20 + etcd on 127.0.0.1; policies: $policies"
-
-	build/admission/bench/apiserver_load --kubeconfig "$KUBECONFIG" --namespace bench-pods \
-		--concurrency "$conc" --seconds "$secs" --label "without webhook" | tee "$out/a.txt"
-
+	echo "control plane: kube-apiserver + etcd on 127.0.0.1; policies: $policies"
 	./gavel certs generate --service gavel --namespace gavel --ip 127.0.0.1 \
 		--out "$out/tls-api" >/dev/null || return 0
-	start_serve "$out/serve-api.log" --kubeconfig "$KUBECONFIG" --namespace gavel \
-		--policies "$policies" --tls-dir "$out/tls-api" --manage-certs=false \
+	# Both gavels in cluster mode, background scans off: they differ by the policies only.
+	start_serve "$out/serve-bare.log" --kubeconfig "$KUBECONFIG" --namespace gavel \
+		--tls-dir "$out/tls-api" --manage-certs=false --background=false \
 		--metrics-listen 127.0.0.1:0 || return 0
-	mport=$(sed -n 's/.*metrics on [^(]*(port \([0-9]*\)).*/\1/p' "$out/serve-api.log")
-	k apply -f - >/dev/null <<EOF
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: gavel-bench}
-webhooks:
-  - name: validate.gavel.svc
-    admissionReviewVersions: [v1]
-    sideEffects: None
-    failurePolicy: Fail
-    timeoutSeconds: 10
-    clientConfig:
-      url: https://127.0.0.1:$port/validate
-      caBundle: $(base64 -w0 "$out/tls-api/ca.crt")
-    rules:
-      - {operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}
-    namespaceSelector:
-      matchLabels: {gavel-bench: "on"}
-EOF
-	# Effective once a violating Pod is denied (the configuration is read by an informer).
-	i=0
-	while [ $i -lt 40 ]; do
-		if k -n bench-pods run bench-probe --image=busybox --restart=Never \
-			--overrides='{"spec":{"hostNetwork":true}}' --dry-run=server 2>&1 |
-			grep -q 'denied the request'; then
-			break
-		fi
-		sleep 0.25
-		i=$((i + 1))
+	bare_pid=$serve_pid bare_port=$port
+	bare_mport=$(sed -n 's/.*metrics on [^(]*(port \([0-9]*\)).*/\1/p' "$out/serve-bare.log")
+	start_serve "$out/serve-gavel.log" --kubeconfig "$KUBECONFIG" --namespace gavel \
+		--policies "$policies" --tls-dir "$out/tls-api" --manage-certs=false \
+		--background=false --metrics-listen 127.0.0.1:0 || {
+		stop_serve
+		return 0
+	}
+	gavel_pid=$serve_pid gavel_port=$port
+	gavel_mport=$(sed -n 's/.*metrics on [^(]*(port \([0-9]*\)).*/\1/p' "$out/serve-gavel.log")
+	echo "placement: $(placement) (and the API server and etcd)"
+	webhook_config gavel-bench-bare "$bare_port" bare | k apply -f - >/dev/null
+	webhook_config gavel-bench-gavel "$gavel_port" gavel | k apply -f - >/dev/null
+	if ! webhook_effective bench-bare "$bare_mport" ||
+		! webhook_effective bench-gavel "$gavel_mport"; then
+		stop_serve
+		return 0
+	fi
+	if k -n bench-gavel run bench-probe --image=busybox --restart=Never \
+		--overrides='{"spec":{"hostNetwork":true}}' --dry-run=server 2>&1 |
+		grep -q 'denied the request'; then
+		echo "gavel's webhook denies a violating Pod; the bare one allows everything"
+	else
+		echo "bench: gavel's webhook did not deny a violating Pod"
+	fi
+	: >"$out/api.txt"
+	r=1
+	while [ "$r" -le "$rounds" ]; do
+		for c in none bare gavel; do
+			on_load_cpus build/admission/bench/apiserver_load --kubeconfig "$KUBECONFIG" \
+				--namespace "bench-$c" --concurrency "$conc" --seconds "$secs" \
+				--label "round $r, $c" | tee -a "$out/api.txt"
+		done
+		r=$((r + 1))
 	done
-	[ $i -lt 40 ] || echo "bench: the webhook did not become effective within 10 s"
-
-	build/admission/bench/apiserver_load --kubeconfig "$KUBECONFIG" --namespace bench-pods \
-		--concurrency "$conc" --seconds "$secs" --label "with gavel's webhook" | tee "$out/b.txt"
-	echo "gavel serve RSS: $(rss_kib "$serve_pid" VmRSS) KiB, peak $(rss_kib "$serve_pid" VmHWM) KiB"
-	# gavel's own time per review (read body to answer), from its metrics.
-	if [ -n "$mport" ] && curl -s --max-time 5 "http://127.0.0.1:$mport/metrics" >"$out/metrics.txt"; then
-		awk '/^kyverno_admission_review_duration_seconds_sum/ { s += $NF }
+	echo "gavel serve RSS: bare $(rss_kib "$bare_pid" VmRSS) KiB, with the policies $(rss_kib "$gavel_pid" VmRSS) KiB (peak $(rss_kib "$gavel_pid" VmHWM) KiB)"
+	: >"$out/handler.txt"
+	for m in "bare:$bare_mport" "gavel:$gavel_mport"; do
+		curl -s --max-time 5 "http://127.0.0.1:${m#*:}/metrics" |
+			awk -v who="${m%%:*}" '/^kyverno_admission_review_duration_seconds_sum/ { s += $NF }
 			/^kyverno_admission_review_duration_seconds_count/ { n += $NF }
-			END { if (n) printf "gavel handler time (its metrics): %.2f ms mean over %d reviews\n", s * 1000 / n, n }' \
-			"$out/metrics.txt"
-	fi
+			END { if (n) printf "%s %.4f %d\n", who, s * 1000 / n, n }' >>"$out/handler.txt"
+	done
 	stop_serve
-	a50=$(sed -n 's/.* p50 \([0-9.]*\) ms.*/\1/p' "$out/a.txt")
-	a99=$(sed -n 's/.* p99 \([0-9.]*\) ms.*/\1/p' "$out/a.txt")
-	b50=$(sed -n 's/.* p50 \([0-9.]*\) ms.*/\1/p' "$out/b.txt")
-	b99=$(sed -n 's/.* p99 \([0-9.]*\) ms.*/\1/p' "$out/b.txt")
-	if [ -n "$a50" ] && [ -n "$b50" ] && [ -n "$a99" ] && [ -n "$b99" ]; then
-		awk -v a50="$a50" -v a99="$a99" -v b50="$b50" -v b99="$b99" 'BEGIN {
-			printf "with/without webhook: p50 %.2fx (+%.2f ms), p99 %.2fx (+%.2f ms)\n",
-				b50 / a50, b50 - a50, b99 / a99, b99 - a99 }'
-	fi
+	echo "-- three cases ($(placement)); the ratio gavel/bare is gavel's own share"
+	awk 'FNR == NR { h[$1] = $2; hn[$1] = $3; next }
+	     { label = $0; sub(/:.*/, "", label); r = label; sub(/,.*/, "", r); sub(/.*, /, "", label)
+	       if (!match($0, /p50 [0-9.]+/)) next; p50 = substr($0, RSTART + 4, RLENGTH - 4)
+	       match($0, /p99 [0-9.]+/); p99 = substr($0, RSTART + 4, RLENGTH - 4)
+	       a50[r, label] = p50; a99[r, label] = p99; if (!(r in seen)) { seen[r] = 1; order[++n] = r } }
+	function median(v, k,   i, j, t) {
+		for (i = 2; i <= k; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+		return k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2 }
+	END { printf "%-9s %-19s %-19s %-19s %-14s %s\n", "", "none p50/p99", "bare p50/p99",
+		"gavel p50/p99", "bare/none p99", "gavel/bare p99 (p50)"
+	      k = 0
+	      for (i = 1; i <= n; i++) { r = order[i]
+		if (a99[r, "none"] == "" || a99[r, "bare"] == "" || a99[r, "gavel"] == "") continue
+		k++; q99[k] = a99[r, "gavel"] / a99[r, "bare"]; q50[k] = a50[r, "gavel"] / a50[r, "bare"]
+		b50[k] = a50[r, "bare"]
+		printf "%-9s %7.2f/%7.2f ms  %7.2f/%7.2f ms  %7.2f/%7.2f ms  %6.2fx        %5.2fx (%.2fx)\n", r,
+			a50[r, "none"], a99[r, "none"], a50[r, "bare"], a99[r, "bare"],
+			a50[r, "gavel"], a99[r, "gavel"], a99[r, "bare"] / a99[r, "none"], q99[k], q50[k] }
+	      if (!k) exit
+	      m99 = median(q99, k); m50 = median(q50, k); mb = median(b50, k)
+	      printf "gavel/bare over %d rounds: median p99 ratio %.2fx, median p50 ratio %.2fx\n", k, m99, m50
+	      if (h["gavel"] != "" && h["bare"] != "")
+		printf "gavel handler %.3f ms vs bare %.3f ms a review (their metrics): gavel adds %.3f ms, %.2f%% of the bare p50 (%.2f ms), a ratio of %.3fx\n",
+			h["gavel"], h["bare"], h["gavel"] - h["bare"], (h["gavel"] - h["bare"]) * 100 / mb, mb,
+			(mb + h["gavel"] - h["bare"]) / mb }' "$out/handler.txt" "$out/api.txt"
 	e2e/local/down.sh "$cp_dir" >/dev/null 2>&1
 	rm -rf "$cp_dir"
 	cp_dir=
