@@ -311,8 +311,8 @@ struct admission_server_config {
 	const char *tls_dir;		   /* holds tls.crt and tls.key (PEM) */
 	const char *metrics_listen;	   /* plain HTTP /metrics; NULL = none */
 	struct metrics_registry *metrics;  /* rendered by /metrics; NULL = none */
-	unsigned threads;		   /* worker threads; 0 = number of CPUs */
-	unsigned connection_limit;	   /* 0 = 1024 */
+	unsigned threads;	    /* worker threads; 0 = the CPUs gavel may run on (affinity) */
+	unsigned connection_limit;  /* 0 = 1024 */
 	unsigned max_per_ip;	    /* connections one client address may hold; 0 = 512. The API
 				       server comes from few addresses with many keep-alive
 				       connections: keep it high */

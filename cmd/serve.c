@@ -137,7 +137,7 @@ static void serve_usage(FILE *f)
 	    "  --background-scan-resource-limit N  objects per scan cycle (default: no limit)\n"
 	    "  --incremental-scan=BOOL        skip unchanged objects (default true)\n"
 	    "  --split-policy-report          one report per policy and namespace\n"
-	    "  --threads N           worker threads (default: number of CPUs)\n"
+	    "  --threads N           worker threads (default: CPUs gavel may run on)\n"
 	    "  --log-level L         debug, info, warn, error (default info)\n"
 	    "  --log-format F        text or json (default text)\n"
 	    "\n"
