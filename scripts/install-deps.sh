@@ -29,7 +29,7 @@ set -eu
 # One package a line: NAME GROUPS [CHECK...]. GROUPS is a comma-separated
 # list. A CHECK is cmd:NAME (on PATH), pc:MODULE (pkg-config --exists) or
 # file:PATH (exists); the package is there when all of its checks pass; with
-# none, when dpkg says it is installed.
+# none, when dpkg says it is installed. Lines starting with # are comments.
 # Adding a package: one line here.
 PACKAGES='
 build-essential       build             cmd:cc cmd:make file:/usr/include/stdio.h
@@ -123,6 +123,9 @@ scan() {
 	IFS=$nl
 	for line in $PACKAGES; do
 		IFS=$oldifs
+		case $line in
+		'#'*) continue ;;
+		esac
 		# shellcheck disable=SC2086 # the line is a word list
 		set -- $line
 		[ $# -ge 2 ] || die "PACKAGES: no groups in line '$line'"

@@ -125,10 +125,10 @@ check "list: the Makefile's pkg-config modules are checked ($mods cmocka)" "" "$
 rc=0
 "$SH" "$SCRIPT" nosuchgroup >/dev/null 2>&1 || rc=$?
 check "an unknown group is a usage error" 2 "$rc"
-sed 's/^pkg-config            build /pkg-config            bogus /' "$SCRIPT" >"$tmp/bad.sh"
+sed 's/^pkg-config            build /# a comment line\npkg-config            bogus /' "$SCRIPT" >"$tmp/bad.sh"
 rc=0
 "$SH" "$tmp/bad.sh" --list >/dev/null 2>"$tmp/bad.err" || rc=$?
-check "a line with an unknown group is an error" 2 "$rc"
+check "a line with an unknown group is an error (a comment line is not)" 2 "$rc"
 contains "  ... and says which" "unknown group 'bogus'" "$tmp/bad.err"
 
 # ---- nothing installed ----
