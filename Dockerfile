@@ -7,13 +7,10 @@
 # root filesystem; gavel writes only to /tmp and its TLS dir (emptyDir volumes).
 
 FROM debian:bookworm AS build
-RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      build-essential pkg-config \
-      libjansson-dev libyaml-dev libpcre2-dev libssl-dev \
-      libcurl4-openssl-dev libmicrohttpd-dev libgnutls28-dev \
- && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
+# The build packages of scripts/install-deps.sh (the project's one list).
+COPY scripts/install-deps.sh scripts/
+RUN sh scripts/install-deps.sh build && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN make -j"$(nproc)" gavel && ./gavel version
 

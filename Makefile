@@ -13,9 +13,17 @@ CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wpointer-arith -Wformat=2 -Wundef -Wvla -Wno-unused-parameter \
            -Wimplicit-fallthrough -Wno-format-truncation -Wwrite-strings
+# make demo and make test first install the Debian packages they need when
+# one is missing (scripts/install-deps.sh: cheap checks, apt-get only then),
+# then make the goal in a second make, whose pkg-config runs after the
+# install (the first one's may not find the libraries: its errors are not
+# shown). INSTALL_DEPS=0 skips that step.
+INSTALL_DEPS ?= 1
+DEPS_FIRST := $(if $(filter 1,$(INSTALL_DEPS)),$(filter demo test,$(MAKECMDGOALS)))
+PKG_CONFIG_ERR := $(if $(DEPS_FIRST),2>/dev/null)
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -I. $(WARN) $(CFLAGS) \
-           $(shell pkg-config --cflags $(PKGS))
-LIBS    := $(shell pkg-config --libs $(PKGS)) -lm -lpthread
+           $(shell pkg-config --cflags $(PKGS) $(PKG_CONFIG_ERR))
+LIBS    := $(shell pkg-config --libs $(PKGS) $(PKG_CONFIG_ERR)) -lm -lpthread
 ifeq ($(DEVELOPER),1)
 ALL_CFLAGS += -Werror
 endif
@@ -39,6 +47,14 @@ CONFORMANCE ?= ../shared/conformance
 
 all: gavel
 
+ifneq ($(DEPS_FIRST),)
+DEPS_demo := build e2e
+DEPS_test := build test e2e
+demo test:
+	@sh scripts/install-deps.sh $(DEPS_$@)
+	@$(MAKE) --no-print-directory INSTALL_DEPS=0 $@
+endif
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
@@ -61,10 +77,12 @@ $(BENCH_BINS): $(BUILD)/%: %.c $(BUILD)/libgavel.a
 # Each unit-test binary prints cmocka's summary; scripts/summary.sh adds them up.
 # e2e/background.sh links its driver against this build's libgavel.a: with the
 # same sanitizers (CC may carry flags there).
+ifeq ($(DEPS_FIRST),)
 test: gavel $(TEST_BINS)
 	@LIBGAVEL='$(CURDIR)/$(BUILD)/libgavel.a' \
 	CC='$(CC)$(if $(SANITIZE), -fsanitize=$(SANITIZE))' \
 	sh scripts/run-tests.sh $(TEST_BINS)
+endif
 
 unit: $(TEST_BINS)
 	@for t in $(TEST_BINS); do $$t || exit 1; done
@@ -96,8 +114,10 @@ SOAK_SECONDS ?= 600
 soak: gavel $(BENCH_BINS)
 	@SOAK_SECONDS=$(SOAK_SECONDS) bash scripts/soak.sh $(CONFORMANCE)
 
+ifeq ($(DEPS_FIRST),)
 demo: gavel
 	@sh scripts/demo.sh
+endif
 
 # valgrind --leak-check=full over the offline suites (apply, test, jp).
 test-valgrind: gavel
@@ -142,7 +162,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := $(BUILD)/fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -I. -g -O1 -Wall -Wextra -Wno-unused-parameter \
-                $(FUZZ_SAN) $(shell pkg-config --cflags $(PKGS))
+                $(FUZZ_SAN) $(shell pkg-config --cflags $(PKGS) $(PKG_CONFIG_ERR))
 FUZZ_SRCS    := $(wildcard */fuzz/fuzz_*.c)
 FUZZ_NAMES   := $(notdir $(FUZZ_SRCS:.c=))
 FUZZ_BINS    := $(addprefix $(FUZZ_BUILD)/bin/,$(FUZZ_NAMES))

@@ -902,25 +902,12 @@ static bool layout_owns(const struct report_set *rs, const char *ns, const char 
 
 /* ---- entries: conversion in, parsing, rendering ---- */
 
-static const char *const SEVERITIES[] = {"critical", "high", "medium", "low", "info"};
-
-/* The CRD's severity (interned), or NULL when s is not one of its values (any case). */
+/* The severity the CRD allows (interned), or NULL (engine_report_severity). */
 static const char *severity_norm(struct report_set *rs, const char *s)
 {
-	char low[16];
-	size_t n;
+	const char *v = engine_report_severity(s);
 
-	if (!s)
-		return NULL;
-	n = strlen(s);
-	if (n >= sizeof(low))
-		return NULL;
-	for (size_t i = 0; i <= n; i++)
-		low[i] = (char)tolower((unsigned char)s[i]);
-	for (size_t i = 0; i < GV_ARRAY_LEN(SEVERITIES); i++)
-		if (!strcmp(low, SEVERITIES[i]))
-			return intern(rs, SEVERITIES[i]);
-	return NULL;
+	return v ? intern(rs, v) : NULL;
 }
 
 static const char *category_norm(struct report_set *rs, const char *s)

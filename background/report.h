@@ -46,9 +46,9 @@
  * ClusterPolicy or namespace/name of a Policy; rule; result
  * pass|fail|warn|error|skip, a fail becoming warn when the policy has
  * annotation policies.kyverno.io/scored: "false" (then scored: false);
- * severity (policies.kyverno.io/severity, lower-cased; a value outside
- * critical|high|medium|low|info is left out, as the CRD's enum would refuse
- * it) and category (policies.kyverno.io/category, at most
+ * severity (policies.kyverno.io/severity when it is exactly one of
+ * critical|high|medium|low|info, else left out: engine_report_severity, as
+ * Kyverno, and the CRD's enum) and category (policies.kyverno.io/category, at most
  * REPORT_MAX_CATEGORY bytes); message (at most REPORT_MAX_MESSAGE bytes,
  * cut at a UTF-8 boundary and ended with "..."); timestamp {seconds,
  * nanos}; resources [{apiVersion, kind, namespace, name, uid}];

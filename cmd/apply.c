@@ -28,7 +28,9 @@
  *           documents. Results follow Kyverno's conventions (source
  *           "gavel", scored from policies.kyverno.io/scored with an
  *           unscored fail reported as warn, severity and category from
- *           the policy annotations, the resource as the only entry of
+ *           the policy annotations, a severity other than exactly
+ *           critical|high|medium|low|info left out as Kyverno does
+ *           (engine_report_severity), the resource as the only entry of
  *           `resources`). properties.process is "background scan": offline
  *           evaluation checks manifests as they stand and never blocks,
  *           which is what that value means to report consumers (the other
@@ -546,7 +548,8 @@ static json_t *report_result(const struct apply_state *st, const struct apply_re
 {
 	const struct load_policy *lp = &st->pols.v[a->policy];
 	json_t *o = json_object(), *res = json_array(), *props = json_object();
-	const char *sev = engine_policy_annotation(lp->policy, "policies.kyverno.io/severity");
+	const char *sev = engine_report_severity(
+	    engine_policy_annotation(lp->policy, "policies.kyverno.io/severity"));
 	const char *cat = engine_policy_annotation(lp->policy, "policies.kyverno.io/category");
 	char *ref = policy_ref(lp);
 
@@ -556,7 +559,7 @@ static json_t *report_result(const struct apply_state *st, const struct apply_re
 	json_object_set_new(o, "rule", json_string(a->rule));
 	json_object_set_new(o, "result", json_string(engine_status_name(reported_status(st, a))));
 	json_object_set_new(o, "scored", json_boolean(!unscored(lp)));
-	if (sev && *sev)
+	if (sev)
 		json_object_set_new(o, "severity", json_string(sev));
 	if (cat && *cat)
 		json_object_set_new(o, "category", json_string(cat));

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "common/gv.h"
+#include "common/json.h"
 #include "common/yaml.h"
 #include "engine/jmespath.h"
 #include "common/banned.h"
@@ -37,16 +38,73 @@ static void print_error(const struct jp_error *e)
 	fprintf(stderr, "error: %s: %s\n", jp_error_kind_name(e->kind), e->msg);
 }
 
+/*
+ * A JSON text in buf: one value and nothing else but whitespace, parsed with
+ * gavel's JSON parser (gv_json_parse takes an object or an array: a string
+ * is parsed inside brackets). NULL when buf is not such a text.
+ */
+static json_t *json_input(const char *buf, size_t len, char first)
+{
+	struct gv_buf w = {0};
+	json_t *v, *one = NULL;
+
+	if (first != '"')
+		return gv_json_parse(buf, len, NULL);
+	gv_buf_addc(&w, '[');
+	gv_buf_add(&w, buf, len);
+	gv_buf_addc(&w, ']');
+	v = gv_json_parse(w.data, w.len, NULL);
+	if (v && json_array_size(v) == 1)
+		one = json_incref(json_array_get(v, 0));
+	json_decref(v);
+	gv_buf_release(&w);
+	return one;
+}
+
+/*
+ * The document of `gavel jp query` from path ("-" = stdin) in *out (a new
+ * reference; null when the input has no document). JSON is read with the
+ * JSON parser: input whose first byte other than JSON whitespace is '{',
+ * '[' or '"' and that is one JSON value. Everything else, and such input
+ * that is not JSON (a YAML flow mapping {a: 1}, a YAML "key": value), is
+ * read with the YAML loader, whose error is the one reported; its first
+ * document counts. The YAML loader alone would refuse valid JSON, e.g. an
+ * escaped surrogate pair "\ud83d\ude00".
+ */
+static enum gv_code jp_input(const char *path, json_t **out, struct gv_err *err)
+{
+	struct gv_docs docs = {0};
+	char *buf = NULL;
+	size_t len = 0, i = 0;
+	enum gv_code rc;
+
+	*out = NULL;
+	rc = gv_read_file(path, &buf, &len, err);
+	if (rc)
+		return rc;
+	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
+		i++;
+	if (i < len && (buf[i] == '{' || buf[i] == '[' || buf[i] == '"'))
+		*out = json_input(buf, len, buf[i]);
+	if (!*out) {
+		rc = gv_yaml_load(buf, len, strcmp(path, "-") == 0 ? "<stdin>" : path, &docs, err);
+		if (!rc)
+			*out = docs.n ? json_incref(docs.v[0].value) : json_null();
+		gv_docs_release(&docs);
+	}
+	free(buf);
+	return rc;
+}
+
 static int jp_query(int argc, char **argv)
 {
 	const char *expr = NULL, *input = "-";
 	struct jp_options opt = {.kyverno = true};
-	struct gv_docs docs = {0};
 	struct gv_err err = {0};
 	struct gv_buf out = {0};
 	struct jp_error e;
 	struct jp_expr *x = NULL;
-	json_t *res = NULL;
+	json_t *doc = NULL, *res = NULL;
 	int i, rc = 1;
 	char ebuf[2048];
 
@@ -75,12 +133,12 @@ static int jp_query(int argc, char **argv)
 		print_error(&e);
 		goto out;
 	}
-	if (gv_yaml_load_file(input, &docs, &err)) {
+	if (jp_input(input, &doc, &err)) {
 		fprintf(stderr, "error: %s\n", gv_err_str(&err, ebuf, sizeof(ebuf)));
 		rc = 2;
 		goto out;
 	}
-	res = jp_eval(x, docs.n ? docs.v[0].value : json_null(), &e);
+	res = jp_eval(x, doc, &e);
 	if (!res) {
 		print_error(&e);
 		goto out;
@@ -91,8 +149,8 @@ static int jp_query(int argc, char **argv)
 out:
 	gv_buf_release(&out);
 	json_decref(res);
+	json_decref(doc);
 	jp_free(x);
-	gv_docs_release(&docs);
 	return rc;
 }
 

@@ -65,6 +65,16 @@ enum engine_failure_policy engine_policy_failure_policy(const struct engine_poli
 const json_t *engine_policy_doc(const struct engine_policy *p);
 /* Value of annotation key, or NULL (also when p is NULL). */
 const char *engine_policy_annotation(const struct engine_policy *p, const char *key);
+/*
+ * The severity a PolicyReport result carries for the value of a policy's
+ * policies.kyverno.io/severity annotation: "critical", "high", "medium",
+ * "low" or "info" (static strings) when `annotation` is exactly one of them,
+ * NULL for anything else ("Medium", "", NULL): the result then has no
+ * severity, as Kyverno's SeverityFromString gives "" and the report CRD's
+ * enum allows only these five. Used by gavel apply -o report and the
+ * background reports (kyverno-semantics.md 8.6).
+ */
+const char *engine_report_severity(const char *annotation);
 /* Number of rules after autogen, and their names. */
 size_t engine_policy_rule_count(const struct engine_policy *p);
 const char *engine_policy_rule_name(const struct engine_policy *p, size_t i);

@@ -279,13 +279,14 @@ static void test_entries(void **state)
 	memset(cat, 'c', sizeof(cat) - 1);
 	cat[sizeof(cat) - 1] = '\0';
 	e[0] = ent(NULL, "r-b", ENGINE_FAIL, "label team is required", 1767225600);
-	e[0].severity = "High";
+	e[0].severity = "high";
 	e[0].category = "Best Practices";
 	e[1] = ent(NULL, "r-a", ENGINE_PASS, "", 1767225600);
 	e[1].severity = "bogus";
 	e[1].nanos = 5;
 	e[2] = ent(NULL, "r-c", ENGINE_ERROR, msg, 1767225601);
 	e[2].category = cat;
+	e[2].severity = "High"; /* Kyverno keeps the exact CRD values only */
 	e[3] = ent(NULL, "r-d", ENGINE_SKIP, "skipped", 1767225601);
 	e[3].scored = false;
 	e[3].process = REPORT_ADMISSION_REVIEW;
@@ -356,6 +357,7 @@ static void test_entries(void **state)
 	assert_true(strlen(sget(r, "message")) >= REPORT_MAX_MESSAGE - 6);
 	assert_non_null(strstr(sget(r, "message"), "..."));
 	assert_true(strlen(sget(r, "category")) <= REPORT_MAX_CATEGORY);
+	assert_null(jget(r, "severity"));
 	r = jget(o, "results.3");
 	assert_true(json_is_false(jget(r, "scored")));
 	assert_string_equal(sget(r, "properties.process"), "admission review");
@@ -371,7 +373,8 @@ static const char POL_SCORED[] =
     "'message':'label team is required','pattern':{'metadata':{'labels':{'team':'?*'}}}}}]}}";
 static const char POL_UNSCORED[] =
     "{'apiVersion':'kyverno.io/v1','kind':'ClusterPolicy','metadata':{'name':'soft',"
-    "'annotations':{'policies.kyverno.io/scored':'false'}},'spec':{'validationFailureAction':"
+    "'annotations':{'policies.kyverno.io/scored':'false','policies.kyverno.io/severity':"
+    "'Medium'}},'spec':{'validationFailureAction':"
     "'Audit','rules':[{'name':'r','match':{'any':[{'resources':{'kinds':['Pod']}}]},'validate':{"
     "'message':'m','pattern':{'metadata':{'labels':{'x':'?*'}}}}}]}}";
 static const char POL_NAMESPACED[] =
@@ -433,6 +436,7 @@ static void test_engine_entries(void **state)
 	assert_int_equal(iget(res, "0.timestamp.nanos"), 7);
 	assert_string_equal(sget(res, "1.policy"), "soft");
 	assert_string_equal(sget(res, "1.result"), "warn");
+	assert_null(jget(res, "1.severity")); /* 'Medium': not a CRD value, left out */
 	assert_true(json_is_false(jget(res, "1.scored")));
 	assert_string_equal(sget(res, "2.policy"), "team-a/local");
 	assert_string_equal(sget(res, "2.rule"), "r1");
@@ -822,6 +826,7 @@ static void test_merge(void **state)
 	assert_string_equal(sget(res, "0.result"), "fail");
 	assert_string_equal(sget(res, "1.resources.0.name"), "c");
 	assert_string_equal(sget(res, "1.result"), "warn");
+	assert_null(jget(res, "1.severity")); /* 'Medium': not a CRD value, left out */
 	json_decref(desired);
 	/* merging the same read again gives the same objects (no duplicates) */
 	assert_int_equal(report_merge(rs, "ns1", "polr-ns-ns1", cluster, &desired, &err), GV_OK);

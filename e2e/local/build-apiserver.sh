@@ -34,6 +34,7 @@ WANT_VERSION=v1.20.2
 BUILD_ID=$WANT_VERSION+reflect2-fix
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REFLECT2_PATCH=$HERE/reflect2-go1.18.patch
+INSTALL_DEPS=$HERE/../../scripts/install-deps.sh
 
 log() { printf '[build-apiserver %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -114,18 +115,6 @@ apt_update_once() {
 		apt-get update -q >/dev/null
 		APT_UPDATED=1
 	fi
-}
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
-apt_install() {
-	local missing=() p
-	for p in "$@"; do
-		installed "$p" || missing+=("$p")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	need_root "install ${missing[*]}"
-	apt_update_once
-	log "apt-get install ${missing[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 # Unpack a Debian binary package into $CACHE/pkg/<name> (no maintainer
@@ -281,7 +270,9 @@ if ! apiserver_ok; then
 	fi
 	[ -f "$REFLECT2_PATCH" ] || die "missing $REFLECT2_PATCH"
 	log "building kube-apiserver $BUILD_ID from Debian source in $CACHE/src (about 7 minutes, 1.3 GB RAM)"
-	apt_install golang-go rsync jq make dpkg-dev patch
+	# The packages of the "apiserver" group of the project's one list; not
+	# root, it prints the apt-get line to run.
+	sh "$INSTALL_DEPS" apiserver || die "the build tools are missing (see above)"
 	SRC=$CACHE/src
 	tree=
 	for d in "$SRC"/kubernetes-*/; do
