@@ -133,11 +133,11 @@ static enum gv_code check_enum(const json_t *obj, const char *key, const char *c
 
 	if (!v || json_is_null(v))
 		return GV_OK;
-	for (const char *const *s = values; *s; s++) {
+	for (const char *const *s = values; *s; s++)
 		if (json_is_string(v) && !strcmp(json_string_value(v), *s))
 			return GV_OK;
+	for (const char *const *s = values; *s; s++)
 		gv_buf_addf(&list, "%s\"%s\"", s == values ? "" : ", ", *s);
-	}
 	gv_buf_adds(&at, gv_buf_str(ptr));
 	gv_pointer_add(&at, key);
 	if (json_is_string(v))
