@@ -20,10 +20,11 @@ struct admission_handler {
 	const struct admission_source *source; /* borrowed */
 	char *namespace;		       /* owned, or NULL */
 	struct admission_queue *queue;	       /* borrowed, or NULL */
-	const struct admission_roles_source *roles; /* borrowed, or NULL */
 	struct metrics_family *requests;       /* kyverno_admission_requests_total */
 	struct metrics_family *duration;       /* kyverno_admission_review_duration_seconds */
 	struct metrics_family *results;	       /* kyverno_policy_results_total */
+
+	const struct admission_roles_source *roles; /* borrowed, or NULL */
 };
 
 static const char *const request_labels[] = {"resource_kind", "resource_namespace",

@@ -117,8 +117,8 @@ struct rbac_index *rbac_index_build(const json_t *rolebindings, const json_t *cl
 		if (ns && *ns)
 			ix->nbindings += index_binding(ix->by_subject, b, ns);
 	}
-	json_array_foreach(clusterrolebindings, i, b)
-	    ix->nbindings += index_binding(ix->by_subject, b, NULL);
+	json_array_foreach(clusterrolebindings, i, b) ix->nbindings +=
+	    index_binding(ix->by_subject, b, NULL);
 	return ix;
 }
 
@@ -180,8 +180,7 @@ static json_t *sorted_keys(const json_t *set)
 	const char *key;
 	json_t *val, *out = json_array();
 
-	json_object_foreach((json_t *)set, key, val)
-	    v[k++] = key;
+	json_object_foreach((json_t *)set, key, val) v[k++] = key;
 	qsort(v, k, sizeof(*v), cmp_str);
 	for (size_t i = 0; i < k; i++)
 		json_array_append_new(out, json_string(v[i]));
@@ -199,7 +198,7 @@ void rbac_index_lookup(const struct rbac_index *ix, const json_t *user_info, con
 	const json_t *g;
 
 	if (!namespace)
-		namespace = "";
+	namespace = "";
 	if (ix) {
 		if (user && *user)
 			collect(ix, "u:", user, namespace, rs, crs);

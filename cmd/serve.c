@@ -804,11 +804,9 @@ int cmd_serve(int argc, char **argv)
 	if (queue)
 		admission_queue_register_metrics(queue, metrics);
 	{
-		struct admission_handler_config hc = {.source = source,
-						      .namespace = o.namespace,
-						      .queue = queue,
-						      .metrics = metrics,
-						      .roles = rbac ? rbac_cache_source(rbac) : NULL};
+		struct admission_handler_config hc = {
+		    .source = source, .namespace = o.namespace, .queue = queue, .metrics = metrics};
+		hc.roles = rbac ? rbac_cache_source(rbac) : NULL;
 		handler = admission_handler_new(&hc);
 	}
 	{
