@@ -364,7 +364,7 @@ static void judge(struct admission_handler *h, const struct review *rv,
 		reply_allowed(out, rv, NULL);
 		return;
 	}
-	/* Computed only for requests that are judged, as Kyverno does after its filters. */
+	/* Only for requests that are judged: filtered ones need no bindings. */
 	if (h->roles && h->roles->lookup(h->roles->ud, rv->user_info, rv->namespace, &roles,
 					 &cluster_roles, &err)) {
 		reply_text(out, 503, "not ready: %s", err.msg);
