@@ -129,7 +129,10 @@ case_cluster_role_binding() {
 	log "clusterRoles through a ClusterRoleBinding"
 	eventually "$WAIT" expect_denied "alice without cm-admin: ConfigMap denied, message shows request.clusterRoles" \
 		create_cm alice "" "$NS" -- "resource ConfigMap/$NS/cm1 was blocked" \
-		"cm-guard:" "cm-admin-only:" 'clusterRoles=["e2e-writer"]'
+		"cm-guard:" "cm-admin-only:" 'clusterRoles=["e2e-writer","system:basic-user",' \
+		'"system:discovery"'
+	# (system:* are the API server's bootstrap ClusterRoleBindings for system:authenticated;
+	# the list is sorted)
 	expect_success "bind alice to cm-admin (ClusterRoleBinding)" \
 		k create clusterrolebinding alice-cm-admin --clusterrole=cm-admin --user=alice
 	eventually "$WAIT" expect_allowed "alice bound to cm-admin: ConfigMap allowed" \
