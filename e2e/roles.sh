@@ -22,7 +22,8 @@
 #   - `roles: [e2e-roles:secret-writer]` with a RoleBinding to a Role, bound
 #     and unbound; the message shows {{request.roles}}.
 # Ends with "N passed, N failed"; exit status 1 when a case failed, 2 when
-# the environment could not be set up. About 30 seconds.
+# the environment could not be set up. About 40 seconds once the control
+# plane is up.
 #
 # Env: GAVEL, E2E_KEEP=1, KUBE_APISERVER/ETCD/KUBECTL (see e2e/lib.sh).
 # shellcheck source-path=SCRIPTDIR
