@@ -11,6 +11,8 @@
  *   admission_source   where the handler takes the current state from
  *                      (background/snapshot.h in cluster mode, a fixed
  *                      state in standalone mode)
+ *   admission_roles_source  request.roles and request.clusterRoles of a
+ *                      user (background/rbac.h in cluster mode)
  *   admission_queue    bounded queue of the admission results that go into
  *                      PolicyReports, drained by the report writer
  *   admission_handler  the pure handler: admission_handle() and
