@@ -11,6 +11,8 @@
  *   admission_source   where the handler takes the current state from
  *                      (background/snapshot.h in cluster mode, a fixed
  *                      state in standalone mode)
+ *   admission_roles_source  request.roles and request.clusterRoles of a
+ *                      user (background/rbac.h in cluster mode)
  *   admission_queue    bounded queue of the admission results that go into
  *                      PolicyReports, drained by the report writer
  *   admission_handler  the pure handler: admission_handle() and
@@ -125,6 +127,26 @@ struct admission_source {
 	void *ud;
 };
 
+/*
+ * Where the handler gets an admission request's `request.roles` and
+ * `request.clusterRoles` (kyverno-semantics.md sections 2.2 and 6.5): the
+ * RBAC bindings cache of background/rbac.h in cluster mode.
+ *
+ * lookup(ud, user_info, namespace, &roles, &cluster_roles, err): user_info
+ * is request.userInfo (borrowed, may be NULL), namespace the request's (""
+ * when cluster-scoped). GV_OK with two new arrays of strings (the caller
+ * decrefs); any other code with err set when they cannot be computed (not
+ * listed yet): the request is then answered 503, never judged without them.
+ * ready(ud): whether lookup can answer (for /readyz). Called from worker
+ * threads; must not call the API server.
+ */
+struct admission_roles_source {
+	enum gv_code (*lookup)(void *ud, const json_t *user_info, const char *namespace,
+			       json_t **roles, json_t **cluster_roles, struct gv_err *err);
+	bool (*ready)(void *ud);
+	void *ud;
+};
+
 /* A source that always answers the same state (standalone mode, tests). */
 struct admission_fixed_source {
 	struct admission_source source; /* points into this struct */
@@ -232,6 +254,13 @@ struct admission_handler_config {
 	const char *namespace;		  /* gavel's own namespace: allowed unjudged; NULL = none */
 	struct admission_queue *queue;	  /* borrowed, may be NULL (results not queued) */
 	struct metrics_registry *metrics; /* borrowed, may be NULL (no metrics) */
+	/*
+	 * borrowed, may be NULL: request.roles and request.clusterRoles are
+	 * then not computed (standalone mode: no cluster to read bindings
+	 * from; the variables are absent and roles/clusterRoles filters see
+	 * empty lists)
+	 */
+	const struct admission_roles_source *roles;
 };
 
 struct admission_handler;
@@ -270,8 +299,10 @@ void admission_reply_release(struct admission_reply *r);
  *   object to judge (a DELETE without oldObject).
  * - Otherwise: engine_evaluate() in ENGINE_ADMISSION mode with object,
  *   oldObject (DELETE: judged on oldObject), operation, namespace,
- *   request.kind, subResource, userInfo, the namespace's labels and the
- *   whole request; engine_decide() per rule result.
+ *   request.kind, subResource, userInfo, the roles and clusterRoles of the
+ *   config's roles source (HTTP 503 while it cannot answer), the
+ *   namespace's labels and the whole request; engine_decide() per rule
+ *   result.
  * - Denied when some rule blocks: status {code: 403, reason: Forbidden,
  *   message} with the message of kyverno-semantics.md section 8.2:
  *   "\n\nresource <Kind>/<namespace>/<name> was blocked due to the following
@@ -300,7 +331,7 @@ void admission_handle(struct admission_handler *h, const char *body, size_t len,
 void admission_handle_policy(struct admission_handler *h, const char *body, size_t len,
 			     struct admission_reply *out);
 
-/* True once the source has a state (for /readyz). */
+/* True once the source has a state and the roles source (if any) is ready (for /readyz). */
 bool admission_handler_ready(struct admission_handler *h);
 
 /* ---- the server ---- */

@@ -23,6 +23,8 @@ struct admission_handler {
 	struct metrics_family *requests;       /* kyverno_admission_requests_total */
 	struct metrics_family *duration;       /* kyverno_admission_review_duration_seconds */
 	struct metrics_family *results;	       /* kyverno_policy_results_total */
+
+	const struct admission_roles_source *roles; /* borrowed, or NULL */
 };
 
 static const char *const request_labels[] = {"resource_kind", "resource_namespace",
@@ -45,6 +47,7 @@ struct admission_handler *admission_handler_new(const struct admission_handler_c
 	h->source = cfg->source;
 	h->namespace = cfg->namespace && *cfg->namespace ? gv_xstrdup(cfg->namespace) : NULL;
 	h->queue = cfg->queue;
+	h->roles = cfg->roles;
 	if (cfg->metrics) {
 		h->requests = metrics_counter_new(cfg->metrics, "kyverno_admission_requests_total",
 						  "Admission requests judged by the webhook.",
@@ -79,7 +82,7 @@ bool admission_handler_ready(struct admission_handler *h)
 	struct admission_state *s = h->source->acquire(h->source->ud);
 
 	admission_state_unref(s);
-	return s != NULL;
+	return s != NULL && (!h->roles || h->roles->ready(h->roles->ud));
 }
 
 /* ---- decoding ---- */
@@ -337,6 +340,7 @@ static void judge(struct admission_handler *h, const struct review *rv,
 	const char *op = op_label(rv->operation);
 	struct engine_input in = {0};
 	struct engine_report rep = {0};
+	json_t *roles = NULL, *cluster_roles = NULL;
 	struct admission_msg_entry *entries = NULL;
 	struct admission_warnings warnings = {0};
 	size_t nentries = 0, nreported = 0;
@@ -360,6 +364,12 @@ static void judge(struct admission_handler *h, const struct review *rv,
 		reply_allowed(out, rv, NULL);
 		return;
 	}
+	/* Only for requests that are judged: filtered ones need no bindings. */
+	if (h->roles && h->roles->lookup(h->roles->ud, rv->user_info, rv->namespace, &roles,
+					 &cluster_roles, &err)) {
+		reply_text(out, 503, "not ready: %s", err.msg);
+		return;
+	}
 	out->evaluated = true;
 	in.object = !strcmp(rv->operation, "DELETE") ? NULL : rv->object;
 	in.old_object = rv->old_object;
@@ -370,13 +380,15 @@ static void judge(struct admission_handler *h, const struct review *rv,
 	in.kind = rv->kind;
 	in.subresource = rv->subresource;
 	in.user_info = rv->user_info;
+	in.roles = roles;
+	in.cluster_roles = cluster_roles;
 	in.namespace_labels = admission_state_namespace_labels(state, rv->namespace);
 	in.request = rv->req;
 	if (engine_evaluate(admission_state_policyset(state), &in, ENGINE_ADMISSION, &rep, &err)) {
 		char *msg = gv_xasprintf("failed to create policy context: %s", err.msg);
 		reply_denied(out, rv, msg);
 		free(msg);
-		return;
+		goto out;
 	}
 	for (size_t i = 0; i < rep.n; i++) {
 		const struct engine_response *resp = &rep.v[i];
@@ -429,6 +441,9 @@ static void judge(struct admission_handler *h, const struct review *rv,
 	admission_warnings_release(&warnings);
 	free(entries);
 	engine_report_release(&rep);
+out:
+	json_decref(roles);
+	json_decref(cluster_roles);
 }
 
 void admission_handle(struct admission_handler *h, const char *body, size_t len,

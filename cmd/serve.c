@@ -16,6 +16,8 @@
  *   cluster     otherwise: policies, exceptions, namespace labels and the
  *               gavel ConfigMap come from the API server through
  *               background/snapshot; --policies adds file policies to them.
+ *               RoleBindings and ClusterRoleBindings (background/rbac) give
+ *               request.roles and request.clusterRoles.
  *
  * The key pair is read from <tls-dir>/tls.crt and tls.key and reloaded when
  * the files change. SIGTERM/SIGINT: stop accepting, finish the requests in
@@ -52,6 +54,7 @@
 #include "admission/metrics.h"
 #include "background/reconciler.h"
 #include "background/schedule.h"
+#include "background/rbac.h"
 #include "background/snapshot.h"
 #include "certs/certs.h"
 #include "cmd/load.h"
@@ -719,6 +722,7 @@ int cmd_serve(int argc, char **argv)
 	struct kube_config *kcfg = NULL;
 	struct kube_client *client = NULL;
 	struct snapshot *snap = NULL;
+	struct rbac_cache *rbac = NULL;
 	struct certmgr certs = {0};
 	bool manage_certs = false;
 	struct engine_policyset *set = NULL;
@@ -784,6 +788,10 @@ int cmd_serve(int argc, char **argv)
 			goto out;
 		}
 		source = snapshot_source(snap);
+		if (rbac_cache_start(client, &rbac, &err)) {
+			code = fail("cluster: ", &err);
+			goto out;
+		}
 		if (manage_certs && certmgr_start(&certs, &o, client, &err)) {
 			code = fail("certs: ", &err);
 			goto out;
@@ -798,6 +806,7 @@ int cmd_serve(int argc, char **argv)
 	{
 		struct admission_handler_config hc = {
 		    .source = source, .namespace = o.namespace, .queue = queue, .metrics = metrics};
+		hc.roles = rbac ? rbac_cache_source(rbac) : NULL;
 		handler = admission_handler_new(&hc);
 	}
 	{
@@ -897,6 +906,7 @@ out:
 	if (queue)
 		admission_queue_close(queue);
 	certmgr_stop(&certs);
+	rbac_cache_stop(rbac);
 	snapshot_stop(snap);
 	admission_queue_free(queue);
 	metrics_registry_free(metrics);

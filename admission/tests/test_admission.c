@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "admission/admission_int.h"
+#include "background/rbac.h"
 #include "background/snapshot.h"
 #include "common/yaml.h"
 
@@ -654,6 +655,154 @@ static void test_not_ready_503(void **state)
 	admission_reply_release(&r);
 	admission_handler_free(h);
 	free(body);
+}
+
+/* ---- request.roles and request.clusterRoles ---- */
+
+static const char ROLES_POLICIES[] =
+    "apiVersion: kyverno.io/v1\n"
+    "kind: ClusterPolicy\n"
+    "metadata: {name: cm-guard}\n"
+    "spec:\n"
+    "  background: false\n"
+    "  validationFailureAction: Enforce\n"
+    "  rules:\n"
+    "  - name: cluster-role\n"
+    "    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+    "    exclude: {any: [{clusterRoles: [cm-admin]}]}\n"
+    "    validate:\n"
+    "      message: \"roles {{ request.roles }} clusterRoles {{ request.clusterRoles }}\"\n"
+    "      deny: {}\n"
+    "  - name: role\n"
+    "    match: {any: [{resources: {kinds: [Secret]}}]}\n"
+    "    exclude: {any: [{roles: [\"team-a:secret-writer\"]}]}\n"
+    "    validate:\n"
+    "      message: \"needs team-a:secret-writer, has {{ request.roles }}\"\n"
+    "      deny: {}\n";
+
+static const char ROLES_RBS[] =
+    "[{\"metadata\":{\"name\":\"w\",\"namespace\":\"team-a\"},\"roleRef\":{\"kind\":\"Role\","
+    "\"name\":\"secret-writer\"},\"subjects\":[{\"kind\":\"User\",\"name\":\"alice\"}]},"
+    "{\"metadata\":{\"name\":\"v\",\"namespace\":\"team-b\"},\"roleRef\":{\"kind\":\"Role\","
+    "\"name\":\"viewer\"},\"subjects\":[{\"kind\":\"Group\",\"name\":\"dev\"}]}]";
+
+static const char ROLES_CRBS[] =
+    "[{\"metadata\":{\"name\":\"cm\"},\"roleRef\":{\"kind\":\"ClusterRole\",\"name\":"
+    "\"cm-admin\"},\"subjects\":[{\"kind\":\"User\",\"name\":\"alice\"}]}]";
+
+/* A roles source answering from a fixed index, or not ready while index is NULL. */
+struct index_source {
+	struct rbac_index *index;
+	int lookups;
+};
+
+static enum gv_code index_lookup(void *ud, const json_t *user_info, const char *ns, json_t **roles,
+				 json_t **cluster_roles, struct gv_err *err)
+{
+	struct index_source *s = ud;
+
+	s->lookups++;
+	if (!s->index)
+		return gv_err_set(err, GV_ENOENT, "bindings not listed yet");
+	rbac_index_lookup(s->index, user_info, ns, roles, cluster_roles);
+	return GV_OK;
+}
+
+static bool index_ready(void *ud)
+{
+	return ((struct index_source *)ud)->index != NULL;
+}
+
+/* A CREATE of kind/name in ns by user (groups ["dev"]). */
+static char *review_by(const char *user, const char *kind, const char *ns, const char *name)
+{
+	char *obj = gv_xasprintf("{\"apiVersion\":\"v1\",\"kind\":\"%s\",\"metadata\":{\"name\":"
+				 "\"%s\",\"namespace\":\"%s\"}}",
+				 kind, name, ns);
+	char *body = review("admission.k8s.io/v1", "CREATE", kind, ns, name, obj, NULL, false);
+	char *who = gv_xasprintf("\"username\":\"%s\"", user);
+	char *out = gv_str_replace_all(body, "\"username\":\"alice\"", who);
+
+	free(obj);
+	free(body);
+	free(who);
+	return out;
+}
+
+static void test_roles_and_cluster_roles(void **state)
+{
+	struct fixture f;
+	json_t *rbs = json_loads(ROLES_RBS, 0, NULL), *crbs = json_loads(ROLES_CRBS, 0, NULL);
+	struct index_source is = {0};
+	struct admission_roles_source src = {index_lookup, index_ready, &is};
+	struct admission_handler_config hc = {0};
+	struct admission_handler *h;
+	char *body;
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, ROLES_POLICIES, NULL, NULL);
+	hc.source = &f.src.source;
+	hc.namespace = "gavel";
+	hc.roles = &src;
+	h = admission_handler_new(&hc);
+	admission_handler_free(f.h);
+	f.h = h;
+
+	/* Not ready while the bindings are not listed: 503, never judged without them. */
+	assert_false(admission_handler_ready(h));
+	body = review_by("alice", "ConfigMap", "team-a", "c");
+	j = handle(&f, body, 503);
+	assert_string_equal(json_string_value(j), "not ready: bindings not listed yet\n");
+	json_decref(j);
+	free(body);
+
+	is.index = rbac_index_build(rbs, crbs);
+	assert_true(admission_handler_ready(h));
+
+	/* alice is bound to cm-admin: excluded. */
+	body = review_by("alice", "ConfigMap", "team-a", "c");
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	json_decref(j);
+	free(body);
+
+	/* bob (group dev) is not: denied, and the variables carry his computed lists. */
+	body = review_by("bob", "ConfigMap", "team-a", "c");
+	j = handle(&f, body, 200);
+	assert_false(allowed(j));
+	assert_non_null(strstr(resp_str(j, "status", "message"),
+			       "cluster-role: roles [\"team-b:viewer\"] clusterRoles []"));
+	json_decref(j);
+	free(body);
+
+	/* roles: alice holds team-a:secret-writer, bob does not. */
+	body = review_by("alice", "Secret", "team-b", "s");
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	json_decref(j);
+	free(body);
+	body = review_by("bob", "Secret", "team-a", "s");
+	j = handle(&f, body, 200);
+	assert_false(allowed(j));
+	assert_non_null(strstr(resp_str(j, "status", "message"),
+			       "needs team-a:secret-writer, has [\"team-b:viewer\"]"));
+	json_decref(j);
+	free(body);
+
+	/* Requests allowed without evaluation (gavel's namespace) need no lookup. */
+	is.lookups = 0;
+	body = review_by("bob", "ConfigMap", "gavel", "c");
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	assert_int_equal(is.lookups, 0);
+	json_decref(j);
+	free(body);
+
+	rbac_index_unref(is.index);
+	json_decref(rbs);
+	json_decref(crbs);
+	fixture_release(&f);
 }
 
 static void test_validate_policy(void **state)
@@ -1306,6 +1455,7 @@ int main(void)
 	    cmocka_unit_test(test_namespace_selector_uses_snapshot_labels),
 	    cmocka_unit_test(test_bad_requests),
 	    cmocka_unit_test(test_not_ready_503),
+	    cmocka_unit_test(test_roles_and_cluster_roles),
 	    cmocka_unit_test(test_validate_policy),
 	    cmocka_unit_test(test_validate_policy_exception),
 	    cmocka_unit_test(test_warnings_limits),

@@ -485,6 +485,9 @@ no  create clusterpolicies.kyverno.io
 no  update policyexceptions.kyverno.io -n default
 yes watch namespaces
 no  update namespaces
+yes watch rolebindings.rbac.authorization.k8s.io -A
+yes watch clusterrolebindings.rbac.authorization.k8s.io
+no  create clusterrolebindings.rbac.authorization.k8s.io
 yes create policyreports.wgpolicyk8s.io -n default
 yes delete clusterpolicyreports.wgpolicyk8s.io
 yes watch validatingwebhookconfigurations.admissionregistration.k8s.io/gavel
