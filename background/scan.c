@@ -867,6 +867,7 @@ struct cyc_policy {
 	char *ref;		       /* owned: report policy field */
 	uint64_t pk;		       /* hash of ref: the cache's policy key */
 	uint64_t fp;		       /* scan_policy_fingerprint */
+	bool outside; /* reads the cluster (context entries), time or random: always evaluated */
 	struct scan_kinds kinds;
 	size_t *targets; /* indices into the cycle's targets */
 	size_t ntargets;
@@ -1387,7 +1388,8 @@ static bool slot_prepare(struct cycle *c, struct cyc_target *ct, struct slot *sl
 		fp = scan_hash(&cp->fp, sizeof(cp->fp), fp);
 		fp = scan_hash(&c->exc_fp, sizeof(c->exc_fp), fp);
 		sl->fps[k] = fp;
-		sl->need[k] = !c->s->opt.incremental || !scan_entry_fresh(sl->entry, cp->pk, fp);
+		sl->need[k] = !c->s->opt.incremental || cp->outside ||
+			      !scan_entry_fresh(sl->entry, cp->pk, fp);
 		sl->eval |= sl->need[k];
 	}
 	return true;
@@ -1959,6 +1961,7 @@ static void cycle_begin(struct cycle *c, struct scanner *s, const struct admissi
 		cp->ref = report_policy_ref(due[i]);
 		cp->pk = scan_hash_str(cp->ref, SCAN_HASH_SEED);
 		cp->fp = scan_policy_fingerprint(due[i]);
+		cp->outside = engine_doc_reads_outside(engine_policy_doc(due[i]));
 		scan_policy_kinds(due[i], &cp->kinds);
 	}
 	c->alive = alive_keys(admission_state_policyset(st), &c->nalive);
