@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <curl/curl.h>
 #include "common/log.h"
 #include "engine/jmespath.h"
@@ -674,6 +675,40 @@ out:
 	return rc;
 }
 
+enum global_state { GLOBAL_READY, GLOBAL_MISSING, GLOBAL_PENDING, GLOBAL_FAILED };
+
+/* One look at entry name: its data (new reference) when ready, its failure when failed. */
+static enum global_state global_lookup(struct context_loader *l, const char *name, json_t **data,
+				       char **error)
+{
+	enum global_state st = GLOBAL_MISSING;
+
+	*data = NULL;
+	*error = NULL;
+	pthread_mutex_lock(&l->mu);
+	for (size_t i = 0; i < l->nglobals && st == GLOBAL_MISSING; i++) {
+		struct global *g = &l->globals[i];
+		if (strcmp(g->name, name))
+			continue;
+		if (g->inf) {
+			st = kube_informer_synced(g->inf) ? GLOBAL_READY : GLOBAL_PENDING;
+			*data = st == GLOBAL_READY ? kube_informer_list(g->inf) : NULL;
+		} else if (g->data) {
+			st = GLOBAL_READY;
+			*data = json_incref(g->data);
+		} else if (g->error) {
+			st = GLOBAL_FAILED;
+			*error = gv_xstrdup(g->error);
+		} else {
+			st = GLOBAL_PENDING;
+		}
+	}
+	pthread_mutex_unlock(&l->mu);
+	return st;
+}
+
+static void globals_sync(struct context_loader *l, const json_t *items);
+
 static enum gv_code load_global(struct session *s, const json_t *entry, const json_t *ctx,
 				json_t **out, struct gv_err *err)
 {
@@ -681,9 +716,11 @@ static enum gv_code load_global(struct session *s, const json_t *entry, const js
 	const char *ename = jstr(entry, "name");
 	json_t *ref = NULL, *data = NULL;
 	const char *name, *jp;
-	struct kube_informer *inf = NULL;
-	bool found = false, synced = true;
+	struct kube_informer *gce;
+	enum global_state st;
 	char *error = NULL;
+	int64_t until = now_ms() + l->o.sync_wait_ms;
+	bool listed = false;
 	enum gv_code rc;
 
 	rc = engine_substitute(json_object_get(entry, "globalReference"), ctx, &ref, err);
@@ -703,30 +740,39 @@ static enum gv_code load_global(struct session *s, const json_t *entry, const js
 		struct wanted w = {.global = true};
 		watch_locked(l, &w);
 	}
-	for (size_t i = 0; i < l->nglobals && !found; i++) {
-		struct global *g = &l->globals[i];
-		if (strcmp(g->name, name))
-			continue;
-		found = true;
-		if (g->inf) {
-			synced = kube_informer_synced(g->inf);
-			inf = g->inf;
-			data = synced ? kube_informer_list(inf) : NULL;
-		} else if (g->data) {
-			data = json_incref(g->data);
-		} else {
-			error = gv_xstrdup(g->error ? g->error : "no data yet");
-		}
-	}
+	gce = l->gce; /* kept until the loader is freed */
 	pthread_mutex_unlock(&l->mu);
-	if (!found) {
+	if (until > s->deadline_ms)
+		until = s->deadline_ms;
+	/* Entries just made (or a loader just started) get their first data within the wait. */
+	for (;;) {
+		st = global_lookup(l, name, &data, &error);
+		if (st == GLOBAL_READY || st == GLOBAL_FAILED)
+			break;
+		if (st == GLOBAL_MISSING && !listed && gce && kube_informer_synced(gce)) {
+			json_t *items = kube_informer_list(gce);
+			globals_sync(l, items);
+			json_decref(items);
+			listed = true;
+			continue;
+		}
+		if (st == GLOBAL_MISSING && listed)
+			break;
+		if (now_ms() >= until)
+			break;
+		if (gce && !kube_informer_synced(gce))
+			kube_informer_wait_synced(gce, 50);
+		else
+			usleep(50 * 1000);
+	}
+	if (st == GLOBAL_MISSING) {
 		rc = gv_err_set(err, GV_ENET, "failed to find globalcontext entry %s", name);
 		goto out;
 	}
-	if (!synced || error) {
+	if (st != GLOBAL_READY) {
 		rc =
 		    gv_err_set(err, GV_ENET, "failed to fetch data for global context entry %s: %s",
-			       name, error ? error : "not listed yet");
+			       name, error ? error : "no data yet");
 		goto out;
 	}
 	if (jp && *jp) {
