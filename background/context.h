@@ -24,7 +24,7 @@
  *                    what is left of the evaluation's deadline, and its
  *                    response by a size cap; a non-2xx answer, a body that
  *                    is not JSON, a timeout, an oversize body, a failed
- *                    jmesPath (or a null result) are errors, unless a
+ *                    jmesPath are errors, unless a
  *                    `default` is given: the default is then the value.
  *                    The same call (method, URL, body, headers) is made once
  *                    per opened hooks (one admission request, one scan page).
