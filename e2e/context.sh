@@ -187,7 +187,7 @@ case_api_call() {
 	local ns=e2e-api f ca
 	log "apiCall"
 	ns_create "$ns"
-	ca=$(sed 's/^/              /' "$E2E_TLS/ca.crt")
+	ca=$(sed 's/^/                /' "$E2E_TLS/ca.crt")
 	expect_allowed "apiCall policies are applied" \
 		k apply -f "$(manifest pol-api <<EOF
 apiVersion: kyverno.io/v1
