@@ -18,8 +18,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <openssl/pem.h>
 #include "kube/tests/httpd.h"
 #include "background/context.h"
+#include "certs/certs.h"
 
 #include "common/banned.h"
 
@@ -431,6 +433,73 @@ static void test_api_call_timeout(void **state)
 	f->src->close(f->src->ud, h);
 }
 
+/* An https service: trusted through caBundle only. */
+static SSL_CTX *tls_ctx(const struct certs_bundle *b)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	BIO *cb = BIO_new_mem_buf(b->tls_crt, -1), *kb = BIO_new_mem_buf(b->tls_key, -1);
+	X509 *crt = PEM_read_bio_X509(cb, NULL, NULL, NULL);
+	EVP_PKEY *key = PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL);
+
+	assert_non_null(crt);
+	assert_non_null(key);
+	assert_int_equal(SSL_CTX_use_certificate(ctx, crt), 1);
+	assert_int_equal(SSL_CTX_use_PrivateKey(ctx, key), 1);
+	X509_free(crt);
+	EVP_PKEY_free(key);
+	BIO_free(cb);
+	BIO_free(kb);
+	return ctx;
+}
+
+static void test_api_call_service_tls(void **state)
+{
+	struct fixture *f = *state;
+	const char *ips[] = {"127.0.0.1"};
+	struct certs_request req = {.ips = ips, .n_ips = 1};
+	struct certs_bundle good = {0}, other = {0};
+	struct srv s = {0};
+	struct httpd *tls;
+	SSL_CTX *ctx;
+	const struct engine_hooks *h;
+	char msg[512];
+	json_t *v, *e;
+	char *text;
+
+	assert_int_equal(certs_ensure(&good, &req, time(NULL), NULL, NULL), GV_OK);
+	assert_int_equal(certs_ensure(&other, &req, time(NULL), NULL, NULL), GV_OK);
+	ctx = tls_ctx(&good);
+	tls = httpd_start(handler, &s, ctx);
+	h = f->src->open(f->src->ud, NULL);
+
+	e = json_pack("{s:s,s:{s:{s:s,s:s},s:s}}", "name", "svc", "apiCall", "service", "url", "",
+		      "caBundle", good.ca_crt, "jmesPath", "items | length(@)");
+	text = gv_xasprintf("https://127.0.0.1:%d/api/v1/namespaces/team/pods", tls->port);
+	json_object_set_new(json_object_get(json_object_get(e, "apiCall"), "service"), "url",
+			    json_string(text));
+	free(text);
+	text = json_dumps(e, JSON_COMPACT);
+	assert_int_equal(load(f, h, text, &v, msg, sizeof(msg)), GV_OK);
+	assert_int_equal(json_integer_value(v), 3);
+	json_decref(v);
+	free(text);
+
+	/* another CA: the TLS handshake fails, the system CAs are not asked */
+	json_object_set_new(json_object_get(json_object_get(e, "apiCall"), "service"), "caBundle",
+			    json_string(other.ca_crt));
+	text = json_dumps(e, JSON_COMPACT);
+	assert_int_equal(load(f, h, text, &v, msg, sizeof(msg)), GV_ENET);
+	assert_non_null(
+	    strstr(msg, "failed to fetch data for APICall svc: GET https://127.0.0.1:"));
+	free(text);
+	json_decref(e);
+	f->src->close(f->src->ud, h);
+	httpd_stop(tls);
+	SSL_CTX_free(ctx);
+	certs_bundle_release(&good);
+	certs_bundle_release(&other);
+}
+
 static void test_global_reference(void **state)
 {
 	struct fixture *f = *state;
@@ -500,6 +569,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_config_map_templated_policy, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_api_call, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_api_call_timeout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_api_call_service_tls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_global_reference, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_image_registry, setup, teardown),
 	};
