@@ -292,6 +292,43 @@ static void excerpt(const struct gv_buf *b, char *out, size_t n)
 }
 
 /*
+ * One easy handle per thread, kept between calls (reset each time) so that
+ * its connection cache saves a TLS handshake per call to the same server;
+ * freed when the thread ends.
+ */
+static pthread_key_t handle_key;
+static pthread_once_t handle_once = PTHREAD_ONCE_INIT;
+
+static void handle_free(void *h)
+{
+	curl_easy_cleanup(h);
+}
+
+static void handle_key_make(void)
+{
+	if (pthread_key_create(&handle_key, handle_free))
+		abort();
+}
+
+static CURL *thread_handle(void)
+{
+	CURL *h;
+
+	pthread_once(&handle_once, handle_key_make);
+	h = pthread_getspecific(handle_key);
+	if (h) {
+		curl_easy_reset(h);
+		return h;
+	}
+	h = curl_easy_init();
+	if (h && pthread_setspecific(handle_key, h)) {
+		curl_easy_cleanup(h);
+		h = NULL;
+	}
+	return h;
+}
+
+/*
  * Makes the call within timeout_ms; *out the parsed JSON answer. Errors:
  * GV_ENET (connection, TLS, timeout, non-2xx), GV_ELIMIT (body too large),
  * GV_EINVAL (body not JSON).
@@ -300,7 +337,7 @@ static enum gv_code http_do(struct context_loader *l, const struct http_call *c,
 			    json_t **out, struct gv_err *err)
 {
 	const struct kube_config *k = l->o.kube;
-	CURL *h = curl_easy_init();
+	CURL *h = thread_handle();
 	struct curl_slist *hdrs = NULL;
 	struct capped body = {.max = l->o.max_response};
 	char errbuf[CURL_ERROR_SIZE] = "";
@@ -404,7 +441,8 @@ static enum gv_code http_do(struct context_loader *l, const struct http_call *c,
 		rc = gv_err_set(err, GV_EINVAL, "%s %s: the response is not JSON: %s", c->method,
 				c->url, je.text);
 out:
-	curl_easy_cleanup(h);
+	/* nothing of this call stays set: the handle outlives these buffers */
+	curl_easy_reset(h);
 	curl_slist_free_all(hdrs);
 	free(auth);
 	free(token);
