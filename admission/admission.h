@@ -239,7 +239,13 @@ void admission_queue_register_metrics(struct admission_queue *q, struct metrics_
  * at once until close().
  */
 struct admission_context {
-	const struct engine_hooks *(*open)(void *ud, const struct engine_policyset *set);
+	/*
+	 * deadline_ms: how long all the calls made through the hooks may take
+	 * together: 0 = the loader's default (an admission request's), < 0 = no
+	 * overall bound (a scan page: each call still has its own timeout).
+	 */
+	const struct engine_hooks *(*open)(void *ud, const struct engine_policyset *set,
+					   long deadline_ms);
 	void (*close)(void *ud, const struct engine_hooks *hooks);
 	void *ud;
 };

@@ -376,7 +376,7 @@ static void judge(struct admission_handler *h, const struct review *rv,
 	in.namespace_labels = admission_state_namespace_labels(state, rv->namespace);
 	in.request = rv->req;
 	if (h->context)
-		in.hooks = h->context->open(h->context->ud, admission_state_policyset(state));
+		in.hooks = h->context->open(h->context->ud, admission_state_policyset(state), 0);
 	rc = engine_evaluate(admission_state_policyset(state), &in, ENGINE_ADMISSION, &rep, &err);
 	if (h->context)
 		h->context->close(h->context->ud, in.hooks);

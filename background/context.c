@@ -1068,14 +1068,18 @@ static void *global_main(void *ud)
 
 /* ---- sessions ---- */
 
-static const struct engine_hooks *source_open(void *ud, const struct engine_policyset *set)
+static const struct engine_hooks *source_open(void *ud, const struct engine_policyset *set,
+					      long deadline_ms)
 {
 	struct context_loader *l = ud;
 	struct session *s = gv_xcalloc(1, sizeof(*s));
 
 	context_loader_watch(l, set);
 	s->l = l;
-	s->deadline_ms = now_ms() + l->o.deadline_ms;
+	/* no overall bound: a day, far past any call's timeout */
+	s->deadline_ms = now_ms() + (deadline_ms < 0	? 86400000L
+				     : deadline_ms == 0 ? l->o.deadline_ms
+							: deadline_ms);
 	pthread_mutex_init(&s->mu, NULL);
 	s->hooks.ud = s;
 	s->hooks.load_context = hook_load_context;

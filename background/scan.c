@@ -1002,7 +1002,7 @@ static void pool_start(struct pool *p, int n, const struct engine_policyset *set
 static void pool_run(struct pool *p, struct slot *slots, size_t n)
 {
 	/* One page, one set of context hooks: the same call is made once per page. */
-	p->hooks = p->context ? p->context->open(p->context->ud, p->set) : NULL;
+	p->hooks = p->context ? p->context->open(p->context->ud, p->set, -1) : NULL;
 	if (!p->nth) {
 		for (size_t i = 0; i < n; i++)
 			if (slots[i].eval)

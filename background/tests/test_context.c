@@ -190,7 +190,7 @@ static char *dump(const json_t *v)
 static void test_config_map(void **state)
 {
 	struct fixture *f = *state;
-	const struct engine_hooks *h = f->src->open(f->src->ud, NULL);
+	const struct engine_hooks *h = f->src->open(f->src->ud, NULL, 0);
 	char msg[512];
 	json_t *v;
 	char *s;
@@ -267,7 +267,7 @@ static void test_config_map_templated_policy(void **state)
 
 	assert_non_null(p);
 	set = engine_policyset_new(&p, 1, NULL, 0);
-	h = f->src->open(f->src->ud, set);
+	h = f->src->open(f->src->ud, set, 0);
 	in.object = pod;
 	in.hooks = h;
 	if (engine_evaluate(set, &in, ENGINE_ADMISSION, &rep, &err))
@@ -307,7 +307,7 @@ static void test_config_map_templated_policy(void **state)
 static void test_api_call(void **state)
 {
 	struct fixture *f = *state;
-	const struct engine_hooks *h = f->src->open(f->src->ud, NULL);
+	const struct engine_hooks *h = f->src->open(f->src->ud, NULL, 0);
 	char msg[512];
 	json_t *v;
 	char *s;
@@ -397,7 +397,7 @@ static void test_api_call(void **state)
 	f->src->close(f->src->ud, h);
 
 	/* new hooks, new cache */
-	h = f->src->open(f->src->ud, NULL);
+	h = f->src->open(f->src->ud, NULL, 0);
 	assert_int_equal(load(f, h,
 			      "{\"name\":\"n\",\"apiCall\":{\"urlPath\":\"/api/v1/namespaces/team/"
 			      "pods\"}}",
@@ -411,7 +411,7 @@ static void test_api_call(void **state)
 static void test_api_call_timeout(void **state)
 {
 	struct fixture *f = *state;
-	const struct engine_hooks *h = f->src->open(f->src->ud, NULL);
+	const struct engine_hooks *h = f->src->open(f->src->ud, NULL, 0);
 	char msg[512];
 	json_t *v;
 	struct timespec a, b;
@@ -430,6 +430,24 @@ static void test_api_call_timeout(void **state)
 			      sizeof(msg)),
 			 GV_ENET);
 	assert_int_equal(atomic_load(&f->s.slow_gets), 1);
+	f->src->close(f->src->ud, h);
+
+	/* an admission deadline shorter than the call's timeout bounds it, then refuses calls */
+	h = f->src->open(f->src->ud, NULL, 100);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(load(f, h, "{\"name\":\"s\",\"apiCall\":{\"urlPath\":\"/slow\"}}", &v, msg,
+			      sizeof(msg)),
+			 GV_ENET);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+	assert_true(ms < 250);
+	assert_int_equal(load(f, h,
+			      "{\"name\":\"n\",\"apiCall\":{\"urlPath\":\"/api/v1/namespaces/team/"
+			      "pods\"}}",
+			      &v, msg, sizeof(msg)),
+			 GV_ENET);
+	assert_non_null(strstr(msg, "the evaluation's deadline has passed"));
+	assert_int_equal(atomic_load(&f->s.pods_gets), 0);
 	f->src->close(f->src->ud, h);
 }
 
@@ -470,7 +488,7 @@ static void test_api_call_service_tls(void **state)
 	assert_int_equal(certs_ensure(&other, &req, time(NULL), NULL, NULL), GV_OK);
 	ctx = tls_ctx(&good);
 	tls = httpd_start(handler, &s, ctx);
-	h = f->src->open(f->src->ud, NULL);
+	h = f->src->open(f->src->ud, NULL, 0);
 
 	e = json_pack("{s:s,s:{s:{s:s,s:s},s:s}}", "name", "svc", "apiCall", "service", "url", "",
 		      "caBundle", good.ca_crt, "jmesPath", "items | length(@)");
@@ -503,7 +521,7 @@ static void test_api_call_service_tls(void **state)
 static void test_global_reference(void **state)
 {
 	struct fixture *f = *state;
-	const struct engine_hooks *h = f->src->open(f->src->ud, NULL);
+	const struct engine_hooks *h = f->src->open(f->src->ud, NULL, 0);
 	char msg[512];
 	json_t *v = NULL;
 	enum gv_code rc = GV_ENET;
@@ -545,7 +563,7 @@ static void test_global_reference(void **state)
 static void test_image_registry(void **state)
 {
 	struct fixture *f = *state;
-	const struct engine_hooks *h = f->src->open(f->src->ud, NULL);
+	const struct engine_hooks *h = f->src->open(f->src->ud, NULL, 0);
 	char msg[512];
 	json_t *v;
 
