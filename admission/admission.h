@@ -297,8 +297,9 @@ void admission_reply_release(struct admission_reply *r);
  *   object to judge (a DELETE without oldObject).
  * - Otherwise: engine_evaluate() in ENGINE_ADMISSION mode with object,
  *   oldObject (DELETE: judged on oldObject), operation, namespace,
- *   request.kind, subResource, userInfo, the namespace's labels and the
- *   whole request; engine_decide() per rule result.
+ *   request.kind, subResource, userInfo, the namespace's labels, the
+ *   whole request and the hooks of cfg->context (opened for the request,
+ *   closed after it); engine_decide() per rule result.
  * - Denied when some rule blocks: status {code: 403, reason: Forbidden,
  *   message} with the message of kyverno-semantics.md section 8.2:
  *   "\n\nresource <Kind>/<namespace>/<name> was blocked due to the following
