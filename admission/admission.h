@@ -247,10 +247,37 @@ void admission_queue_stats(struct admission_queue *q, struct admission_queue_sta
  */
 void admission_queue_register_metrics(struct admission_queue *q, struct metrics_registry *r);
 
+/* ---- context entries that read the cluster ---- */
+
+/*
+ * Where the engine hooks of one evaluation come from in cluster mode: the
+ * loaders of the context entries configMap, apiCall, globalReference and
+ * imageRegistry (background/context.h makes one; cmd/serve.c hands the same
+ * one to the handler and the reconciler). open() returns the hooks for one
+ * admission request or one scan page, which cache the calls made through
+ * them; set (borrowed) is the policy set about to be evaluated, so that
+ * the loader keeps watching what its policies name. close() releases what
+ * open() returned. Thread-safe; the hooks may be used by several threads
+ * at once until close().
+ */
+struct admission_context {
+	/*
+	 * deadline_ms: how long all the calls made through the hooks may take
+	 * together: 0 = the loader's default (an admission request's), < 0 = no
+	 * overall bound (a scan page: each call still has its own timeout).
+	 */
+	const struct engine_hooks *(*open)(void *ud, const struct engine_policyset *set,
+					   long deadline_ms);
+	void (*close)(void *ud, const struct engine_hooks *hooks);
+	void *ud;
+};
+
 /* ---- the handler ---- */
 
 struct admission_handler_config {
 	const struct admission_source *source; /* borrowed, required */
+	/* borrowed, may be NULL: context entries that read the cluster are then skipped */
+	const struct admission_context *context;
 	const char *namespace;		  /* gavel's own namespace: allowed unjudged; NULL = none */
 	struct admission_queue *queue;	  /* borrowed, may be NULL (results not queued) */
 	struct metrics_registry *metrics; /* borrowed, may be NULL (no metrics) */
@@ -301,7 +328,8 @@ void admission_reply_release(struct admission_reply *r);
  *   oldObject (DELETE: judged on oldObject), operation, namespace,
  *   request.kind, subResource, userInfo, the roles and clusterRoles of the
  *   config's roles source (HTTP 503 while it cannot answer), the
- *   namespace's labels and the whole request; engine_decide() per rule
+ *   namespace's labels, the whole request and the hooks of cfg->context
+ *   (opened for the request, closed after it); engine_decide() per rule
  *   result.
  * - Denied when some rule blocks: status {code: 403, reason: Forbidden,
  *   message} with the message of kyverno-semantics.md section 8.2:

@@ -17,12 +17,13 @@
 #define TEXT_TYPE "text/plain; charset=utf-8"
 
 struct admission_handler {
-	const struct admission_source *source; /* borrowed */
-	char *namespace;		       /* owned, or NULL */
-	struct admission_queue *queue;	       /* borrowed, or NULL */
-	struct metrics_family *requests;       /* kyverno_admission_requests_total */
-	struct metrics_family *duration;       /* kyverno_admission_review_duration_seconds */
-	struct metrics_family *results;	       /* kyverno_policy_results_total */
+	const struct admission_source *source;	 /* borrowed */
+	char *namespace;			 /* owned, or NULL */
+	struct admission_queue *queue;		 /* borrowed, or NULL */
+	const struct admission_context *context; /* borrowed, or NULL */
+	struct metrics_family *requests;	 /* kyverno_admission_requests_total */
+	struct metrics_family *duration;	 /* kyverno_admission_review_duration_seconds */
+	struct metrics_family *results;		 /* kyverno_policy_results_total */
 
 	const struct admission_roles_source *roles; /* borrowed, or NULL */
 };
@@ -48,6 +49,7 @@ struct admission_handler *admission_handler_new(const struct admission_handler_c
 	h->namespace = cfg->namespace && *cfg->namespace ? gv_xstrdup(cfg->namespace) : NULL;
 	h->queue = cfg->queue;
 	h->roles = cfg->roles;
+	h->context = cfg->context;
 	if (cfg->metrics) {
 		h->requests = metrics_counter_new(cfg->metrics, "kyverno_admission_requests_total",
 						  "Admission requests judged by the webhook.",
@@ -346,6 +348,7 @@ static void judge(struct admission_handler *h, const struct review *rv,
 	size_t nentries = 0, nreported = 0;
 	bool blocked = false;
 	struct gv_err err = {0};
+	enum gv_code rc;
 
 	if (!judged) {
 		/* A DELETE from an API server older than 1.15 (no oldObject), a bare CONNECT. */
@@ -384,7 +387,12 @@ static void judge(struct admission_handler *h, const struct review *rv,
 	in.cluster_roles = cluster_roles;
 	in.namespace_labels = admission_state_namespace_labels(state, rv->namespace);
 	in.request = rv->req;
-	if (engine_evaluate(admission_state_policyset(state), &in, ENGINE_ADMISSION, &rep, &err)) {
+	if (h->context)
+		in.hooks = h->context->open(h->context->ud, admission_state_policyset(state), 0);
+	rc = engine_evaluate(admission_state_policyset(state), &in, ENGINE_ADMISSION, &rep, &err);
+	if (h->context)
+		h->context->close(h->context->ud, in.hooks);
+	if (rc) {
 		char *msg = gv_xasprintf("failed to create policy context: %s", err.msg);
 		reply_denied(out, rv, msg);
 		free(msg);

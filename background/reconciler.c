@@ -1011,6 +1011,7 @@ enum gv_code reconciler_start(const struct reconciler_config *cfg, struct reconc
 			metrics_set(r->leader_gauge, NULL, 1);
 		}
 	}
+	so.context = cfg->context;
 	so.batch_size = cfg->batch_size;
 	so.workers = cfg->workers;
 	so.parse_batch = INT_MAX; /* whole pages: see scan_options.parse_batch */

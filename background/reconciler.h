@@ -170,6 +170,7 @@ struct reconciler_config {
 	struct snapshot *snapshot;	  /* borrowed: policies, namespaces, ConfigMap; required */
 	struct admission_queue *queue;	  /* borrowed; NULL = no admission results */
 	struct metrics_registry *metrics; /* borrowed; NULL = no metrics */
+	const struct admission_context *context; /* borrowed; NULL = context entries skipped */
 	const char *namespace; /* gavel's: state ConfigMap, Lease, never scanned; NULL = "gavel" */
 	const char *state_configmap; /* NULL = SCANSTATE_CONFIGMAP */
 	const char *interval;	     /* --background-scan-interval; NULL = "1h" */
@@ -216,8 +217,9 @@ uint64_t reconciler_cycles(const struct reconciler *r);
 
 /* `gavel scan` (cmd/scan.c): what it is asked, and its figures. */
 struct reconciler_once_options {
-	struct kube_client *client; /* borrowed, required */
-	const char *namespace;	    /* gavel's; NULL = "gavel" */
+	struct kube_client *client;		 /* borrowed, required */
+	const struct admission_context *context; /* borrowed; NULL = context entries skipped */
+	const char *namespace;			 /* gavel's; NULL = "gavel" */
 	int batch_size, workers;
 	size_t resource_limit;
 	bool split;

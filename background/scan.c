@@ -867,6 +867,7 @@ struct cyc_policy {
 	char *ref;		       /* owned: report policy field */
 	uint64_t pk;		       /* hash of ref: the cache's policy key */
 	uint64_t fp;		       /* scan_policy_fingerprint */
+	bool outside; /* reads the cluster (context entries), time or random: always evaluated */
 	struct scan_kinds kinds;
 	size_t *targets; /* indices into the cycle's targets */
 	size_t ntargets;
@@ -908,6 +909,8 @@ struct pool {
 	atomic_size_t next;
 	int active;
 	const struct engine_policyset *set;
+	const struct admission_context *context; /* borrowed, or NULL */
+	const struct engine_hooks *hooks;	 /* of the page being evaluated, or NULL */
 };
 
 struct cycle {
@@ -932,13 +935,15 @@ struct cycle {
 	bool inputs_lost;   /* some object was not seen exactly once */
 };
 
-static void evaluate_slot(const struct engine_policyset *set, struct slot *sl)
+static void evaluate_slot(const struct engine_policyset *set, const struct engine_hooks *hooks,
+			  struct slot *sl)
 {
 	struct engine_input in = {0};
 	struct gv_err err = {0};
 
 	in.object = sl->obj;
 	in.operation = "CREATE";
+	in.hooks = hooks;
 	in.namespace_labels = sl->labels;
 	sl->rc = engine_evaluate(set, &in, ENGINE_BACKGROUND, &sl->rep, &err);
 	if (sl->rc)
@@ -963,7 +968,7 @@ static void *pool_main(void *ud)
 			if (i >= p->n)
 				break;
 			if (p->slots[i].eval)
-				evaluate_slot(p->set, &p->slots[i]);
+				evaluate_slot(p->set, p->hooks, &p->slots[i]);
 		}
 		pthread_mutex_lock(&p->mu);
 		if (--p->active == 0)
@@ -973,9 +978,11 @@ static void *pool_main(void *ud)
 	return NULL;
 }
 
-static void pool_start(struct pool *p, int n, const struct engine_policyset *set)
+static void pool_start(struct pool *p, int n, const struct engine_policyset *set,
+		       const struct admission_context *context)
 {
 	memset(p, 0, sizeof(*p));
+	p->context = context;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->go, NULL);
 	pthread_cond_init(&p->done, NULL);
@@ -994,11 +1001,13 @@ static void pool_start(struct pool *p, int n, const struct engine_policyset *set
 /* Evaluates slots[0..n) on the workers (inline when none could start). */
 static void pool_run(struct pool *p, struct slot *slots, size_t n)
 {
+	/* One page, one set of context hooks: the same call is made once per page. */
+	p->hooks = p->context ? p->context->open(p->context->ud, p->set, -1) : NULL;
 	if (!p->nth) {
 		for (size_t i = 0; i < n; i++)
 			if (slots[i].eval)
-				evaluate_slot(p->set, &slots[i]);
-		return;
+				evaluate_slot(p->set, p->hooks, &slots[i]);
+		goto out;
 	}
 	pthread_mutex_lock(&p->mu);
 	p->slots = slots;
@@ -1012,6 +1021,10 @@ static void pool_run(struct pool *p, struct slot *slots, size_t n)
 	p->slots = NULL;
 	p->n = 0;
 	pthread_mutex_unlock(&p->mu);
+out:
+	if (p->context)
+		p->context->close(p->context->ud, p->hooks);
+	p->hooks = NULL;
 }
 
 static void pool_stop(struct pool *p)
@@ -1375,7 +1388,8 @@ static bool slot_prepare(struct cycle *c, struct cyc_target *ct, struct slot *sl
 		fp = scan_hash(&cp->fp, sizeof(cp->fp), fp);
 		fp = scan_hash(&c->exc_fp, sizeof(c->exc_fp), fp);
 		sl->fps[k] = fp;
-		sl->need[k] = !c->s->opt.incremental || !scan_entry_fresh(sl->entry, cp->pk, fp);
+		sl->need[k] = !c->s->opt.incremental || cp->outside ||
+			      !scan_entry_fresh(sl->entry, cp->pk, fp);
 		sl->eval |= sl->need[k];
 	}
 	return true;
@@ -1947,6 +1961,7 @@ static void cycle_begin(struct cycle *c, struct scanner *s, const struct admissi
 		cp->ref = report_policy_ref(due[i]);
 		cp->pk = scan_hash_str(cp->ref, SCAN_HASH_SEED);
 		cp->fp = scan_policy_fingerprint(due[i]);
+		cp->outside = engine_doc_reads_outside(engine_policy_doc(due[i]));
 		scan_policy_kinds(due[i], &cp->kinds);
 	}
 	c->alive = alive_keys(admission_state_policyset(st), &c->nalive);
@@ -2079,7 +2094,7 @@ enum gv_code scanner_run(struct scanner *s, const struct admission_state *st,
 	for (size_t i = 0; i < c.ntargets; i++)
 		keys[i] = c.targets[i].t->key;
 	start = scan_cursor_start(keys, c.ntargets, s->cursor);
-	pool_start(&c.pool, s->opt.workers, set);
+	pool_start(&c.pool, s->opt.workers, set, s->opt.context);
 	fetcher_start(&fetch, s);
 	for (; visited < c.ntargets; visited++) {
 		struct cyc_target *ct = &c.targets[(start + visited) % c.ntargets];

@@ -198,6 +198,9 @@ struct scan_api {
 };
 
 struct scan_options {
+	/* borrowed, may be NULL: hooks for the context entries that read the cluster, opened
+	 * for each page */
+	const struct admission_context *context;
 	int batch_size; /* list page size; <= 0: SCAN_DEFAULT_BATCH */
 	int workers;	/* evaluation threads; <= 0: SCAN_DEFAULT_WORKERS */
 	/*

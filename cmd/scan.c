@@ -55,6 +55,7 @@
 #include <openssl/evp.h>
 
 #include "background/clusterstate.h"
+#include "background/context.h"
 #include "background/reconciler.h"
 #include "background/report.h"
 #include "background/scan.h"
@@ -469,6 +470,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	json_t *items = NULL;
 	enum gv_code rc;
 
+	so.context = w->o->context;
 	so.batch_size = w->o->batch_size;
 	so.workers = w->o->workers;
 	so.incremental = false; /* a scanner lives for one namespace: nothing to compare with */
@@ -898,6 +900,7 @@ int cmd_scan(int argc, char **argv)
 {
 	struct reconciler_once_options o = {0};
 	struct reconciler_once_stats st = {0};
+	struct context_loader *ctxl = NULL;
 	const char *kubeconfig = NULL, *output = NULL;
 	struct kube_config *kcfg = NULL;
 	struct kube_client *client = NULL;
@@ -990,6 +993,8 @@ int cmd_scan(int argc, char **argv)
 		goto out;
 	}
 	o.client = client;
+	ctxl = context_loader_new(&(struct context_options){.client = client, .kube = kcfg});
+	o.context = context_loader_source(ctxl);
 	if (output) {
 		pr.json = !strcmp(output, "json");
 		o.emit = print_reports;
@@ -1017,6 +1022,7 @@ int cmd_scan(int argc, char **argv)
 		st.scan.eval_seconds, st.scan.commit_seconds, st.flush_seconds);
 	code = st.scan.failed || st.scan.forbidden ? 1 : 0;
 out:
+	context_loader_free(ctxl);
 	if (client)
 		kube_client_free(client);
 	if (kcfg)

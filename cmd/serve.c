@@ -52,6 +52,7 @@
 
 #include "admission/admission.h"
 #include "admission/metrics.h"
+#include "background/context.h"
 #include "background/reconciler.h"
 #include "background/schedule.h"
 #include "background/rbac.h"
@@ -723,6 +724,7 @@ int cmd_serve(int argc, char **argv)
 	struct kube_client *client = NULL;
 	struct snapshot *snap = NULL;
 	struct rbac_cache *rbac = NULL;
+	struct context_loader *ctxl = NULL;
 	struct certmgr certs = {0};
 	bool manage_certs = false;
 	struct engine_policyset *set = NULL;
@@ -779,6 +781,8 @@ int cmd_serve(int argc, char **argv)
 			code = fail("kubeconfig: ", &err);
 			goto out;
 		}
+		ctxl =
+		    context_loader_new(&(struct context_options){.client = client, .kube = kcfg});
 		sc.client = client;
 		sc.namespace = o.namespace;
 		sc.static_policies = pols;
@@ -807,6 +811,7 @@ int cmd_serve(int argc, char **argv)
 		struct admission_handler_config hc = {
 		    .source = source, .namespace = o.namespace, .queue = queue, .metrics = metrics};
 		hc.roles = rbac ? rbac_cache_source(rbac) : NULL;
+		hc.context = ctxl ? context_loader_source(ctxl) : NULL;
 		handler = admission_handler_new(&hc);
 	}
 	{
@@ -832,6 +837,7 @@ int cmd_serve(int argc, char **argv)
 		    .snapshot = snap,
 		    .queue = queue,
 		    .metrics = metrics,
+		    .context = context_loader_source(ctxl),
 		    .namespace = o.namespace,
 		    .interval = o.scan_interval,
 		    .batch_size = o.scan_batch,
@@ -908,6 +914,7 @@ out:
 	certmgr_stop(&certs);
 	rbac_cache_stop(rbac);
 	snapshot_stop(snap);
+	context_loader_free(ctxl);
 	admission_queue_free(queue);
 	metrics_registry_free(metrics);
 	if (fixed.lock)

@@ -267,4 +267,16 @@ struct engine_decision {
 struct engine_decision engine_decide(const struct engine_policy *p,
 				     const struct engine_rule_result *r, enum engine_mode mode);
 
+/*
+ * Substitutes the variables of tree (section 6.2) against ctx, the JSON
+ * context a load_context hook is given: for the loaders of context entries
+ * that read the cluster (a configMap's name, an apiCall's urlPath and
+ * data). Both borrowed; *out a new reference. For a DELETE
+ * (request.operation) request.object reads request.oldObject. Errors as
+ * a rule's substitution: GV_EEVAL ("failed to resolve <expr> at path
+ * <pointer>: ..."), GV_ELIMIT past the default step budget.
+ */
+enum gv_code engine_substitute(const json_t *tree, const json_t *ctx, json_t **out,
+			       struct gv_err *err);
+
 #endif

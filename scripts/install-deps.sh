@@ -52,6 +52,7 @@ ca-certificates       e2e
 jq                    e2e,apiserver     cmd:jq
 iproute2              e2e               cmd:ss cmd:ip
 docker-registry       e2e               cmd:docker-registry
+python3               e2e               cmd:python3
 clang                 fuzz              cmd:clang
 libclang-rt-14-dev    fuzz
 golang-go             apiserver         file:/usr/lib/go/bin/go

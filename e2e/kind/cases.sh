@@ -463,8 +463,8 @@ no  patch configmaps/gavel -n gavel
 yes get configmaps/gavel-scan-state -n gavel
 yes patch configmaps/gavel-scan-state -n gavel
 no  delete configmaps/gavel-scan-state -n gavel
-no  get configmaps/kube-root-ca.crt -n gavel
-no  list configmaps -n gavel
+yes list configmaps -A
+yes watch globalcontextentries.kyverno.io
 yes create secrets -n gavel
 yes get secrets/gavel-tls -n gavel
 yes update secrets/gavel-tls -n gavel

@@ -229,6 +229,44 @@ def exception_crd():
     return crd("kyverno.io", "policyexceptions", "policyexception", "PolicyException", "Namespaced",
                ["polex"], vs, ["kyverno", "gavel"])
 
+def gce_crd():
+    kv = lambda d: {"type": "array", "description": d,
+                    "items": obj({"key": s(), "value": free("Value (any JSON).")}, required=["key"])}
+    api_call = obj({
+        "urlPath": s("Kubernetes API path, e.g. /api/v1/namespaces/default/pods (GET or POST)."),
+        "method": s("HTTP method.", enum=["GET", "POST"]),
+        "data": kv("POST body: a JSON object of these keys and values."),
+        "service": obj({
+            "url": s("URL of the service (https:// with caBundle)."),
+            "caBundle": s("PEM CA certificates trusted for the service."),
+            "headers": kv("Request headers."),
+        }, desc="An HTTP(S) service instead of the API server."),
+        "refreshInterval": s("How often the call is made again (Go duration, default 10m)."),
+        "retryLimit": {"type": "integer", "description": "Accepted for compatibility; gavel retries on the next refresh."},
+    }, desc="An API call whose answer is the entry's data, refreshed on refreshInterval.")
+    schema = obj({
+        "apiVersion": s(), "kind": s(), "metadata": {"type": "object"},
+        "spec": obj({
+            "kubernetesResource": obj({
+                "group": s("API group (\"\" for the core group)."),
+                "version": s("API version."),
+                "resource": s("Resource (plural), e.g. deployments."),
+                "namespace": s("Namespace; empty for all namespaces or a cluster-scoped resource."),
+            }, desc="Objects kept by list + watch; the data is the array of the objects.",
+               required=["version", "resource"]),
+            "apiCall": api_call,
+            "projections": {"type": "array", "description": "Accepted for compatibility (not used by gavel).",
+                            "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+        }, desc="One of kubernetesResource and apiCall."),
+        "status": free("Status (not written by gavel).", typ="object"),
+    }, desc="GlobalContextEntry: data shared by policies through globalReference context entries.",
+       required=["spec"])
+    cols = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+    vs = [{"name": "v2alpha1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema},
+           "subresources": {"status": {}}, "additionalPrinterColumns": cols}]
+    return crd("kyverno.io", "globalcontextentries", "globalcontextentry", "GlobalContextEntry", "Cluster",
+               ["gctxentry"], vs, ["kyverno", "gavel"])
+
 def objref(desc):
     return obj({"apiVersion": s(), "kind": s(), "namespace": s(), "name": s(), "uid": s(),
                 "resourceVersion": s(), "fieldPath": s()}, desc=desc, **{"x-kubernetes-map-type": "atomic"})
@@ -303,6 +341,11 @@ HEAD = {
  "kyverno.io_policyexceptions.yaml": """# CustomResourceDefinition for kyverno.io PolicyException (namespaced), written for gavel.
 # Served at v2 (storage) and v2beta1 with the same schema. Needs Kubernetes 1.20+.
 """,
+ "kyverno.io_globalcontextentries.yaml": """# CustomResourceDefinition for kyverno.io/v2alpha1 GlobalContextEntry (cluster-scoped), written for
+# gavel: the data of globalReference context entries (spec.kubernetesResource, kept by list + watch,
+# or spec.apiCall, refreshed on its interval). Needs Kubernetes 1.20+.
+# Do not apply over an installed Kyverno's CRDs (same names): use Kyverno's then.
+""",
  "wgpolicyk8s.io_policyreports.yaml": """# CustomResourceDefinition for wgpolicyk8s.io/v1alpha2 PolicyReport (namespaced), written for gavel.
 # gavel's background reconciler writes one per namespace (polr-ns-<namespace>) or one per
 # policy per namespace. No status subresource: summary and results are top-level.
@@ -319,6 +362,7 @@ docs = {
  "kyverno.io_clusterpolicies.yaml": policy_crd("ClusterPolicy", "clusterpolicies", "clusterpolicy", "Cluster", ["cpol"], "cluster-wide"),
  "kyverno.io_policies.yaml": policy_crd("Policy", "policies", "policy", "Namespaced", ["pol"], "namespaced"),
  "kyverno.io_policyexceptions.yaml": exception_crd(),
+ "kyverno.io_globalcontextentries.yaml": gce_crd(),
  "wgpolicyk8s.io_policyreports.yaml": report_crd("PolicyReport", "policyreports", "policyreport", "Namespaced", ["polr"]),
  "wgpolicyk8s.io_clusterpolicyreports.yaml": report_crd("ClusterPolicyReport", "clusterpolicyreports", "clusterpolicyreport", "Cluster", ["cpolr"]),
 }
