@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <curl/curl.h>
+#include <openssl/evp.h>
 #include "common/log.h"
 #include "engine/jmespath.h"
 #include "common/banned.h"
@@ -26,7 +27,7 @@
 #define GLOBAL_DEFAULT_REFRESH_MS (10 * 60 * 1000)
 #define MAX_TOKEN_BYTES		  (64 * 1024)
 
-#define IMAGE_REGISTRY_MSG "gavel does not load imageRegistry context entries in the cluster yet"
+#define MAX_PULL_SECRETS 16 /* imageRegistryCredentials.secrets read for one entry */
 
 struct cm_watch {
 	char *name;		   /* owned: metadata.name watched */
@@ -47,6 +48,7 @@ struct global {
 
 struct context_loader {
 	struct context_options o;
+	struct kube_registry *registry; /* owned: imageRegistry entries */
 	struct admission_context src;
 	pthread_mutex_t mu;
 	struct engine_policyset *last_set; /* owned reference: the set last watched for */
@@ -832,12 +834,164 @@ out:
 	return rc;
 }
 
-static enum gv_code hook_load_context(void *ud, const json_t *entry, const json_t *ctx,
-				      json_t **out, struct gv_err *err)
+/*
+ * The docker config of pull secret `name` in gavel's namespace (its
+ * .dockerconfigjson, or the older .dockercfg wrapped as {"auths": ...}),
+ * read through the API server with gavel's credentials.
+ */
+static enum gv_code pull_secret(struct session *s, const char *name, json_t **out,
+				struct gv_err *err)
 {
-	struct session *s = ud;
+	const char *ns = s->l->o.namespace && *s->l->o.namespace ? s->l->o.namespace : "gavel";
+	char *path = gv_xasprintf("/api/v1/namespaces/%s/secrets/%s", ns, name);
+	json_t *call = json_pack("{s:s,s:s}", "urlPath", path, "method", "GET");
+	json_t *secret = NULL, *cfg = NULL;
+	struct http_call c = {0};
+	const char *b64 = NULL;
+	bool legacy = false;
+	enum gv_code rc;
 
 	*out = NULL;
+	rc = http_call_parse(s->l, call, &c, err);
+	if (!rc)
+		rc = session_call(s, &c, &secret, err);
+	http_call_release(&c);
+	if (rc) {
+		gv_err_prefix(err, "imagePullSecret %s/%s: ", ns, name);
+		goto out;
+	}
+	b64 = jstr(json_object_get(secret, "data"), ".dockerconfigjson");
+	if (!b64) {
+		b64 = jstr(json_object_get(secret, "data"), ".dockercfg");
+		legacy = b64 != NULL;
+	}
+	if (!b64) {
+		rc = gv_err_set(err, GV_EINVAL,
+				"imagePullSecret %s/%s has no .dockerconfigjson or .dockercfg", ns,
+				name);
+		goto out;
+	}
+	{
+		size_t len = strlen(b64), pad = 0;
+		unsigned char *raw = gv_xmalloc(len / 4 * 3 + 4);
+		int n = len % 4 ? -1 : EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)len);
+		json_error_t je;
+		if (n < 0) {
+			free(raw);
+			rc = gv_err_set(err, GV_EINVAL, "imagePullSecret %s/%s: bad base64", ns,
+					name);
+			goto out;
+		}
+		while (pad < 2 && len > pad && b64[len - 1 - pad] == '=')
+			pad++;
+		cfg = json_loadb((const char *)raw, (size_t)n - pad, 0, &je);
+		free(raw);
+		if (!json_is_object(cfg)) {
+			rc = gv_err_set(
+			    err, GV_EINVAL,
+			    "imagePullSecret %s/%s: the docker config is not a JSON object", ns,
+			    name);
+			goto out;
+		}
+	}
+	if (legacy) {
+		json_t *w = json_pack("{s:O}", "auths", cfg);
+		json_decref(cfg);
+		cfg = w;
+	}
+	*out = cfg;
+	cfg = NULL;
+out:
+	json_decref(cfg);
+	json_decref(secret);
+	json_decref(call);
+	free(path);
+	return rc;
+}
+
+/*
+ * imageRegistry {reference, jmesPath, imageRegistryCredentials
+ * {allowInsecureRegistry, secrets, providers}}: Kyverno's ImageData of the
+ * image (kube/registry.h), jmesPath applied when given. Cloud credential
+ * providers are refused with an error (gavel has none); secrets are docker
+ * configs in gavel's namespace.
+ */
+static enum gv_code load_image_registry(struct session *s, const json_t *entry, const json_t *ctx,
+					json_t **out, struct gv_err *err)
+{
+	const char *ename = jstr(entry, "name");
+	json_t *ir = NULL, *configs = json_array(), *data = NULL;
+	const json_t *cred, *secrets;
+	struct kube_registry_opts opts = {0};
+	const char *ref, *jp;
+	struct gv_err e = {0};
+	enum gv_code rc;
+
+	rc = engine_substitute(json_object_get(entry, "imageRegistry"), ctx, &ir, err);
+	if (rc) {
+		gv_err_prefix(err, "failed to substitute variables in context entry %s: ", ename);
+		goto out;
+	}
+	ref = jstr(ir, "reference");
+	jp = jstr(ir, "jmesPath");
+	if (!ref || !*ref) {
+		rc = gv_err_set(err, GV_EINVAL,
+				"imageRegistry of context entry %s has no reference", ename);
+		goto out;
+	}
+	cred = json_object_get(ir, "imageRegistryCredentials");
+	if (json_array_size(json_object_get(cred, "providers"))) {
+		rc = gv_err_set(err, GV_EINVAL,
+				"context entry %s: gavel does not evaluate "
+				"imageRegistryCredentials.providers (give the credentials as "
+				"imageRegistryCredentials.secrets)",
+				ename);
+		goto out;
+	}
+	secrets = json_object_get(cred, "secrets");
+	if (json_array_size(secrets) > MAX_PULL_SECRETS) {
+		rc = gv_err_set(err, GV_ELIMIT, "context entry %s: more than %d secrets", ename,
+				MAX_PULL_SECRETS);
+		goto out;
+	}
+	for (size_t i = 0; i < json_array_size(secrets); i++) {
+		const char *sn = json_string_value(json_array_get(secrets, i));
+		json_t *cfg = NULL;
+		if (!sn || !*sn)
+			continue;
+		rc = pull_secret(s, sn, &cfg, err);
+		if (rc)
+			goto out;
+		json_array_append_new(configs, cfg);
+	}
+	opts.allow_insecure = json_is_true(json_object_get(cred, "allowInsecureRegistry"));
+	opts.docker_configs = configs;
+	rc = kube_registry_image_data(s->l->registry, ref, &opts, &data, &e);
+	if (rc) {
+		/* Kyverno's wording */
+		gv_err_set(err, rc, "failed to fetch image descriptor: %s, error: %s", ref, e.msg);
+		goto out;
+	}
+	if (jp && *jp) {
+		json_t *v = NULL;
+		rc = apply_jmespath(jp, data, &v, err);
+		if (rc)
+			goto out;
+		json_decref(data);
+		data = v;
+	}
+	*out = data;
+	data = NULL;
+out:
+	json_decref(data);
+	json_decref(configs);
+	json_decref(ir);
+	return rc;
+}
+
+static enum gv_code load_entry(struct session *s, const json_t *entry, const json_t *ctx,
+			       json_t **out, struct gv_err *err)
+{
 	if (json_object_get(entry, "configMap"))
 		return load_config_map(s, entry, ctx, out, err);
 	if (json_object_get(entry, "apiCall"))
@@ -845,9 +999,29 @@ static enum gv_code hook_load_context(void *ud, const json_t *entry, const json_
 	if (json_object_get(entry, "globalReference"))
 		return load_global(s, entry, ctx, out, err);
 	if (json_object_get(entry, "imageRegistry"))
-		return gv_err_set(err, GV_EINVAL, IMAGE_REGISTRY_MSG);
+		return load_image_registry(s, entry, ctx, out, err);
 	return gv_err_set(err, GV_EINVAL, "context entry %s: unknown kind of entry",
 			  jstr(entry, "name") ? jstr(entry, "name") : "");
+}
+
+static enum gv_code hook_load_context(void *ud, const json_t *entry, const json_t *ctx,
+				      json_t **out, struct gv_err *err)
+{
+	enum gv_code rc;
+
+	*out = NULL;
+	rc = load_entry(ud, entry, ctx, out, err);
+	/*
+	 * GV_ENOENT means "skip this entry" to the engine (offline values);
+	 * in the cluster a thing that is not found (a 404 from a registry or
+	 * the API server) is a failure like any other: never a skip.
+	 */
+	if (rc == GV_ENOENT) {
+		if (err)
+			err->code = GV_EEVAL;
+		rc = GV_EEVAL;
+	}
+	return rc;
 }
 
 /* ---- global context entries ---- */
@@ -1115,6 +1289,7 @@ struct context_loader *context_loader_new(const struct context_options *o)
 		l->o.max_response = CONTEXT_MAX_RESPONSE;
 	if (l->o.sync_wait_ms <= 0)
 		l->o.sync_wait_ms = CONTEXT_SYNC_WAIT_MS;
+	l->registry = kube_registry_new(NULL);
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->cv, NULL);
 	l->src.open = source_open;
@@ -1152,6 +1327,7 @@ void context_loader_free(struct context_loader *l)
 		kube_informer_stop(l->cm_all);
 	if (l->last_set)
 		engine_policyset_unref(l->last_set);
+	kube_registry_free(l->registry);
 	pthread_cond_destroy(&l->cv);
 	pthread_mutex_destroy(&l->mu);
 	free(l);

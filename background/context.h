@@ -37,9 +37,16 @@
  *                    the last answer, refreshed on its interval by a thread of
  *                    the loader (an entry that has no data yet, or whose
  *                    last call failed, is an error).
- *   imageRegistry    not loaded in the cluster yet: an error result
- *                    ("gavel does not load imageRegistry context entries in
- *                    the cluster yet").
+ *   imageRegistry    {reference, jmesPath, imageRegistryCredentials
+ *                    {allowInsecureRegistry, secrets, providers}}, variables
+ *                    substituted: Kyverno's ImageData of the image from its
+ *                    registry's v2 API (kube/registry.h: manifest, config,
+ *                    resolvedImage; cached by reference and digest), jmesPath
+ *                    applied when given. `secrets` are docker-config Secrets
+ *                    in gavel's namespace (context_options.namespace), read
+ *                    through the API server; `providers` (cloud credential
+ *                    helpers) are an error. A fetch failure: "failed to fetch
+ *                    image descriptor: <ref>, error: <reason>".
  *
  * Every failure is a GV_E* code with err set; the engine makes it the rule's
  * `error` result "failed to load context: <message>". GV_ENOENT (the
@@ -55,6 +62,7 @@
 #include "common/gv.h"
 #include "engine/engine.h"
 #include "kube/kube.h"
+#include "kube/registry.h"
 
 #define CONTEXT_CALL_TIMEOUT_MS 5000	   /* one apiCall */
 #define CONTEXT_DEADLINE_MS	8000	   /* all the calls of one admission request / scan page */
@@ -68,6 +76,7 @@ struct context_options {
 	long deadline_ms;		/* 0 = CONTEXT_DEADLINE_MS */
 	size_t max_response;		/* 0 = CONTEXT_MAX_RESPONSE */
 	long sync_wait_ms;		/* 0 = CONTEXT_SYNC_WAIT_MS */
+	const char *namespace; /* borrowed: gavel's namespace (pull secrets); NULL = "gavel" */
 };
 
 struct context_loader;

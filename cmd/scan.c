@@ -993,7 +993,8 @@ int cmd_scan(int argc, char **argv)
 		goto out;
 	}
 	o.client = client;
-	ctxl = context_loader_new(&(struct context_options){.client = client, .kube = kcfg});
+	ctxl = context_loader_new(
+	    &(struct context_options){.client = client, .kube = kcfg, .namespace = o.namespace});
 	o.context = context_loader_source(ctxl);
 	if (output) {
 		pr.json = !strcmp(output, "json");

@@ -781,8 +781,8 @@ int cmd_serve(int argc, char **argv)
 			code = fail("kubeconfig: ", &err);
 			goto out;
 		}
-		ctxl =
-		    context_loader_new(&(struct context_options){.client = client, .kube = kcfg});
+		ctxl = context_loader_new(&(struct context_options){
+		    .client = client, .kube = kcfg, .namespace = o.namespace});
 		sc.client = client;
 		sc.namespace = o.namespace;
 		sc.static_policies = pols;

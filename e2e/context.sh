@@ -19,7 +19,8 @@
 #                    header; a call that fails takes its default
 #   globalReference  kubernetesResource (Deployments of a namespace, watched:
 #                    a new Deployment is seen) and apiCall (refreshed)
-#   imageRegistry    an explicit error result in the cluster
+#   imageRegistry    against Debian's docker-registry on 127.0.0.1, seeded
+#                    by the test (an image running as root denied)
 #   background       the reconciler's PolicyReport and `gavel scan` show the
 #                    configMap-based result of a Pod
 # Ends with "N passed, N failed"; exit 1 when a case failed, 2 when the
@@ -364,9 +365,77 @@ EOF
 
 # ---- imageRegistry ---------------------------------------------------------------
 
+REG_PID=
+
+reg_stop() {
+	[ -z "$REG_PID" ] || kill "$REG_PID" 2>/dev/null || true
+	REG_PID=
+}
+
+# reg_start: Debian's docker-registry on 127.0.0.1:$REG_PORT (storage in
+# $E2E_DIR); returns 1 when it is not installed or does not start.
+reg_start() {
+	local bin
+	bin=$(command -v docker-registry) || return 1
+	REG_PORT=$(free_port)
+	mkdir -p "$E2E_DIR/registry"
+	cat >"$E2E_DIR/registry.yml" <<EOF
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $E2E_DIR/registry
+http:
+  addr: 127.0.0.1:$REG_PORT
+EOF
+	"$bin" serve "$E2E_DIR/registry.yml" </dev/null >>"$E2E_DIR/registry.out" 2>&1 &
+	REG_PID=$!
+	for _ in $(seq 1 50); do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$REG_PORT/v2/")" = 200 ] &&
+			return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+# sha FILE: the hex sha256 of FILE.
+sha() { sha256sum "$1" | awk '{print $1}'; }
+
+# reg_push REPO TAG USER: an image whose config runs as USER (one empty
+# layer), pushed through the registry's v2 API.
+reg_push() {
+	local base=http://127.0.0.1:$REG_PORT dir=$E2E_DIR/img-$2 f loc
+	mkdir -p "$dir"
+	: >"$dir/empty"
+	gzip -n -c "$dir/empty" >"$dir/layer"
+	printf '{"architecture":"amd64","os":"linux","config":{"User":"%s"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+		"$3" "$(sha "$dir/empty")" >"$dir/config"
+	for f in layer config; do
+		loc=$(curl -s -o /dev/null -D - -X POST "$base/v2/$1/blobs/uploads/" |
+			tr -d '\r' | sed -n 's/^[Ll]ocation: //p')
+		case "$loc" in /*) loc=$base$loc ;; esac
+		case "$loc" in *\?*) loc="$loc&digest=sha256:$(sha "$dir/$f")" ;; *) loc="$loc?digest=sha256:$(sha "$dir/$f")" ;; esac
+		curl -sf -o /dev/null -X PUT -H 'Content-Type: application/octet-stream' \
+			--data-binary "@$dir/$f" "$loc" || return 1
+	done
+	printf '{"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json","config":{"mediaType":"application/vnd.docker.container.image.v1+json","size":%s,"digest":"sha256:%s"},"layers":[{"mediaType":"application/vnd.docker.image.rootfs.diff.tar.gzip","size":%s,"digest":"sha256:%s"}]}' \
+		"$(wc -c <"$dir/config")" "$(sha "$dir/config")" \
+		"$(wc -c <"$dir/layer")" "$(sha "$dir/layer")" >"$dir/manifest"
+	curl -sf -o /dev/null -X PUT \
+		-H 'Content-Type: application/vnd.docker.distribution.manifest.v2+json' \
+		--data-binary "@$dir/manifest" "$base/v2/$1/manifests/$2"
+}
+
 case_image_registry() {
-	local ns=e2e-imgreg f
+	local ns=e2e-imgreg f reg
 	log "imageRegistry"
+	if ! reg_start || ! reg_push e2e/app root root || ! reg_push e2e/app app app; then
+		reg_stop
+		record "imageRegistry: docker-registry on 127.0.0.1 started and seeded" false
+		return
+	fi
+	reg=127.0.0.1:$REG_PORT
 	ns_create "$ns"
 	expect_allowed "imageRegistry policy is applied" \
 		k apply -f "$(manifest pol-imgreg <<EOF
@@ -378,28 +447,34 @@ spec:
   validationFailureAction: Enforce
   background: false
   rules:
-    - name: image-config
+    - name: image-user
       match:
         any:
           - resources: {kinds: [Pod], namespaces: [$ns]}
       context:
-        - name: cfg
+        - name: img
           imageRegistry:
             reference: "{{ request.object.spec.containers[0].image }}"
+            jmesPath: "{user: configData.config.User, resolved: resolvedImage}"
       validate:
-        message: "never"
+        message: "image {{ img.resolved }} runs as {{ img.user }}"
         deny:
           conditions:
             any:
-              - key: "{{ cfg.configData.config.User || '' }}"
+              - key: "{{ img.user }}"
                 operator: Equals
                 value: "root"
 EOF
 )"
-	f=$(pod p "$ns" good.example.io/app:1 | manifest pod-imgreg)
-	eventually 15 expect_denied "imageRegistry is an explicit error result, never skipped" \
-		create "$f" -- "imgreg:" \
-		"failed to load context: gavel does not load imageRegistry context entries in the cluster yet"
+	f=$(pod root "$ns" "$reg/e2e/app:root" | manifest pod-imgreg-root)
+	eventually 15 expect_denied "an image whose config runs as root is denied (config read from the registry)" \
+		create "$f" -- "imgreg:" "image $reg/e2e/app@sha256:" "runs as root"
+	f=$(pod app "$ns" "$reg/e2e/app:app" | manifest pod-imgreg-app)
+	expect_allowed "an image whose config runs as app is admitted" create "$f"
+	f=$(pod missing "$ns" "$reg/e2e/app:missing" | manifest pod-imgreg-missing)
+	expect_denied "an image the registry does not have: the rule's error, never a pass" \
+		create "$f" -- "imgreg:" "failed to load context: failed to fetch image descriptor: $reg/e2e/app:missing"
+	reg_stop
 }
 
 # ---- background ------------------------------------------------------------------
@@ -468,6 +543,7 @@ main() {
 	case_image_registry
 	case_background
 	svc_stop
+	reg_stop
 	summary
 }
 

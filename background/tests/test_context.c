@@ -4,8 +4,8 @@
  * from the watched cache (hit, miss, variables in the name), apiCall GET and
  * POST with jmesPath and default, the per-session cache, a timeout, an
  * oversize and a non-JSON answer, globalReference of both kinds,
- * imageRegistry's error, and the rule result a failure gives through
- * engine_evaluate().
+ * imageRegistry's errors (unreachable registry, providers), and the rule result a failure gives
+ * through engine_evaluate().
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -567,16 +567,23 @@ static void test_image_registry(void **state)
 	char msg[512];
 	json_t *v;
 
-	assert_int_not_equal(load(f, h,
-				  "{\"name\":\"i\",\"imageRegistry\":{\"reference\":\"nginx\"}}",
-				  &v, msg, sizeof(msg)),
-			     GV_OK);
-	assert_int_not_equal(load(f, h,
-				  "{\"name\":\"i\",\"imageRegistry\":{\"reference\":\"nginx\"}}",
-				  &v, msg, sizeof(msg)),
-			     GV_ENOENT);
-	assert_string_equal(msg,
-			    "gavel does not load imageRegistry context entries in the cluster yet");
+	/* nothing listens on port 1: the rule's error, with Kyverno's wording */
+	assert_int_equal(
+	    load(f, h, "{\"name\":\"i\",\"imageRegistry\":{\"reference\":\"127.0.0.1:1/x:1\"}}", &v,
+		 msg, sizeof(msg)),
+	    GV_ENET);
+	assert_true(!strncmp(msg, "failed to fetch image descriptor: 127.0.0.1:1/x:1, error: ",
+			     strlen("failed to fetch image descriptor: 127.0.0.1:1/x:1, error: ")));
+	/* cloud credential providers: refused, never ignored */
+	assert_int_equal(load(f, h,
+			      "{\"name\":\"i\",\"imageRegistry\":{\"reference\":\"nginx\","
+			      "\"imageRegistryCredentials\":{\"providers\":[\"amazon\"]}}}",
+			      &v, msg, sizeof(msg)),
+			 GV_EINVAL);
+	assert_non_null(strstr(msg, "does not evaluate imageRegistryCredentials.providers"));
+	/* no reference */
+	assert_int_equal(load(f, h, "{\"name\":\"i\",\"imageRegistry\":{}}", &v, msg, sizeof(msg)),
+			 GV_EINVAL);
 	f->src->close(f->src->ud, h);
 }
 
