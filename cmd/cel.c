@@ -3,7 +3,7 @@
  * functions, and run conformance cases.
  *
  *   gavel cel eval EXPRESSION [-i FILE] [--var name=FILE]... [--cel-var name=EXPR]...
- *                  [--expect EXPR] [--cel] [--cost-limit N]
+ *                  [--expect EXPR] [--cel] [--cost-limit N] [--no-check]
  *   gavel cel functions
  *   gavel cel conformance [-v] FILE.jsonl...
  *
@@ -24,25 +24,25 @@
 
 static void usage(FILE *f)
 {
-	fputs(
-	    "usage: gavel cel eval EXPRESSION [-i FILE] [--var name=FILE]... [--cel-var "
-	    "name=EXPR]...\n"
-	    "                      [--expect EXPR] [--cel] [--cost-limit N]\n"
-	    "       gavel cel functions\n"
-	    "       gavel cel conformance [-v] FILE.jsonl...\n"
-	    "\n"
-	    "eval         evaluates EXPRESSION with the JSON or YAML document of -i (stdin\n"
-	    "             when no -i and no --var is given) bound as `object`, and prints\n"
-	    "             the result as one line of JSON (--cel: as CEL text)\n"
-	    "--var        binds variable `name` to the document in FILE\n"
-	    "--cel-var    binds variable `name` to the value of the CEL expression EXPR\n"
-	    "--expect     compares the result with the value of EXPR (same types, NaN equal\n"
-	    "             to NaN); exit 0 when they are identical, 1 otherwise\n"
-	    "--cost-limit runtime cost budget (default 1000000, Kubernetes' limit; 0 = none)\n"
-	    "functions    lists the functions of the library\n"
-	    "conformance  runs cases, one JSON object per line: {\"name\", \"expr\",\n"
-	    "             \"bindings\": {name: CEL text}, \"want\": CEL text | \"error\": true}\n",
-	    f);
+	fputs("usage: gavel cel eval EXPRESSION [-i FILE] [--var name=FILE]... [--cel-var "
+	      "name=EXPR]...\n"
+	      "                      [--expect EXPR] [--cel] [--cost-limit N] [--no-check]\n"
+	      "       gavel cel functions\n"
+	      "       gavel cel conformance [-v] FILE.jsonl...\n"
+	      "\n"
+	      "eval         evaluates EXPRESSION with the JSON or YAML document of -i (stdin\n"
+	      "             when no -i and no --var is given) bound as `object`, and prints\n"
+	      "             the result as one line of JSON (--cel: as CEL text)\n"
+	      "--var        binds variable `name` to the document in FILE\n"
+	      "--cel-var    binds variable `name` to the value of the CEL expression EXPR\n"
+	      "--expect     compares the result with the value of EXPR (same types, NaN equal\n"
+	      "             to NaN); exit 0 when they are identical, 1 otherwise\n"
+	      "--cost-limit runtime cost budget (default 1000000, Kubernetes' limit; 0 = none)\n"
+	      "functions    lists the functions of the library\n"
+	      "conformance  runs cases, one JSON object per line: {\"name\", \"expr\",\n"
+	      "             \"bindings\": {name: CEL text}, \"want\": CEL text | \"error\": true,\n"
+	      "             \"disable_check\": true}\n",
+	      f);
 }
 
 static void print_parse_error(const struct cel_parse_error *e)
@@ -85,7 +85,7 @@ static int bind_cel(struct cel_eval *ev, struct programs *ps, const char *name, 
 		    bool quiet)
 {
 	struct cel_parse_error perr;
-	struct cel_program *p = cel_compile(src, strlen(src), &perr);
+	struct cel_program *p = cel_compile(src, strlen(src), 0, &perr);
 	struct cel_value v;
 
 	if (!p) {
@@ -116,7 +116,7 @@ static int cel_eval_cmd(int argc, char **argv)
 	struct cel_eval *ev = NULL;
 	struct cel_value res;
 	struct gv_err err = {0};
-	bool as_cel = false, missing = false, any_var = false;
+	bool as_cel = false, missing = false, any_var = false, no_check = false;
 	unsigned long long limit = CEL_DEFAULT_COST_LIMIT;
 	int i, rc = 2;
 	char ebuf[2048];
@@ -147,6 +147,8 @@ static int cel_eval_cmd(int argc, char **argv)
 		} else if (missing) {
 			fprintf(stderr, "error: %s needs a value\n", argv[i]);
 			goto out;
+		} else if (strcmp(argv[i], "--no-check") == 0) {
+			no_check = true;
 		} else if (strcmp(argv[i], "--cel") == 0) {
 			as_cel = true;
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -165,7 +167,7 @@ static int cel_eval_cmd(int argc, char **argv)
 		goto out;
 	}
 	rc = 1;
-	p = cel_compile(expr, strlen(expr), &perr);
+	p = cel_compile(expr, strlen(expr), no_check ? CEL_COMPILE_NO_CHECK : 0, &perr);
 	if (!p) {
 		print_parse_error(&perr);
 		goto out;
@@ -303,7 +305,9 @@ static bool run_case(const json_t *c, char **why)
 			goto out;
 		}
 	}
-	p = cel_compile(expr, strlen(expr), &perr);
+	p = cel_compile(
+	    expr, strlen(expr),
+	    json_is_true(json_object_get(c, "disable_check")) ? CEL_COMPILE_NO_CHECK : 0, &perr);
 	if (!p) {
 		gv_buf_addf(&b, "parse error: %d:%d: %s", perr.line, perr.col, perr.msg);
 		ok = want_err;

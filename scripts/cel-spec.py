@@ -345,6 +345,8 @@ def convert(testdata, outdir):
                     case = {"name": name, "expr": t.get("expr").decode("utf-8"), "bindings": {}}
                     for b in t.all("bindings"):
                         case["bindings"][b.get("key").decode()] = cel_value(b.get("value").get("value"))
+                    if t.get("disable_check"):
+                        case["disable_check"] = True
                     if t.get("check_only"):
                         raise Unsupported("check_only: needs the type checker")
                     if t.get("disable_macros"):

@@ -106,13 +106,21 @@ struct cel_program;
 struct cel_eval;
 
 /*
- * Parses expression src (len bytes, need not be NUL-terminated) into a
- * program. Unknown functions, wrong macro arities, reserved identifiers,
- * message literals (gavel has no protobuf types) and the size and depth
- * limits are errors. Returns NULL and fills *err (may be NULL) on error.
- * Free with cel_program_free().
+ * Compile flags. CEL_COMPILE_NO_CHECK: an unknown function or a call with a
+ * wrong number of arguments is an error of the evaluation instead of the
+ * compilation (cel-go with type checking disabled; cel-spec's disable_check).
  */
-struct cel_program *cel_compile(const char *src, size_t len, struct cel_parse_error *err);
+#define CEL_COMPILE_NO_CHECK 1u
+
+/*
+ * Parses expression src (len bytes, need not be NUL-terminated) into a
+ * program. Unknown functions and wrong arities (unless CEL_COMPILE_NO_CHECK),
+ * malformed macros, reserved identifiers, message literals (gavel has no
+ * protobuf types) and the size and depth limits are errors. Returns NULL and
+ * fills *err (may be NULL) on error. Free with cel_program_free().
+ */
+struct cel_program *cel_compile(const char *src, size_t len, unsigned flags,
+				struct cel_parse_error *err);
 void cel_program_free(struct cel_program *p);
 
 /* The source text of p (NUL-terminated, owned by p). */

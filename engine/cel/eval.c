@@ -114,7 +114,6 @@ static const char *const type_names[] = {"int",
 					 "map",
 					 "null_type",
 					 "type",
-					 "dyn",
 					 "optional_type",
 					 "google.protobuf.Timestamp",
 					 "google.protobuf.Duration"};
@@ -1012,6 +1011,9 @@ static struct cel_value eval_call(struct cel_eval *ev, const struct cel_node *n)
 	struct cel_value argv[8], *args = argv;
 	int i;
 
+	if (!n->fn)
+		return cel_err(ev, n->pos, "no such overload: %s with %d argument%s", n->name, n->n,
+			       n->n == 1 ? "" : "s");
 	if (n->n > 8)
 		args = cel_eval_alloc(ev, sizeof(*args) * (size_t)n->n);
 	for (i = 0; i < n->n; i++) {

@@ -699,7 +699,8 @@ static struct cel_value time_part(struct cel_eval *ev, const struct cel_node *n,
 		case TP_S:
 			return cel_int(ns / 1000000000LL);
 		case TP_MS:
-			return cel_int(ns / 1000000LL);
+			/* the milliseconds component, not the total (cel-go) */
+			return cel_int(ns % 1000000000LL / 1000000LL);
 		default:
 			return overload(ev, n, a, na);
 		}
@@ -1116,30 +1117,36 @@ FN(f_quote)
 
 /* ---- string.format (ext.Strings) ---- */
 
-static bool format_arg(struct cel_eval *ev, const struct cel_value *v, char verb, int prec,
-		       struct gv_buf *b, const char **err);
+/* A double as %s and %d print it: Go's shortest form, Infinity, -Infinity, NaN. */
+static void format_double_s(double d, struct gv_buf *b)
+{
+	if (isinf(d))
+		gv_buf_adds(b, d > 0 ? "Infinity" : "-Infinity");
+	else
+		format_double(d, b);
+}
 
-static void format_value_s(const struct cel_value *v, struct gv_buf *b, bool nested)
+/* %s of any value (cel-go ext/formatting.go): nested values print the same way. */
+static void format_value_s(const struct cel_value *v, struct gv_buf *b)
 {
 	size_t i, cnt;
 
 	switch (v->kind) {
 	case CEL_STRING:
-		if (nested)
-			quote_into(v->v.s.p, v->v.s.n, b);
-		else
-			gv_buf_add(b, v->v.s.p, v->v.s.n);
-		break;
 	case CEL_BYTES:
-		if (nested) {
-			gv_buf_addc(b, 'b');
-			quote_into(v->v.s.p, v->v.s.n, b);
-		} else {
-			gv_buf_add(b, v->v.s.p, v->v.s.n);
-		}
+		gv_buf_add(b, v->v.s.p, v->v.s.n);
+		break;
+	case CEL_INT:
+		gv_buf_addf(b, "%lld", (long long)v->v.i);
+		break;
+	case CEL_UINT:
+		gv_buf_addf(b, "%llu", (unsigned long long)v->v.u);
+		break;
+	case CEL_BOOL:
+		gv_buf_adds(b, v->v.b ? "true" : "false");
 		break;
 	case CEL_DOUBLE:
-		format_double(v->v.d, b);
+		format_double_s(v->v.d, b);
 		break;
 	case CEL_LIST:
 		gv_buf_addc(b, '[');
@@ -1149,12 +1156,12 @@ static void format_value_s(const struct cel_value *v, struct gv_buf *b, bool nes
 
 			if (i)
 				gv_buf_adds(b, ", ");
-			format_value_s(&e, b, true);
+			format_value_s(&e, b);
 		}
 		gv_buf_addc(b, ']');
 		break;
 	case CEL_MAP: {
-		/* keys sorted by their text, as cel-go does */
+		/* entries sorted by their text, as cel-go sorts them */
 		struct gv_buf *parts;
 		size_t k;
 
@@ -1164,9 +1171,9 @@ static void format_value_s(const struct cel_value *v, struct gv_buf *b, bool nes
 			struct cel_value key, val;
 
 			cel_map_entry(v, i, &key, &val);
-			format_value_s(&key, &parts[i], true);
+			format_value_s(&key, &parts[i]);
 			gv_buf_adds(&parts[i], ": ");
-			format_value_s(&val, &parts[i], true);
+			format_value_s(&val, &parts[i]);
 		}
 		for (i = 1; i < cnt; i++) {
 			for (k = i;
@@ -1201,13 +1208,9 @@ static void format_value_s(const struct cel_value *v, struct gv_buf *b, bool nes
 	case CEL_DURATION:
 		cel_format_duration(v->v.dur, b);
 		break;
-	default: {
-		struct cel_value t = *v;
-
-		(void)t;
+	default:
 		cel_value_format(v, b);
 		break;
-	}
 	}
 }
 
@@ -1219,24 +1222,13 @@ static bool format_arg(struct cel_eval *ev, const struct cel_value *v, char verb
 
 	switch (verb) {
 	case 's':
-		if (v->kind == CEL_INT || v->kind == CEL_UINT || v->kind == CEL_BOOL) {
-			struct cel_value t = *v;
-
-			if (v->kind == CEL_INT)
-				gv_buf_addf(b, "%lld", (long long)t.v.i);
-			else if (v->kind == CEL_UINT)
-				gv_buf_addf(b, "%llu", (unsigned long long)t.v.u);
-			else
-				gv_buf_adds(b, t.v.b ? "true" : "false");
-			return true;
-		}
 		if (v->kind == CEL_OPTIONAL) {
 			*err = "string clause can only be used on strings, bools, bytes, ints, "
 			       "doubles, "
 			       "maps, lists, types, durations, and timestamps";
 			return false;
 		}
-		format_value_s(v, b, false);
+		format_value_s(v, b);
 		return true;
 	case 'd':
 		if (v->kind == CEL_INT)
@@ -1244,7 +1236,7 @@ static bool format_arg(struct cel_eval *ev, const struct cel_value *v, char verb
 		else if (v->kind == CEL_UINT)
 			gv_buf_addf(b, "%llu", (unsigned long long)v->v.u);
 		else if (v->kind == CEL_DOUBLE && (isnan(v->v.d) || isinf(v->v.d)))
-			format_double(v->v.d, b);
+			format_double_s(v->v.d, b);
 		else {
 			*err = "decimal clause can only be used on integers";
 			return false;

@@ -19,7 +19,8 @@
 enum tok {
 	T_EOF,
 	T_IDENT,
-	T_INT, /* magnitude in u (sign applied by unary minus) */
+	T_QIDENT, /* `quoted field name` (after a dot) */
+	T_INT,	  /* magnitude in u (sign applied by unary minus) */
 	T_UINT,
 	T_DOUBLE,
 	T_STRING, /* decoded into sbuf */
@@ -67,6 +68,7 @@ struct parser {
 	struct cel_parse_error *err;
 	struct cel_program *prog;
 	int depth;
+	unsigned flags;
 };
 
 static const char *const reserved[] = {
@@ -515,6 +517,21 @@ static void next(struct parser *p)
 		p->tend = p->i;
 		return;
 	}
+	if (c == '`') {
+		size_t k = p->i + 1;
+
+		while (k < p->len && p->src[k] != '`' && p->src[k] != '\n')
+			k++;
+		if (k >= p->len || p->src[k] != '`' || k == p->i + 1) {
+			fail(p, p->i, "Syntax error: unterminated quoted identifier");
+			p->t = T_EOF;
+			return;
+		}
+		p->i = k + 1;
+		p->tend = p->i;
+		p->t = T_QIDENT;
+		return;
+	}
 	if (c == '"' || c == '\'') {
 		lex_string(p, false, false);
 		p->tend = p->i;
@@ -672,6 +689,9 @@ static struct cel_node *mkv(struct parser *p, enum cel_node_kind kind, size_t po
 
 static const char *tokstr(struct parser *p)
 {
+	if (p->t == T_QIDENT)
+		return cel_arena_strndup(&p->prog->arena, p->src + p->tpos + 1,
+					 p->tend - p->tpos - 2);
 	return cel_arena_strndup(&p->prog->arena, p->src + p->tpos, p->tend - p->tpos);
 }
 
@@ -861,16 +881,17 @@ static struct cel_node *make_call(struct parser *p, size_t pos, struct cel_node 
 		}
 		gv_buf_release(&q);
 	}
-	if (!cel_func_known(name)) {
-		fail(p, pos, "undeclared reference to '%s' (in container '')", name);
-		return bad(p);
-	}
 	{
 		const struct cel_func *f =
 		    cel_func_find(name, target != NULL, nargs + (target != NULL));
 		struct cel_node **all;
 
-		if (!f) {
+		if (!f && (p->flags & CEL_COMPILE_NO_CHECK)) {
+			/* left to the evaluation, which reports it as an error value */
+		} else if (!cel_func_known(name)) {
+			fail(p, pos, "undeclared reference to '%s' (in container '')", name);
+			return bad(p);
+		} else if (!f) {
 			fail(p, pos,
 			     "found no matching overload for '%s' applied to %d argument%s%s", name,
 			     nargs, nargs == 1 ? "" : "s", target ? " and a receiver" : "");
@@ -1038,7 +1059,7 @@ static struct cel_node *parse_member(struct parser *p)
 		size_t pos = p->tpos;
 
 		if (p->t == T_DOT) {
-			bool opt = false;
+			bool opt = false, quoted;
 			const char *name;
 
 			next(p);
@@ -1046,13 +1067,11 @@ static struct cel_node *parse_member(struct parser *p)
 				opt = true;
 				next(p);
 			}
-			/* after a dot any word is a field name, reserved or not */
-			if (p->t != T_IDENT && p->t != T_IN && p->t != T_TRUE && p->t != T_FALSE &&
-			    p->t != T_NULL) {
-				expect(p, T_IDENT, "IDENTIFIER");
-				return bad(p);
-			}
-			if (p->t != T_IDENT) {
+			/*
+			 * after a dot a reserved word is a field name; the keywords
+			 * true, false, null and in are not (m['in'] reads those)
+			 */
+			if (p->t != T_IDENT && p->t != T_QIDENT) {
 				fail(p, p->tpos,
 				     "Syntax error: mismatched input '%.*s' expecting IDENTIFIER",
 				     (int)(p->tend - p->tpos), p->src + p->tpos);
@@ -1060,8 +1079,9 @@ static struct cel_node *parse_member(struct parser *p)
 			}
 			name = tokstr(p);
 			pos = p->tpos;
+			quoted = p->t == T_QIDENT;
 			next(p);
-			if (p->t == T_LPAREN && !opt) {
+			if (p->t == T_LPAREN && !opt && !quoted) {
 				struct cel_node **v;
 				int n;
 
@@ -1310,7 +1330,8 @@ static struct cel_node *parse_expr(struct parser *p)
 	return c;
 }
 
-struct cel_program *cel_compile(const char *src, size_t len, struct cel_parse_error *err)
+struct cel_program *cel_compile(const char *src, size_t len, unsigned flags,
+				struct cel_parse_error *err)
 {
 	struct parser p = {0};
 	struct cel_program *prog = gv_xcalloc(1, sizeof(*prog));
@@ -1323,6 +1344,7 @@ struct cel_program *cel_compile(const char *src, size_t len, struct cel_parse_er
 	p.len = len;
 	p.err = err;
 	p.prog = prog;
+	p.flags = flags;
 	if (len > CEL_MAX_EXPR_BYTES) {
 		fail(&p, 0, "expression size %zu exceeds the limit of %d bytes", len,
 		     CEL_MAX_EXPR_BYTES);

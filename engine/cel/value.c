@@ -455,40 +455,12 @@ static bool num_cmp(const struct cel_value *a, const struct cel_value *b, int *c
 		return true;
 	}
 	if (a->kind == CEL_DOUBLE) {
-		double d = a->v.d;
+		/* as cel-go: the integer converted to double (lossy past 2^53) */
+		double d = a->v.d, e = b->kind == CEL_INT ? (double)b->v.i : (double)b->v.u;
 
 		if (isnan(d))
 			return false;
-		if (b->kind == CEL_INT) {
-			/* exact: compare d against an int64 without rounding the int */
-			if (d < -9223372036854775808.0) {
-				*cmp = -1;
-			} else if (d >= 9223372036854775808.0) {
-				*cmp = 1;
-			} else {
-				double t = trunc(d);
-				int64_t ti = (int64_t)t;
-
-				if (ti != b->v.i)
-					*cmp = ti < b->v.i ? -1 : 1;
-				else
-					*cmp = (d > t) - (d < t);
-			}
-		} else {
-			if (d < 0) {
-				*cmp = -1;
-			} else if (d >= 18446744073709551616.0) {
-				*cmp = 1;
-			} else {
-				double t = trunc(d);
-				uint64_t tu = (uint64_t)t;
-
-				if (tu != b->v.u)
-					*cmp = tu < b->v.u ? -1 : 1;
-				else
-					*cmp = (d > t) - (d < t);
-			}
-		}
+		*cmp = (d > e) - (d < e);
 		return true;
 	}
 	if (!num_cmp(b, a, cmp))
