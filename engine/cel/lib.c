@@ -786,25 +786,35 @@ static struct cel_value index_of(struct cel_eval *ev, const struct cel_node *n, 
 	from = na == 3 ? a[2].v.i : last ? (int64_t)cnt : 0;
 	if (from < 0 || (uint64_t)from > cnt)
 		return cel_err(ev, n->pos, "index out of range: %lld", (long long)from);
-	cel_charge(ev, sn / 8);
+	if (!cel_charge(ev, sn / 8 + 1))
+		return cel_null();
+	if (tcnt > cnt)
+		return cel_int(-1);
 	if (!last) {
-		for (i = from; (uint64_t)i + tcnt <= cnt; i++) {
-			size_t off = utf8_offset(s, sn, (size_t)i);
+		size_t off = utf8_offset(s, sn, (size_t)from);
 
+		for (i = from; (uint64_t)i + tcnt <= cnt; i++) {
 			if (sn - off >= tn && memcmp(s + off, t, tn) == 0)
 				return cel_int(i);
+			if (off < sn)
+				utf8_next(s, sn, &off);
 		}
 		return cel_int(-1);
 	}
-	if (tcnt > cnt)
-		return cel_int(-1);
-	for (i = (uint64_t)from + tcnt > cnt ? (int64_t)(cnt - tcnt) : from; i >= 0; i--) {
-		size_t off = utf8_offset(s, sn, (size_t)i);
+	{
+		/* the last start at or before from: walk forward once, remember the last hit */
+		int64_t start = (uint64_t)from + tcnt > cnt ? (int64_t)(cnt - tcnt) : from,
+			hit = -1;
+		size_t off = 0;
 
-		if (sn - off >= tn && memcmp(s + off, t, tn) == 0)
-			return cel_int(i);
+		for (i = 0; i <= start; i++) {
+			if (sn - off >= tn && memcmp(s + off, t, tn) == 0)
+				hit = i;
+			if (off < sn)
+				utf8_next(s, sn, &off);
+		}
+		return cel_int(hit);
 	}
-	return cel_int(-1);
 }
 
 FN(f_index_of)
