@@ -166,8 +166,8 @@ bool cel_parse_duration(const char *s, size_t n, int64_t *out)
 	if (i == n)
 		return false;
 	while (i < n) {
-		uint64_t v = 0, unit;
-		double frac = 0, scale = 1;
+		uint64_t v = 0, unit, f = 0, scale = 1;
+		unsigned __int128 part;
 		bool any = false, over = false;
 		size_t us;
 
@@ -182,8 +182,11 @@ bool cel_parse_duration(const char *s, size_t n, int64_t *out)
 		if (i < n && s[i] == '.') {
 			i++;
 			while (i < n && s[i] >= '0' && s[i] <= '9') {
-				scale /= 10;
-				frac += (s[i] - '0') * scale;
+				/* digits past the 18th cannot change a nanosecond count */
+				if (scale < 1000000000000000000ULL) {
+					f = f * 10 + (uint64_t)(s[i] - '0');
+					scale *= 10;
+				}
 				i++;
 				any = true;
 			}
@@ -209,11 +212,11 @@ bool cel_parse_duration(const char *s, size_t n, int64_t *out)
 		else
 			return false;
 #undef UNIT
-		if (v > (uint64_t)INT64_MAX / unit)
+		/* exact: integer part times unit plus the fraction's share, truncated */
+		part = (unsigned __int128)v * unit + (unsigned __int128)f * unit / scale;
+		if (part > (unsigned __int128)INT64_MAX + 1)
 			return false;
-		v *= unit;
-		v += (uint64_t)(frac * (double)unit);
-		total += v;
+		total += (uint64_t)part;
 		if (total > (uint64_t)INT64_MAX + (neg ? 1 : 0))
 			return false;
 	}
