@@ -49,7 +49,20 @@ enum cel_kind {
 	CEL_DURATION,  /* v.dur: nanoseconds */
 	CEL_TYPE,      /* v.type: the type's CEL name ("int", "google.protobuf.Timestamp") */
 	CEL_OPTIONAL,  /* v.opt: the value, NULL for optional.none() */
+	CEL_OPAQUE,    /* v.obj: a library type (net.IP, net.CIDR) */
 	CEL_ERROR      /* v.err */
+};
+
+/*
+ * A library type held opaquely: its CEL type name, the function that makes
+ * one from text (for CEL text output), its text form (string(x)), and
+ * equality of two values of the type.
+ */
+struct cel_opaque_type {
+	const char *name; /* "net.IP" */
+	const char *ctor; /* "ip" */
+	void (*text)(const void *data, struct gv_buf *out);
+	bool (*equal)(const void *a, const void *b);
 };
 
 struct cel_list;
@@ -85,6 +98,10 @@ struct cel_value {
 		const char *type;
 		const struct cel_value *opt;
 		const struct cel_error *err;
+		struct {
+			const struct cel_opaque_type *type;
+			const void *data;
+		} obj;
 	} v;
 };
 

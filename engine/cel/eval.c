@@ -115,6 +115,8 @@ static const char *const type_names[] = {"int",
 					 "null_type",
 					 "type",
 					 "optional_type",
+					 "net.IP",
+					 "net.CIDR",
 					 "google.protobuf.Timestamp",
 					 "google.protobuf.Duration"};
 

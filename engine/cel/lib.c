@@ -576,6 +576,9 @@ FN(f_string)
 	case CEL_DURATION:
 		cel_format_duration(a[0].v.dur, &b);
 		break;
+	case CEL_OPAQUE:
+		a[0].v.obj.type->text(a[0].v.obj.data, &b);
+		break;
 	default:
 		return overload(ev, n, a, na);
 	}
@@ -2227,40 +2230,50 @@ static const struct cel_func funcs[] = {
 };
 #undef G
 #undef M
+static const size_t nfuncs = GV_ARRAY_LEN(funcs);
+
+static const struct {
+	const struct cel_func *v;
+	const size_t *n;
+} tables[] = {{funcs, &nfuncs}, {cel_net_funcs, &cel_net_nfuncs}};
 
 const struct cel_func *cel_func_find(const char *name, bool member, int nargs)
 {
-	size_t i;
+	size_t t, i;
 
-	for (i = 0; i < GV_ARRAY_LEN(funcs); i++) {
-		const struct cel_func *f = &funcs[i];
+	for (t = 0; t < GV_ARRAY_LEN(tables); t++) {
+		for (i = 0; i < *tables[t].n; i++) {
+			const struct cel_func *f = &tables[t].v[i];
 
-		if (strcmp(f->name, name) != 0)
-			continue;
-		if (!(f->style & (member ? CEL_FN_MEMBER : CEL_FN_GLOBAL)))
-			continue;
-		if (nargs < f->min_args || nargs > f->max_args)
-			continue;
-		return f;
+			if (strcmp(f->name, name) != 0)
+				continue;
+			if (!(f->style & (member ? CEL_FN_MEMBER : CEL_FN_GLOBAL)))
+				continue;
+			if (nargs < f->min_args || nargs > f->max_args)
+				continue;
+			return f;
+		}
 	}
 	return NULL;
 }
 
 bool cel_func_known(const char *name)
 {
-	size_t i;
+	size_t t, i;
 
-	for (i = 0; i < GV_ARRAY_LEN(funcs); i++)
-		if (strcmp(funcs[i].name, name) == 0)
-			return true;
+	for (t = 0; t < GV_ARRAY_LEN(tables); t++)
+		for (i = 0; i < *tables[t].n; i++)
+			if (strcmp(tables[t].v[i].name, name) == 0)
+				return true;
 	return false;
 }
 
 void cel_list_functions(void (*fn)(const char *name, void *ud), void *ud)
 {
-	size_t i;
+	size_t t, i;
 
-	for (i = 0; i < GV_ARRAY_LEN(funcs); i++)
-		if (i == 0 || strcmp(funcs[i].name, funcs[i - 1].name) != 0)
-			fn(funcs[i].name, ud);
+	for (t = 0; t < GV_ARRAY_LEN(tables); t++)
+		for (i = 0; i < *tables[t].n; i++)
+			if (i == 0 || strcmp(tables[t].v[i].name, tables[t].v[i - 1].name) != 0)
+				fn(tables[t].v[i].name, ud);
 }

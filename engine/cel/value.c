@@ -414,6 +414,8 @@ const char *cel_type_name(const struct cel_value *v)
 		return "type";
 	case CEL_OPTIONAL:
 		return "optional_type";
+	case CEL_OPAQUE:
+		return v->v.obj.type->name;
 	default:
 		return "error";
 	}
@@ -535,6 +537,9 @@ static int equal3(const struct cel_value *a, const struct cel_value *b, bool str
 		return a->v.d == b->v.d;
 	case CEL_TYPE:
 		return strcmp(a->v.type, b->v.type) == 0;
+	case CEL_OPAQUE:
+		return a->v.obj.type == b->v.obj.type &&
+		       a->v.obj.type->equal(a->v.obj.data, b->v.obj.data);
 	case CEL_OPTIONAL:
 		if (!a->v.opt || !b->v.opt)
 			return !a->v.opt && !b->v.opt;
@@ -716,6 +721,11 @@ json_t *cel_value_to_json(const struct cel_value *v)
 		return json_string(v->v.type);
 	case CEL_OPTIONAL:
 		return v->v.opt ? cel_value_to_json(v->v.opt) : json_null();
+	case CEL_OPAQUE:
+		v->v.obj.type->text(v->v.obj.data, &b);
+		j = json_string(gv_buf_str(&b));
+		gv_buf_release(&b);
+		return j;
 	default:
 		return NULL;
 	}
@@ -830,6 +840,16 @@ void cel_value_format(const struct cel_value *v, struct gv_buf *out)
 			gv_buf_addc(out, ')');
 		}
 		break;
+	case CEL_OPAQUE: {
+		struct gv_buf t = {0};
+
+		v->v.obj.type->text(v->v.obj.data, &t);
+		gv_buf_addf(out, "%s(", v->v.obj.type->ctor);
+		format_string(t.data ? t.data : "", t.len, false, out);
+		gv_buf_addc(out, ')');
+		gv_buf_release(&t);
+		break;
+	}
 	default:
 		gv_buf_addf(out, "error(%s)", v->v.err->msg);
 		break;
