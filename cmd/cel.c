@@ -281,6 +281,7 @@ static void print_function(const char *name, void *ud)
 static bool run_case(const json_t *c, char **why)
 {
 	const char *expr = json_string_value(json_object_get(c, "expr"));
+	size_t exprlen = json_string_length(json_object_get(c, "expr"));
 	const char *want = json_string_value(json_object_get(c, "want"));
 	bool want_err = json_is_true(json_object_get(c, "error"));
 	const json_t *bindings = json_object_get(c, "bindings");
@@ -306,7 +307,7 @@ static bool run_case(const json_t *c, char **why)
 		}
 	}
 	p = cel_compile(
-	    expr, strlen(expr),
+	    expr, exprlen,
 	    json_is_true(json_object_get(c, "disable_check")) ? CEL_COMPILE_NO_CHECK : 0, &perr);
 	if (!p) {
 		gv_buf_addf(&b, "parse error: %d:%d: %s", perr.line, perr.col, perr.msg);
@@ -362,13 +363,14 @@ static int cel_conformance(int argc, char **argv)
 		}
 		while ((len = getline(&line, &cap, f)) > 0) {
 			json_error_t jerr;
-			json_t *c = json_loadb(line, (size_t)len, 0, &jerr);
+			json_t *c = json_loadb(line, (size_t)len, JSON_ALLOW_NUL, &jerr);
 			char *why = NULL;
 			bool ok;
 
 			if (!c) {
 				fprintf(stderr, "error: %s: %s\n", argv[i], jerr.text);
 				rc = 2;
+				ft++;
 				continue;
 			}
 			ok = run_case(c, &why);

@@ -630,7 +630,11 @@ static void next(struct parser *p)
 		}
 		break;
 	default:
-		fail(p, p->tpos, "Syntax error: token recognition error at: '%c'", c);
+		if (c >= 0x20 && c < 0x7f)
+			fail(p, p->tpos, "Syntax error: token recognition error at: '%c'", c);
+		else
+			fail(p, p->tpos, "Syntax error: token recognition error at byte 0x%02x",
+			     (unsigned char)c);
 		break;
 	}
 	if (p->failed)
@@ -1338,7 +1342,10 @@ struct cel_program *cel_compile(const char *src, size_t len, unsigned flags,
 
 	if (err)
 		memset(err, 0, sizeof(*err));
-	prog->src = gv_xstrndup(src, len);
+	prog->src = gv_xmalloc(len + 1);
+	if (len)
+		memcpy(prog->src, src, len);
+	prog->src[len] = 0;
 	prog->len = len;
 	p.src = prog->src;
 	p.len = len;
@@ -1348,11 +1355,6 @@ struct cel_program *cel_compile(const char *src, size_t len, unsigned flags,
 	if (len > CEL_MAX_EXPR_BYTES) {
 		fail(&p, 0, "expression size %zu exceeds the limit of %d bytes", len,
 		     CEL_MAX_EXPR_BYTES);
-		goto out;
-	}
-	if (memchr(src, 0, len)) {
-		fail(&p, (size_t)((const char *)memchr(src, 0, len) - src),
-		     "Syntax error: NUL byte in expression");
 		goto out;
 	}
 	next(&p);

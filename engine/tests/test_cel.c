@@ -556,9 +556,13 @@ static void test_parse_errors(void **state)
 	assert_null(p);
 	assert_non_null(strstr(e.msg, "exceeds the limit"));
 	free(big);
-	/* NUL inside */
+	/* NUL outside a string literal is an error, inside one a character */
 	p = cel_compile("1\0002", 3, 0, &e);
 	assert_null(p);
+	assert_non_null(strstr(e.msg, "byte 0x00"));
+	p = cel_compile("size('\0')", 9, 0, &e);
+	assert_non_null(p);
+	cel_program_free(p);
 	/* unknown function deferred to evaluation with CEL_COMPILE_NO_CHECK */
 	p = cel_compile("f(1) || true", 12, CEL_COMPILE_NO_CHECK, &e);
 	assert_non_null(p);
