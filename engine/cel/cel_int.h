@@ -194,6 +194,8 @@ struct cel_func {
 #define CEL_FN_GLOBAL 1
 #define CEL_FN_MEMBER 2
 const struct cel_func *cel_func_find(const char *name, bool member, int nargs);
+/* google.protobuf.Struct/ListValue/Value{...}: (field name, value) pairs; n->name is the type. */
+extern const struct cel_func cel_json_message;
 /* The tables of the other library files (net.c). */
 extern const struct cel_func cel_net_funcs[];
 extern const size_t cel_net_nfuncs;

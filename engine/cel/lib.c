@@ -2141,6 +2141,38 @@ FN(f_lmax)
 	return list_extreme(ev, n, a, na, true);
 }
 
+/* ---- protobuf's JSON types ---- */
+
+FN(f_json_message)
+{
+	bool value = strcmp(n->name, "google.protobuf.Value") == 0;
+	bool list = strcmp(n->name, "google.protobuf.ListValue") == 0;
+	const char *f;
+	const struct cel_value *x;
+
+	if (na == 0)
+		return value  ? cel_null()
+		       : list ? cel_list_new(ev, NULL, 0)
+			      : cel_map_new(ev, NULL, NULL, 0);
+	if (na > 2)
+		return cel_err(ev, n->pos, "%s: more than one field set", n->name);
+	f = a[0].v.s.p;
+	x = &a[1];
+	if (!value && strcmp(f, list ? "values" : "fields") == 0 &&
+	    x->kind == (list ? CEL_LIST : CEL_MAP))
+		return *x;
+	if (value && ((strcmp(f, "number_value") == 0 && x->kind == CEL_DOUBLE) ||
+		      (strcmp(f, "string_value") == 0 && x->kind == CEL_STRING) ||
+		      (strcmp(f, "bool_value") == 0 && x->kind == CEL_BOOL) ||
+		      (strcmp(f, "struct_value") == 0 && x->kind == CEL_MAP) ||
+		      (strcmp(f, "list_value") == 0 && x->kind == CEL_LIST)))
+		return *x;
+	return cel_err(ev, n->pos, "%s: no field '%s' of type %s", n->name, f, cel_type_name(x));
+}
+
+const struct cel_func cel_json_message = {
+    "google.protobuf JSON type", f_json_message, 0, 64, 0, false};
+
 /* ---- the table ---- */
 
 #define G CEL_FN_GLOBAL

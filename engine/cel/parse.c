@@ -1055,6 +1055,76 @@ static struct cel_node *parse_primary(struct parser *p)
 	}
 }
 
+/* The JSON types of protobuf, whose message literals read as JSON-like values. */
+static const char *const json_messages[] = {"google.protobuf.Struct", "google.protobuf.ListValue",
+					    "google.protobuf.Value"};
+
+/*
+ * Type{field: value, ...} after the type name x. Only the JSON types are
+ * known (gavel has no protobuf messages): they become a call of
+ * cel_json_message with (field name, value) pairs.
+ */
+static struct cel_node *parse_message(struct parser *p, size_t pos, struct cel_node *x)
+{
+	struct gv_buf q = {0};
+	const struct cel_node *t = x;
+	const char *parts[16];
+	struct cel_node **v = NULL;
+	int np = 0, n = 0, cap = 0;
+	size_t k;
+
+	while (t->kind == N_SELECT && np < 15) {
+		parts[np++] = t->name;
+		t = t->a[0];
+	}
+	if (t->kind == N_IDENT) {
+		gv_buf_adds(&q, t->name);
+		while (np > 0) {
+			gv_buf_addc(&q, '.');
+			gv_buf_adds(&q, parts[--np]);
+		}
+	}
+	for (k = 0; k < GV_ARRAY_LEN(json_messages); k++)
+		if (strcmp(gv_buf_str(&q), json_messages[k]) == 0)
+			break;
+	gv_buf_release(&q);
+	if (k == GV_ARRAY_LEN(json_messages)) {
+		fail(p, pos,
+		     "message literals are not supported: gavel has no protobuf message types");
+		return bad(p);
+	}
+	next(p);
+	while (!p->failed && p->t != T_RBRACE) {
+		struct cel_node *name;
+
+		if (p->t != T_IDENT) {
+			expect(p, T_IDENT, "a field name");
+			break;
+		}
+		if (n + 2 > cap) {
+			cap = cap ? cap * 2 : 8;
+			v = gv_xrealloc(v, sizeof(*v) * (size_t)cap);
+		}
+		name = mk(p, N_LIT, p->tpos, 0);
+		name->lit = cel_str(tokstr(p), p->tend - p->tpos);
+		next(p);
+		expect(p, T_COLON, "':'");
+		v[n++] = name;
+		v[n++] = parse_expr(p);
+		if (p->t != T_COMMA)
+			break;
+		next(p);
+	}
+	expect(p, T_RBRACE, "'}'");
+	x = p->failed ? bad(p) : mkv(p, N_CALL, pos, v, n);
+	free(v);
+	if (!p->failed) {
+		x->name = json_messages[k];
+		x->fn = &cel_json_message;
+	}
+	return x;
+}
+
 static struct cel_node *parse_member(struct parser *p)
 {
 	struct cel_node *x = parse_primary(p);
@@ -1115,10 +1185,7 @@ static struct cel_node *parse_member(struct parser *p)
 			x = mk(p, N_INDEX, pos, 2, x, i);
 			x->opt = opt;
 		} else if (p->t == T_LBRACE && (x->kind == N_IDENT || x->kind == N_SELECT)) {
-			fail(p, pos,
-			     "message literals are not supported: gavel has no protobuf message "
-			     "types");
-			return bad(p);
+			x = parse_message(p, pos, x);
 		} else {
 			break;
 		}
