@@ -15,7 +15,7 @@
  *	cel_bind_json(ev, "object", doc);                        // borrowed
  *	cel_eval_run(ev, p, &result);                            // many times
  *	... use result (borrows from ev, p and doc) ...
- *	cel_eval_reset(ev);  or  cel_eval_free(ev);
+ *	cel_eval_clear(ev);  (values only)  cel_eval_reset(ev);  or  cel_eval_free(ev);
  *	cel_program_free(p);
  *
  * Values produced by an evaluation live in the evaluation's arena: they stay
@@ -155,6 +155,14 @@ void cel_eval_free(struct cel_eval *ev);
 
 /* Frees every value the context made and forgets its variables. */
 void cel_eval_reset(struct cel_eval *ev);
+
+/*
+ * Frees every value the context made (keeping some memory for the next
+ * run) but keeps the variables: those bound to documents stay valid; a
+ * variable bound to a value that an evaluation in this context made must
+ * be bound again before use.
+ */
+void cel_eval_clear(struct cel_eval *ev);
 
 /*
  * Binds variable name (copied) to a JSON document (borrowed, not copied;

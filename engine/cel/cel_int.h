@@ -73,6 +73,7 @@ struct cel_node {
 	const struct cel_func *fn; /* N_CALL */
 	uint64_t optmask;     /* N_LIST/N_MAP: bit i = element/entry i is optional (first 64) */
 	struct cel_value lit; /* N_LIT */
+	void *aux;	      /* N_CALL: a compiled literal regex (owned by the program) */
 };
 
 /* ---- arena ---- */
@@ -85,6 +86,8 @@ struct cel_arena {
 
 void *cel_arena_alloc(struct cel_arena *a, size_t n);
 void cel_arena_release(struct cel_arena *a);
+/* Frees everything allocated but keeps one block for reuse. */
+void cel_arena_clear(struct cel_arena *a);
 char *cel_arena_strndup(struct cel_arena *a, const char *s, size_t n);
 
 /* ---- program ---- */
@@ -94,6 +97,8 @@ struct cel_program {
 	size_t len;
 	struct cel_arena arena; /* nodes and literals */
 	struct cel_node *root;
+	void **regexes; /* owned: the compiled literal patterns (cel_regex_free) */
+	size_t nregexes;
 };
 
 /* ---- values ---- */
@@ -180,6 +185,10 @@ void cel_civil(int64_t sec, int64_t *year, int *month, int *day, int *yday, int 
 struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n);
 struct cel_value cel_arith(struct cel_eval *ev, enum cel_op op, const struct cel_value *a,
 			   const struct cel_value *b, int pos);
+
+/* Regular expressions (lib.c): NULL and the reason in err when pattern is not one. */
+void *cel_regex_compile(const char *pattern, size_t n, char *err, size_t errlen);
+void cel_regex_free(void *re);
 
 /* Functions (lib.c) */
 typedef struct cel_value (*cel_fn)(struct cel_eval *ev, const struct cel_node *n,

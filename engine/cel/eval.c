@@ -38,6 +38,14 @@ void cel_eval_reset(struct cel_eval *ev)
 	ev->aborted = false;
 }
 
+void cel_eval_clear(struct cel_eval *ev)
+{
+	cel_arena_clear(&ev->arena);
+	ev->nlocals = 0;
+	ev->cost = 0;
+	ev->aborted = false;
+}
+
 void cel_eval_free(struct cel_eval *ev)
 {
 	if (!ev)

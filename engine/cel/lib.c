@@ -18,6 +18,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <math.h>
 #include <pcre2.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,45 +254,69 @@ static bool re2_compatible(const char *p, size_t n, const char **why)
 	return true;
 }
 
-/* Compiles a CEL (RE2) pattern; NULL and an error value in *err on failure. */
-static pcre2_code *re_compile(struct cel_eval *ev, const struct cel_node *n,
-			      const struct cel_value *pat, struct cel_value *err)
+void *cel_regex_compile(const char *pattern, size_t n, char *err, size_t errlen)
 {
 	const char *why;
 	int ec;
 	PCRE2_SIZE eo;
 	pcre2_code *re;
 
-	if (!re2_compatible(pat->v.s.p, pat->v.s.n, &why)) {
-		*err = cel_err(ev, n->pos, "invalid regex '%.*s': %s", (int)pat->v.s.n, pat->v.s.p,
-			       why);
+	if (!re2_compatible(pattern, n, &why)) {
+		snprintf(err, errlen, "invalid regex '%.*s': %s", (int)n, pattern, why);
 		return NULL;
 	}
-	re = pcre2_compile((PCRE2_SPTR)pat->v.s.p, pat->v.s.n,
-			   PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_NO_UTF_CHECK, &ec, &eo, NULL);
+	re =
+	    pcre2_compile((PCRE2_SPTR)pattern, n, PCRE2_UTF | PCRE2_DOLLAR_ENDONLY, &ec, &eo, NULL);
 	if (!re) {
 		PCRE2_UCHAR msg[256];
 
 		pcre2_get_error_message(ec, msg, sizeof(msg));
-		*err = cel_err(ev, n->pos, "invalid regex '%.*s': %s", (int)pat->v.s.n, pat->v.s.p,
-			       (const char *)msg);
+		snprintf(err, errlen, "invalid regex '%.*s': %s", (int)n, pattern,
+			 (const char *)msg);
 	}
 	return re;
+}
+
+void cel_regex_free(void *re)
+{
+	pcre2_code_free(re);
+}
+
+/* Compiles a CEL (RE2) pattern; NULL and an error value in *err on failure. */
+static pcre2_code *re_compile(struct cel_eval *ev, const struct cel_node *n,
+			      const struct cel_value *pat, struct cel_value *err)
+{
+	char msg[512];
+	pcre2_code *re = cel_regex_compile(pat->v.s.p, pat->v.s.n, msg, sizeof(msg));
+
+	if (!re)
+		*err = cel_err(ev, n->pos, "%s", msg);
+	return re;
+}
+
+/* One match context with the limits, made once, read-only afterwards (shared by threads). */
+static pcre2_match_context *re_mctx;
+static pthread_once_t re_once = PTHREAD_ONCE_INIT;
+
+static void re_init(void)
+{
+	re_mctx = pcre2_match_context_create(NULL);
+	if (!re_mctx)
+		abort();
+	pcre2_set_match_limit(re_mctx, RE_MATCH_LIMIT);
+	pcre2_set_depth_limit(re_mctx, RE_DEPTH_LIMIT);
 }
 
 /* 1 match, 0 none, -1 error (in *err). Capture offsets in md when given. */
 static int re_exec(struct cel_eval *ev, const struct cel_node *n, pcre2_code *re, const char *s,
 		   size_t len, size_t start, pcre2_match_data *md, struct cel_value *err)
 {
-	pcre2_match_context *mc = pcre2_match_context_create(NULL);
 	pcre2_match_data *own = md ? NULL : pcre2_match_data_create_from_pattern(re, NULL);
 	int rc;
 
-	pcre2_set_match_limit(mc, RE_MATCH_LIMIT);
-	pcre2_set_depth_limit(mc, RE_DEPTH_LIMIT);
+	pthread_once(&re_once, re_init);
 	cel_charge(ev, len / 16 + 1);
-	rc = pcre2_match(re, (PCRE2_SPTR)s, len, start, 0, md ? md : own, mc);
-	pcre2_match_context_free(mc);
+	rc = pcre2_match(re, (PCRE2_SPTR)s, len, start, 0, md ? md : own, re_mctx);
 	pcre2_match_data_free(own);
 	if (rc >= 0)
 		return 1;
@@ -314,6 +339,11 @@ FN(f_matches)
 		return overload(ev, n, a, na);
 	if (!utf8_valid(a[0].v.s.p, a[0].v.s.n))
 		return cel_err(ev, n->pos, "matches(): invalid UTF-8 text");
+	if (n->aux) {
+		/* a literal pattern, compiled with the program */
+		rc = re_exec(ev, n, n->aux, a[0].v.s.p, a[0].v.s.n, 0, NULL, &err);
+		return rc < 0 ? err : cel_bool(rc == 1);
+	}
 	re = re_compile(ev, n, &a[1], &err);
 	if (!re)
 		return err;

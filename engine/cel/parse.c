@@ -759,6 +759,26 @@ static bool is_macro_var(const struct cel_node *x)
 	return x->kind == N_IDENT;
 }
 
+/*
+ * A literal pattern is compiled with the program, so that a bad one is an
+ * error of the compilation (as Kubernetes validates literal regexes) and a
+ * good one is compiled once.
+ */
+static void compile_regex(struct parser *p, struct cel_node *call, const struct cel_node *lit)
+{
+	char err[512];
+	void *re = cel_regex_compile(lit->lit.v.s.p, lit->lit.v.s.n, err, sizeof(err));
+
+	if (!re) {
+		fail(p, (size_t)lit->pos, "%s", err);
+		return;
+	}
+	p->prog->regexes =
+	    gv_xrealloc(p->prog->regexes, sizeof(*p->prog->regexes) * (p->prog->nregexes + 1));
+	p->prog->regexes[p->prog->nregexes++] = re;
+	call->aux = re;
+}
+
 /* Builds a macro or call node for target.name(args) / name(args). */
 static struct cel_node *make_call(struct parser *p, size_t pos, struct cel_node *target,
 				  const char *name, struct cel_node **args, int nargs)
@@ -911,6 +931,9 @@ static struct cel_node *make_call(struct parser *p, size_t pos, struct cel_node 
 		x->name = name;
 		x->fn = f;
 		x->target = target != NULL;
+		if (f && strcmp(name, "matches") == 0 && x->n == 2 && x->a[1]->kind == N_LIT &&
+		    x->a[1]->lit.kind == CEL_STRING)
+			compile_regex(p, x, x->a[1]);
 		return x;
 	}
 }
@@ -1440,8 +1463,13 @@ out:
 
 void cel_program_free(struct cel_program *p)
 {
+	size_t i;
+
 	if (!p)
 		return;
+	for (i = 0; i < p->nregexes; i++)
+		cel_regex_free(p->regexes[i]);
+	free(p->regexes);
 	cel_arena_release(&p->arena);
 	free(p->src);
 	free(p);

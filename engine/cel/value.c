@@ -64,6 +64,26 @@ void cel_arena_release(struct cel_arena *a)
 	a->used = 0;
 }
 
+void cel_arena_clear(struct cel_arena *a)
+{
+	struct cel_arena_block *b = a->head, *nx, *keep = NULL;
+
+	for (; b; b = nx) {
+		nx = b->next;
+		if (!keep && b->cap == ARENA_BLOCK) {
+			keep = b;
+			continue;
+		}
+		free(b);
+	}
+	if (keep) {
+		keep->used = 0;
+		keep->next = NULL;
+	}
+	a->head = keep;
+	a->used = 0;
+}
+
 char *cel_arena_strndup(struct cel_arena *a, const char *s, size_t n)
 {
 	char *r = cel_arena_alloc(a, n + 1);
