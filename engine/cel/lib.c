@@ -352,6 +352,93 @@ FN(f_matches)
 	return rc < 0 ? err : cel_bool(rc == 1);
 }
 
+/*
+ * Kubernetes regex library: s.find(re) (the first match, '' when none),
+ * s.findAll(re[, n]) (up to n matches, all when n < 0).
+ */
+static struct cel_value find(struct cel_eval *ev, const struct cel_node *n, struct cel_value *a,
+			     int na, bool all)
+{
+	struct cel_value err, *items = NULL;
+	pcre2_code *re;
+	pcre2_match_data *md;
+	size_t start = 0, k = 0, cap = 0;
+	int64_t limit = -1;
+
+	if (a[0].kind != CEL_STRING || a[1].kind != CEL_STRING || (na == 3 && a[2].kind != CEL_INT))
+		return overload(ev, n, a, na);
+	if (na == 3)
+		limit = a[2].v.i;
+	if (!utf8_valid(a[0].v.s.p, a[0].v.s.n))
+		return cel_err(ev, n->pos, "%s(): invalid UTF-8 text", n->name);
+	re = n->aux ? n->aux : re_compile(ev, n, &a[1], &err);
+	if (!re)
+		return err;
+	md = pcre2_match_data_create_from_pattern(re, NULL);
+	for (;;) {
+		PCRE2_SIZE *ov;
+		int rc;
+
+		if ((all && limit >= 0 && (int64_t)k >= limit) || start > a[0].v.s.n)
+			break;
+		rc = re_exec(ev, n, re, a[0].v.s.p, a[0].v.s.n, start, md, &err);
+		if (rc < 0) {
+			pcre2_match_data_free(md);
+			if (!n->aux)
+				pcre2_code_free(re);
+			return err;
+		}
+		if (rc == 0)
+			break;
+		ov = pcre2_get_ovector_pointer(md);
+		if (!all) {
+			struct cel_value r = cel_str(a[0].v.s.p + ov[0], ov[1] - ov[0]);
+
+			pcre2_match_data_free(md);
+			if (!n->aux)
+				pcre2_code_free(re);
+			return r;
+		}
+		if (k == cap) {
+			size_t nc = cap ? cap * 2 : 8;
+			struct cel_value *nv = cel_eval_alloc(ev, sizeof(*nv) * nc);
+
+			if (k)
+				memcpy(nv, items, sizeof(*nv) * k);
+			items = nv;
+			cap = nc;
+		}
+		items[k++] = cel_str(a[0].v.s.p + ov[0], ov[1] - ov[0]);
+		if (ov[1] == ov[0]) {
+			/* an empty match: step over one code point */
+			size_t j = ov[1];
+
+			if (j >= a[0].v.s.n)
+				break;
+			utf8_next(a[0].v.s.p, a[0].v.s.n, &j);
+			start = j;
+		} else {
+			start = ov[1];
+		}
+	}
+	pcre2_match_data_free(md);
+	if (!n->aux)
+		pcre2_code_free(re);
+	if (!all)
+		return cel_str("", 0);
+	return cel_list_new(ev, items, k);
+}
+
+FN(f_find)
+{
+	return find(ev, n, a, na, false);
+}
+
+FN(f_find_all)
+{
+	return find(ev, n, a, na, true);
+}
+
 /* ---- conversions ---- */
 
 static bool parse_int64(const char *s, size_t n, int64_t *out)
@@ -2213,6 +2300,8 @@ static const struct cel_func funcs[] = {
     {"startsWith", f_starts, 2, 2, M, false},
     {"endsWith", f_ends, 2, 2, M, false},
     {"matches", f_matches, 2, 2, G | M, false},
+    {"find", f_find, 2, 2, M, false},
+    {"findAll", f_find_all, 2, 3, M, false},
     {"int", f_int, 1, 1, G, false},
     {"uint", f_uint, 1, 1, G, false},
     {"double", f_double, 1, 1, G, false},
@@ -2297,7 +2386,8 @@ static const size_t nfuncs = GV_ARRAY_LEN(funcs);
 static const struct {
 	const struct cel_func *v;
 	const size_t *n;
-} tables[] = {{funcs, &nfuncs}, {cel_net_funcs, &cel_net_nfuncs}};
+} tables[] = {
+    {funcs, &nfuncs}, {cel_net_funcs, &cel_net_nfuncs}, {cel_quantity_funcs, &cel_quantity_nfuncs}};
 
 const struct cel_func *cel_func_find(const char *name, bool member, int nargs)
 {

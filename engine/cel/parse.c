@@ -931,8 +931,10 @@ static struct cel_node *make_call(struct parser *p, size_t pos, struct cel_node 
 		x->name = name;
 		x->fn = f;
 		x->target = target != NULL;
-		if (f && strcmp(name, "matches") == 0 && x->n == 2 && x->a[1]->kind == N_LIT &&
-		    x->a[1]->lit.kind == CEL_STRING)
+		if (f &&
+		    (strcmp(name, "matches") == 0 || strcmp(name, "find") == 0 ||
+		     strcmp(name, "findAll") == 0) &&
+		    x->n >= 2 && x->a[1]->kind == N_LIT && x->a[1]->lit.kind == CEL_STRING)
 			compile_regex(p, x, x->a[1]);
 		return x;
 	}
