@@ -77,6 +77,11 @@ golden-update: gavel
 conformance: gavel
 	@sh scripts/conformance.sh $(CONFORMANCE)
 
+# The cel-spec tests that apply to gavel's CEL (passed/relevant per file; a report, not a gate).
+.PHONY: cel-spec
+cel-spec: gavel
+	@sh scripts/cel-spec.sh $(CONFORMANCE)
+
 bench: gavel $(BENCH_BINS)
 	@sh scripts/bench.sh $(CONFORMANCE)
 
