@@ -1027,6 +1027,7 @@ FN(f_replace)
 			size_t j = i;
 
 			gv_buf_add(&b, a[2].v.s.p, a[2].v.s.n);
+			cel_charge(ev, a[2].v.s.n / 16);
 			done++;
 			if (i == sn)
 				break;
@@ -1044,11 +1045,14 @@ FN(f_replace)
 			}
 			gv_buf_add(&b, s + i, (size_t)(hit - (s + i)));
 			gv_buf_add(&b, a[2].v.s.p, a[2].v.s.n);
+			cel_charge(ev, a[2].v.s.n / 16);
 			done++;
 			i = (size_t)(hit - s) + on;
 		}
-		if (b.len > 64u << 20)
-			break;
+		if (b.len > 64u << 20) {
+			gv_buf_release(&b);
+			return cel_err(ev, n->pos, "replace(): result larger than 64 MiB");
+		}
 	}
 	return buf_str(ev, &b, false);
 }

@@ -631,6 +631,8 @@ static void test_hostile(void **state)
 	    "'a'" REP10 REP10 REP10 ".size()",
 	    /* list concatenation in a comprehension */
 	    "lists.range(2000).map(i, lists.range(2000)).flatten().size()",
+	    /* a replacement inserted before every character of a long string */
+	    "cel.bind(s, lists.range(1000).map(i, 'abcdefghij').join(''), s.replace('', s).size())",
 	    /* a range past the budget */
 	    "lists.range(100000000).size()",
 	    /* string ops over a grown string */
