@@ -652,14 +652,14 @@ static void test_hostile(void **state)
 
 		if (!p)
 			fail_msg("%s: %s", exprs[i], e.msg);
-		clock_gettime(CLOCK_MONOTONIC, &t0);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
 		cel_eval_run(ev, p, &v);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
 		secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 		if (v.kind != CEL_ERROR)
 			fail_msg("hostile expression %zu did not fail", i);
-		print_message("hostile %zu: %s (%.3f s)\n", i, v.v.err->msg, secs);
-		assert_true(secs < 5.0);
+		print_message("hostile %zu: %s (%.3f CPU s)\n", i, v.v.err->msg, secs);
+		assert_true(secs < 10.0); /* a bound, not a benchmark: sanitizers are slow */
 		cel_eval_free(ev);
 		cel_program_free(p);
 	}
