@@ -518,27 +518,27 @@ static struct cel_value select_field(struct cel_eval *ev, const struct cel_value
 
 static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *n)
 {
-	struct cel_value o, tmp;
-	const struct cel_node *root = chain_root(n);
+	struct cel_value o = cel_eval_node(ev, n->a[0]), tmp;
+	const struct cel_node *root;
 
-	if (root->kind == N_IDENT && !lookup(ev, root->name, &tmp)) {
-		/* an unbound root: a dotted variable name or a qualified type name */
-		struct gv_buf b = {0};
-
-		if (qualified_name(n, &b)) {
-			bool found =
-			    lookup(ev, gv_buf_str(&b), &tmp) || type_ident(gv_buf_str(&b), &tmp);
+	if (o.kind == CEL_ERROR) {
+		/*
+		 * An unbound root: the whole chain may be a dotted variable name
+		 * or a qualified type name (google.protobuf.Timestamp). Looked
+		 * at only on this error path, so that selection stays cheap.
+		 */
+		root = chain_root(n);
+		if (root->kind == N_IDENT && !ev->aborted && !lookup(ev, root->name, &tmp)) {
+			struct gv_buf b = {0};
+			bool found = qualified_name(n, &b) && (lookup(ev, gv_buf_str(&b), &tmp) ||
+							       type_ident(gv_buf_str(&b), &tmp));
 
 			gv_buf_release(&b);
 			if (found)
 				return tmp;
-		} else {
-			gv_buf_release(&b);
 		}
-	}
-	o = cel_eval_node(ev, n->a[0]);
-	if (o.kind == CEL_ERROR)
 		return o;
+	}
 	return select_field(ev, &o, n->name, n->opt, n->pos);
 }
 
