@@ -63,7 +63,7 @@ struct cel_node {
 	uint8_t kind; /* enum cel_node_kind */
 	uint8_t op;   /* enum cel_op, or enum cel_macro for N_COMPR */
 	bool opt;     /* optional select/index */
-	bool target;  /* N_CALL: a[0] is the receiver */
+	bool target;  /* N_CALL: a[0] is the receiver; N_SELECT: the top of a chain a.b.c */
 	int pos;      /* byte offset in the source */
 	int n;	      /* number of children */
 	int depth;    /* 1 + the deepest child's */

@@ -471,23 +471,6 @@ static struct cel_value eval_logic(struct cel_eval *ev, const struct cel_node *n
 
 /* ---- selection and indexing ---- */
 
-/* The dotted name of an ident/select chain, when it is one (into buf). */
-static bool qualified_name(const struct cel_node *n, struct gv_buf *b)
-{
-	if (n->kind == N_IDENT) {
-		gv_buf_adds(b, n->name);
-		return true;
-	}
-	if (n->kind == N_SELECT && !n->opt) {
-		if (!qualified_name(n->a[0], b))
-			return false;
-		gv_buf_addc(b, '.');
-		gv_buf_adds(b, n->name);
-		return true;
-	}
-	return false;
-}
-
 static const struct cel_node *chain_root(const struct cel_node *n)
 {
 	while (n->kind == N_SELECT)
@@ -516,29 +499,60 @@ static struct cel_value select_field(struct cel_eval *ev, const struct cel_value
 	return cel_err(ev, pos, "type '%s' does not support field selection", cel_type_name(o));
 }
 
+/*
+ * a.b.c with `a` unbound: the longest prefix that names a variable
+ * ("a.b.c", then "a.b" ...) or a type, and the remaining names selected on
+ * it (cel-spec: namespace resolution). False when none does.
+ */
+static bool resolve_chain(struct cel_eval *ev, const struct cel_node *top, struct cel_value *out)
+{
+	const struct cel_node *parts[64], *t = top;
+	int np = 0, k, j;
+
+	while (t->kind == N_SELECT && np < 63) {
+		parts[np++] = t;
+		t = t->a[0];
+	}
+	if (t->kind != N_IDENT)
+		return false;
+	/* parts[np - 1] is the innermost selection */
+	for (k = 0; k <= np; k++) {
+		struct gv_buf b = {0};
+		struct cel_value v;
+		bool found;
+
+		gv_buf_adds(&b, t->name);
+		for (j = np - 1; j >= k; j--) {
+			gv_buf_addc(&b, '.');
+			gv_buf_adds(&b, parts[j]->name);
+		}
+		found = lookup(ev, gv_buf_str(&b), &v) || type_ident(gv_buf_str(&b), &v);
+		gv_buf_release(&b);
+		if (!found)
+			continue;
+		for (j = k - 1; j >= 0 && v.kind != CEL_ERROR; j--)
+			v = select_field(ev, &v, parts[j]->name, false, parts[j]->pos);
+		*out = v;
+		return true;
+	}
+	return false;
+}
+
 static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *n)
 {
-	struct cel_value o = cel_eval_node(ev, n->a[0]), tmp;
-	const struct cel_node *root;
+	struct cel_value o, tmp;
 
-	if (o.kind == CEL_ERROR) {
-		/*
-		 * An unbound root: the whole chain may be a dotted variable name
-		 * or a qualified type name (google.protobuf.Timestamp). Looked
-		 * at only on this error path, so that selection stays cheap.
-		 */
-		root = chain_root(n);
-		if (root->kind == N_IDENT && !ev->aborted && !lookup(ev, root->name, &tmp)) {
-			struct gv_buf b = {0};
-			bool found = qualified_name(n, &b) && (lookup(ev, gv_buf_str(&b), &tmp) ||
-							       type_ident(gv_buf_str(&b), &tmp));
+	if (n->target) {
+		/* a chain a.b.c whose root is unbound: dotted variables and type names */
+		const struct cel_node *root = chain_root(n);
 
-			gv_buf_release(&b);
-			if (found)
-				return tmp;
-		}
-		return o;
+		if (root->kind == N_IDENT && !lookup(ev, root->name, &tmp) &&
+		    resolve_chain(ev, n, &tmp))
+			return tmp;
 	}
+	o = cel_eval_node(ev, n->a[0]);
+	if (o.kind == CEL_ERROR)
+		return o;
 	return select_field(ev, &o, n->name, n->opt, n->pos);
 }
 

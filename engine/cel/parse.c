@@ -1191,7 +1191,16 @@ static struct cel_node *parse_member(struct parser *p)
 				free(v);
 				continue;
 			}
-			x = mk(p, N_SELECT, pos, 1, x);
+			{
+				/* the top of a chain of names a.b.c is marked (target) */
+				bool chain = !opt && (x->kind == N_IDENT ||
+						      (x->kind == N_SELECT && x->target));
+
+				if (x->kind == N_SELECT)
+					x->target = false;
+				x = mk(p, N_SELECT, pos, 1, x);
+				x->target = chain;
+			}
 			x->name = name;
 			x->opt = opt;
 		} else if (p->t == T_LBRACK) {
