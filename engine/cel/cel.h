@@ -24,6 +24,16 @@
  * outlive them. JSON documents are never copied: a JSON object is a CEL map,
  * an array a list, an integral number an int (a double when it is outside
  * int64 or written with a fraction or exponent), other numbers doubles.
+ *
+ * Library (cel-semantics.md 1.7-1.9): the standard functions and macros
+ * (two-variable comprehensions, sortBy, optMap, optFlatMap, cel.bind
+ * included); the extensions strings v2, lists v3, sets, math, encoders and
+ * optional types; the Kubernetes lists, regex (find, findAll), quantity
+ * (without add and sub), IP and CIDR libraries. Not yet: the Kubernetes URL,
+ * semver, format and authz libraries, Kyverno's libraries (section 6), the
+ * type checker, time zones other than UTC and fixed offsets (an explicit
+ * error: the engine reads no time zone database). An unknown function is a
+ * compile error (see CEL_COMPILE_NO_CHECK).
  */
 #ifndef GV_ENGINE_CEL_H
 #define GV_ENGINE_CEL_H
@@ -176,8 +186,10 @@ void cel_bind_value(struct cel_eval *ev, const char *name, const struct cel_valu
 /*
  * Evaluates p. *out is the result, which may be an error value (kind
  * CEL_ERROR) such as "no such key" or the fatal "operation cancelled: actual
- * cost limit exceeded". The cost limit applies to each run. Returns the
- * cost spent.
+ * cost limit exceeded". The cost limit applies to each run. Values stay
+ * in the context until cel_eval_clear() or cel_eval_reset(), and a context
+ * refuses to hold more than 64 MiB ("memory limit exceeded"): clear it
+ * between runs. Returns the cost spent.
  */
 uint64_t cel_eval_run(struct cel_eval *ev, const struct cel_program *p, struct cel_value *out);
 
