@@ -1196,9 +1196,6 @@ static void quote_into(const char *s, size_t n, struct gv_buf *b)
 		size_t st = i;
 		uint32_t c;
 
-		if (!utf8_valid(s + i, ((unsigned char)s[i] < 0x80) ? 1 : 0)) {
-			/* fall through to the decoder below */
-		}
 		c = utf8_next(s, n, &i);
 		switch (c) {
 		case '\a':
@@ -1351,7 +1348,6 @@ static void format_value_s(const struct cel_value *v, struct gv_buf *b)
 static bool format_arg(struct cel_eval *ev, const struct cel_value *v, char verb, int prec,
 		       struct gv_buf *b, const char **err)
 {
-	char tmp[128];
 	size_t i;
 
 	switch (verb) {
@@ -1396,9 +1392,10 @@ static bool format_arg(struct cel_eval *ev, const struct cel_value *v, char verb
 				gv_buf_adds(b, d > 0 ? "Infinity" : "-Infinity");
 				return true;
 			}
-			snprintf(tmp, sizeof(tmp), verb == 'f' ? "%.*f" : "%.*e",
-				 prec < 0 ? 6 : prec, d);
-			gv_buf_adds(b, tmp);
+			if (verb == 'f')
+				gv_buf_addf(b, "%.*f", prec < 0 ? 6 : prec, d);
+			else
+				gv_buf_addf(b, "%.*e", prec < 0 ? 6 : prec, d);
 		}
 		return true;
 	case 'b':
