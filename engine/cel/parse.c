@@ -779,6 +779,24 @@ static void compile_regex(struct parser *p, struct cel_node *call, const struct 
 	call->aux = re;
 }
 
+/*
+ * duration('...') and timestamp('...') of a literal are checked when the
+ * program is compiled, as Kubernetes' validators do (cel-semantics.md 1.10).
+ */
+static void check_literal(struct parser *p, const char *fn, const struct cel_node *lit)
+{
+	int64_t i;
+	int32_t ns;
+
+	if (strcmp(fn, "duration") == 0 && !cel_parse_duration(lit->lit.v.s.p, lit->lit.v.s.n, &i))
+		fail(p, (size_t)lit->pos, "invalid duration argument: '%.*s'", (int)lit->lit.v.s.n,
+		     lit->lit.v.s.p);
+	else if (strcmp(fn, "timestamp") == 0 &&
+		 !cel_parse_timestamp(lit->lit.v.s.p, lit->lit.v.s.n, &i, &ns))
+		fail(p, (size_t)lit->pos, "invalid timestamp argument: '%.*s'", (int)lit->lit.v.s.n,
+		     lit->lit.v.s.p);
+}
+
 /* Builds a macro or call node for target.name(args) / name(args). */
 static struct cel_node *make_call(struct parser *p, size_t pos, struct cel_node *target,
 				  const char *name, struct cel_node **args, int nargs)
@@ -931,6 +949,9 @@ static struct cel_node *make_call(struct parser *p, size_t pos, struct cel_node 
 		x->name = name;
 		x->fn = f;
 		x->target = target != NULL;
+		if (f && !target && nargs == 1 && x->a[0]->kind == N_LIT &&
+		    x->a[0]->lit.kind == CEL_STRING)
+			check_literal(p, name, x->a[0]);
 		if (f &&
 		    (strcmp(name, "matches") == 0 || strcmp(name, "find") == 0 ||
 		     strcmp(name, "findAll") == 0) &&
