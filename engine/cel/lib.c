@@ -2388,7 +2388,11 @@ static const struct {
 	const struct cel_func *v;
 	const size_t *n;
 } tables[] = {
-    {funcs, &nfuncs}, {cel_net_funcs, &cel_net_nfuncs}, {cel_quantity_funcs, &cel_quantity_nfuncs}};
+    {funcs, &nfuncs},
+    {cel_net_funcs, &cel_net_nfuncs},
+    {cel_quantity_funcs, &cel_quantity_nfuncs},
+    {cel_semver_funcs, &cel_semver_nfuncs},
+};
 
 const struct cel_func *cel_func_find(const char *name, bool member, int nargs)
 {

@@ -1,7 +1,8 @@
 /*
  * quantity.c - the Kubernetes quantity library (cel-semantics.md 1.9;
  * k8s.io/apiserver pkg/cel/library/quantity.go): quantity(), isQuantity()
- * and the comparisons and conversions of a Quantity. Parsing and exact
+ * and the comparisons and conversions of a Quantity (compareTo, isLessThan
+ * and isGreaterThan also compare two Semvers, see semver.c). Parsing and exact
  * comparison are engine/value.h's (resource.ParseQuantity's grammar).
  * add() and sub() are not provided yet: an expression using them does not
  * compile.
@@ -92,13 +93,13 @@ FN(f_is_quantity)
 	return cel_bool(parse(&a[0], &q));
 }
 
-/* -1, 0 or 1 in *c; false when b is not a quantity. */
+/* -1, 0 or 1 in *c; false unless both are quantities (or both semvers). */
 static bool cmp2(const struct cel_value *a, const struct cel_value *b, int *c)
 {
 	const struct cel_quantity *x = as_q(a), *y = as_q(b);
 
 	if (!x || !y)
-		return false;
+		return cel_semver_cmp(a, b, c);
 	*c = value_quantity_cmp(&x->q, &y->q);
 	return true;
 }

@@ -372,6 +372,15 @@ static void test_library(void **state)
 	    {"isQuantity('200k') && !isQuantity('200K')", NULL, "true", NULL},
 	    {"quantity('200K')", NULL, NULL, "quantities must match"},
 	    {"quantity('1').isLessThan(1)", NULL, NULL, "no such overload"},
+	    /* semver (Kubernetes library) */
+	    {"semver('1.2.3').isLessThan(semver('1.10.0'))", NULL, "true", NULL},
+	    {"semver('1.2.3-alpha').compareTo(semver('1.2.3'))", NULL, "-1", NULL},
+	    {"semver('1.2.3+build') == semver('1.2.3')", NULL, "true", NULL},
+	    {"semver('v1.2.3')", NULL, NULL, "could not parse semver"},
+	    {"semver('v01.2', true).major() + semver('v1.2', true).minor()", NULL, "3", NULL},
+	    {"isSemver('1.2') || !isSemver('1.2', true)", NULL, "false", NULL},
+	    {"semver('1.2.3').patch()", NULL, "3", NULL},
+	    {"semver('1.2.3').isLessThan(quantity('1'))", NULL, NULL, "no such overload"},
 	    /* ip and cidr (Kubernetes library) */
 	    {"cidr('10.0.0.0/8').containsIP('10.1.2.3') && "
 	     "!cidr('10.0.0.0/8').containsIP('11.0.0.1')",
