@@ -7,8 +7,8 @@
  * printed as JSON and as CEL text; the CEL text must evaluate back to an
  * identical value (when it parses: a deep document can pass the depth limit).
  * Seeds: the expressions of the cel-spec conformance files and a few policy
- * expressions (build/fuzz/seeds). Dictionary: engine/fuzz/cel.dict (+ the
- * function names).
+ * expressions (build/fuzz/seeds). Dictionary: engine/fuzz/cel.dict (tokens
+ * and the function names).
  */
 #include <stdio.h>
 #include <stdlib.h>
