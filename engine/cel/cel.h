@@ -29,8 +29,8 @@
  * (two-variable comprehensions, sortBy, optMap, optFlatMap, cel.bind
  * included); the extensions strings v2, lists v3, sets, math, encoders and
  * optional types; the Kubernetes lists, regex (find, findAll), quantity
- * (without add and sub), semver, IP and CIDR libraries. Not yet: the
- * Kubernetes URL, format and authz libraries, Kyverno's libraries (section 6), the
+ * (without add and sub), semver, URL, IP and CIDR libraries. Not yet: the
+ * Kubernetes format and authz libraries, Kyverno's libraries (section 6), the
  * type checker, time zones other than UTC and fixed offsets (an explicit
  * error: the engine reads no time zone database). An unknown function is a
  * compile error (see CEL_COMPILE_NO_CHECK).

@@ -205,13 +205,15 @@ struct cel_func {
 const struct cel_func *cel_func_find(const char *name, bool member, int nargs);
 /* google.protobuf.Struct/ListValue/Value{...}: (field name, value) pairs; n->name is the type. */
 extern const struct cel_func cel_json_message;
-/* The tables of the other library files (net.c, quantity.c, semver.c). */
+/* The tables of the other library files (net.c, quantity.c, semver.c, url.c). */
 extern const struct cel_func cel_net_funcs[];
 extern const size_t cel_net_nfuncs;
 extern const struct cel_func cel_quantity_funcs[];
 extern const size_t cel_quantity_nfuncs;
 extern const struct cel_func cel_semver_funcs[];
 extern const size_t cel_semver_nfuncs;
+extern const struct cel_func cel_url_funcs[];
+extern const size_t cel_url_nfuncs;
 /* Semver ordering (semver.c) for the comparisons shared with quantities: false when not two
  * Semvers. */
 bool cel_semver_cmp(const struct cel_value *a, const struct cel_value *b, int *c);

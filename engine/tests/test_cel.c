@@ -381,6 +381,22 @@ static void test_library(void **state)
 	    {"isSemver('1.2') || !isSemver('1.2', true)", NULL, "false", NULL},
 	    {"semver('1.2.3').patch()", NULL, "3", NULL},
 	    {"semver('1.2.3').isLessThan(quantity('1'))", NULL, NULL, "no such overload"},
+	    /* urls (Kubernetes library) */
+	    {"url('HTTPS://user@example.com:8443/a%20b/c?x=1&y=2&x=3#frag').getScheme()", NULL,
+	     "'https'", NULL},
+	    {"url('https://user@example.com:8443/a%20b/c?x=1').getHost()", NULL,
+	     "'example.com:8443'", NULL},
+	    {"url('https://example.com:8443/').getHostname() + url('https://example.com:8443/')"
+	     ".getPort()",
+	     NULL, "'example.com8443'", NULL},
+	    {"url('https://[::1]:80/x').getHostname()", NULL, "'::1'", NULL},
+	    {"url('https://example.com/a%20b/c?q').getEscapedPath()", NULL, "'/a%20b/c'", NULL},
+	    {"url('https://example.com/?x=1&y=a+b&x=3&bad=%zz').getQuery()", NULL,
+	     "{'x': ['1', '3'], 'y': ['a b']}", NULL},
+	    {"url('/just/a/path').getHost()", NULL, "''", NULL},
+	    {"url('example.com/x')", NULL, NULL, "invalid URI for request"},
+	    {"url('https://example.com:port/')", NULL, NULL, "invalid port"},
+	    {"isURL('https://a/%zz')", NULL, "false", NULL},
 	    /* ip and cidr (Kubernetes library) */
 	    {"cidr('10.0.0.0/8').containsIP('10.1.2.3') && "
 	     "!cidr('10.0.0.0/8').containsIP('11.0.0.1')",
