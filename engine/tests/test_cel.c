@@ -4,13 +4,15 @@
  * positions and caret lines, depth and size limits), evaluation with CEL's
  * error semantics (commutative && and ||, ?:, no-such-key, overflow,
  * division by zero, timestamp and duration ranges), macros, cel.bind, the
- * library, JSON documents as CEL values without copies, and hostile
- * expressions that must end in a bounded error.
+ * library, JSON documents as CEL values without copies, hostile
+ * expressions that must end in a bounded error, and one program evaluated
+ * by several threads.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -779,6 +781,67 @@ static void test_output(void **state)
 	}
 }
 
+struct thread_arg {
+	const struct cel_program *p;
+	const json_t *doc;
+	int ok;
+};
+
+static void *eval_thread(void *arg)
+{
+	struct thread_arg *t = arg;
+	struct cel_eval *ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
+	int i;
+
+	cel_bind_json(ev, "object", t->doc);
+	for (i = 0; i < 2000; i++) {
+		struct cel_value v;
+		struct gv_buf b = {0};
+
+		cel_eval_run(ev, t->p, &v);
+		cel_value_format(&v, &b);
+		t->ok += strcmp(gv_buf_str(&b), "[\"1.2\", \"7.0\"]") == 0;
+		gv_buf_release(&b);
+		cel_eval_clear(ev);
+	}
+	cel_eval_free(ev);
+	return NULL;
+}
+
+/* One compiled program (with a compiled regex) evaluated by several threads at once. */
+static void test_threads(void **state)
+{
+	const char *src = "object.images.filter(i, i.matches('^[a-z]+:[0-9.]+$'))"
+			  ".map(i, i.split(':')[1])";
+	struct cel_program *p = cel_compile(src, strlen(src), 0, NULL);
+	json_t *doc = load("{'images': ['nginx:1.2', 'bad image', 'redis:7.0']}");
+	struct thread_arg args[4];
+	pthread_t th[4];
+	struct cel_eval *ev = cel_eval_new(0);
+	struct cel_value v;
+	struct gv_buf b = {0};
+	int i;
+
+	(void)state;
+	assert_non_null(p);
+	for (i = 0; i < 4; i++) {
+		args[i] = (struct thread_arg){p, doc, 0};
+		assert_int_equal(pthread_create(&th[i], NULL, eval_thread, &args[i]), 0);
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(args[i].ok, 2000);
+	}
+	cel_bind_json(ev, "object", doc);
+	cel_eval_run(ev, p, &v);
+	cel_value_format(&v, &b);
+	assert_string_equal(gv_buf_str(&b), "[\"1.2\", \"7.0\"]");
+	gv_buf_release(&b);
+	cel_eval_free(ev);
+	cel_program_free(p);
+	json_decref(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -787,6 +850,7 @@ int main(void)
 	    cmocka_unit_test(test_json),       cmocka_unit_test(test_parse_errors),
 	    cmocka_unit_test(test_hostile),    cmocka_unit_test(test_regex_blowup),
 	    cmocka_unit_test(test_cost_limit), cmocka_unit_test(test_output),
+	    cmocka_unit_test(test_threads),
 	};
 
 	gv_init();
