@@ -29,7 +29,7 @@
  * (two-variable comprehensions, sortBy, optMap, optFlatMap, cel.bind
  * included); the extensions strings v2, lists v3, sets, math, encoders and
  * optional types; the Kubernetes lists, regex (find, findAll), quantity
- * (without add and sub), semver, URL, IP and CIDR libraries. Not yet: the
+ * semver, URL, IP and CIDR libraries. Not yet: the
  * Kubernetes format and authz libraries, Kyverno's libraries (section 6), the
  * type checker, time zones other than UTC and fixed offsets (an explicit
  * error: the engine reads no time zone database). An unknown function is a
@@ -65,12 +65,13 @@ enum cel_kind {
 
 /*
  * A library type held opaquely: its CEL type name, the function that makes
- * one from text (for CEL text output), its text form (string(x)), and
- * equality of two values of the type.
+ * one from text (for CEL text output), its text form (output; string(x)
+ * when `stringable`), and equality of two values of the type.
  */
 struct cel_opaque_type {
 	const char *name; /* "net.IP" */
 	const char *ctor; /* "ip" */
+	bool stringable;  /* string(x) is defined (IP, CIDR) */
 	void (*text)(const void *data, struct gv_buf *out);
 	bool (*equal)(const void *a, const void *b);
 };

@@ -694,6 +694,8 @@ FN(f_string)
 		cel_format_duration(a[0].v.dur, &b);
 		break;
 	case CEL_OPAQUE:
+		if (!a[0].v.obj.type->stringable)
+			return overload(ev, n, a, na);
 		a[0].v.obj.type->text(a[0].v.obj.data, &b);
 		break;
 	default:

@@ -55,8 +55,8 @@ static bool cidr_equal(const void *a, const void *b)
 	return x->bits == y->bits && ip_equal(&x->ip, &y->ip);
 }
 
-static const struct cel_opaque_type ip_type = {"net.IP", "ip", ip_text, ip_equal};
-static const struct cel_opaque_type cidr_type = {"net.CIDR", "cidr", cidr_text, cidr_equal};
+static const struct cel_opaque_type ip_type = {"net.IP", "ip", true, ip_text, ip_equal};
+static const struct cel_opaque_type cidr_type = {"net.CIDR", "cidr", true, cidr_text, cidr_equal};
 
 /* Parses an address: 0 ok, else an error message. */
 static const char *parse_ip(const char *s, size_t n, struct cel_ip *ip)

@@ -4,12 +4,13 @@
  * and the comparisons and conversions of a Quantity (compareTo, isLessThan
  * and isGreaterThan also compare two Semvers, see semver.c). Parsing and exact
  * comparison are engine/value.h's (resource.ParseQuantity's grammar).
- * add() and sub() are not provided yet: an expression using them does not
- * compile.
+ * add() and sub() are exact within 128 bits (an overflow is an error; Go's
+ * inf.Dec has no bound); their result prints as a plain decimal.
  */
 #include "engine/cel/cel.h"
 #include "engine/cel/cel_int.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "engine/value.h"
@@ -35,8 +36,8 @@ static bool q_equal(const void *a, const void *b)
 	return value_quantity_cmp(&x->q, &y->q) == 0;
 }
 
-static const struct cel_opaque_type quantity_type = {"kubernetes.Quantity", "quantity", q_text,
-						     q_equal};
+static const struct cel_opaque_type quantity_type = {"kubernetes.Quantity", "quantity", false,
+						     q_text, q_equal};
 
 static bool parse(const struct cel_value *s, struct value_quantity *q)
 {
@@ -198,6 +199,134 @@ FN(f_as_float)
 	return cel_double((double)q->q.v);
 }
 
+/* A quantity's exact value as a signed 128-bit coefficient; false past 2^127. */
+static bool to_i128(const struct value_quantity *q, __int128 *c)
+{
+	if (q->coef_hi >> 63)
+		return false;
+	*c = (__int128)(((unsigned __int128)q->coef_hi << 64) | q->coef_lo);
+	if (q->neg)
+		*c = -*c;
+	return true;
+}
+
+/* a + sign * b exactly (inf.Dec arithmetic, within 128 bits), as a new quantity. */
+static struct cel_value add_sub(struct cel_eval *ev, const struct cel_node *n,
+				const struct value_quantity *x, const struct value_quantity *y,
+				int sign)
+{
+	__int128 a, b, sum;
+	long long ea = x->exp10, eb = y->exp10, e;
+	struct cel_quantity *q;
+	struct cel_value v = {.kind = CEL_OPAQUE};
+	unsigned __int128 mag;
+	struct gv_buf t = {0};
+	char digits[48];
+	int nd = 0;
+
+	if (!to_i128(x, &a) || !to_i128(y, &b))
+		return cel_err(ev, n->pos, "quantity overflow");
+	if (sign < 0)
+		b = -b;
+	/* bring both to the smaller exponent */
+	while (ea > eb && a != 0) {
+		if (__builtin_mul_overflow(a, (__int128)10, &a))
+			return cel_err(ev, n->pos, "quantity overflow");
+		ea--;
+	}
+	while (eb > ea && b != 0) {
+		if (__builtin_mul_overflow(b, (__int128)10, &b))
+			return cel_err(ev, n->pos, "quantity overflow");
+		eb--;
+	}
+	e = a == 0 ? eb : ea;
+	if (__builtin_add_overflow(a, b, &sum))
+		return cel_err(ev, n->pos, "quantity overflow");
+	while (sum != 0 && sum % 10 == 0) {
+		sum /= 10;
+		e++;
+	}
+	if (sum == 0)
+		e = 0;
+	q = cel_eval_alloc(ev, sizeof(*q));
+	memset(&q->q, 0, sizeof(q->q));
+	q->q.neg = sum < 0;
+	mag = sum < 0 ? (unsigned __int128)(-sum) : (unsigned __int128)sum;
+	q->q.coef_hi = (unsigned long long)(mag >> 64);
+	q->q.coef_lo = (unsigned long long)mag;
+	q->q.exp10 = e;
+	q->q.v = (long double)sum * powl(10.0L, (long double)e);
+	/* text: the decimal value ("1.5", "-250", "3e+30") */
+	do {
+		digits[nd++] = (char)('0' + (int)(mag % 10));
+		mag /= 10;
+	} while (mag);
+	if (q->q.neg)
+		gv_buf_addc(&t, '-');
+	if (e >= 0 && e <= 18) {
+		while (nd)
+			gv_buf_addc(&t, digits[--nd]);
+		for (; e > 0; e--)
+			gv_buf_addc(&t, '0');
+	} else if (e < 0 && -e < nd) {
+		int k;
+
+		for (k = nd - 1; k >= 0; k--) {
+			gv_buf_addc(&t, digits[k]);
+			if (k == (int)-e)
+				gv_buf_addc(&t, '.');
+		}
+	} else if (e < 0 && -e <= 30) {
+		gv_buf_adds(&t, "0.");
+		for (long long z = -e - nd; z > 0; z--)
+			gv_buf_addc(&t, '0');
+		while (nd)
+			gv_buf_addc(&t, digits[--nd]);
+	} else {
+		while (nd)
+			gv_buf_addc(&t, digits[--nd]);
+		gv_buf_addf(&t, "e%lld", e);
+	}
+	q->len = t.len;
+	q->text = cel_eval_strdup(ev, gv_buf_str(&t), t.len);
+	gv_buf_release(&t);
+	v.v.obj.type = &quantity_type;
+	v.v.obj.data = q;
+	return v;
+}
+
+static struct cel_value arith(struct cel_eval *ev, const struct cel_node *n, struct cel_value *a,
+			      int na, int sign)
+{
+	const struct cel_quantity *x = as_q(&a[0]), *y = as_q(&a[1]);
+	struct value_quantity iq;
+
+	if (!x)
+		return overload(ev, n, a, na);
+	if (y)
+		return add_sub(ev, n, &x->q, &y->q, sign);
+	if (a[1].kind != CEL_INT)
+		return overload(ev, n, a, na);
+	memset(&iq, 0, sizeof(iq));
+	iq.neg = a[1].v.i < 0;
+	iq.coef_lo = a[1].v.i < 0 ? (uint64_t)0 - (uint64_t)a[1].v.i : (uint64_t)a[1].v.i;
+	while (iq.coef_lo && iq.coef_lo % 10 == 0) {
+		iq.coef_lo /= 10;
+		iq.exp10++;
+	}
+	return add_sub(ev, n, &x->q, &iq, sign);
+}
+
+FN(f_add)
+{
+	return arith(ev, n, a, na, 1);
+}
+
+FN(f_sub)
+{
+	return arith(ev, n, a, na, -1);
+}
+
 #define G CEL_FN_GLOBAL
 #define M CEL_FN_MEMBER
 const struct cel_func cel_quantity_funcs[] = {
@@ -210,6 +339,8 @@ const struct cel_func cel_quantity_funcs[] = {
     {"isInteger", f_is_integer, 1, 1, M, false},
     {"asInteger", f_as_integer, 1, 1, M, false},
     {"asApproximateFloat", f_as_float, 1, 1, M, false},
+    {"add", f_add, 2, 2, M, false},
+    {"sub", f_sub, 2, 2, M, false},
 };
 #undef G
 #undef M

@@ -36,7 +36,7 @@ static bool sv_equal(const void *a, const void *b)
 	return value_semver_cmp(&x->v, &y->v) == 0;
 }
 
-static const struct cel_opaque_type semver_type = {"kubernetes.Semver", "semver", sv_text,
+static const struct cel_opaque_type semver_type = {"kubernetes.Semver", "semver", false, sv_text,
 						   sv_equal};
 
 /* The normalized text of s into out: no "v", three numeric parts without leading zeros. */

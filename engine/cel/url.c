@@ -37,7 +37,8 @@ static bool url_equal(const void *a, const void *b)
 	return x->len == y->len && memcmp(x->text, y->text, x->len) == 0;
 }
 
-static const struct cel_opaque_type url_type = {"kubernetes.URL", "url", url_text, url_equal};
+static const struct cel_opaque_type url_type = {"kubernetes.URL", "url", false, url_text,
+						url_equal};
 
 static int hexv(int c)
 {

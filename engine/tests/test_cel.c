@@ -374,6 +374,11 @@ static void test_library(void **state)
 	    {"isQuantity('200k') && !isQuantity('200K')", NULL, "true", NULL},
 	    {"quantity('200K')", NULL, NULL, "quantities must match"},
 	    {"quantity('1').isLessThan(1)", NULL, NULL, "no such overload"},
+	    {"quantity('1Gi').add(quantity('512Mi')) == quantity('1536Mi')", NULL, "true", NULL},
+	    {"quantity('1').sub(quantity('250m')) == quantity('750m')", NULL, "true", NULL},
+	    {"quantity('1').sub(3).asInteger()", NULL, "-2", NULL},
+	    {"string(quantity('1').sub(quantity('250m')))", NULL, NULL, "no such overload"},
+	    {"quantity('1k').add(1).asApproximateFloat()", NULL, "1001.0", NULL},
 	    /* semver (Kubernetes library) */
 	    {"semver('1.2.3').isLessThan(semver('1.10.0'))", NULL, "true", NULL},
 	    {"semver('1.2.3-alpha').compareTo(semver('1.2.3'))", NULL, "-1", NULL},
