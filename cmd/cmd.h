@@ -10,6 +10,7 @@
 int cmd_apply(int argc, char **argv);
 int cmd_test(int argc, char **argv);
 int cmd_jp(int argc, char **argv);
+int cmd_cel(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_certs(int argc, char **argv);

@@ -16,6 +16,7 @@ static const struct {
     {"apply", cmd_apply, "evaluate policies against resource files"},
     {"test", cmd_test, "run kyverno-test.yaml suites"},
     {"jp", cmd_jp, "evaluate JMESPath expressions (query, functions)"},
+    {"cel", cmd_cel, "evaluate CEL expressions (eval, functions)"},
     {"serve", cmd_serve, "serve the validating admission webhook"},
     {"certs", cmd_certs, "generate and inject TLS material"},
     {"scan", cmd_scan, "run one background scan now and write (or print) reports"},

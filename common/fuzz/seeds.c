@@ -50,6 +50,7 @@ enum target {
 	T_SCHEDULE,
 	T_TZIF,
 	T_REPORT,
+	T_CEL,
 	T_COUNT
 };
 
@@ -73,6 +74,7 @@ static const struct {
     [T_SCHEDULE] = {"fuzz_schedule", "background/fuzz/schedule.dict", false},
     [T_TZIF] = {"fuzz_tzif", NULL, false},
     [T_REPORT] = {"fuzz_report", "background/fuzz/report.dict", false},
+    [T_CEL] = {"fuzz_cel", "engine/fuzz/cel.dict", false},
 };
 
 static const char *out_dir;
@@ -373,6 +375,28 @@ static void resource_seeds_from_json(const char *buf, size_t len)
 	json_decref(j);
 }
 
+/* cel-spec conformance files: the expr: "..." lines (text-format escapes kept). */
+static void cel_textproto_file(const char *buf)
+{
+	const char *p = buf;
+
+	while ((p = strstr(p, "expr: ")) != NULL) {
+		char q;
+		const char *e;
+
+		p += 6;
+		q = *p;
+		if (q != '"' && q != '\'')
+			continue;
+		for (e = p + 1; *e && *e != q && *e != '\n'; e++)
+			if (*e == '\\' && e[1])
+				e++;
+		if (*e == q)
+			seed(T_CEL, p + 1, (size_t)(e - p - 1));
+		p = e;
+	}
+}
+
 static int visit(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	char *buf = NULL;
@@ -382,11 +406,13 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
 	if (type != FTW_F || st->st_size > (off_t)(1u << 20))
 		return 0;
 	if (!ends_with(path, ".yaml") && !ends_with(path, ".yml") && !ends_with(path, ".json") &&
-	    !ends_with(path, ".test"))
+	    !ends_with(path, ".test") && !ends_with(path, ".textproto"))
 		return 0;
 	if (gv_read_file(path, &buf, &len, NULL) != GV_OK)
 		return 0;
-	if (ends_with(path, ".test"))
+	if (ends_with(path, ".textproto"))
+		cel_textproto_file(buf);
+	else if (ends_with(path, ".test"))
 		jmespath_test_file(buf);
 	else if (ends_with(path, ".json") && strstr(path, "jmespath"))
 		jmespath_json_file(buf, len);
@@ -583,6 +609,10 @@ static void builtin_seeds(void)
 		 "{\"kind\":\"Namespace\",\"metadata\":{\"name\":\"gavel\"}}}}");
 	message_seeds();
 	report_seeds();
+	seed_str(T_CEL,
+		 "object.spec.containers.all(c, !has(c.securityContext) || "
+		 "!has(c.securityContext.privileged) || c.securityContext.privileged == false)");
+	seed_str(T_CEL, "object.metadata.labels['app.kubernetes.io/name'].matches('^[a-z]+$')");
 }
 
 /* ---- dictionaries ---- */

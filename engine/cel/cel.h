@@ -1,0 +1,222 @@
+/*
+ * cel.h - the Common Expression Language (CEL) as Kubernetes and Kyverno run
+ * it: parser, values, evaluator and standard library.
+ *
+ * Behaviour: cel-semantics.md section 1 (language, errors, macros, standard
+ * functions, cost limits); the grammar and value semantics of cel-spec's
+ * doc/langdef.md. Pure: no I/O, no clock, no threads of its own; a compiled
+ * program may be evaluated from several threads at once, each with its own
+ * struct cel_eval.
+ *
+ * Life cycle:
+ *
+ *	struct cel_program *p = cel_compile(src, len, &perr);   // once
+ *	struct cel_eval *ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
+ *	cel_bind_json(ev, "object", doc);                        // borrowed
+ *	cel_eval_run(ev, p, &result);                            // many times
+ *	... use result (borrows from ev, p and doc) ...
+ *	cel_eval_clear(ev);  (values only)  cel_eval_reset(ev);  or  cel_eval_free(ev);
+ *	cel_program_free(p);
+ *
+ * Values produced by an evaluation live in the evaluation's arena: they stay
+ * valid until cel_eval_reset() or cel_eval_free(), and may borrow strings
+ * and JSON nodes from the program and the bound documents, which must
+ * outlive them. JSON documents are never copied: a JSON object is a CEL map,
+ * an array a list, an integral number an int (a double when it is outside
+ * int64 or written with a fraction or exponent), other numbers doubles.
+ *
+ * Library (cel-semantics.md 1.7-1.9): the standard functions and macros
+ * (two-variable comprehensions, sortBy, optMap, optFlatMap, cel.bind
+ * included); the extensions strings v2, lists v3, sets, math, encoders and
+ * optional types; the Kubernetes lists, regex (find, findAll), quantity
+ * semver, URL, IP and CIDR libraries. Not yet: the
+ * Kubernetes format and authz libraries, Kyverno's libraries (section 6), the
+ * type checker, time zones other than UTC and fixed offsets (an explicit
+ * error: the engine reads no time zone database). An unknown function is a
+ * compile error (see CEL_COMPILE_NO_CHECK).
+ */
+#ifndef GV_ENGINE_CEL_H
+#define GV_ENGINE_CEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "common/gv.h"
+
+enum cel_kind {
+	CEL_NULL,
+	CEL_BOOL,
+	CEL_INT,
+	CEL_UINT,
+	CEL_DOUBLE,
+	CEL_STRING, /* UTF-8, not NUL-terminated (v.s) */
+	CEL_BYTES,  /* v.s */
+	CEL_LIST,
+	CEL_MAP,
+	CEL_TIMESTAMP, /* v.ts: seconds since the Unix epoch and nanoseconds 0..999999999 */
+	CEL_DURATION,  /* v.dur: nanoseconds */
+	CEL_TYPE,      /* v.type: the type's CEL name ("int", "google.protobuf.Timestamp") */
+	CEL_OPTIONAL,  /* v.opt: the value, NULL for optional.none() */
+	CEL_OPAQUE,    /* v.obj: a library type (net.IP, net.CIDR) */
+	CEL_ERROR      /* v.err */
+};
+
+/*
+ * A library type held opaquely: its CEL type name, the function that makes
+ * one from text (for CEL text output), its text form (output; string(x)
+ * when `stringable`), and equality of two values of the type.
+ */
+struct cel_opaque_type {
+	const char *name; /* "net.IP" */
+	const char *ctor; /* "ip" */
+	bool stringable;  /* string(x) is defined (IP, CIDR) */
+	void (*text)(const void *data, struct gv_buf *out);
+	bool (*equal)(const void *a, const void *b);
+};
+
+struct cel_list;
+struct cel_map;
+
+/* An evaluation error: a value that propagates until absorbed. */
+struct cel_error {
+	const char *msg; /* e.g. "no such key: foo", "division by zero" */
+	int pos;	 /* byte offset in the expression, -1 = unknown */
+	bool fatal;	 /* cost/memory limit: never absorbed by && || or macros */
+};
+
+struct cel_value {
+	uint8_t kind; /* enum cel_kind */
+	uint8_t json; /* list/map: v.json holds the borrowed json_t */
+	union {
+		bool b;
+		int64_t i;
+		uint64_t u;
+		double d;
+		struct {
+			const char *p;
+			size_t n;
+		} s;
+		const struct cel_list *list;
+		const struct cel_map *map;
+		const json_t *json;
+		struct {
+			int64_t sec;
+			int32_t nsec;
+		} ts;
+		int64_t dur;
+		const char *type;
+		const struct cel_value *opt;
+		const struct cel_error *err;
+		struct {
+			const struct cel_opaque_type *type;
+			const void *data;
+		} obj;
+	} v;
+};
+
+/* Kubernetes' per-expression runtime cost limit (cel-semantics.md 1.11). */
+#define CEL_DEFAULT_COST_LIMIT 1000000
+/* Longest expression accepted, in bytes (cel-go's default code point limit). */
+#define CEL_MAX_EXPR_BYTES 100000
+/* Deepest expression nesting accepted (cel-go's parser recursion limit). */
+#define CEL_MAX_DEPTH 250
+
+/* A parse (compile) error. */
+struct cel_parse_error {
+	char msg[256];	 /* "Syntax error: mismatched input ')'" ... */
+	int line, col;	 /* 1-based; col counts code points */
+	char caret[512]; /* the offending source line and a caret line under it */
+};
+
+struct cel_program;
+struct cel_eval;
+
+/*
+ * Compile flags. CEL_COMPILE_NO_CHECK: an unknown function or a call with a
+ * wrong number of arguments is an error of the evaluation instead of the
+ * compilation (cel-go with type checking disabled; cel-spec's disable_check).
+ */
+#define CEL_COMPILE_NO_CHECK 1u
+
+/*
+ * Parses expression src (len bytes, need not be NUL-terminated) into a
+ * program. Unknown functions and wrong arities (unless CEL_COMPILE_NO_CHECK),
+ * malformed macros, reserved identifiers, message literals (gavel has no
+ * protobuf types) and the size and depth limits are errors. Returns NULL and
+ * fills *err (may be NULL) on error. Free with cel_program_free().
+ */
+struct cel_program *cel_compile(const char *src, size_t len, unsigned flags,
+				struct cel_parse_error *err);
+void cel_program_free(struct cel_program *p);
+
+/* The source text of p (NUL-terminated, owned by p). */
+const char *cel_program_source(const struct cel_program *p);
+
+/*
+ * 1-based line and column (in code points) of byte offset pos in p's source;
+ * both 0 when pos < 0.
+ */
+void cel_program_position(const struct cel_program *p, int pos, int *line, int *col);
+
+/* A new evaluation context with a runtime cost budget (0 = no limit). */
+struct cel_eval *cel_eval_new(uint64_t cost_limit);
+void cel_eval_free(struct cel_eval *ev);
+
+/* Frees every value the context made and forgets its variables. */
+void cel_eval_reset(struct cel_eval *ev);
+
+/*
+ * Frees every value the context made (keeping some memory for the next
+ * run) but keeps the variables: those bound to documents stay valid; a
+ * variable bound to a value that an evaluation in this context made must
+ * be bound again before use.
+ */
+void cel_eval_clear(struct cel_eval *ev);
+
+/*
+ * Binds variable name (copied) to a JSON document (borrowed, not copied;
+ * must outlive the evaluations) or to a value (copied shallowly; anything it
+ * points to must outlive the evaluations). A later binding of the same name
+ * replaces an earlier one.
+ */
+void cel_bind_json(struct cel_eval *ev, const char *name, const json_t *doc);
+void cel_bind_value(struct cel_eval *ev, const char *name, const struct cel_value *v);
+
+/*
+ * Evaluates p. *out is the result, which may be an error value (kind
+ * CEL_ERROR) such as "no such key" or the fatal "operation cancelled: actual
+ * cost limit exceeded". The cost limit applies to each run. Values stay
+ * in the context until cel_eval_clear() or cel_eval_reset(), and a context
+ * refuses to hold more than 64 MiB ("memory limit exceeded"): clear it
+ * between runs. Returns the cost spent.
+ */
+uint64_t cel_eval_run(struct cel_eval *ev, const struct cel_program *p, struct cel_value *out);
+
+/*
+ * JSON of a value (new reference): null, bools, numbers (uint as integer
+ * when it fits, doubles; NaN and infinities as the strings "NaN",
+ * "Infinity", "-Infinity"), strings, bytes as base64 strings, lists,
+ * maps (keys as strings), timestamps as RFC 3339 text, durations as
+ * seconds text ("1.5s"), types as their name, optionals as their value or
+ * null. Returns NULL for an error value.
+ */
+json_t *cel_value_to_json(const struct cel_value *v);
+
+/*
+ * CEL-syntax text of v (1u, 2.0, b"\x01", [1, 2], {"a": 1},
+ * timestamp("..."), duration("..."), optional.of(1)) appended to out.
+ */
+void cel_value_format(const struct cel_value *v, struct gv_buf *out);
+
+/*
+ * Strict equality for tests: same kinds (int 1 differs from uint 1 and 1.0),
+ * NaN equals NaN, lists element by element, maps by key set and values.
+ */
+bool cel_value_identical(const struct cel_value *a, const struct cel_value *b);
+
+/* Calls fn once per function name of the library (for `gavel cel functions`). */
+void cel_list_functions(void (*fn)(const char *name, void *ud), void *ud);
+
+#endif

@@ -1,0 +1,222 @@
+/*
+ * cel_int.h - internals shared by the files of engine/cel: the AST, the
+ * arena, the evaluation context and the function table.
+ */
+#ifndef GV_ENGINE_CEL_INT_H
+#define GV_ENGINE_CEL_INT_H
+
+#include "engine/cel/cel.h"
+
+enum cel_op {
+	OP_NONE,
+	OP_ADD,
+	OP_SUB,
+	OP_MUL,
+	OP_DIV,
+	OP_MOD,
+	OP_EQ,
+	OP_NE,
+	OP_LT,
+	OP_LE,
+	OP_GT,
+	OP_GE,
+	OP_IN,
+	OP_NOT,
+	OP_NEG
+};
+
+enum cel_node_kind {
+	N_LIT,	  /* lit */
+	N_IDENT,  /* name */
+	N_SELECT, /* a[0].name; opt: a.?name */
+	N_HAS,	  /* has(a[0].name) */
+	N_INDEX,  /* a[0][a[1]]; opt: a[?x] */
+	N_CALL,	  /* fn(target? a[0], args...) */
+	N_UNARY,  /* op a[0] */
+	N_BINARY, /* a[0] op a[1] */
+	N_AND,	  /* a[0] && a[1] */
+	N_OR,	  /* a[0] || a[1] */
+	N_COND,	  /* a[0] ? a[1] : a[2] */
+	N_LIST,	  /* [a...]; optmask: ?e elements */
+	N_MAP,	  /* {a[2i]: a[2i+1]}; optmask */
+	N_COMPR,  /* macro over a[0] */
+	N_BIND	  /* cel.bind(name, a[0], a[1]) */
+};
+
+enum cel_macro {
+	M_ALL,
+	M_EXISTS,
+	M_EXISTS_ONE,
+	M_MAP,		   /* x, t  or x, p, t */
+	M_FILTER,	   /* x, p */
+	M_TRANSFORM_LIST,  /* i, v, [p,] t */
+	M_TRANSFORM_MAP,   /* i, v, [p,] t */
+	M_TRANSFORM_ENTRY, /* i, v, [p,] {k: v} */
+	M_SORT_BY,	   /* x, key */
+	M_OPT_MAP,	   /* x, e */
+	M_OPT_FLAT_MAP	   /* x, e */
+};
+
+struct cel_func;
+
+struct cel_node {
+	uint8_t kind; /* enum cel_node_kind */
+	uint8_t op;   /* enum cel_op, or enum cel_macro for N_COMPR */
+	bool opt;     /* optional select/index */
+	bool target;  /* N_CALL: a[0] is the receiver; N_SELECT: the top of a chain a.b.c */
+	int pos;      /* byte offset in the source */
+	int n;	      /* number of children */
+	int depth;    /* 1 + the deepest child's */
+	struct cel_node **a;
+	const char *name;	   /* N_IDENT, N_SELECT, N_CALL; N_COMPR/N_BIND: first variable */
+	const char *name2;	   /* N_COMPR: second variable (two-variable forms) */
+	const struct cel_func *fn; /* N_CALL */
+	uint64_t optmask;     /* N_LIST/N_MAP: bit i = element/entry i is optional (first 64) */
+	struct cel_value lit; /* N_LIT */
+	void *aux;	      /* N_CALL: a compiled literal regex (owned by the program) */
+};
+
+/* ---- arena ---- */
+
+struct cel_arena_block;
+struct cel_arena {
+	struct cel_arena_block *head;
+	size_t used; /* bytes handed out, for the memory bound */
+};
+
+void *cel_arena_alloc(struct cel_arena *a, size_t n);
+void cel_arena_release(struct cel_arena *a);
+/* Frees everything allocated but keeps one block for reuse. */
+void cel_arena_clear(struct cel_arena *a);
+char *cel_arena_strndup(struct cel_arena *a, const char *s, size_t n);
+
+/* ---- program ---- */
+
+struct cel_program {
+	char *src; /* owned */
+	size_t len;
+	struct cel_arena arena; /* nodes and literals */
+	struct cel_node *root;
+	void **regexes; /* owned: the compiled literal patterns (cel_regex_free) */
+	size_t nregexes;
+};
+
+/* ---- values ---- */
+
+struct cel_list {
+	size_t n;
+	const struct cel_value *v;
+};
+
+struct cel_map {
+	size_t n;
+	const struct cel_value *k;
+	const struct cel_value *v;
+};
+
+/* ---- evaluation ---- */
+
+struct cel_var {
+	const char *name;
+	struct cel_value v;
+};
+
+struct cel_eval {
+	struct cel_arena arena;
+	uint64_t cost, limit;
+	size_t mem_limit;
+	bool aborted;
+	struct cel_error abort_err;
+	struct cel_var *vars; /* bound variables (names owned) */
+	size_t nvars, capvars;
+	struct cel_var *locals; /* comprehension variables, a stack */
+	size_t nlocals, caplocals;
+	const struct cel_program *prog;
+};
+
+/* Values */
+struct cel_value cel_null(void);
+struct cel_value cel_bool(bool b);
+struct cel_value cel_int(int64_t i);
+struct cel_value cel_uint(uint64_t u);
+struct cel_value cel_double(double d);
+struct cel_value cel_str(const char *p, size_t n);
+struct cel_value cel_bytes(const char *p, size_t n);
+struct cel_value cel_type(const char *name);
+struct cel_value cel_from_json(const json_t *j);
+struct cel_value cel_err(struct cel_eval *ev, int pos, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+struct cel_value cel_list_new(struct cel_eval *ev, const struct cel_value *v, size_t n);
+struct cel_value cel_map_new(struct cel_eval *ev, const struct cel_value *k,
+			     const struct cel_value *v, size_t n);
+struct cel_value cel_opt(struct cel_eval *ev, const struct cel_value *v);
+/* Copies n bytes into the arena (charged to the cost). */
+char *cel_eval_strdup(struct cel_eval *ev, const char *s, size_t n);
+void *cel_eval_alloc(struct cel_eval *ev, size_t n);
+/* Charges cost; false (and the context aborted) once over the limit. */
+bool cel_charge(struct cel_eval *ev, uint64_t c);
+
+size_t cel_list_size(const struct cel_value *l);
+struct cel_value cel_list_get(const struct cel_value *l, size_t i);
+size_t cel_map_size(const struct cel_value *m);
+/* i-th key and value (iteration order: insertion, or the JSON object's). */
+void cel_map_entry(const struct cel_value *m, size_t i, struct cel_value *k, struct cel_value *v);
+/* Map lookup: true and *out when key is present (numeric keys compare across types). */
+bool cel_map_find(const struct cel_value *m, const struct cel_value *key, struct cel_value *out);
+
+const char *cel_type_name(const struct cel_value *v);
+/* CEL equality (numbers across types); an error value when either side errs. */
+struct cel_value cel_equals(struct cel_eval *ev, const struct cel_value *a,
+			    const struct cel_value *b, int pos);
+/* Ordering: -1/0/1 in *cmp; false when not comparable (no overload or NaN: *nan set). */
+bool cel_compare(const struct cel_value *a, const struct cel_value *b, int *cmp, bool *nan);
+
+/* Timestamps and durations (time.c) */
+#define CEL_TS_MIN (-62135596800LL) /* 0001-01-01T00:00:00Z */
+#define CEL_TS_MAX (253402300799LL) /* 9999-12-31T23:59:59Z */
+bool cel_parse_timestamp(const char *s, size_t n, int64_t *sec, int32_t *nsec);
+void cel_format_timestamp(int64_t sec, int32_t nsec, struct gv_buf *out);
+bool cel_parse_duration(const char *s, size_t n, int64_t *ns);
+void cel_format_duration(int64_t ns, struct gv_buf *out);
+/* Calendar fields of a Unix time. */
+void cel_civil(int64_t sec, int64_t *year, int *month, int *day, int *yday, int *wday);
+
+/* Evaluation (eval.c) */
+struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n);
+struct cel_value cel_arith(struct cel_eval *ev, enum cel_op op, const struct cel_value *a,
+			   const struct cel_value *b, int pos);
+
+/* Regular expressions (lib.c): NULL and the reason in err when pattern is not one. */
+void *cel_regex_compile(const char *pattern, size_t n, char *err, size_t errlen);
+void cel_regex_free(void *re);
+
+/* Functions (lib.c) */
+typedef struct cel_value (*cel_fn)(struct cel_eval *ev, const struct cel_node *n,
+				   struct cel_value *args, int nargs);
+struct cel_func {
+	const char *name;
+	cel_fn fn;
+	int8_t min_args, max_args; /* including the receiver */
+	uint8_t style;		   /* CEL_FN_GLOBAL, CEL_FN_MEMBER or both */
+	bool lazy;		   /* receives unevaluated errors (no strict error propagation) */
+};
+#define CEL_FN_GLOBAL 1
+#define CEL_FN_MEMBER 2
+const struct cel_func *cel_func_find(const char *name, bool member, int nargs);
+/* google.protobuf.Struct/ListValue/Value{...}: (field name, value) pairs; n->name is the type. */
+extern const struct cel_func cel_json_message;
+/* The tables of the other library files (net.c, quantity.c, semver.c, url.c). */
+extern const struct cel_func cel_net_funcs[];
+extern const size_t cel_net_nfuncs;
+extern const struct cel_func cel_quantity_funcs[];
+extern const size_t cel_quantity_nfuncs;
+extern const struct cel_func cel_semver_funcs[];
+extern const size_t cel_semver_nfuncs;
+extern const struct cel_func cel_url_funcs[];
+extern const size_t cel_url_nfuncs;
+/* Semver ordering (semver.c) for the comparisons shared with quantities: false when not two
+ * Semvers. */
+bool cel_semver_cmp(const struct cel_value *a, const struct cel_value *b, int *c);
+bool cel_func_known(const char *name);
+
+#endif
