@@ -170,9 +170,8 @@ static const char *const test_keys[] = {
 
 /* Test keys that need a cluster, CEL policies or payloads: ignored offline. */
 static const char *const test_unsupported[] = {
-    "targetResources",	"paramResources",	"clusterResources", "context",
-    "apiCallResponses", "globalContextEntries", "jsonPayloads",	    "httpPayloads",
-    "envoyPayloads",	"jsonPayload",		"checks",
+    "targetResources", "paramResources", "clusterResources", "context",	    "apiCallResponses",
+    "jsonPayloads",    "httpPayloads",	 "envoyPayloads",    "jsonPayload", "checks",
 };
 
 static const char *const result_keys[] = {
@@ -588,6 +587,7 @@ static struct test_cell *cell_get(struct test_case *tc, size_t o, size_t r, size
 		c->error = gv_xstrdup(gv_err_str(&e, buf, sizeof(buf)));
 		return c;
 	}
+	ev.global_entries = get_ci(tc->doc, "globalContextEntries");
 	if (engine_evaluate(tc->sets[p], &ev.in, ENGINE_ADMISSION, &rep, &e)) {
 		c->error = gv_xstrdup(gv_err_str(&e, buf, sizeof(buf)));
 		goto out;

@@ -5,6 +5,7 @@
 
 #include "cmd/load.h"
 #include "common/yaml.h"
+#include "engine/jmespath.h"
 #include "common/banned.h"
 
 /* ---- checking the document ---- */
@@ -536,15 +537,86 @@ static json_t *hook_foreach_values(void *ud, const struct engine_policy *p, cons
 	return values_foreach_for_rule(ev->values, p ? engine_policy_name(p) : ev->policy, rule);
 }
 
+/*
+ * A globalReference from a test's globalContextEntries (TEST-FORMAT.md
+ * section 2.1): the entry's `data`, or its `resources` as a list; each
+ * projection {name, path} adds the key `name` (the path's value) to object
+ * data; then the reference's jmesPath. An unknown name, an entry without
+ * data, a failed projection or jmesPath: an error, never a skip.
+ */
+static enum gv_code mock_global(const json_t *entries, const json_t *ref, json_t **out,
+				struct gv_err *err)
+{
+	const char *name = json_string_value(json_object_get(ref, "name"));
+	const char *jp = json_string_value(json_object_get(ref, "jmesPath"));
+	const json_t *e = NULL, *c;
+	json_t *data = NULL;
+	size_t i;
+
+	json_array_foreach(entries, i, c)
+	{
+		const char *n = json_string_value(json_object_get(c, "name"));
+		if (n && name && !strcmp(n, name))
+			e = c;
+	}
+	if (!e)
+		return gv_err_set(err, GV_EEVAL, "failed to find globalcontext entry %s",
+				  name ? name : "");
+	if (json_object_get(e, "data"))
+		data = json_deep_copy(json_object_get(e, "data"));
+	else if (json_is_array(json_object_get(e, "resources")))
+		data = json_deep_copy(json_object_get(e, "resources"));
+	else
+		return gv_err_set(err, GV_EEVAL,
+				  "global context entry %s: gavel test reads `data` or `resources` "
+				  "of globalContextEntries, not resourceFiles",
+				  name);
+	json_array_foreach(json_object_get(e, "projections"), i, c)
+	{
+		const char *pn = json_string_value(json_object_get(c, "name"));
+		const char *path = json_string_value(json_object_get(c, "path"));
+		struct jp_error je = {0};
+		struct jp_options opt = {.kyverno = true};
+		json_t *v;
+		if (!pn || !path || !json_is_object(data))
+			continue;
+		v = jp_search(path, data, &opt, &je);
+		if (!v) {
+			json_decref(data);
+			return gv_err_set(err, GV_EEVAL,
+					  "global context entry %s: projection %s: %s", name, pn,
+					  je.msg);
+		}
+		json_object_set_new(data, pn, v);
+	}
+	if (jp && *jp) {
+		struct jp_error je = {0};
+		struct jp_options opt = {.kyverno = true};
+		json_t *v = jp_search(jp, data, &opt, &je);
+		json_decref(data);
+		if (!v)
+			return gv_err_set(err, GV_EEVAL, "failed to apply jmespath %s: %s", jp,
+					  je.msg);
+		data = v;
+	}
+	*out = data;
+	return GV_OK;
+}
+
 static enum gv_code hook_load_context(void *ud, const json_t *entry, const json_t *ctx,
 				      json_t **out, struct gv_err *err)
 {
-	(void)ud;
-	(void)entry;
+	struct values_eval *ev = ud;
+
 	(void)ctx;
-	(void)err;
-	/* Offline: configMap, apiCall, imageRegistry and globalReference are not loaded. */
 	*out = NULL;
+	if (json_is_array(ev->global_entries) && json_object_get(entry, "globalReference"))
+		return mock_global(ev->global_entries, json_object_get(entry, "globalReference"),
+				   out, err);
+	/*
+	 * Offline: configMap, apiCall, imageRegistry and globalReference are not
+	 * loaded (a same-named value from the values file stays).
+	 */
 	return GV_ENOENT;
 }
 

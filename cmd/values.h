@@ -130,6 +130,11 @@ struct values_eval {
 	json_t *old_object;	     /* owned or NULL */
 	char operation[16];
 	char subresource[128];
+	/*
+	 * borrowed, or NULL: a test's globalContextEntries, which answer
+	 * globalReference context entries (set after values_eval_init)
+	 */
+	const json_t *global_entries;
 };
 
 /*
