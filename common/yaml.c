@@ -848,14 +848,17 @@ static int needs_quotes(const char *s)
 	return reserved;
 }
 
-/* Appends s double-quoted, escaping what YAML's reader would refuse or fold. */
-static void dump_double_quoted(const char *s, struct gv_buf *out)
+/*
+ * Appends the n bytes of s double-quoted, escaping what YAML's reader would
+ * refuse or fold (a NUL byte inside the string included: "\x00").
+ */
+static void dump_double_quoted(const char *s, size_t n, struct gv_buf *out)
 {
-	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
 	unsigned long c;
 
 	gv_buf_addc(out, '"');
-	while (*p) {
+	while (p < end) {
 		size_t k = utf8_next(p, &c);
 
 		if (c == '"' || c == '\\') {
@@ -886,12 +889,17 @@ static void dump_double_quoted(const char *s, struct gv_buf *out)
 }
 
 /*
- * Appends s as a scalar that gv_yaml_load() reads back as the same string:
- * plain when it would not resolve to something else, single-quoted when it
- * is one line of printable characters, double-quoted with escapes otherwise.
+ * Appends the n bytes of s as a scalar that gv_yaml_load() reads back as
+ * the same string: plain when it would not resolve to something else,
+ * single-quoted when it is one line of printable characters, double-quoted
+ * with escapes otherwise (always when it holds a NUL byte).
  */
-static void dump_scalar_string(const char *s, struct gv_buf *out)
+static void dump_scalar_string(const char *s, size_t n, struct gv_buf *out)
 {
+	if (memchr(s, '\0', n)) {
+		dump_double_quoted(s, n, out);
+		return;
+	}
 	if (!needs_quotes(s)) {
 		gv_buf_adds(out, s);
 		return;
@@ -906,7 +914,7 @@ static void dump_scalar_string(const char *s, struct gv_buf *out)
 		gv_buf_addc(out, '\'');
 		return;
 	}
-	dump_double_quoted(s, out);
+	dump_double_quoted(s, n, out);
 }
 
 static void indent(struct gv_buf *out, int n)
@@ -920,7 +928,7 @@ static void dump_value(const json_t *v, struct gv_buf *out, int ind, int inline_
 static void dump_scalar(const json_t *v, struct gv_buf *out)
 {
 	if (json_is_string(v)) {
-		dump_scalar_string(json_string_value(v), out);
+		dump_scalar_string(json_string_value(v), json_string_length(v), out);
 	} else {
 		char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17));
 		gv_buf_adds(out, s ? s : "null");
@@ -942,7 +950,7 @@ static void dump_key(const char *k, struct gv_buf *out, int ind)
 {
 	struct gv_buf kb = {0};
 
-	dump_scalar_string(k, &kb);
+	dump_scalar_string(k, strlen(k), &kb);
 	if (kb.len < SIMPLE_KEY_MAX - 8) {
 		gv_buf_add(out, kb.data, kb.len);
 	} else {

@@ -123,6 +123,19 @@ static void test_dump_strings_load_back(void **state)
 		check_round_trip(v);
 		json_decref(v);
 	}
+	{
+		/*
+		 * fuzz_yaml crash-68fd0dc1 (a chainsaw test with a NUL byte in a
+		 * script): a string holding "\0" was dumped up to the NUL only.
+		 */
+		json_t *v = json_pack("{s:s#}", "content", "exit n \0fi\n", (size_t)11);
+		json_t *top = json_stringn("a\0b", 3);
+
+		check_round_trip(v);
+		check_round_trip(top);
+		json_decref(v);
+		json_decref(top);
+	}
 	free(long_key);
 }
 
