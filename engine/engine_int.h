@@ -347,6 +347,9 @@ enum context_kind {
 	CONTEXT_GLOBALREFERENCE
 };
 
+/* The field naming each context_kind, indexed by it ("variable", "configMap", ...). */
+extern const char *const context_kind_names[CONTEXT_GLOBALREFERENCE + 1];
+
 struct context_entry {
 	char *name;
 	json_t *raw; /* owned: the whole entry */

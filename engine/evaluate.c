@@ -323,14 +323,12 @@ static enum gv_code load_context(const struct eval_state *st, const struct conte
 
 		if (!e->is_variable) {
 			const struct engine_hooks *h = st->in->hooks;
-			static const char *const kinds[] = {"variable", "configMap", "apiCall",
-							    "imageRegistry", "globalReference"};
 			/* Fail closed: an entry nobody can load is an error, never absent. */
 			if (!h || !h->load_context)
 				return gv_err_set(
 				    err, GV_EEVAL,
 				    "gavel does not load %s context entries here (%s)",
-				    kinds[e->kind], e->name);
+				    context_kind_names[e->kind], e->name);
 			rc = h->load_context(h->ud, e->raw, root, &v, err);
 			if (rc == GV_ENOENT) {
 				gv_err_clear(err);

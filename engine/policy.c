@@ -248,6 +248,9 @@ void context_release(struct context_entry *c, size_t n)
 	free(c);
 }
 
+const char *const context_kind_names[CONTEXT_GLOBALREFERENCE + 1] = {
+    "variable", "configMap", "apiCall", "imageRegistry", "globalReference"};
+
 enum gv_code context_compile(const json_t *j, struct context_entry **out, size_t *n,
 			     struct gv_buf *ptr, struct gv_err *err)
 {
@@ -303,11 +306,9 @@ enum gv_code context_compile(const json_t *j, struct context_entry **out, size_t
 			}
 		}
 		{
-			static const char *const kinds[] = {"variable", "configMap", "apiCall",
-							    "imageRegistry", "globalReference"};
 			int found = 0;
-			for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
-				if (json_object_get(c, kinds[k])) {
+			for (size_t k = 0; k < GV_ARRAY_LEN(context_kind_names); k++)
+				if (json_object_get(c, context_kind_names[k])) {
 					e->kind = (enum context_kind)k;
 					found++;
 				}
