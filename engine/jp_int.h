@@ -1,9 +1,9 @@
 /*
- * jp_int.h - internals shared by engine/jmespath.c (lexer, parser,
- * evaluator, standard functions) and engine/jp_functions.c (Kyverno's
+ * jp_int.h - internals shared by the JMESPath files of engine/: jp_value.c
+ * (values, errors, budget), jp_lexer.c, jp_parser.c, jmespath.c (the
+ * evaluator), jp_std.c (standard functions) and jp_functions.c (Kyverno's
  * custom functions, kyverno-semantics.md section 6.4). Not for use outside
- * engine/jmespath.c and engine/jp_functions.c; everyone else includes
- * engine/jmespath.h.
+ * those files; everyone else includes engine/jmespath.h.
  */
 #ifndef GV_ENGINE_JP_INT_H
 #define GV_ENGINE_JP_INT_H
@@ -180,5 +180,90 @@ json_t *jp_string_lossy(const char *s, size_t n);
  * form Kyverno's ifaceToString uses for numbers).
  */
 void jp_format_double(double d, char fmt, int bits, struct gv_buf *out);
+
+/* Lexer tokens (jp_lexer.c) read by the parser (jp_parser.c). */
+enum tok {
+	T_EOF,
+	T_UNQUOTED,
+	T_QUOTED,
+	T_LITERAL, /* `json` or 'raw string' */
+	T_NUMBER,
+	T_DOT,
+	T_STAR,
+	T_FLATTEN,
+	T_FILTER,
+	T_LBRACKET,
+	T_RBRACKET,
+	T_LBRACE,
+	T_RBRACE,
+	T_LPAREN,
+	T_RPAREN,
+	T_COMMA,
+	T_COLON,
+	T_PIPE,
+	T_OR,
+	T_AND,
+	T_NOT,
+	T_EXPREF,
+	T_CURRENT,
+	T_EQ,
+	T_NE,
+	T_LT,
+	T_LE,
+	T_GT,
+	T_GE,
+};
+
+struct token {
+	enum tok t;
+	int pos;
+	char *str; /* owned: identifier name */
+	size_t len;
+	json_t *lit; /* owned: literal value */
+	long long num;
+};
+
+struct parser {
+	const char *src;
+	size_t n;
+	struct token *toks; /* owned */
+	size_t ntoks, cap, i;
+	int depth;
+	bool kyverno;
+	struct jp_error *e;
+};
+struct jp_expr {
+	char *src;	      /* owned */
+	struct jp_node *root; /* owned */
+	bool kyverno;
+	unsigned long max_steps;
+};
+
+/* Helpers shared between the JMESPath files. */
+int jp_budget_fail(struct jp_ev *ev);
+
+/* Bytes that the steps left may pay for, at a step per 16 bytes. */
+size_t jp_bytes_left(const struct jp_ev *ev);
+
+bool jp_is_number(const json_t *v);
+
+int jp_num_cmp(const json_t *a, const json_t *b);
+
+/*
+ * Appends at most max bytes and max_values values (*values: how many were
+ * written); false, out back to its length on entry, past either.
+ */
+bool jp_dump_bounded(const json_t *v, struct gv_buf *out, unsigned flags, size_t max,
+		     size_t max_values, size_t *values);
+
+const char *jp_tok_name(enum tok t);
+
+int jp_syntax_error(struct parser *p, enum jp_error_kind kind, int pos, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+int jp_lex(struct parser *p);
+
+/* Kyverno's functions override the standard ones of the same name (sum). */
+const struct jp_func *jp_func_find(const char *name, bool kyverno);
 
 #endif
