@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "common/banned.h"
 
 /* ---- go-yaml's character classes (yaml_private.go), on UTF-8 bytes ---- */
@@ -39,40 +40,13 @@ static size_t u8_width(unsigned char c)
 
 /*
  * Length of the well-formed UTF-8 sequence at v (NUL-terminated), 0 when v
- * does not start one: Go's utf8.DecodeRune rules, so no overlong forms, no
- * UTF-16 surrogates (U+D800..U+DFFF), nothing past U+10FFFF. Reads no
- * further than the first byte that does not fit.
+ * does not start one (Go's utf8.DecodeRune rules); NUL itself is 1.
  */
 static size_t u8_valid(const unsigned char *v)
 {
-	unsigned char lo = 0x80, hi = 0xBF;
-	size_t n;
-
 	if (v[0] < 0x80)
 		return 1;
-	if (v[0] >= 0xC2 && v[0] <= 0xDF) {
-		n = 2;
-	} else if (v[0] >= 0xE0 && v[0] <= 0xEF) {
-		n = 3;
-		if (v[0] == 0xE0)
-			lo = 0xA0; /* overlong */
-		else if (v[0] == 0xED)
-			hi = 0x9F; /* surrogates */
-	} else if (v[0] >= 0xF0 && v[0] <= 0xF4) {
-		n = 4;
-		if (v[0] == 0xF0)
-			lo = 0x90; /* overlong */
-		else if (v[0] == 0xF4)
-			hi = 0x8F; /* past U+10FFFF */
-	} else {
-		return 0; /* continuation byte, C0, C1, F5..FF */
-	}
-	if (v[1] < lo || v[1] > hi)
-		return 0;
-	for (size_t k = 2; k < n; k++)
-		if ((v[k] & 0xC0) != 0x80)
-			return 0;
-	return n;
+	return gv_utf8_valid((const char *)v, strnlen((const char *)v, 4));
 }
 
 static bool is_printable(const unsigned char *b)

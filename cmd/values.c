@@ -4,9 +4,13 @@
 #include <string.h>
 
 #include "cmd/load.h"
+#include "common/clock.h"
 #include "common/yaml.h"
 #include "engine/jmespath.h"
 #include "common/banned.h"
+
+/* The clock and random source the engine reads (time_now, random). */
+static const struct jp_env real_env = {NULL, gv_clock_now, gv_random_u32};
 
 /* ---- checking the document ---- */
 
@@ -721,6 +725,7 @@ enum gv_code values_eval_init(struct values_eval *ev, const struct values *value
 	ev->hooks.rule_values = hook_rule_values;
 	ev->hooks.foreach_values = hook_foreach_values;
 	ev->hooks.load_context = hook_load_context;
+	ev->hooks.env = &real_env;
 
 	ev->in.object = ev->object;
 	ev->in.old_object = ev->old_object;

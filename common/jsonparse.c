@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "common/banned.h"
 
 struct jp {
@@ -54,37 +55,6 @@ static void skip_ws(struct jp *j)
 {
 	while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
 		j->p++;
-}
-
-/* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 when invalid. */
-static size_t utf8_seq(const unsigned char *p, const unsigned char *end)
-{
-	unsigned char c = p[0];
-	size_t n;
-	unsigned char lo = 0x80, hi = 0xBF;
-
-	if (c >= 0xC2 && c <= 0xDF)
-		n = 2;
-	else if (c >= 0xE0 && c <= 0xEF) {
-		n = 3;
-		if (c == 0xE0)
-			lo = 0xA0;
-		else if (c == 0xED)
-			hi = 0x9F; /* no surrogates */
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		n = 4;
-		if (c == 0xF0)
-			lo = 0x90;
-		else if (c == 0xF4)
-			hi = 0x8F;
-	} else
-		return 0;
-	if ((size_t)(end - p) < n || p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-	return n;
 }
 
 static int hex4(const unsigned char *p)
@@ -157,7 +127,7 @@ static bool parse_string(struct jp *j, const char **s, size_t *n, struct gv_buf 
 		if (c == '"')
 			break;
 		if (c >= 0x80) {
-			size_t k = utf8_seq(p, j->end);
+			size_t k = gv_utf8_valid((const char *)p, (size_t)(j->end - p));
 			if (!k) {
 				j->p = p;
 				fail(j, "invalid UTF-8 in string");

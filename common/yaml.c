@@ -8,6 +8,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "common/utf8.h"
 #include "common/banned.h"
 
 #define MAX_DEPTH 512
@@ -770,31 +771,21 @@ void gv_docs_release(struct gv_docs *docs)
 /* ---- dumping ---- */
 
 /*
- * Decodes the UTF-8 sequence at s (valid: strings come from jansson) into *cp
- * and returns its length.
+ * Decodes the UTF-8 sequence at s (NUL-terminated; valid: strings come
+ * from jansson) into *cp and returns its length.
  */
 static size_t utf8_next(const unsigned char *s, unsigned long *cp)
 {
-	if (s[0] < 0x80) {
+	unsigned c;
+	size_t n;
+
+	if (s[0] < 0x80) { /* NUL too: strings may hold one */
 		*cp = s[0];
 		return 1;
 	}
-	if ((s[0] & 0xE0) == 0xC0 && s[1]) {
-		*cp = (unsigned long)(s[0] & 0x1F) << 6 | (s[1] & 0x3F);
-		return 2;
-	}
-	if ((s[0] & 0xF0) == 0xE0 && s[1] && s[2]) {
-		*cp = (unsigned long)(s[0] & 0x0F) << 12 | (unsigned long)(s[1] & 0x3F) << 6 |
-		      (s[2] & 0x3F);
-		return 3;
-	}
-	if ((s[0] & 0xF8) == 0xF0 && s[1] && s[2] && s[3]) {
-		*cp = (unsigned long)(s[0] & 0x07) << 18 | (unsigned long)(s[1] & 0x3F) << 12 |
-		      (unsigned long)(s[2] & 0x3F) << 6 | (s[3] & 0x3F);
-		return 4;
-	}
-	*cp = 0xFFFD;
-	return 1;
+	n = gv_utf8_decode((const char *)s, strnlen((const char *)s, 4), &c);
+	*cp = c;
+	return n;
 }
 
 /*

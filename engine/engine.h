@@ -150,6 +150,8 @@ const struct engine_policy *engine_policyset_get(const struct engine_policyset *
  * imageRegistry, globalReference) and injects per-rule values (the CLI's
  * values files). All callbacks are optional (NULL); ud is passed through.
  */
+struct jp_env;
+
 struct engine_hooks {
 	void *ud;
 	/*
@@ -181,6 +183,13 @@ struct engine_hooks {
 	 */
 	enum gv_code (*load_context)(void *ud, const json_t *entry, const json_t *ctx, json_t **out,
 				     struct gv_err *err);
+	/*
+	 * The clock and random source of time_now(), time_since() and random()
+	 * (engine/jmespath.h struct jp_env), borrowed: the program passes the
+	 * real ones (common/clock.h), a test a fixed clock. NULL, or no hooks
+	 * at all: common/clock.h's real ones.
+	 */
+	const struct jp_env *env;
 };
 
 /*

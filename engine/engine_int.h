@@ -100,6 +100,7 @@ struct var_ctx {
 	bool delete_op;		  /* DELETE: request.object is read as request.oldObject */
 	struct jp_budget *budget; /* borrowed: the rule's step budget, or NULL (none) */
 	bool element;		  /* in a foreach element: results are charged (var_eval) */
+	const struct jp_env *env; /* borrowed: the input's clock and random source, or NULL */
 };
 
 /*

@@ -32,7 +32,8 @@ struct eval_state {
 	unsigned op;
 	json_t *root; /* the variable context document */
 	bool delete_op;
-	bool force_create; /* old-object re-evaluation: request.operation stays CREATE */
+	const struct jp_env *env; /* the hooks' clock and random source, or NULL */
+	bool force_create;	  /* old-object re-evaluation: request.operation stays CREATE */
 };
 
 /* Outcome of one rule. */
@@ -124,6 +125,7 @@ static enum gv_code state_init(struct eval_state *st, const struct engine_policy
 	memset(st, 0, sizeof(*st));
 	st->set = set;
 	st->in = in;
+	st->env = in->hooks ? in->hooks->env : NULL;
 	st->mode = mode;
 	st->operation = mode == ENGINE_BACKGROUND ? "CREATE" : str_or(in->operation, "CREATE");
 	st->op = match_op_bit(st->operation);
@@ -316,8 +318,11 @@ static enum gv_code load_context(const struct eval_state *st, const struct conte
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct context_entry *e = &c[i];
-		struct var_ctx vc = {
-		    .root = root, .delete_op = st->delete_op, .budget = rb, .element = element};
+		struct var_ctx vc = {.root = root,
+				     .delete_op = st->delete_op,
+				     .budget = rb,
+				     .element = element,
+				     .env = st->env};
 		json_t *v = NULL;
 		enum gv_code rc;
 
@@ -659,8 +664,11 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 		fvalues = st->in->hooks->foreach_values(st->in->hooks->ud, p, r->name, resource);
 	for (size_t f = 0; f < nfe; f++) {
 		const struct foreach *e = &fe[f];
-		struct var_ctx vc = {
-		    .root = root, .delete_op = st->delete_op, .budget = rb, .element = depth > 0};
+		struct var_ctx vc = {.root = root,
+				     .delete_op = st->delete_op,
+				     .budget = rb,
+				     .element = depth > 0,
+				     .env = st->env};
 		struct jp_error je;
 		struct gv_err ge = {0};
 		json_t *list = NULL;
@@ -734,7 +742,8 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 				struct var_ctx evc = {.root = eroot,
 						      .delete_op = st->delete_op,
 						      .budget = rb,
-						      .element = true};
+						      .element = true,
+						      .env = st->env};
 				if (conditions_eval(&e->pre, &evc, &ok, NULL, &pe) || !ok) {
 					json_decref(eroot);
 					/* a precondition cut short does not skip the element */
@@ -801,8 +810,11 @@ static void eval_body(const struct eval_state *st, const struct engine_policy *p
 		      const struct rule *r, const struct body *b, const json_t *resource,
 		      json_t *root, int depth, struct jp_budget *rb, struct outcome *o)
 {
-	struct var_ctx vc = {
-	    .root = root, .delete_op = st->delete_op, .budget = rb, .element = depth > 0};
+	struct var_ctx vc = {.root = root,
+			     .delete_op = st->delete_op,
+			     .budget = rb,
+			     .element = depth > 0,
+			     .env = st->env};
 
 	switch (b->kind) {
 	case BODY_POD_SECURITY:
@@ -874,7 +886,8 @@ static bool exception_applies(const struct eval_state *st, const struct engine_e
 	if (!match_block_eval(&e->match, &mr, false))
 		return false;
 	if (e->conditions.present) {
-		struct var_ctx vc = {.root = root, .delete_op = st->delete_op, .budget = rb};
+		struct var_ctx vc = {
+		    .root = root, .delete_op = st->delete_op, .budget = rb, .env = st->env};
 		struct gv_err ce = {0};
 		bool ok;
 		if (conditions_eval(&e->conditions, &vc, &ok, NULL, &ce) || !ok)
@@ -968,7 +981,8 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 	json_t *values = h && h->rule_values ? h->rule_values(h->ud, p, r->name, resource) : NULL;
 	/* The shared root is read-only: copy it only when this rule writes variables. */
 	json_t *root = values || r->nctx ? root_copy(base_root) : json_incref((json_t *)base_root);
-	struct var_ctx vc = {.root = root, .delete_op = st->delete_op, .budget = rb};
+	struct var_ctx vc = {
+	    .root = root, .delete_op = st->delete_op, .budget = rb, .env = st->env};
 	struct gv_err e = {0};
 	json_t *msgs;
 	bool ok;

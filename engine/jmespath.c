@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "engine/jp_int.h"
+#include "common/clock.h"
 #include "engine/value.h"
 #include "common/banned.h"
 /* ------------------------------------------------------------------ */
@@ -611,8 +612,11 @@ static bool result_within(const json_t *v, size_t max)
 	return ok;
 }
 
+/* The real clock and random source, for evaluations given none. */
+static const struct jp_env real_env = {NULL, gv_clock_now, gv_random_u32};
+
 static json_t *eval_top(const struct jp_expr *x, const json_t *data, struct jp_budget *b,
-			struct jp_error *e)
+			const struct jp_env *env, struct jp_error *e)
 {
 	struct jp_error local;
 	struct jp_ev ev;
@@ -631,6 +635,7 @@ static json_t *eval_top(const struct jp_expr *x, const json_t *data, struct jp_b
 	ev.shared_max = 0;
 	ev.depth = 0;
 	ev.e = e;
+	ev.env = env ? env : &real_env;
 	if (b) {
 		unsigned long max = b->max ? b->max : JP_DEFAULT_MAX_STEPS;
 		unsigned long left = b->used < max ? max - b->used : 0;
@@ -665,13 +670,19 @@ static json_t *eval_top(const struct jp_expr *x, const json_t *data, struct jp_b
 
 json_t *jp_eval(const struct jp_expr *x, const json_t *data, struct jp_error *e)
 {
-	return eval_top(x, data, NULL, e);
+	return eval_top(x, data, NULL, NULL, e);
 }
 
 json_t *jp_eval_budget(const struct jp_expr *x, const json_t *data, struct jp_budget *b,
 		       struct jp_error *e)
 {
-	return eval_top(x, data, b, e);
+	return eval_top(x, data, b, NULL, e);
+}
+
+json_t *jp_eval_env(const struct jp_expr *x, const json_t *data, struct jp_budget *b,
+		    const struct jp_env *env, struct jp_error *e)
+{
+	return eval_top(x, data, b, env, e);
 }
 
 json_t *jp_search(const char *src, const json_t *data, const struct jp_options *opt,

@@ -12,6 +12,8 @@
 #define GV_ENGINE_JMESPATH_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
 #include <jansson.h>
 
 #include "common/gv.h"
@@ -133,6 +135,28 @@ struct jp_budget {
  */
 json_t *jp_eval_budget(const struct jp_expr *x, const json_t *data, struct jp_budget *b,
 		       struct jp_error *e);
+
+/*
+ * The outside world a few Kyverno functions read: time_now(),
+ * time_now_utc() and time_since() with one time argument read the clock,
+ * random() the random source. The engine has no clock of its own: the
+ * program (cmd/, the servers) passes common/clock.h's gv_clock_now and
+ * gv_random_u32, a test a fixed clock. Both callbacks are required; ud is
+ * passed through.
+ */
+struct jp_env {
+	void *ud;
+	void (*now)(void *ud, struct timespec *ts); /* UTC, since the Unix epoch */
+	uint32_t (*random)(void *ud);		    /* uniformly random */
+};
+
+/*
+ * jp_eval_budget with the clock and random source of env (borrowed). b may
+ * be NULL (no shared budget); env NULL means common/clock.h's real ones
+ * (what jp_eval and jp_eval_budget use).
+ */
+json_t *jp_eval_env(const struct jp_expr *x, const json_t *data, struct jp_budget *b,
+		    const struct jp_env *env, struct jp_error *e);
 
 /* Most values (a shared part counted each time it appears) in a result. */
 #define JP_MAX_RESULT_VALUES (1ul << 22)

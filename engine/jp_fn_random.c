@@ -15,17 +15,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/bio.h>
-#include <openssl/bn.h>
-#include <openssl/evp.h>
-#include <openssl/objects.h>
-#include <openssl/pem.h>
-#include <openssl/rand.h>
-#include <openssl/rsa.h>
-#include <openssl/core_names.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
-
 #include "engine/value.h"
 #include "common/banned.h"
 
@@ -38,6 +27,7 @@
 #define RND_MAX_WORK   200000
 
 struct rnd {
+	const struct jp_env *env; /* borrowed: the random source */
 	const char *p, *end;
 	struct gv_buf out;
 	int depth;
@@ -46,15 +36,11 @@ struct rnd {
 	bool limit; /* err is a bound, not a syntax error */
 };
 
-static unsigned rnd_below(unsigned n)
+static unsigned rnd_below(const struct jp_env *env, unsigned n)
 {
-	unsigned v = 0;
-
 	if (n <= 1)
 		return 0;
-	if (RAND_bytes((unsigned char *)&v, sizeof(v)) != 1)
-		v = (unsigned)rand();
-	return v % n;
+	return (unsigned)(env->random(env->ud) % n);
 }
 
 /* A set of code points as ranges; `neg` complements it within printable ASCII. */
@@ -121,7 +107,7 @@ static unsigned escape_char(char c)
 	}
 }
 
-static void set_pick(const struct rnd_set *s, struct gv_buf *out)
+static void set_pick(const struct jp_env *env, const struct rnd_set *s, struct gv_buf *out)
 {
 	unsigned total = 0, k;
 	int i;
@@ -133,16 +119,16 @@ static void set_pick(const struct rnd_set *s, struct gv_buf *out)
 			if (!set_has(s, c))
 				cand[nc++] = c;
 		if (nc)
-			jp_utf8_put(out, cand[rnd_below(nc)]);
+			gv_utf8_put(out, cand[rnd_below(env, nc)]);
 		return;
 	}
 	for (i = 0; i < s->n; i++)
 		total += s->hi[i] - s->lo[i] + 1;
-	k = rnd_below(total);
+	k = rnd_below(env, total);
 	for (i = 0; i < s->n; i++) {
 		unsigned w = s->hi[i] - s->lo[i] + 1;
 		if (k < w) {
-			jp_utf8_put(out, s->lo[i] + k);
+			gv_utf8_put(out, s->lo[i] + k);
 			return;
 		}
 		k -= w;
@@ -206,7 +192,7 @@ static void rnd_atom(struct rnd *r, bool emit)
 				lo = escape_char(r->p[1]);
 				r->p += 2;
 			} else {
-				r->p += jp_utf8_decode(r->p, (size_t)(r->end - r->p), &lo);
+				r->p += gv_utf8_decode(r->p, (size_t)(r->end - r->p), &lo);
 			}
 			hi = lo;
 			if (r->p + 1 < r->end && *r->p == '-' && r->p[1] != ']') {
@@ -215,7 +201,7 @@ static void rnd_atom(struct rnd *r, bool emit)
 					hi = escape_char(r->p[1]);
 					r->p += 2;
 				} else {
-					r->p += jp_utf8_decode(r->p, (size_t)(r->end - r->p), &hi);
+					r->p += gv_utf8_decode(r->p, (size_t)(r->end - r->p), &hi);
 				}
 				if (hi < lo) {
 					r->err = "invalid character class range";
@@ -230,13 +216,13 @@ static void rnd_atom(struct rnd *r, bool emit)
 		}
 		r->p++;
 		if (emit)
-			set_pick(&set, &r->out);
+			set_pick(r->env, &set, &r->out);
 		return;
 	}
 	if (c == '.') {
 		r->p++;
 		if (emit)
-			jp_utf8_put(&r->out, 32 + rnd_below(95));
+			gv_utf8_put(&r->out, 32 + rnd_below(r->env, 95));
 		return;
 	}
 	if (c == '\\') {
@@ -249,13 +235,13 @@ static void rnd_atom(struct rnd *r, bool emit)
 		if (set_class(&set, c) || set_class(&set, (char)tolower((unsigned char)c))) {
 			set.neg = isupper((unsigned char)c) != 0;
 			if (emit)
-				set_pick(&set, &r->out);
+				set_pick(r->env, &set, &r->out);
 			return;
 		}
 		if (c == 'b' || c == 'B' || c == 'A' || c == 'z')
 			return;
 		if (emit)
-			jp_utf8_put(&r->out, escape_char(c));
+			gv_utf8_put(&r->out, escape_char(c));
 		return;
 	}
 	if (c == '^' || c == '$') {
@@ -266,9 +252,9 @@ static void rnd_atom(struct rnd *r, bool emit)
 		r->err = "missing argument to repetition operator";
 		return;
 	}
-	r->p += jp_utf8_decode(r->p, (size_t)(r->end - r->p), &cp);
+	r->p += gv_utf8_decode(r->p, (size_t)(r->end - r->p), &cp);
 	if (emit)
-		jp_utf8_put(&r->out, cp);
+		gv_utf8_put(&r->out, cp);
 }
 
 /* A sequence of quantified atoms up to | or ) or the end. */
@@ -313,7 +299,7 @@ static void rnd_seq(struct rnd *r, bool emit)
 			r->p++;
 		if (!emit)
 			continue;
-		times = lo + (long)rnd_below((unsigned)(hi - lo + 1));
+		times = lo + (long)rnd_below(r->env, (unsigned)(hi - lo + 1));
 		{
 			const char *after = r->p;
 
@@ -355,7 +341,7 @@ static void rnd_alt(struct rnd *r, bool emit)
 	(void)begin;
 	if (!emit)
 		return;
-	pick = (int)rnd_below((unsigned)n);
+	pick = (int)rnd_below(r->env, (unsigned)n);
 	for (i = 0; i < n; i++) {
 		if (i != pick)
 			continue;
@@ -374,6 +360,7 @@ int jp_fn_random(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *ar
 	if (SLEN(0) == 0)
 		return jp_kfail(ev, JP_ERR_INVALID_VALUE, "random", "no pattern provided");
 	memset(&r, 0, sizeof(r));
+	r.env = ev->env;
 	r.p = STR(0);
 	r.end = STR(0) + SLEN(0);
 	rnd_alt(&r, true);

@@ -217,7 +217,7 @@ static void re_expand(const pcre2_code *code, const char *tpl, size_t tn, const 
 		}
 		name_start = j;
 		while (j < tn) {
-			k = jp_utf8_decode(tpl + j, tn - j, &cp);
+			k = gv_utf8_decode(tpl + j, tn - j, &cp);
 			if (!name_char(cp))
 				break;
 			j += k;
@@ -301,7 +301,7 @@ static int regex_replace(struct jp_ev *ev, const char *fname, const struct jp_no
 		if (b.len > MAX_OUT)
 			break;
 		last = ov[1];
-		w = search < n ? jp_utf8_decode(s + search, n - search, &cp) : 0;
+		w = search < n ? gv_utf8_decode(s + search, n - search, &cp) : 0;
 		if (search + w > ov[1])
 			search += w;
 		else if (search + 1 > ov[1])

@@ -137,8 +137,8 @@ static int map_case(struct jp_ev *ev, const char *fname, struct jp_arg *args, bo
 	unsigned cp;
 
 	while (i < n) {
-		i += jp_utf8_decode(s + i, n - i, &cp);
-		jp_utf8_put(&b, upper ? uc_upper(cp) : uc_lower(cp));
+		i += gv_utf8_decode(s + i, n - i, &cp);
+		gv_utf8_put(&b, upper ? uc_upper(cp) : uc_lower(cp));
 	}
 	return jp_out_buf(ev, fname, &b, out);
 }
@@ -167,8 +167,8 @@ int jp_fn_equal_fold(struct jp_ev *ev, const struct jp_node *call, struct jp_arg
 	bool eq = true;
 
 	while (eq && i < an && j < bn) {
-		i += jp_utf8_decode(a + i, an - i, &x);
-		j += jp_utf8_decode(b + j, bn - j, &y);
+		i += gv_utf8_decode(a + i, an - i, &x);
+		j += gv_utf8_decode(b + j, bn - j, &y);
 		eq = x == y || uc_fold(x) == uc_fold(y);
 	}
 	*out = json_boolean(eq && i == an && j == bn);
@@ -190,7 +190,7 @@ static int replace_n(struct jp_ev *ev, const char *fname, struct jp_arg *args, l
 		return 0;
 	}
 	if (on == 0) {
-		m = jp_utf8_len(s, sn) + 1;
+		m = gv_utf8_len(s, sn) + 1;
 	} else {
 		for (p = s; (p = jp_find_bytes(p, sn - (size_t)(p - s), old, on)); p += on)
 			m++;
@@ -205,7 +205,7 @@ static int replace_n(struct jp_ev *ev, const char *fname, struct jp_arg *args, l
 		j = start;
 		if (on == 0) {
 			if (i > 0 && start < sn)
-				j += jp_utf8_decode(s + start, sn - start, &cp);
+				j += gv_utf8_decode(s + start, sn - start, &cp);
 		} else {
 			j = (size_t)(jp_find_bytes(s + start, sn - start, old, on) - s);
 		}
@@ -256,7 +256,7 @@ static bool in_cutset(const char *set, size_t n, unsigned cp)
 	unsigned c;
 
 	while (i < n) {
-		i += jp_utf8_decode(set + i, n - i, &c);
+		i += gv_utf8_decode(set + i, n - i, &c);
 		if (c == cp)
 			return true;
 	}
@@ -276,7 +276,7 @@ int jp_fn_trim(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args
 		return 0;
 	}
 	while (start < n) {
-		k = jp_utf8_decode(s + start, n - start, &cp);
+		k = gv_utf8_decode(s + start, n - start, &cp);
 		if (!in_cutset(set, sn, cp))
 			break;
 		start += k;
@@ -287,7 +287,7 @@ int jp_fn_trim(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *args
 		i = end - 1;
 		while (i > start && ((unsigned char)s[i] & 0xC0) == 0x80 && end - i < 4)
 			i--;
-		k = jp_utf8_decode(s + i, end - i, &cp);
+		k = gv_utf8_decode(s + i, end - i, &cp);
 		if (i + k != end) { /* not a whole sequence: one invalid byte */
 			i = end - 1;
 			cp = 0xFFFD;
@@ -324,7 +324,7 @@ int jp_fn_split(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *arg
 
 	if (sn == 0) {
 		while (i < n) {
-			k = jp_utf8_decode(s + i, n - i, &cp);
+			k = gv_utf8_decode(s + i, n - i, &cp);
 			json_array_append_new(res, jp_string_lossy(s + i, k));
 			i += k;
 		}

@@ -635,11 +635,11 @@ static int duration_arg(struct jp_ev *ev, const char *fname, struct jp_arg *args
 	return 0;
 }
 
-static void time_now(struct gotime *t)
+static void time_now(const struct jp_ev *ev, struct gotime *t)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	ev->env->now(ev->env->ud, &ts);
 	t->sec = (long long)ts.tv_sec;
 	t->nsec = (int)ts.tv_nsec;
 	t->off = 0;
@@ -695,7 +695,7 @@ int jp_fn_time_now(struct jp_ev *ev, const struct jp_node *call, struct jp_arg *
 {
 	struct gotime t;
 
-	time_now(&t);
+	time_now(ev, &t);
 	return out_time(&t, out);
 }
 
@@ -720,7 +720,7 @@ int jp_fn_time_since(struct jp_ev *ev, const struct jp_node *call, struct jp_arg
 		if (rc)
 			return rc;
 	} else {
-		time_now(&t2);
+		time_now(ev, &t2);
 	}
 	return jp_out_duration(time_sub(&t2, &t1), out);
 }

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "common/gv.h"
+#include "common/utf8.h"
 #include "engine/jmespath.h"
 
 /* Bounds. A bound that trips is JP_ERR_LIMIT. */
@@ -73,7 +74,8 @@ struct jp_ev {
 	unsigned long steps, max_steps;
 	unsigned long shared_max; /* max_steps is what a shared budget of this size left, else 0 */
 	int depth;
-	struct jp_error *e; /* never NULL */
+	struct jp_error *e;	  /* never NULL */
+	const struct jp_env *env; /* never NULL: the clock and random source */
 };
 
 /* One evaluated function argument: a value, or an expression reference. */
@@ -156,15 +158,6 @@ bool jp_truthy(const json_t *v);
 
 /* "number", "string", ... (JMESPath type names). */
 const char *jp_type_name(const json_t *v);
-
-/* Number of Unicode code points of a valid UTF-8 string. */
-size_t jp_utf8_len(const char *s, size_t n);
-
-/* Decodes one code point at s (n bytes left); returns its length (>=1). */
-size_t jp_utf8_decode(const char *s, size_t n, unsigned *cp);
-
-/* Appends cp as UTF-8. */
-void jp_utf8_put(struct gv_buf *b, unsigned cp);
 
 /*
  * A new string value from n bytes that may not be valid UTF-8: invalid

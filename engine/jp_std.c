@@ -264,7 +264,7 @@ static int fn_length(struct jp_ev *ev, const struct jp_node *call, struct jp_arg
 	size_t n;
 
 	if (json_is_string(a))
-		n = jp_utf8_len(json_string_value(a), json_string_length(a));
+		n = gv_utf8_len(json_string_value(a), json_string_length(a));
 	else if (json_is_array(a))
 		n = json_array_size(a);
 	else
@@ -457,7 +457,7 @@ static int fn_reverse(struct jp_ev *ev, const struct jp_node *call, struct jp_ar
 		/* reverse code points, keeping each one's bytes in order */
 		for (i = 0; i < n; i += k) {
 			unsigned cp;
-			k = jp_utf8_decode(s + i, n - i, &cp);
+			k = gv_utf8_decode(s + i, n - i, &cp);
 			memcpy(r + n - i - k, s + i, k);
 		}
 		*out = json_stringn(r, n);

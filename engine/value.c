@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "common/banned.h"
 
 __extension__ typedef unsigned __int128 u128;
@@ -17,46 +18,14 @@ __extension__ typedef unsigned __int128 u128;
 
 /*
  * Decodes one code point as Go's []rune conversion does: an invalid or
- * truncated sequence yields U+FFFD and consumes one byte.
+ * truncated sequence yields U+FFFD and consumes one byte. s is NUL-terminated.
  */
 static inline uint32_t utf8_next(const unsigned char *s, size_t *len)
 {
-	uint32_t c = s[0], min;
-	size_t n, i;
+	unsigned cp;
 
-	if (c < 0x80) {
-		*len = 1;
-		return c;
-	}
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		c &= 0x1f;
-		min = 0x80;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		c &= 0x0f;
-		min = 0x800;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		c &= 0x07;
-		min = 0x10000;
-	} else {
-		*len = 1;
-		return 0xfffd;
-	}
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80) {
-			*len = 1;
-			return 0xfffd;
-		}
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
-		*len = 1;
-		return 0xfffd;
-	}
-	*len = n;
-	return c;
+	*len = gv_utf8_decode((const char *)s, strnlen((const char *)s, 4), &cp);
+	return cp;
 }
 
 bool value_wildcard(const char *pattern, const char *text)

@@ -284,10 +284,10 @@ json_t *var_eval(const struct jp_expr *x, const json_t *data, const struct var_c
 	json_t *v;
 
 	if (!rule)
-		return local ? jp_eval_budget(x, data, local, e) : jp_eval(x, data, e);
+		return jp_eval_env(x, data, local, ctx->env, e);
 	if (local && budget_left(local) <= budget_left(rule)) {
 		before = local->used;
-		v = jp_eval_budget(x, data, local, e);
+		v = jp_eval_env(x, data, local, ctx->env, e);
 		/* local had no more steps than the rule: this cannot overrun it */
 		budget_charge(rule, local->used - before);
 		return v ? charge_result(v, ctx, e) : NULL;
@@ -295,7 +295,7 @@ json_t *var_eval(const struct jp_expr *x, const json_t *data, const struct var_c
 	/* the rule has fewer steps left: evaluate against its budget */
 	before = rule->used;
 	left = budget_left(rule);
-	v = jp_eval_budget(x, data, rule, e);
+	v = jp_eval_env(x, data, rule, ctx->env, e);
 	if (local)
 		budget_charge(local, rule->used - before);
 	if (v)

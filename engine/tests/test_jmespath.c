@@ -1281,6 +1281,59 @@ static void test_compile_once_eval_many(void **state)
 	jp_free(NULL);
 }
 
+/* A clock fixed at 2024-01-02T03:04:05.5Z and a random source that counts. */
+static void fixed_now(void *ud, struct timespec *ts)
+{
+	(void)ud;
+	ts->tv_sec = 1704164645;
+	ts->tv_nsec = 500000000;
+}
+
+static uint32_t counting_random(void *ud)
+{
+	uint32_t *n = ud;
+
+	return (*n)++;
+}
+
+static json_t *eval_env(const char *src, const struct jp_env *env)
+{
+	struct jp_options opt = {.kyverno = true};
+	struct jp_error e = {0};
+	struct jp_expr *x = jp_compile(src, &opt, &e);
+	json_t *v;
+
+	assert_non_null(x);
+	v = jp_eval_env(x, NULL, NULL, env, &e);
+	if (!v)
+		fail_msg("%s: %s", src, e.msg);
+	jp_free(x);
+	return v;
+}
+
+static void test_clock_and_random_passed_in(void **state)
+{
+	uint32_t n = 0;
+	struct jp_env env = {&n, fixed_now, counting_random};
+	json_t *v;
+
+	(void)state;
+	v = eval_env("time_now()", &env);
+	assert_string_equal(json_string_value(v), "2024-01-02T03:04:05Z");
+	json_decref(v);
+	v = eval_env("time_now_utc()", &env);
+	assert_string_equal(json_string_value(v), "2024-01-02T03:04:05Z");
+	json_decref(v);
+	v = eval_env("time_since('', '2024-01-02T03:00:00Z', '')", &env);
+	assert_string_equal(json_string_value(v), "4m5.5s");
+	json_decref(v);
+	/* 0, 1, 2, 3 below 26: the first four letters */
+	v = eval_env("random('[a-z]{4}')", &env);
+	assert_string_equal(json_string_value(v), "abcd");
+	json_decref(v);
+	assert_int_equal(n, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1306,6 +1359,7 @@ int main(void)
 	    cmocka_unit_test(test_numbers_and_dump),
 	    cmocka_unit_test(test_function_list),
 	    cmocka_unit_test(test_compile_once_eval_many),
+	    cmocka_unit_test(test_clock_and_random_passed_in),
 	};
 
 	gv_init();
