@@ -176,8 +176,20 @@ static void grow(struct gv_buf *b, size_t extra)
 	b->cap = cap;
 }
 
+/* Whether n more bytes fit under b's cap; sets b->over when not. */
+static bool fits(struct gv_buf *b, size_t n)
+{
+	if (b->max && (n > b->max || b->len > b->max - n)) {
+		b->over = true;
+		return false;
+	}
+	return true;
+}
+
 void gv_buf_add(struct gv_buf *b, const void *data, size_t n)
 {
+	if (!fits(b, n))
+		return;
 	grow(b, n);
 	if (n)
 		memcpy(b->data + b->len, data, n);
@@ -203,7 +215,7 @@ void gv_buf_vaddf(struct gv_buf *b, const char *fmt, va_list ap)
 	va_copy(cp, ap);
 	n = vsnprintf(NULL, 0, fmt, cp);
 	va_end(cp);
-	if (n < 0)
+	if (n < 0 || !fits(b, (size_t)n))
 		return;
 	grow(b, (size_t)n);
 	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
@@ -222,6 +234,7 @@ void gv_buf_addf(struct gv_buf *b, const char *fmt, ...)
 void gv_buf_reset(struct gv_buf *b)
 {
 	b->len = 0;
+	b->over = false;
 	if (b->data)
 		b->data[0] = '\0';
 }
@@ -231,6 +244,7 @@ char *gv_buf_detach(struct gv_buf *b)
 	char *s = b->data ? b->data : gv_xstrdup("");
 	b->data = NULL;
 	b->len = b->cap = 0;
+	b->over = false;
 	return s;
 }
 
@@ -239,6 +253,7 @@ void gv_buf_release(struct gv_buf *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;
+	b->over = false;
 }
 
 const char *gv_buf_str(const struct gv_buf *b)

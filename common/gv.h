@@ -89,11 +89,18 @@ void gv_init(void);
  * Growable buffer. Always NUL-terminated when len > 0 or after any append.
  * Zero-initialise (`struct gv_buf b = {0};`), append, then gv_buf_release()
  * or take ownership of `b.data` with gv_buf_detach().
+ *
+ * Size cap: with max set (`struct gv_buf b = {.max = N};`) an append that
+ * would take len past max bytes is dropped whole and sets `over`, which
+ * stays set until gv_buf_reset/_release/_detach; the caller checks it
+ * once at the end and reports the bound. max 0: no cap.
  */
 struct gv_buf {
 	char *data; /* owned */
 	size_t len;
 	size_t cap;
+	size_t max; /* most bytes len may reach; 0 = no cap */
+	bool over;  /* an append was dropped for going past max */
 };
 
 void gv_buf_add(struct gv_buf *b, const void *data, size_t n);

@@ -1,0 +1,114 @@
+/*
+ * Unit tests for common/: UTF-8 decoding and encoding (utf8.h) and the
+ * size cap of struct gv_buf (gv.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/gv.h"
+#include "common/utf8.h"
+
+#include "common/banned.h"
+
+static void expect_decode(const char *s, size_t n, unsigned want_cp, size_t want_len)
+{
+	unsigned cp = 0;
+	size_t len = gv_utf8_decode(s, n, &cp);
+
+	assert_int_equal(cp, want_cp);
+	assert_int_equal(len, want_len);
+}
+
+static void test_utf8_decode(void **state)
+{
+	(void)state;
+	expect_decode("a", 1, 'a', 1);
+	expect_decode("\xc3\xa9", 2, 0xE9, 2);
+	expect_decode("\xe2\x82\xac", 3, 0x20AC, 3);
+	expect_decode("\xf0\x9f\x98\x80", 4, 0x1F600, 4);
+	expect_decode("\xef\xbf\xbd", 3, 0xFFFD, 3); /* a real U+FFFD */
+	/* invalid: one byte of U+FFFD each */
+	expect_decode("", 0, 0xFFFD, 1);
+	expect_decode("\xc3", 1, 0xFFFD, 1);		 /* truncated */
+	expect_decode("\xe2\x82", 2, 0xFFFD, 1);	 /* truncated */
+	expect_decode("\xe2\x82\xac", 2, 0xFFFD, 1);	 /* n bounds the read */
+	expect_decode("\xc0\xaf", 2, 0xFFFD, 1);	 /* overlong */
+	expect_decode("\xe0\x80\xaf", 3, 0xFFFD, 1);	 /* overlong */
+	expect_decode("\xed\xa0\x80", 3, 0xFFFD, 1);	 /* surrogate */
+	expect_decode("\xf4\x90\x80\x80", 4, 0xFFFD, 1); /* past U+10FFFF */
+	expect_decode("\x80", 1, 0xFFFD, 1);		 /* continuation */
+	expect_decode("\xc3\x00", 2, 0xFFFD, 1);	 /* NUL stops it */
+}
+
+static void test_utf8_valid_len_put(void **state)
+{
+	struct gv_buf b = {0};
+	const char s[] = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+
+	(void)state;
+	assert_int_equal(gv_utf8_valid("", 0), 0);
+	assert_int_equal(gv_utf8_valid("\0", 1), 1);
+	assert_int_equal(gv_utf8_valid("\xe2\x82\xac", 3), 3);
+	assert_int_equal(gv_utf8_valid("\xed\xa0\x80", 3), 0);
+	assert_int_equal(gv_utf8_len(s, sizeof(s) - 1), 4);
+	assert_int_equal(gv_utf8_len("\xff\xfe", 2), 2);
+	gv_utf8_put(&b, 'a');
+	gv_utf8_put(&b, 0xE9);
+	gv_utf8_put(&b, 0x20AC);
+	gv_utf8_put(&b, 0x1F600);
+	assert_int_equal(b.len, sizeof(s) - 1);
+	assert_memory_equal(b.data, s, b.len);
+	gv_buf_release(&b);
+}
+
+static void test_buf_cap(void **state)
+{
+	struct gv_buf b = {.max = 8};
+
+	(void)state;
+	gv_buf_adds(&b, "12345");
+	assert_false(b.over);
+	gv_buf_addf(&b, "%d", 678);
+	assert_string_equal(gv_buf_str(&b), "12345678");
+	assert_false(b.over);
+	/* past the cap: the append is dropped whole, and over stays set */
+	gv_buf_addc(&b, '9');
+	assert_true(b.over);
+	assert_string_equal(gv_buf_str(&b), "12345678");
+	gv_buf_addf(&b, "%s", "x");
+	assert_string_equal(gv_buf_str(&b), "12345678");
+	assert_true(b.over);
+	gv_buf_reset(&b);
+	assert_false(b.over);
+	assert_int_equal(b.max, 8);
+	gv_buf_adds(&b, "123456789");
+	assert_true(b.over);
+	assert_int_equal(b.len, 0);
+	gv_buf_release(&b);
+	assert_false(b.over);
+
+	/* no cap (zero-initialised): grows as before */
+	struct gv_buf u = {0};
+	for (int i = 0; i < 1000; i++)
+		gv_buf_adds(&u, "0123456789");
+	assert_int_equal(u.len, 10000);
+	assert_false(u.over);
+	gv_buf_release(&u);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_utf8_decode),
+	    cmocka_unit_test(test_utf8_valid_len_put),
+	    cmocka_unit_test(test_buf_cap),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
