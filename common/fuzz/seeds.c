@@ -25,6 +25,7 @@
 
 #include "background/report.h"
 #include "common/gv.h"
+#include "common/hash.h"
 #include "common/yaml.h"
 #include "engine/engine_int.h"
 #include "engine/jmespath.h"
@@ -81,19 +82,9 @@ static const char *out_dir;
 static size_t counts[T_COUNT];
 static uint64_t *seen[T_COUNT]; /* hashes of seeds written, to drop duplicates */
 
-static uint64_t fnv1a(const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	uint64_t h = 1469598103934665603ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 1099511628211ULL;
-	return h;
-}
-
 static void seed(enum target t, const void *data, size_t n)
 {
-	uint64_t h = fnv1a(data, n);
+	uint64_t h = gv_fnv1a64(data, n, GV_FNV1A64_OFFSET);
 	char path[4096];
 	FILE *f;
 

@@ -1,6 +1,6 @@
 /*
- * Unit tests for common/: UTF-8 decoding and encoding (utf8.h) and the
- * size cap of struct gv_buf (gv.h).
+ * Unit tests for common/: UTF-8 decoding and encoding (utf8.h), the size
+ * cap of struct gv_buf (gv.h), FNV-1a and the string-keyed map (hash.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "common/gv.h"
+#include "common/hash.h"
 #include "common/utf8.h"
 
 #include "common/banned.h"
@@ -102,12 +103,59 @@ static void test_buf_cap(void **state)
 	gv_buf_release(&u);
 }
 
+static void test_fnv1a(void **state)
+{
+	(void)state;
+	/* the FNV-1a 64 test vectors */
+	assert_true(gv_hash_str("") == 0xcbf29ce484222325ULL);
+	assert_true(gv_hash_str("a") == 0xaf63dc4c8601ec8cULL);
+	assert_true(gv_hash_str("foobar") == 0x85944171f73967e8ULL);
+	assert_true(gv_fnv1a64("bar", 3, gv_fnv1a64("foo", 3, GV_FNV1A64_OFFSET)) ==
+		    gv_hash_str("foobar"));
+}
+
+static void test_map(void **state)
+{
+	struct gv_map m = {0};
+	char keys[500][8];
+	size_t seen = 0;
+
+	(void)state;
+	assert_null(gv_map_get(&m, "x"));
+	assert_null(gv_map_del(&m, "x"));
+	for (int i = 0; i < 500; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+		gv_map_put(&m, keys[i], keys[i]);
+	}
+	assert_int_equal(m.n, 500);
+	gv_map_put(&m, "k7", keys[8]); /* replaces */
+	assert_int_equal(m.n, 500);
+	assert_ptr_equal(gv_map_get(&m, "k7"), keys[8]);
+	/* delete the even keys: the odd ones stay reachable across the shifts */
+	for (int i = 0; i < 500; i += 2)
+		assert_non_null(gv_map_del(&m, keys[i]));
+	assert_int_equal(m.n, 250);
+	for (int i = 0; i < 500; i++) {
+		if (i % 2 == 0)
+			assert_null(gv_map_get(&m, keys[i]));
+		else if (i != 7)
+			assert_ptr_equal(gv_map_get(&m, keys[i]), keys[i]);
+	}
+	for (size_t i = 0; i < m.cap; i++)
+		if (m.v[i].key)
+			seen++;
+	assert_int_equal(seen, 250);
+	gv_map_release(&m);
+	assert_int_equal(m.n, 0);
+	assert_null(gv_map_get(&m, "k1"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_utf8_decode),
-	    cmocka_unit_test(test_utf8_valid_len_put),
-	    cmocka_unit_test(test_buf_cap),
+	    cmocka_unit_test(test_utf8_decode), cmocka_unit_test(test_utf8_valid_len_put),
+	    cmocka_unit_test(test_buf_cap),	cmocka_unit_test(test_fnv1a),
+	    cmocka_unit_test(test_map),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
