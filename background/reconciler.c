@@ -257,8 +257,8 @@ struct reconciler {
 	pthread_mutex_t mu;
 	struct rpol *pols;
 	size_t npols;
-	struct admission_state *state; /* owned reference */
-	json_t *cfg_data;	       /* owned: last ConfigMap data seen */
+	struct view_state *state; /* owned reference */
+	json_t *cfg_data;	  /* owned: last ConfigMap data seen */
 	struct reconciler_global global;
 	bool global_logged_suspend;
 	char global_logged_error[600];
@@ -361,20 +361,20 @@ static bool scan_proceed(void *ud)
 
 static size_t drain(struct reconciler *r, int timeout_ms)
 {
-	struct admission_report_item *items[DRAIN_BATCH];
+	struct view_audit_item *items[DRAIN_BATCH];
 	size_t total = 0, n;
 
 	if (!r->cfg.queue)
 		return 0;
 	do {
-		n = admission_queue_drain(r->cfg.queue, items, DRAIN_BATCH, timeout_ms);
+		n = audit_queue_drain(r->cfg.queue, items, DRAIN_BATCH, timeout_ms);
 		for (size_t i = 0; i < n; i++) {
 			struct gv_err err = {0};
 			if (report_put_admission(r->rs, items[i], &err))
 				gv_warn("background: admission result of %s %s/%s not reported: %s",
 					items[i]->kind, items[i]->namespace, items[i]->name,
 					err.msg);
-			admission_report_item_free(items[i]);
+			view_audit_item_free(items[i]);
 		}
 		total += n;
 		timeout_ms = 0;
@@ -416,7 +416,7 @@ static void global_log(struct reconciler *r)
 /* Rebuilds the schedule table from r->state and r->global. */
 static void table_rebuild(struct reconciler *r)
 {
-	const struct engine_policyset *set = admission_state_policyset(r->state);
+	const struct engine_policyset *set = view_state_policyset(r->state);
 	size_t n = set ? engine_policyset_count(set) : 0, k = 0;
 	struct rpol *v = gv_xcalloc(n + 1, sizeof(*v));
 	struct rpol *old;
@@ -544,7 +544,7 @@ static void leadership_init(struct reconciler *r, time_t now)
 	json_decref(r->state_data);
 	r->state_data = data;
 	table_apply_state(r);
-	pruned = report_prune(r->rs, admission_state_policyset(r->state));
+	pruned = report_prune(r->rs, view_state_policyset(r->state));
 	r->loaded = true;
 	r->load_backoff = 0;
 	gv_info("background: leading: %zu report objects read (%zu results), %zu stale results "
@@ -686,7 +686,7 @@ static void flush(struct reconciler *r, time_t now)
 		return;
 	/* results of policies deleted meanwhile (admission items of other replicas) */
 	if (is_leading(r) && r->loaded)
-		report_prune(r->rs, admission_state_policyset(r->state));
+		report_prune(r->rs, view_state_policyset(r->state));
 	r->last_flush = now;
 	if (report_flush(r->rs, &api, &st, &err)) {
 		int b = backoff_next(&r->flush_backoff);
@@ -710,7 +710,7 @@ static void step(struct reconciler *r)
 {
 	time_t now = time(NULL);
 	unsigned epoch = atomic_load(&r->lead_epoch);
-	struct admission_state *st;
+	struct view_state *st;
 	json_t *data;
 	bool rebuild = false;
 
@@ -724,15 +724,14 @@ static void step(struct reconciler *r)
 	st = r->cfg.snapshot ? snapshot_state(r->cfg.snapshot) : NULL;
 	if (!st && !r->state)
 		return;
-	if (st &&
-	    (!r->state || admission_state_policyset(st) != admission_state_policyset(r->state))) {
-		admission_state_unref(r->state);
+	if (st && (!r->state || view_state_policyset(st) != view_state_policyset(r->state))) {
+		view_state_unref(r->state);
 		r->state = st;
 		st = NULL;
 		rebuild = true;
 	} else if (st) {
 		/* same policies: keep the new namespace labels and config */
-		admission_state_unref(r->state);
+		view_state_unref(r->state);
 		r->state = st;
 		st = NULL;
 	}
@@ -755,7 +754,7 @@ static void step(struct reconciler *r)
 		if (r->loaded)
 			table_apply_state(r);
 		if (r->loaded && is_leading(r) &&
-		    report_prune(r->rs, admission_state_policyset(r->state)))
+		    report_prune(r->rs, view_state_policyset(r->state)))
 			r->flush_now = true;
 	}
 	if (is_leading(r)) {
@@ -929,7 +928,7 @@ static void reconciler_free(struct reconciler *r)
 	for (size_t i = 0; i < r->npols; i++)
 		rpol_release(&r->pols[i]);
 	free(r->pols);
-	admission_state_unref(r->state);
+	view_state_unref(r->state);
 	json_decref(r->cfg_data);
 	json_decref(r->state_data);
 	json_decref(r->pending);

@@ -11,7 +11,7 @@
  *   scan.h       one scan cycle: discovery, paged lists, worker pool, engine
  *   report.h     the report model and its writer
  *   leader.h     the Lease: only the leader scans and writes scan results
- *   admission.h  the admission report queue, drained into the same reports
+ *   audit_queue.h  the admission results queue, drained into the same reports
  *
  * Schedules. Global: backgroundScanInterval in gavel's ConfigMap (a Go
  * duration), else --background-scan-interval (default 1h); ConfigMap
@@ -71,8 +71,9 @@
 #include <time.h>
 #include <jansson.h>
 
-#include "admission/admission.h"
-#include "admission/metrics.h"
+#include "view/view.h"
+#include "common/metrics.h"
+#include "background/audit_queue.h"
 #include "background/report.h"
 #include "background/scan.h"
 #include "background/scanstate.h"
@@ -168,9 +169,9 @@ struct reconciler_config {
 	struct kube_client *client;	  /* borrowed: scans, reports, scan state; required */
 	const struct kube_config *kube;	  /* the Lease elector makes its own client from it */
 	struct snapshot *snapshot;	  /* borrowed: policies, namespaces, ConfigMap; required */
-	struct admission_queue *queue;	  /* borrowed; NULL = no admission results */
+	struct audit_queue *queue;	  /* borrowed; NULL = no admission results */
 	struct metrics_registry *metrics; /* borrowed; NULL = no metrics */
-	const struct admission_context *context; /* borrowed; NULL = context entries skipped */
+	const struct view_context *context; /* borrowed; NULL = context entries skipped */
 	const char *namespace; /* gavel's: state ConfigMap, Lease, never scanned; NULL = "gavel" */
 	const char *state_configmap; /* NULL = SCANSTATE_CONFIGMAP */
 	const char *interval;	     /* --background-scan-interval; NULL = "1h" */
@@ -217,9 +218,9 @@ uint64_t reconciler_cycles(const struct reconciler *r);
 
 /* `gavel scan` (cmd/scan.c): what it is asked, and its figures. */
 struct reconciler_once_options {
-	struct kube_client *client;		 /* borrowed, required */
-	const struct admission_context *context; /* borrowed; NULL = context entries skipped */
-	const char *namespace;			 /* gavel's; NULL = "gavel" */
+	struct kube_client *client;	    /* borrowed, required */
+	const struct view_context *context; /* borrowed; NULL = context entries skipped */
+	const char *namespace;		    /* gavel's; NULL = "gavel" */
 	int batch_size, workers;
 	size_t resource_limit;
 	bool split;

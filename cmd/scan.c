@@ -408,7 +408,7 @@ static char *inputs_digest(const struct once *w, const char *ns, const char *obj
 		return NULL;
 	digest_str(ctx, w->inputs_salt);
 	digest_str(ctx, ns);
-	digest_json(ctx, *ns ? admission_state_namespace_labels(w->cs->state, ns) : NULL);
+	digest_json(ctx, *ns ? view_state_namespace_labels(w->cs->state, ns) : NULL);
 	if (!(context = digest_end(ctx)))
 		return NULL;
 	out = gv_xasprintf("context=%s; objects=%s", context, objects);
@@ -562,7 +562,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 			goto out;
 		}
 	}
-	report_prune(rs, admission_state_policyset(w->cs->state));
+	report_prune(rs, view_state_policyset(w->cs->state));
 	report_replay(rs, scan);
 	report_set_digest(rs, digest);
 	report_set_inputs(rs, inputs);
@@ -768,7 +768,7 @@ static enum gv_code scan_once(const struct reconciler_once_options *o,
 		if (rc)
 			goto out;
 	}
-	set = admission_state_policyset(cs.state);
+	set = view_state_policyset(cs.state);
 	np = set ? engine_policyset_count(set) : 0;
 	w.o = o;
 	w.self = self;
