@@ -58,6 +58,7 @@ struct snapshot {
 	bool stop;
 	struct view_state *state; /* owned reference, NULL until the first build */
 	json_t *config_data;	  /* owned */
+	json_t *exceptions_pub;	  /* owned: the exception documents of state's policy set */
 	uint64_t generation;
 	pthread_t thread;
 
@@ -65,6 +66,7 @@ struct snapshot {
 	unsigned pending;
 	struct engine_policyset *set;
 	json_t *namespaces;
+	json_t *exceptions; /* the exception documents the set was built from */
 	struct view_config *config;
 	struct cache cache;
 	json_t *logged_exceptions; /* keys of exceptions whose error was logged */
@@ -446,7 +448,8 @@ static void rebuild(struct snapshot *s)
 			json_array_size(excs));
 		json_decref(cpols);
 		json_decref(pols);
-		json_decref(excs);
+		json_decref(s->exceptions);
+		s->exceptions = excs;
 	}
 	if ((s->pending & (1u << W_NS)) || !s->namespaces) {
 		json_t *nss = watch_list(&s->w[W_NS]);
@@ -464,6 +467,8 @@ static void rebuild(struct snapshot *s)
 	pthread_mutex_lock(&s->mu);
 	old = s->state;
 	s->state = st;
+	json_decref(s->exceptions_pub);
+	s->exceptions_pub = json_incref(s->exceptions);
 	if (data) {
 		json_decref(s->config_data);
 		s->config_data = data;
@@ -550,6 +555,8 @@ static void snapshot_free(struct snapshot *s)
 	if (s->set)
 		engine_policyset_unref(s->set);
 	json_decref(s->namespaces);
+	json_decref(s->exceptions);
+	json_decref(s->exceptions_pub);
 	view_config_unref(s->config);
 	cache_release(&s->cache);
 	json_decref(s->logged_exceptions);
@@ -638,6 +645,19 @@ struct view_state *snapshot_state(struct snapshot *s)
 	pthread_mutex_lock(&s->mu);
 	st = view_state_ref(s->state);
 	pthread_mutex_unlock(&s->mu);
+	return st;
+}
+
+struct view_state *snapshot_state_exceptions(struct snapshot *s, json_t **exceptions)
+{
+	struct view_state *st;
+
+	pthread_mutex_lock(&s->mu);
+	st = s->state ? view_state_ref(s->state) : NULL;
+	*exceptions = st ? json_incref(s->exceptions_pub) : NULL;
+	pthread_mutex_unlock(&s->mu);
+	if (st && !*exceptions)
+		*exceptions = json_array();
 	return st;
 }
 

@@ -65,6 +65,13 @@ void snapshot_stop(struct snapshot *s);
 struct view_state *snapshot_state(struct snapshot *s);
 
 /*
+ * snapshot_state() and, taken together with it, the PolicyException
+ * documents its policy set was built from (*exceptions: a new reference to
+ * an array; NULL when the state is NULL).
+ */
+struct view_state *snapshot_state_exceptions(struct snapshot *s, json_t **exceptions);
+
+/*
  * A new reference to the `data` object of gavel's ConfigMap as last seen
  * (an empty object when it does not exist), for the reconciler's own keys
  * (backgroundScanInterval, backgroundScanSuspend, ...).

@@ -348,3 +348,8 @@ const struct view_config *view_state_config(const struct view_state *s)
 {
 	return s->config;
 }
+
+const json_t *view_state_namespaces(const struct view_state *s)
+{
+	return s->namespaces;
+}

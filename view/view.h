@@ -101,6 +101,8 @@ struct engine_policyset *view_state_policyset(const struct view_state *s);
 /* Labels object of namespace ns, or NULL when unknown. */
 const json_t *view_state_namespace_labels(const struct view_state *s, const char *ns);
 const struct view_config *view_state_config(const struct view_state *s);
+/* The {namespace name: labels} object (borrowed), or NULL when none is known. */
+const json_t *view_state_namespaces(const struct view_state *s);
 
 /*
  * Where the handler gets an admission request's `request.roles` and
