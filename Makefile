@@ -34,7 +34,7 @@ endif
 
 BUILD   := build
 # Everything but cmd/main.c goes into a static library the tests link against.
-LIB_SRCS := $(wildcard common/*.c engine/*.c engine/cel/*.c admission/*.c background/*.c certs/*.c kube/*.c) \
+LIB_SRCS := $(wildcard common/*.c engine/*.c engine/cel/*.c admission/*.c view/*.c background/*.c certs/*.c kube/*.c) \
             $(filter-out cmd/main.c,$(wildcard cmd/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 TEST_SRCS := $(wildcard */tests/test_*.c)

@@ -2,19 +2,12 @@
  * admission.h - the validating admission webhook: AdmissionReview bytes in,
  * AdmissionReview bytes out, and the TLS server around it.
  *
- * Pieces, from the inside out:
+ * Pieces, from the inside out (what it shares with the background
+ * reconciler, the cluster view and the audit results, is in view/view.h):
  *
- *   admission_config   the gavel ConfigMap's admission settings, compiled
- *                      (resourceFilters, excludeUsernames, excludeGroups)
- *   admission_state    an immutable, refcounted view of the cluster: the
- *                      policy set, namespace labels, the config
- *   admission_source   where the handler takes the current state from
- *                      (background/snapshot.h in cluster mode, a fixed
- *                      state in standalone mode)
- *   admission_roles_source  request.roles and request.clusterRoles of a
- *                      user (background/rbac.h in cluster mode)
- *   admission_queue    bounded queue of the admission results that go into
- *                      PolicyReports, drained by the report writer
+ *   admission_source   where the handler takes the current view_state from
+ *                      (background/snapshot.h in cluster mode, wired by
+ *                      cmd/serve.c; a fixed state in standalone mode)
  *   admission_handler  the pure handler: admission_handle() and
  *                      admission_handle_policy() (no sockets, no globals)
  *   admission_server   libmicrohttpd + GnuTLS around the handler, and the
@@ -37,249 +30,52 @@
 #include <jansson.h>
 
 #include "common/gv.h"
+#include "common/metrics.h"
 #include "engine/engine.h"
-#include "admission/metrics.h"
+#include "view/view.h"
 
 /* Largest AdmissionReview body accepted (bytes); larger ones get HTTP 413. */
 #define ADMISSION_MAX_BODY (3u << 20)
 
-/* ---- configuration: the gavel ConfigMap ---- */
-
-/*
- * Compiled admission settings from the `data` of gavel's ConfigMap (all
- * values strings, as in Kyverno's `kyverno` ConfigMap):
- *
- *   resourceFilters   "[Kind,Namespace,Name][...]": requests matching an
- *                     entry are allowed without evaluation. Kind is `Kind`,
- *                     `Kind/subresource`, `version/Kind`, `group/version/Kind`
- *                     or `group/version/Kind/subresource`; `*` and `?`
- *                     wildcards everywhere; a Kind without a subresource
- *                     matches only requests without one, and `*` slash `*`
- *                     matches every kind and subresource; a missing
- *                     Namespace or Name means `*`. An entry whose Kind
- *                     matches Namespace also filters the Namespace objects
- *                     named by its Namespace part (`[*,kube-system,*]`
- *                     filters the kube-system Namespace itself), as Kyverno.
- *   excludeUsernames  comma-separated usernames (wildcards) whose requests
- *   excludeGroups     (or groups) are allowed without evaluation.
- *
- * Unknown keys are ignored (the reconciler reads its own keys from the same
- * ConfigMap). Refcounted and immutable.
- */
-struct admission_config;
-
-/*
- * Compiles data (an object of strings, borrowed; NULL = no filters).
- * Malformed entries are skipped with a warning in the log. Never fails.
- * Returns a config with refcount 1.
- */
-struct admission_config *admission_config_new(const json_t *data);
-struct admission_config *admission_config_ref(struct admission_config *c);
-void admission_config_unref(struct admission_config *c);
-
-/*
- * Whether a request for this kind (request.kind group/version/kind, the
- * subresource or "" ), namespace ("" for cluster-scoped) and name is
- * filtered out by resourceFilters. NULL strings count as "".
- */
-bool admission_config_filtered(const struct admission_config *c, const char *group,
-			       const char *version, const char *kind, const char *subresource,
-			       const char *namespace, const char *name);
-
-/* Whether the user (request.userInfo, borrowed) is excluded by username or group. */
-bool admission_config_user_excluded(const struct admission_config *c, const json_t *user_info);
-
-/* ---- state and source ---- */
-
-/*
- * What one request is judged against: a policy set, the labels of every
- * namespace, and the config. Immutable once made; refcounted (atomic), so
- * a writer builds a new state and swaps a pointer while readers keep the
- * old one for as long as their request lasts.
- */
-struct admission_state;
-
-/*
- * Makes a state. set: a reference is taken (the caller keeps its own).
- * namespaces: an object {namespace name: labels object}, a reference is
- * taken; NULL = no namespace labels known. config: a reference is taken;
- * NULL = an empty config. Returns refcount 1.
- */
-struct admission_state *admission_state_new(struct engine_policyset *set, json_t *namespaces,
-					    struct admission_config *config);
-struct admission_state *admission_state_ref(struct admission_state *s);
-void admission_state_unref(struct admission_state *s);
-
-/* Accessors; results are borrowed from the state. */
-struct engine_policyset *admission_state_policyset(const struct admission_state *s);
-/* Labels object of namespace ns, or NULL when unknown. */
-const json_t *admission_state_namespace_labels(const struct admission_state *s, const char *ns);
-const struct admission_config *admission_state_config(const struct admission_state *s);
+/* ---- source ---- */
 
 /*
  * Where the handler gets the current state: acquire() returns a new
- * reference (released by the handler with admission_state_unref), or NULL
+ * reference (released by the handler with view_state_unref), or NULL
  * while no policy snapshot is loaded yet (the handler then answers 503 and
  * /readyz is not ready). Called once per request, from worker threads.
  */
 struct admission_source {
-	struct admission_state *(*acquire)(void *ud);
-	void *ud;
-};
-
-/*
- * Where the handler gets an admission request's `request.roles` and
- * `request.clusterRoles` (kyverno-semantics.md sections 2.2 and 6.5): the
- * RBAC bindings cache of background/rbac.h in cluster mode.
- *
- * lookup(ud, user_info, namespace, &roles, &cluster_roles, err): user_info
- * is request.userInfo (borrowed, may be NULL), namespace the request's (""
- * when cluster-scoped). GV_OK with two new arrays of strings (the caller
- * decrefs); any other code with err set when they cannot be computed (not
- * listed yet): the request is then answered 503, never judged without them.
- * ready(ud): whether lookup can answer (for /readyz). Called from worker
- * threads; must not call the API server.
- */
-struct admission_roles_source {
-	enum gv_code (*lookup)(void *ud, const json_t *user_info, const char *namespace,
-			       json_t **roles, json_t **cluster_roles, struct gv_err *err);
-	bool (*ready)(void *ud);
+	struct view_state *(*acquire)(void *ud);
 	void *ud;
 };
 
 /* A source that always answers the same state (standalone mode, tests). */
 struct admission_fixed_source {
 	struct admission_source source; /* points into this struct */
-	struct admission_state *state;	/* owned reference; may be swapped with _set */
+	struct view_state *state;	/* owned reference; may be swapped with _set */
 	void *lock;			/* owned */
 };
-void admission_fixed_source_init(struct admission_fixed_source *f, struct admission_state *state);
+void admission_fixed_source_init(struct admission_fixed_source *f, struct view_state *state);
 /* Replaces the state (a reference is taken); readers see the new one from their next request. */
-void admission_fixed_source_set(struct admission_fixed_source *f, struct admission_state *state);
+void admission_fixed_source_set(struct admission_fixed_source *f, struct view_state *state);
 void admission_fixed_source_release(struct admission_fixed_source *f);
-
-/* ---- the report queue ---- */
-
-/*
- * The admission results that the reporting matrix sends to PolicyReports
- * (engine_decide(...).reported: Audit rules; DESIGN.md "Reporting
- * matrix"). The handler pushes one item per allowed admission request that
- * has such results; the report writer of the background reconciler drains
- * them and merges them into the reports of the resource's namespace.
- *
- * Not queued (kyverno-semantics.md section 7.3): denied requests (nothing
- * is persisted), DELETE, dryRun, objects without metadata.uid, requests
- * allowed without evaluation (filters, gavel's own namespace).
- */
-struct admission_report_result {
-	struct engine_policy *policy; /* owned reference: name, namespace, annotations
-					 (severity, category, scored) for the report entry */
-	char *rule;		      /* owned */
-	enum engine_status status;
-	char *message;	/* owned */
-	bool exception; /* skipped because of a PolicyException */
-};
-
-struct admission_report_item {
-	/* The resource, as of this request (all owned, "" when absent). */
-	char *api_version, *kind, *namespace, *name, *uid, *resource_version;
-	char *operation;			 /* "CREATE", "UPDATE" or "CONNECT" */
-	char *request_uid;			 /* request.uid */
-	int64_t timestamp;			 /* Unix seconds when the request was judged */
-	struct admission_report_result *results; /* owned array, policy-set and rule order */
-	size_t nresults;
-};
-
-void admission_report_item_free(struct admission_report_item *it);
-
-/* What push does when the queue is full. */
-enum admission_queue_full {
-	ADMISSION_QUEUE_DROP_OLDEST, /* the oldest item is freed and counted as dropped */
-	ADMISSION_QUEUE_REJECT,	     /* the new item is freed and counted as rejected */
-};
-
-struct admission_queue;
-
-/*
- * A FIFO of at most capacity items (capacity 0 = 1024). Memory stays
- * bounded by capacity times the size of one request's results.
- */
-struct admission_queue *admission_queue_new(size_t capacity, enum admission_queue_full when_full);
-
-/* Frees the queue and every item still in it. No thread may use it any more. */
-void admission_queue_free(struct admission_queue *q);
-
-/*
- * Adds item (ownership moves to the queue, also when it is rejected: it is
- * then freed). Returns false when the item was rejected (REJECT policy, or
- * the queue is closed). Never blocks beyond the queue's mutex.
- */
-bool admission_queue_push(struct admission_queue *q, struct admission_report_item *item);
-
-/*
- * The report writer's side: moves up to max items (oldest first) into
- * out[] and returns how many; ownership of each moves to the caller, who
- * frees it with admission_report_item_free(). Waits up to timeout_ms
- * (0 = do not wait, <0 = until an item arrives or the queue is closed)
- * when the queue is empty. Returns 0 on timeout, and 0 right away once
- * the queue is closed and empty.
- */
-size_t admission_queue_drain(struct admission_queue *q, struct admission_report_item **out,
-			     size_t max, int timeout_ms);
-
-/* Wakes every drainer; later pushes are rejected. Items already queued can still be drained. */
-void admission_queue_close(struct admission_queue *q);
-
-struct admission_queue_stats {
-	size_t depth, capacity;
-	uint64_t pushed;   /* items accepted */
-	uint64_t dropped;  /* oldest items freed to make room (DROP_OLDEST) */
-	uint64_t rejected; /* new items refused (REJECT, or closed) */
-};
-void admission_queue_stats(struct admission_queue *q, struct admission_queue_stats *out);
-
-/*
- * Registers the queue's figures in a metrics registry (rendered at scrape
- * time): gavel_admission_report_queue_depth (gauge),
- * gavel_admission_report_queue_dropped_total and
- * gavel_admission_report_queue_rejected_total (counters). The queue must
- * outlive the registry's use.
- */
-void admission_queue_register_metrics(struct admission_queue *q, struct metrics_registry *r);
-
-/* ---- context entries that read the cluster ---- */
-
-/*
- * Where the engine hooks of one evaluation come from in cluster mode: the
- * loaders of the context entries configMap, apiCall, globalReference and
- * imageRegistry (background/context.h makes one; cmd/serve.c hands the same
- * one to the handler and the reconciler). open() returns the hooks for one
- * admission request or one scan page, which cache the calls made through
- * them; set (borrowed) is the policy set about to be evaluated, so that
- * the loader keeps watching what its policies name. close() releases what
- * open() returned. Thread-safe; the hooks may be used by several threads
- * at once until close().
- */
-struct admission_context {
-	/*
-	 * deadline_ms: how long all the calls made through the hooks may take
-	 * together: 0 = the loader's default (an admission request's), < 0 = no
-	 * overall bound (a scan page: each call still has its own timeout).
-	 */
-	const struct engine_hooks *(*open)(void *ud, const struct engine_policyset *set,
-					   long deadline_ms);
-	void (*close)(void *ud, const struct engine_hooks *hooks);
-	void *ud;
-};
 
 /* ---- the handler ---- */
 
 struct admission_handler_config {
 	const struct admission_source *source; /* borrowed, required */
 	/* borrowed, may be NULL: context entries that read the cluster are then skipped */
-	const struct admission_context *context;
-	const char *namespace;		  /* gavel's own namespace: allowed unjudged; NULL = none */
-	struct admission_queue *queue;	  /* borrowed, may be NULL (results not queued) */
+	const struct view_context *context;
+	const char *namespace; /* gavel's own namespace: allowed unjudged; NULL = none */
+	/*
+	 * Where the results of an allowed request that go into PolicyReports
+	 * are sent (view_audit_item; ownership moves to emit, called from
+	 * worker threads, must not block). NULL = not sent. cmd/serve.c wires
+	 * it to the report writer's queue (background/audit_queue.h).
+	 */
+	void (*emit)(void *ud, struct view_audit_item *item);
+	void *emit_ud;
 	struct metrics_registry *metrics; /* borrowed, may be NULL (no metrics) */
 	/*
 	 * borrowed, may be NULL: request.roles and request.clusterRoles are
@@ -287,7 +83,7 @@ struct admission_handler_config {
 	 * from; the variables are absent and roles/clusterRoles filters see
 	 * empty lists)
 	 */
-	const struct admission_roles_source *roles;
+	const struct view_roles_source *roles;
 };
 
 struct admission_handler;

@@ -1,7 +1,7 @@
 /*
  * handler.c - AdmissionReview in, AdmissionReview out: decode, judge with
  * the engine, decide, encode (k8s-wire.md section 1, kyverno-semantics.md
- * sections 7.3 and 8). Pure apart from the metrics and the report queue,
+ * sections 7.3 and 8). Pure apart from the metrics and the emit callback,
  * which are handed in.
  */
 #include "admission/admission_int.h"
@@ -17,15 +17,16 @@
 #define TEXT_TYPE "text/plain; charset=utf-8"
 
 struct admission_handler {
-	const struct admission_source *source;	 /* borrowed */
-	char *namespace;			 /* owned, or NULL */
-	struct admission_queue *queue;		 /* borrowed, or NULL */
-	const struct admission_context *context; /* borrowed, or NULL */
-	struct metrics_family *requests;	 /* kyverno_admission_requests_total */
-	struct metrics_family *duration;	 /* kyverno_admission_review_duration_seconds */
-	struct metrics_family *results;		 /* kyverno_policy_results_total */
+	const struct admission_source *source;		      /* borrowed */
+	char *namespace;				      /* owned, or NULL */
+	void (*emit)(void *ud, struct view_audit_item *item); /* or NULL */
+	void *emit_ud;
+	const struct view_context *context; /* borrowed, or NULL */
+	struct metrics_family *requests;    /* kyverno_admission_requests_total */
+	struct metrics_family *duration;    /* kyverno_admission_review_duration_seconds */
+	struct metrics_family *results;	    /* kyverno_policy_results_total */
 
-	const struct admission_roles_source *roles; /* borrowed, or NULL */
+	const struct view_roles_source *roles; /* borrowed, or NULL */
 };
 
 static const char *const request_labels[] = {"resource_kind", "resource_namespace",
@@ -47,7 +48,8 @@ struct admission_handler *admission_handler_new(const struct admission_handler_c
 
 	h->source = cfg->source;
 	h->namespace = cfg->namespace && *cfg->namespace ? gv_xstrdup(cfg->namespace) : NULL;
-	h->queue = cfg->queue;
+	h->emit = cfg->emit;
+	h->emit_ud = cfg->emit_ud;
 	h->roles = cfg->roles;
 	h->context = cfg->context;
 	if (cfg->metrics) {
@@ -81,9 +83,9 @@ void admission_reply_release(struct admission_reply *r)
 
 bool admission_handler_ready(struct admission_handler *h)
 {
-	struct admission_state *s = h->source->acquire(h->source->ud);
+	struct view_state *s = h->source->acquire(h->source->ud);
 
-	admission_state_unref(s);
+	view_state_unref(s);
 	return s != NULL && (!h->roles || h->roles->ready(h->roles->ud));
 }
 
@@ -299,10 +301,10 @@ static char *dup_or_empty(const char *s)
 }
 
 /* The queue item of an allowed request, with the results the matrix reports. */
-static struct admission_report_item *report_item(const struct review *rv, const json_t *object,
-						 const struct engine_report *rep, size_t nreported)
+static struct view_audit_item *report_item(const struct review *rv, const json_t *object,
+					   const struct engine_report *rep, size_t nreported)
 {
-	struct admission_report_item *it = gv_xcalloc(1, sizeof(*it));
+	struct view_audit_item *it = gv_xcalloc(1, sizeof(*it));
 	const json_t *meta = obj_field(object, "metadata");
 	const char *ns = str_field(meta, "namespace");
 
@@ -320,7 +322,7 @@ static struct admission_report_item *report_item(const struct review *rv, const 
 		const struct engine_response *resp = &rep->v[i];
 		for (size_t j = 0; j < resp->nrules; j++) {
 			const struct engine_rule_result *r = &resp->rules[j];
-			struct admission_report_result *o;
+			struct view_audit_result *o;
 			if (!engine_decide(resp->policy, r, ENGINE_ADMISSION).reported)
 				continue;
 			o = &it->results[it->nresults++];
@@ -334,11 +336,11 @@ static struct admission_report_item *report_item(const struct review *rv, const 
 	return it;
 }
 
-static void judge(struct admission_handler *h, const struct review *rv,
-		  struct admission_state *state, struct admission_reply *out)
+static void judge(struct admission_handler *h, const struct review *rv, struct view_state *state,
+		  struct admission_reply *out)
 {
 	const json_t *judged = !strcmp(rv->operation, "DELETE") ? rv->old_object : rv->object;
-	const struct admission_config *cfg = admission_state_config(state);
+	const struct view_config *cfg = view_state_config(state);
 	const char *op = op_label(rv->operation);
 	struct engine_input in = {0};
 	struct engine_report rep = {0};
@@ -361,9 +363,9 @@ static void judge(struct admission_handler *h, const struct review *rv,
 		reply_allowed(out, rv, NULL);
 		return;
 	}
-	if (admission_config_filtered(cfg, rv->group, rv->version, rv->kind, rv->subresource,
-				      rv->namespace, rv->name) ||
-	    admission_config_user_excluded(cfg, rv->user_info)) {
+	if (view_config_filtered(cfg, rv->group, rv->version, rv->kind, rv->subresource,
+				 rv->namespace, rv->name) ||
+	    view_config_user_excluded(cfg, rv->user_info)) {
 		reply_allowed(out, rv, NULL);
 		return;
 	}
@@ -385,11 +387,11 @@ static void judge(struct admission_handler *h, const struct review *rv,
 	in.user_info = rv->user_info;
 	in.roles = roles;
 	in.cluster_roles = cluster_roles;
-	in.namespace_labels = admission_state_namespace_labels(state, rv->namespace);
+	in.namespace_labels = view_state_namespace_labels(state, rv->namespace);
 	in.request = rv->req;
 	if (h->context)
-		in.hooks = h->context->open(h->context->ud, admission_state_policyset(state), 0);
-	rc = engine_evaluate(admission_state_policyset(state), &in, ENGINE_ADMISSION, &rep, &err);
+		in.hooks = h->context->open(h->context->ud, view_state_policyset(state), 0);
+	rc = engine_evaluate(view_state_policyset(state), &in, ENGINE_ADMISSION, &rep, &err);
 	if (h->context)
 		h->context->close(h->context->ud, in.hooks);
 	if (rc) {
@@ -439,9 +441,9 @@ static void judge(struct admission_handler *h, const struct review *rv,
 	} else {
 		const char *uid = str_field(obj_field(judged, "metadata"), "uid");
 		reply_allowed(out, rv, &warnings);
-		if (h->queue && nreported && !rv->dry_run && strcmp(rv->operation, "DELETE") &&
+		if (h->emit && nreported && !rv->dry_run && strcmp(rv->operation, "DELETE") &&
 		    uid && *uid)
-			admission_queue_push(h->queue, report_item(rv, judged, &rep, nreported));
+			h->emit(h->emit_ud, report_item(rv, judged, &rep, nreported));
 	}
 	if (warnings.dropped)
 		gv_debug("admission: request %s: %zu warnings left out (API server limits)",
@@ -459,7 +461,7 @@ void admission_handle(struct admission_handler *h, const char *body, size_t len,
 {
 	struct timespec t0;
 	struct review rv;
-	struct admission_state *state;
+	struct view_state *state;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(out, 0, sizeof(*out));
@@ -471,7 +473,7 @@ void admission_handle(struct admission_handler *h, const char *body, size_t len,
 		goto out;
 	}
 	judge(h, &rv, state, out);
-	admission_state_unref(state);
+	view_state_unref(state);
 	{
 		const char *const labels[] = {rv.kind, rv.namespace, op_label(rv.operation),
 					      out->allowed ? "true" : "false"};

@@ -130,7 +130,7 @@ enum gv_code clusterstate_fetch(const struct clusterstate_api *api, const char *
 	static const char *const exc_versions[] = {"v2", "v2beta1"};
 	json_t *cpols = NULL, *pols = NULL, *excs = NULL, *nss = NULL, *cm = NULL, *nsmap = NULL;
 	struct engine_policyset *set = NULL;
-	struct admission_config *config = NULL;
+	struct view_config *config = NULL;
 	struct kube_status st;
 	char *ens = NULL, *ecm = NULL, *path = NULL;
 	enum gv_code rc;
@@ -185,12 +185,12 @@ enum gv_code clusterstate_fetch(const struct clusterstate_api *api, const char *
 	out->exceptions = json_incref(excs);
 	set = snapshot_build_policyset(out->policies, excs, NULL, 0, &out->npolicies);
 	nsmap = snapshot_build_namespaces(nss);
-	config = admission_config_new(out->config_data);
-	out->state = admission_state_new(set, nsmap, config);
+	config = view_config_new(out->config_data);
+	out->state = view_state_new(set, nsmap, config);
 out:
 	if (set)
 		engine_policyset_unref(set);
-	admission_config_unref(config);
+	view_config_unref(config);
 	json_decref(nsmap);
 	json_decref(cpols);
 	json_decref(pols);
@@ -209,7 +209,7 @@ void clusterstate_release(struct clusterstate *cs)
 {
 	if (!cs)
 		return;
-	admission_state_unref(cs->state);
+	view_state_unref(cs->state);
 	json_decref(cs->policies);
 	json_decref(cs->config_data);
 	json_decref(cs->exceptions);

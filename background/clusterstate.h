@@ -1,7 +1,7 @@
 /*
  * clusterstate.h - one read of what background/snapshot.h keeps current
  * with informers: ClusterPolicies, Policies, PolicyExceptions, Namespaces
- * and gavel's ConfigMap, listed once and made into an admission_state.
+ * and gavel's ConfigMap, listed once and made into an view_state.
  * For the one-shot commands (`gavel scan`, `gavel status`), which need no
  * watches.
  */
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <jansson.h>
 
-#include "admission/admission.h"
+#include "view/view.h"
 #include "common/gv.h"
 #include "kube/kube.h"
 
@@ -27,7 +27,7 @@ struct clusterstate_api {
 };
 
 struct clusterstate {
-	struct admission_state *state; /* owned reference: policy set, namespace labels, config */
+	struct view_state *state; /* owned reference: policy set, namespace labels, config */
 	json_t *policies; /* owned: ClusterPolicy and Policy documents (kind and apiVersion set) */
 	json_t *config_data; /* owned: `data` of gavel's ConfigMap ({} when absent) */
 	json_t *namespaces;  /* owned: array of the namespaces' names, sorted */

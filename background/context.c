@@ -49,7 +49,7 @@ struct global {
 struct context_loader {
 	struct context_options o;
 	struct kube_registry *registry; /* owned: imageRegistry entries */
-	struct admission_context src;
+	struct view_context src;
 	pthread_mutex_t mu;
 	struct engine_policyset *last_set; /* owned reference: the set last watched for */
 	struct cm_watch *cms;		   /* owned array */
@@ -1298,7 +1298,7 @@ struct context_loader *context_loader_new(const struct context_options *o)
 	return l;
 }
 
-const struct admission_context *context_loader_source(struct context_loader *l)
+const struct view_context *context_loader_source(struct context_loader *l)
 {
 	return &l->src;
 }

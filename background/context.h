@@ -58,7 +58,7 @@
 #include <stddef.h>
 #include <jansson.h>
 
-#include "admission/admission.h"
+#include "view/view.h"
 #include "common/gv.h"
 #include "engine/engine.h"
 #include "kube/kube.h"
@@ -89,8 +89,8 @@ struct context_loader;
 struct context_loader *context_loader_new(const struct context_options *o);
 void context_loader_free(struct context_loader *l);
 
-/* The admission_context of l (points into l). */
-const struct admission_context *context_loader_source(struct context_loader *l);
+/* The view_context of l (points into l). */
+const struct view_context *context_loader_source(struct context_loader *l);
 
 /*
  * Makes sure every ConfigMap and GlobalContextEntry named by set's policies

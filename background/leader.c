@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "admission/metrics.h"
+#include "common/metrics.h"
 #include "common/log.h"
 #include "common/banned.h"
 

@@ -221,7 +221,7 @@ enum { RB, CRB, NCOLL };
 struct rbac_cache {
 	struct kube_client *client; /* borrowed */
 	struct kube_informer *_Atomic inf[NCOLL];
-	struct admission_roles_source source;
+	struct view_roles_source source;
 	pthread_mutex_t build_mu; /* one build at a time, so the last one sees the latest lists */
 	pthread_mutex_t mu;	  /* guards index and generation */
 	struct rbac_index *index; /* owned reference, NULL until both listed */
@@ -365,7 +365,7 @@ uint64_t rbac_cache_generation(struct rbac_cache *rc)
 	return g;
 }
 
-const struct admission_roles_source *rbac_cache_source(struct rbac_cache *rc)
+const struct view_roles_source *rbac_cache_source(struct rbac_cache *rc)
 {
 	return &rc->source;
 }

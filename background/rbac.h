@@ -40,7 +40,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#include "admission/admission.h"
+#include "view/view.h"
 #include "common/gv.h"
 #include "kube/kube.h"
 
@@ -112,6 +112,6 @@ uint64_t rbac_cache_generation(struct rbac_cache *rc);
  * GV_ENOENT "RoleBindings and ClusterRoleBindings not listed yet" before
  * the first; ready is rbac_cache_ready.
  */
-const struct admission_roles_source *rbac_cache_source(struct rbac_cache *rc);
+const struct view_roles_source *rbac_cache_source(struct rbac_cache *rc);
 
 #endif

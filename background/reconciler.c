@@ -21,6 +21,7 @@
 
 #include "background/clusterstate.h"
 #include "background/leader.h"
+#include "background/nsscan.h"
 #include "common/log.h"
 #include "common/banned.h"
 
@@ -241,8 +242,9 @@ struct reconciler {
 	struct reconciler_config cfg; /* strings below are owned copies */
 	char *namespace, *state_cm, *interval;
 	struct leader *leader;
-	struct scanner *scanner;
-	struct report_set *rs;
+	struct scanner *scanner; /* counts the requests outside the scans */
+	struct report_set *rs;	 /* admission results not written yet */
+	struct nsscan_memo *memo;
 	struct metrics_family *duration, *processed, *results, *leader_gauge;
 	struct collector_slot *collector; /* static; NULL = no per-policy metrics */
 
@@ -257,8 +259,9 @@ struct reconciler {
 	pthread_mutex_t mu;
 	struct rpol *pols;
 	size_t npols;
-	struct admission_state *state; /* owned reference */
-	json_t *cfg_data;	       /* owned: last ConfigMap data seen */
+	struct view_state *state; /* owned reference */
+	json_t *exceptions;	  /* owned: the exception documents of state's set */
+	json_t *cfg_data;	  /* owned: last ConfigMap data seen */
 	struct reconciler_global global;
 	bool global_logged_suspend;
 	char global_logged_error[600];
@@ -267,7 +270,8 @@ struct reconciler {
 	bool loaded;	    /* report_load and the state ConfigMap read for this leadership */
 	json_t *state_data; /* owned: the state ConfigMap's data as read */
 	json_t *pending;    /* owned: state changes not written yet */
-	bool scan_dirty;    /* the model holds scan results not written yet */
+	bool scan_dirty;    /* the model holds scan results not written yet (never now) */
+	bool prune_due;	    /* results of policies gone or changed may remain */
 	time_t load_retry_at, cycle_retry_at, flush_retry_at, state_retry_at;
 	int load_backoff, cycle_backoff, flush_backoff, state_backoff;
 	time_t last_flush;
@@ -361,20 +365,20 @@ static bool scan_proceed(void *ud)
 
 static size_t drain(struct reconciler *r, int timeout_ms)
 {
-	struct admission_report_item *items[DRAIN_BATCH];
+	struct view_audit_item *items[DRAIN_BATCH];
 	size_t total = 0, n;
 
 	if (!r->cfg.queue)
 		return 0;
 	do {
-		n = admission_queue_drain(r->cfg.queue, items, DRAIN_BATCH, timeout_ms);
+		n = audit_queue_drain(r->cfg.queue, items, DRAIN_BATCH, timeout_ms);
 		for (size_t i = 0; i < n; i++) {
 			struct gv_err err = {0};
 			if (report_put_admission(r->rs, items[i], &err))
 				gv_warn("background: admission result of %s %s/%s not reported: %s",
 					items[i]->kind, items[i]->namespace, items[i]->name,
 					err.msg);
-			admission_report_item_free(items[i]);
+			view_audit_item_free(items[i]);
 		}
 		total += n;
 		timeout_ms = 0;
@@ -413,14 +417,19 @@ static void global_log(struct reconciler *r)
 	}
 }
 
-/* Rebuilds the schedule table from r->state and r->global. */
-static void table_rebuild(struct reconciler *r)
+/*
+ * Rebuilds the schedule table from r->state and r->global. True when a
+ * policy of the old table is gone, changed (fingerprint) or no longer
+ * background: its results may have to be removed.
+ */
+static bool table_rebuild(struct reconciler *r)
 {
-	const struct engine_policyset *set = admission_state_policyset(r->state);
+	const struct engine_policyset *set = view_state_policyset(r->state);
 	size_t n = set ? engine_policyset_count(set) : 0, k = 0;
 	struct rpol *v = gv_xcalloc(n + 1, sizeof(*v));
 	struct rpol *old;
 	size_t nold;
+	bool gone = false;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct engine_policy *p = engine_policyset_get(set, i);
@@ -460,6 +469,11 @@ static void table_rebuild(struct reconciler *r)
 			np->spec_suspended = np->sched.suspended;
 		}
 	}
+	for (size_t i = 0; i < r->npols && !gone; i++) {
+		const struct rpol *o = &r->pols[i], *now = old_pol(v, k, o->ref);
+
+		gone = !now || now->fp != o->fp || now->background != o->background;
+	}
 	pthread_mutex_lock(&r->mu);
 	old = r->pols;
 	nold = r->npols;
@@ -469,6 +483,7 @@ static void table_rebuild(struct reconciler *r)
 	for (size_t i = 0; i < nold; i++)
 		rpol_release(&old[i]);
 	free(old);
+	return gone;
 }
 
 /* Takes the last scans from the state ConfigMap; removes entries of policies gone. */
@@ -510,6 +525,7 @@ static void leadership_lost(struct reconciler *r)
 		r->scan_dirty = false;
 	}
 	scanner_reset(r->scanner);
+	nsscan_memo_clear(r->memo);
 	r->loaded = false;
 	json_decref(r->state_data);
 	r->state_data = NULL;
@@ -521,20 +537,13 @@ static void leadership_lost(struct reconciler *r)
 /* At the start of a leadership: the reports as they are, the last scans. */
 static void leadership_init(struct reconciler *r, time_t now)
 {
-	struct report_api api = {.request = rec_request,
-				 .request_view = rec_request_view,
-				 .ud = r,
-				 .proceed = flush_proceed};
 	struct scanstate_api sapi = {.request = rec_request, .ud = r};
-	struct report_stats rst = {0};
 	struct gv_err err = {0};
 	json_t *data = NULL;
-	size_t pruned;
 
 	if (now < r->load_retry_at)
 		return;
-	if (scanstate_read(&sapi, r->namespace, r->state_cm, &data, &err) ||
-	    report_load(r->rs, &api, &rst, &err)) {
+	if (scanstate_read(&sapi, r->namespace, r->state_cm, &data, &err)) {
 		int b = backoff_next(&r->load_backoff);
 		json_decref(data);
 		gv_warn("background: start of leadership: %s (retrying in %d s)", err.msg, b);
@@ -544,14 +553,82 @@ static void leadership_init(struct reconciler *r, time_t now)
 	json_decref(r->state_data);
 	r->state_data = data;
 	table_apply_state(r);
-	pruned = report_prune(r->rs, admission_state_policyset(r->state));
 	r->loaded = true;
 	r->load_backoff = 0;
-	gv_info("background: leading: %zu report objects read (%zu results), %zu stale results "
-		"removed, %zu policies with a recorded last scan",
-		rst.read, report_count(r->rs), pruned, json_object_size(r->state_data));
-	if (report_dirty_count(r->rs))
-		r->flush_now = true;
+	/* results of policies deleted or changed while nobody led */
+	r->prune_due = true;
+	gv_info("background: leading: %zu policies with a recorded last scan",
+		json_object_size(r->state_data));
+}
+
+/* The scans' options and input from the current state (in's arrays: caller frees). */
+static void scan_setup(struct reconciler *r, const struct scan_hooks *hooks,
+		       struct nsscan_options *o, struct nsscan_input *in, json_t **namespaces)
+{
+	const json_t *labels = view_state_namespaces(r->state);
+	const char *key;
+	const json_t *v;
+	const struct engine_policy **all = gv_xcalloc(r->npols + 1, sizeof(*all));
+
+	memset(o, 0, sizeof(*o));
+	memset(in, 0, sizeof(*in));
+	o->client = r->cfg.client;
+	o->context = r->cfg.context;
+	o->namespace = r->namespace;
+	o->batch_size = r->cfg.batch_size;
+	o->workers = r->cfg.workers;
+	o->resource_limit = r->cfg.resource_limit;
+	o->split = r->cfg.split;
+	o->no_inputs = !r->cfg.incremental;
+	o->hooks = hooks;
+	o->results = r->results;
+	o->processed = r->processed;
+	{
+		size_t n = 0;
+		const char **names = gv_xcalloc(json_object_size(labels) + 1, sizeof(*names));
+
+		json_object_foreach((json_t *)labels, key, v) names[n++] = key;
+		qsort(names, n, sizeof(*names), gv_strptr_cmp);
+		*namespaces = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(*namespaces, json_string(names[i]));
+		free(names);
+	}
+	in->state = r->state;
+	in->namespaces = *namespaces;
+	in->config_data = r->cfg_data;
+	in->exceptions = r->exceptions;
+	for (size_t i = 0; i < r->npols; i++)
+		if (r->pols[i].background)
+			all[in->nall++] = r->pols[i].p;
+	in->all = all;
+}
+
+/* Removes the results of policies gone or changed, namespace by namespace. */
+static void prune(struct reconciler *r, time_t now)
+{
+	struct scan_hooks hooks = {scan_proceed, NULL, r};
+	struct nsscan_options o;
+	struct nsscan_input in;
+	struct gv_err err = {0};
+	json_t *nss;
+	size_t pruned = 0;
+
+	if (!r->prune_due || now < r->cycle_retry_at)
+		return;
+	scan_setup(r, &hooks, &o, &in, &nss);
+	if (nsscan_prune(&o, &in, &pruned, NULL, &err)) {
+		int b = backoff_next(&r->cycle_backoff);
+		gv_warn("background: stale results not all removed (retrying in %d s): %s", b,
+			err.msg);
+		r->cycle_retry_at = time(NULL) + b;
+	} else if (scan_proceed(r)) {
+		r->prune_due = false;
+		if (pruned)
+			gv_info("background: %zu stale results removed", pruned);
+	}
+	free((void *)in.all);
+	json_decref(nss);
 }
 
 /*
@@ -578,16 +655,23 @@ static void write_state(struct reconciler *r, time_t now)
 	json_object_clear(r->pending);
 }
 
-/* Runs the cycle of the policies due now, if any. */
+/*
+ * Runs the cycle of the policies due now, if any: the namespace-by-namespace
+ * scan of nsscan.h (the one `gavel scan` runs), which writes each
+ * namespace's reports as it goes; r->memo keeps what was found current.
+ */
 static void run_due(struct reconciler *r, time_t now)
 {
 	const struct engine_policy **due;
 	size_t *idx, n = 0;
-	struct scan_outcome *out;
-	struct scan_stats stats = {0};
+	struct nsscan_stats ns = {0};
+	struct scan_stats stats;
 	struct scan_hooks hooks = {scan_proceed, scan_page_done, r};
+	struct nsscan_options o;
+	struct nsscan_input in;
 	struct gv_err err = {0};
 	struct gv_buf names = {0};
+	json_t *nss = NULL;
 	enum gv_code rc;
 	time_t end;
 
@@ -609,43 +693,61 @@ static void run_due(struct reconciler *r, time_t now)
 	}
 	if (!n)
 		goto out;
-	out = gv_xcalloc(n, sizeof(*out));
 	gv_debug("background: scanning %zu policies: %s", n, gv_buf_str(&names));
-	rc = scanner_run(r->scanner, r->state, due, n, r->rs, &hooks, out, &stats, &err);
+	scan_setup(r, &hooks, &o, &in, &nss);
+	in.due = due;
+	in.ndue = n;
+	{
+		struct timespec t0, t1;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = nsscan_run(&o, &in, r->memo, &ns, &err);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ns.seconds =
+		    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	}
+	free((void *)in.all);
+	json_decref(nss);
+	stats = ns.scan;
+	stats.requests = ns.requests;
 	end = time(NULL);
-	metrics_observe(r->duration, NULL, stats.seconds);
-	if (stats.results || stats.deleted || report_dirty_count(r->rs))
-		r->scan_dirty = true;
+	metrics_observe(r->duration, NULL, ns.seconds);
 	r->flush_now = true;
 	if (rc) {
 		int b = backoff_next(&r->cycle_backoff);
 		gv_warn("background: scan of %s stopped after %zu objects (retrying in %d s): %s",
 			gv_buf_str(&names), stats.listed, b, err.msg);
 		r->cycle_retry_at = end + b;
-		free(out);
 		goto out;
 	}
 	if (stats.stopped) {
 		gv_info("background: scan of %s stopped (leadership lost or shutting down)",
 			gv_buf_str(&names));
-		free(out);
 		goto out;
 	}
 	r->cycle_backoff = 0;
 	gv_info(
 	    "background: scanned %zu %s (%s): %zu objects, %zu evaluated, %zu unchanged, %zu "
 	    "filtered, %zu failed, %zu results, %zu gone; %zu API requests, %.2f s (lists %.2f s, "
-	    "evaluation %.2f s, merge %.2f s)%s",
+	    "evaluation %.2f s, merge %.2f s; reports: %zu read, %zu created, %zu updated, %zu "
+	    "deleted)%s",
 	    n, n == 1 ? "policy" : "policies", gv_buf_str(&names), stats.listed, stats.evaluated,
 	    stats.unchanged, stats.filtered, stats.failed, stats.results, stats.deleted,
-	    stats.requests, stats.seconds, stats.list_seconds, stats.eval_seconds,
-	    stats.commit_seconds,
+	    stats.requests, ns.seconds, stats.list_seconds, stats.eval_seconds,
+	    stats.commit_seconds, ns.reports.read, ns.reports.created, ns.reports.updated,
+	    ns.reports.deleted,
 	    stats.partial ? " (resource limit reached: the next cycle continues)" : "");
+	if (ns.reports.created || ns.reports.updated || ns.reports.deleted)
+		gv_info("background: reports written: %zu created, %zu updated, %zu deleted, %zu "
+			"unchanged, %zu conflicts",
+			ns.reports.created, ns.reports.updated, ns.reports.deleted,
+			ns.reports.unchanged, ns.reports.conflicts);
 	pthread_mutex_lock(&r->mu);
 	for (size_t i = 0; i < n; i++) {
 		struct rpol *p = &r->pols[idx[i]];
 		char *text;
-		p->last.last_scan = end;
+		p->last.last_scan =
+		    now; /* when it was due: the schedule's fire, however long the cycle */
 		p->last.fingerprint = p->fp;
 		snprintf(p->last.uid, sizeof(p->last.uid), "%s", p->uid);
 		p->has_last = true;
@@ -655,7 +757,6 @@ static void run_due(struct reconciler *r, time_t now)
 	}
 	pthread_mutex_unlock(&r->mu);
 	atomic_fetch_add(&r->cycles, 1);
-	free(out);
 out:
 	gv_buf_release(&names);
 	free(due);
@@ -686,7 +787,7 @@ static void flush(struct reconciler *r, time_t now)
 		return;
 	/* results of policies deleted meanwhile (admission items of other replicas) */
 	if (is_leading(r) && r->loaded)
-		report_prune(r->rs, admission_state_policyset(r->state));
+		report_prune(r->rs, view_state_policyset(r->state));
 	r->last_flush = now;
 	if (report_flush(r->rs, &api, &st, &err)) {
 		int b = backoff_next(&r->flush_backoff);
@@ -700,8 +801,13 @@ static void flush(struct reconciler *r, time_t now)
 			"unchanged, %zu conflicts",
 			st.created, st.updated, st.deleted, st.unchanged, st.conflicts);
 	if (!report_dirty_count(r->rs)) {
+		struct report_options ro = {.split = r->cfg.split};
+
 		r->scan_dirty = false;
 		r->flush_now = false;
+		/* written: the model need not keep them (memory stays bounded by the queue) */
+		report_set_free(r->rs);
+		r->rs = report_set_new(&ro);
 	}
 }
 
@@ -710,9 +816,9 @@ static void step(struct reconciler *r)
 {
 	time_t now = time(NULL);
 	unsigned epoch = atomic_load(&r->lead_epoch);
-	struct admission_state *st;
-	json_t *data;
-	bool rebuild = false;
+	struct view_state *st;
+	json_t *data, *exceptions = NULL;
+	bool rebuild = false, policies = false;
 
 	if (epoch != r->seen_epoch) {
 		r->seen_epoch = epoch;
@@ -721,18 +827,21 @@ static void step(struct reconciler *r)
 		if (is_leading(r))
 			gv_info("background: this replica now scans");
 	}
-	st = r->cfg.snapshot ? snapshot_state(r->cfg.snapshot) : NULL;
+	st = r->cfg.snapshot ? snapshot_state_exceptions(r->cfg.snapshot, &exceptions) : NULL;
 	if (!st && !r->state)
 		return;
-	if (st &&
-	    (!r->state || admission_state_policyset(st) != admission_state_policyset(r->state))) {
-		admission_state_unref(r->state);
+	if (st) {
+		json_decref(r->exceptions);
+		r->exceptions = exceptions;
+	}
+	if (st && (!r->state || view_state_policyset(st) != view_state_policyset(r->state))) {
+		view_state_unref(r->state);
 		r->state = st;
 		st = NULL;
 		rebuild = true;
 	} else if (st) {
 		/* same policies: keep the new namespace labels and config */
-		admission_state_unref(r->state);
+		view_state_unref(r->state);
 		r->state = st;
 		st = NULL;
 	}
@@ -751,18 +860,22 @@ static void step(struct reconciler *r)
 	}
 	json_decref(data);
 	if (rebuild) {
-		table_rebuild(r);
+		policies = table_rebuild(r); /* some policy gone or changed */
 		if (r->loaded)
 			table_apply_state(r);
-		if (r->loaded && is_leading(r) &&
-		    report_prune(r->rs, admission_state_policyset(r->state)))
+		if (policies && report_prune(r->rs, view_state_policyset(r->state)))
 			r->flush_now = true;
+		if (policies && r->loaded && is_leading(r))
+			r->prune_due = true;
 	}
 	if (is_leading(r)) {
 		if (!r->loaded)
 			leadership_init(r, now);
 		if (r->loaded && !atomic_load(&r->stop))
 			run_due(r, now);
+		/* after the scans, which prune what they rewrite anyway */
+		if (r->loaded && !atomic_load(&r->stop))
+			prune(r, time(NULL));
 	}
 	flush(r, time(NULL));
 	if (is_leading(r) && r->loaded)
@@ -926,10 +1039,12 @@ static void reconciler_free(struct reconciler *r)
 	collector_release(r->collector);
 	scanner_free(r->scanner);
 	report_set_free(r->rs);
+	nsscan_memo_free(r->memo);
+	json_decref(r->exceptions);
 	for (size_t i = 0; i < r->npols; i++)
 		rpol_release(&r->pols[i]);
 	free(r->pols);
-	admission_state_unref(r->state);
+	view_state_unref(r->state);
 	json_decref(r->cfg_data);
 	json_decref(r->state_data);
 	json_decref(r->pending);
@@ -984,6 +1099,7 @@ enum gv_code reconciler_start(const struct reconciler_config *cfg, struct reconc
 	reconciler_global_resolve(NULL, r->interval, &r->global);
 	ro.split = cfg->split;
 	r->rs = report_set_new(&ro);
+	r->memo = nsscan_memo_new();
 
 	if (cfg->metrics) {
 		r->duration =

@@ -8,10 +8,11 @@
  *   snapshot.h   the policy set, namespace labels and gavel's ConfigMap
  *   schedule.h   intervals and cron: when each policy is due
  *   scanstate.h  each policy's last completed scan, persisted in the cluster
- *   scan.h       one scan cycle: discovery, paged lists, worker pool, engine
+ *   nsscan.h     one scan cycle, namespace by namespace (also `gavel scan`)
+ *   scan.h       one namespace's scan: discovery, paged lists, worker pool, engine
  *   report.h     the report model and its writer
  *   leader.h     the Lease: only the leader scans and writes scan results
- *   admission.h  the admission report queue, drained into the same reports
+ *   audit_queue.h  the admission results queue, drained into the same reports
  *
  * Schedules. Global: backgroundScanInterval in gavel's ConfigMap (a Go
  * duration), else --background-scan-interval (default 1h); ConfigMap
@@ -35,24 +36,29 @@
  * shown by gavel_background_scan_suspended{policy} and `gavel status`.
  *
  * One thread (started by reconciler_start) loops about every tick:
- *   - drains the admission queue into the report model (every replica:
- *     admission results are upserts, written with the 409 merge of
- *     report.h, so replicas do not lose each other's results);
+ *   - drains the admission queue into a model of admission results alone
+ *     (every replica: admission results are upserts, written with the 409
+ *     merge of report.h, so replicas do not lose each other's results);
+ *     once written, the model is emptied;
  *   - when the policy set changed: rebuilds the schedule table; the leader
- *     prunes results of deleted policies, rules and background: false
- *     (report_prune);
- *   - on the leader only (always, without --leader-elect): report_load once
- *     per leadership, then the due policies' scan cycle (scanner_run);
- *     their last-scan times are written to the state ConfigMap only once
- *     every result of that cycle is in the reports, so a replica killed
- *     mid-flush leaves the policy due for the next leader;
- *   - flushes the reports when a cycle ended or admission results waited
- *     for flush_ms; API errors are retried with capped backoff (5 s to 5
- *     min), the rest of the model stays intact (report.h writes whole
- *     objects).
- * Losing leadership stops the cycle between pages and the flush between
- * writes; scan results not yet written are dropped with the caches
- * (scanner_reset), so that only the leader writes scan results.
+ *     removes results of deleted policies, rules and background: false
+ *     (nsscan_prune: namespace by namespace), as it does once per
+ *     leadership;
+ *   - on the leader only (always, without --leader-elect): the due
+ *     policies' scan cycle, the namespace-by-namespace scan of nsscan.h
+ *     that `gavel scan` runs (memory: a few namespaces' reports and list
+ *     pages, whatever the cluster's size), which writes each namespace's
+ *     reports as it goes; a memo of the inputs each policy's results were
+ *     made under (nsscan_memo) lets a cycle where nothing changed evaluate
+ *     and write nothing; their last-scan times are written to the state
+ *     ConfigMap only after the cycle, so a replica killed mid-cycle leaves
+ *     the policy due for the next leader;
+ *   - flushes the admission results when a cycle ended or they waited for
+ *     flush_ms; API errors are retried with capped backoff (5 s to 5
+ *     min).
+ * Losing leadership stops the cycle between pages and namespaces, and the
+ * writes; the memo is forgotten, so that a new leadership starts from what
+ * the reports say.
  *
  * Metrics (cfg.metrics): kyverno_background_scan_duration_seconds
  * (histogram, per cycle), kyverno_background_scan_resources_processed_total,
@@ -71,8 +77,9 @@
 #include <time.h>
 #include <jansson.h>
 
-#include "admission/admission.h"
-#include "admission/metrics.h"
+#include "view/view.h"
+#include "common/metrics.h"
+#include "background/audit_queue.h"
 #include "background/report.h"
 #include "background/scan.h"
 #include "background/scanstate.h"
@@ -168,9 +175,9 @@ struct reconciler_config {
 	struct kube_client *client;	  /* borrowed: scans, reports, scan state; required */
 	const struct kube_config *kube;	  /* the Lease elector makes its own client from it */
 	struct snapshot *snapshot;	  /* borrowed: policies, namespaces, ConfigMap; required */
-	struct admission_queue *queue;	  /* borrowed; NULL = no admission results */
+	struct audit_queue *queue;	  /* borrowed; NULL = no admission results */
 	struct metrics_registry *metrics; /* borrowed; NULL = no metrics */
-	const struct admission_context *context; /* borrowed; NULL = context entries skipped */
+	const struct view_context *context; /* borrowed; NULL = context entries skipped */
 	const char *namespace; /* gavel's: state ConfigMap, Lease, never scanned; NULL = "gavel" */
 	const char *state_configmap; /* NULL = SCANSTATE_CONFIGMAP */
 	const char *interval;	     /* --background-scan-interval; NULL = "1h" */
@@ -213,41 +220,7 @@ bool reconciler_leading(const struct reconciler *r);
 /* Completed scan cycles since the start (tests, the e2e driver). */
 uint64_t reconciler_cycles(const struct reconciler *r);
 
-/* ---- one-shot commands ---- */
-
-/* `gavel scan` (cmd/scan.c): what it is asked, and its figures. */
-struct reconciler_once_options {
-	struct kube_client *client;		 /* borrowed, required */
-	const struct admission_context *context; /* borrowed; NULL = context entries skipped */
-	const char *namespace;			 /* gavel's; NULL = "gavel" */
-	int batch_size, workers;
-	size_t resource_limit;
-	bool split;
-	bool dry_run; /* nothing is written */
-	/*
-	 * When set, called with the reports of each namespace scanned
-	 * (report_render_all: an array, borrowed for the call; [] for a
-	 * namespace whose reports were unchanged and not read), the
-	 * cluster-scoped ones first, then the namespaces in order, one call
-	 * at a time, as soon as the namespace and those before it are done
-	 * (memory: a few namespaces' reports, not the cluster's). After an
-	 * error, the namespaces done before it have been emitted.
-	 */
-	void (*emit)(void *ud, const json_t *reports);
-	void *emit_ud;
-};
-
-struct reconciler_once_stats {
-	size_t policies; /* background policies scanned */
-	struct scan_stats scan;
-	struct report_stats reports;
-	size_t requests;      /* every API request: state, reports, scan */
-	size_t results;	      /* results in the reports */
-	double seconds;	      /* the whole run */
-	double fetch_seconds; /* of which reading policies, namespaces, ConfigMap */
-	double load_seconds;  /* reading gavel's reports (report_load) */
-	double flush_seconds; /* writing the reports and the scan state */
-};
+/* ---- one-shot commands (`gavel scan`: nsscan.h) ---- */
 
 /*
  * `gavel status`: one object per policy (new reference to an array, in

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <openssl/evp.h>
 
-#include "admission/admission.h"
+#include "view/view.h"
 #include "common/log.h"
 #include "common/banned.h"
 
@@ -1273,7 +1273,7 @@ enum gv_code report_put_response(struct report_set *rs, const struct report_reso
 	return rc;
 }
 
-enum gv_code report_put_admission(struct report_set *rs, const struct admission_report_item *it,
+enum gv_code report_put_admission(struct report_set *rs, const struct view_audit_item *it,
 				  struct gv_err *err)
 {
 	struct report_resource res = {it->api_version, it->kind, it->namespace, it->name, it->uid};
@@ -1282,7 +1282,7 @@ enum gv_code report_put_admission(struct report_set *rs, const struct admission_
 	enum gv_code rc;
 
 	for (size_t i = 0; i < it->nresults; i++) {
-		const struct admission_report_result *r = &it->results[i];
+		const struct view_audit_result *r = &it->results[i];
 
 		refs[i] = report_policy_ref(r->policy);
 		entry_from_engine(r->policy, refs[i], r->rule, r->status, r->message,

@@ -235,14 +235,14 @@ enum gv_code report_put_response(struct report_set *rs, const struct report_reso
 				 const struct engine_response *resp, enum engine_mode mode,
 				 int64_t seconds, int32_t nanos, struct gv_err *err);
 
-struct admission_report_item;
+struct view_audit_item;
 
 /*
- * An admission report item (admission/admission.h, already filtered by
+ * An admission report item (view/view.h, already filtered by
  * the reporting matrix): report_upsert() of its results with process
  * "admission review" and the item's timestamp. Borrowed.
  */
-enum gv_code report_put_admission(struct report_set *rs, const struct admission_report_item *it,
+enum gv_code report_put_admission(struct report_set *rs, const struct view_audit_item *it,
 				  struct gv_err *err);
 
 /*

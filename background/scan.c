@@ -909,14 +909,14 @@ struct pool {
 	atomic_size_t next;
 	int active;
 	const struct engine_policyset *set;
-	const struct admission_context *context; /* borrowed, or NULL */
-	const struct engine_hooks *hooks;	 /* of the page being evaluated, or NULL */
+	const struct view_context *context; /* borrowed, or NULL */
+	const struct engine_hooks *hooks;   /* of the page being evaluated, or NULL */
 };
 
 struct cycle {
 	struct scanner *s;
-	const struct admission_state *st;
-	const struct admission_config *config;
+	const struct view_state *st;
+	const struct view_config *config;
 	struct report_set *rs;
 	const struct scan_hooks *hooks;
 	struct cyc_policy *pols;
@@ -979,7 +979,7 @@ static void *pool_main(void *ud)
 }
 
 static void pool_start(struct pool *p, int n, const struct engine_policyset *set,
-		       const struct admission_context *context)
+		       const struct view_context *context)
 {
 	memset(p, 0, sizeof(*p));
 	p->context = context;
@@ -1369,10 +1369,9 @@ static bool slot_prepare(struct cycle *c, struct cyc_target *ct, struct slot *sl
 	if (c->s->skip_ns &&
 	    (!strcmp(sl->ns, c->s->skip_ns) || (is_ns_kind && !strcmp(sl->name, c->s->skip_ns))))
 		goto filtered;
-	if (admission_config_filtered(c->config, r->group, r->version, r->kind, "", sl->ns,
-				      sl->name))
+	if (view_config_filtered(c->config, r->group, r->version, r->kind, "", sl->ns, sl->name))
 		goto filtered;
-	sl->labels = admission_state_namespace_labels(c->st, is_ns_kind ? sl->name : sl->ns);
+	sl->labels = view_state_namespace_labels(c->st, is_ns_kind ? sl->name : sl->ns);
 	if (is_ns_kind && !sl->labels)
 		sl->labels = json_object_get(md, "labels");
 	lh = labels_hash(c, is_ns_kind ? sl->name : sl->ns, sl->labels);
@@ -1943,12 +1942,12 @@ static void scanner_gc(struct scanner *s, const uint64_t *alive, size_t n)
 }
 
 /* The policies of a cycle (the background ones of due) and their targets. */
-static void cycle_begin(struct cycle *c, struct scanner *s, const struct admission_state *st,
+static void cycle_begin(struct cycle *c, struct scanner *s, const struct view_state *st,
 			const struct engine_policy *const *due, size_t ndue, bool gc)
 {
 	c->s = s;
 	c->st = st;
-	c->config = admission_state_config(st);
+	c->config = view_state_config(st);
 	c->budget = s->opt.resource_limit ? s->opt.resource_limit : SIZE_MAX;
 	c->pols = gv_xcalloc(ndue + 1, sizeof(*c->pols));
 	for (size_t i = 0; i < ndue; i++) {
@@ -1964,7 +1963,7 @@ static void cycle_begin(struct cycle *c, struct scanner *s, const struct admissi
 		cp->outside = engine_doc_reads_outside(engine_policy_doc(due[i]));
 		scan_policy_kinds(due[i], &cp->kinds);
 	}
-	c->alive = alive_keys(admission_state_policyset(st), &c->nalive);
+	c->alive = alive_keys(view_state_policyset(st), &c->nalive);
 	if (gc)
 		scanner_gc(s, c->alive, c->nalive);
 	cycle_resolve(c);
@@ -1996,7 +1995,7 @@ static void cycle_end(struct cycle *c)
 	c->inputs = NULL;
 }
 
-enum gv_code scanner_inputs(struct scanner *s, const struct admission_state *st,
+enum gv_code scanner_inputs(struct scanner *s, const struct view_state *st,
 			    const struct engine_policy *const *due, size_t ndue,
 			    char out[SCAN_INPUTS_LEN], size_t *objects)
 {
@@ -2063,7 +2062,7 @@ enum gv_code scanner_inputs(struct scanner *s, const struct admission_state *st,
 	return GV_OK;
 }
 
-enum gv_code scanner_run(struct scanner *s, const struct admission_state *st,
+enum gv_code scanner_run(struct scanner *s, const struct view_state *st,
 			 const struct engine_policy *const *due, size_t ndue, struct report_set *rs,
 			 const struct scan_hooks *hooks, struct scan_outcome *out,
 			 struct scan_stats *stats, struct gv_err *err)
@@ -2071,7 +2070,7 @@ enum gv_code scanner_run(struct scanner *s, const struct admission_state *st,
 	struct scan_stats local = {0};
 	struct cycle c = {0};
 	struct fetcher fetch;
-	const struct engine_policyset *set = admission_state_policyset(st);
+	const struct engine_policyset *set = view_state_policyset(st);
 	size_t requests0 = scanner_requests(s), start, visited = 0;
 	double t0 = mono_now();
 	enum gv_code rc = GV_OK;

@@ -30,8 +30,8 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#include "admission/admission.h"
-#include "admission/metrics.h"
+#include "view/view.h"
+#include "common/metrics.h"
 #include "background/report.h"
 #include "common/gv.h"
 #include "engine/engine.h"
@@ -200,7 +200,7 @@ struct scan_api {
 struct scan_options {
 	/* borrowed, may be NULL: hooks for the context entries that read the cluster, opened
 	 * for each page */
-	const struct admission_context *context;
+	const struct view_context *context;
 	int batch_size; /* list page size; <= 0: SCAN_DEFAULT_BATCH */
 	int workers;	/* evaluation threads; <= 0: SCAN_DEFAULT_WORKERS */
 	/*
@@ -373,7 +373,7 @@ void scanner_reset(struct scanner *s);
  * also when some targets were skipped (403, not served) or proceed()
  * stopped the cycle (stats->stopped).
  */
-enum gv_code scanner_run(struct scanner *s, const struct admission_state *st,
+enum gv_code scanner_run(struct scanner *s, const struct view_state *st,
 			 const struct engine_policy *const *due, size_t ndue, struct report_set *rs,
 			 const struct scan_hooks *hooks, struct scan_outcome *out,
 			 struct scan_stats *stats, struct gv_err *err);
@@ -388,7 +388,7 @@ enum gv_code scanner_run(struct scanner *s, const struct admission_state *st,
  * cannot be listed, a 410, an error: logged at debug level); GV_OK always,
  * since a full cycle is then the answer. Changes no cache's content.
  */
-enum gv_code scanner_inputs(struct scanner *s, const struct admission_state *st,
+enum gv_code scanner_inputs(struct scanner *s, const struct view_state *st,
 			    const struct engine_policy *const *due, size_t ndue,
 			    char out[SCAN_INPUTS_LEN], size_t *objects);
 

@@ -51,14 +51,14 @@ struct snapshot {
 	struct engine_policy **statics; /* owned references */
 	size_t nstatic;
 	struct watch w[W_COUNT];
-	struct admission_source source;
 
 	pthread_mutex_t mu; /* guards everything below up to `thread` */
 	pthread_cond_t cv;
 	unsigned dirty; /* watch kinds changed since the last build */
 	bool stop;
-	struct admission_state *state; /* owned reference, NULL until the first build */
-	json_t *config_data;	       /* owned */
+	struct view_state *state; /* owned reference, NULL until the first build */
+	json_t *config_data;	  /* owned */
+	json_t *exceptions_pub;	  /* owned: the exception documents of state's policy set */
 	uint64_t generation;
 	pthread_t thread;
 
@@ -66,7 +66,8 @@ struct snapshot {
 	unsigned pending;
 	struct engine_policyset *set;
 	json_t *namespaces;
-	struct admission_config *config;
+	json_t *exceptions; /* the exception documents the set was built from */
+	struct view_config *config;
 	struct cache cache;
 	json_t *logged_exceptions; /* keys of exceptions whose error was logged */
 };
@@ -426,7 +427,7 @@ static json_t *find_configmap(struct snapshot *s)
 /* Rebuilds what the pending bits say changed and publishes a new state. */
 static void rebuild(struct snapshot *s)
 {
-	struct admission_state *st, *old;
+	struct view_state *st, *old;
 	json_t *data = NULL;
 	bool first = s->set == NULL;
 
@@ -447,7 +448,8 @@ static void rebuild(struct snapshot *s)
 			json_array_size(excs));
 		json_decref(cpols);
 		json_decref(pols);
-		json_decref(excs);
+		json_decref(s->exceptions);
+		s->exceptions = excs;
 	}
 	if ((s->pending & (1u << W_NS)) || !s->namespaces) {
 		json_t *nss = watch_list(&s->w[W_NS]);
@@ -457,14 +459,16 @@ static void rebuild(struct snapshot *s)
 	}
 	if ((s->pending & (1u << W_CM)) || !s->config) {
 		data = find_configmap(s);
-		admission_config_unref(s->config);
-		s->config = admission_config_new(data);
+		view_config_unref(s->config);
+		s->config = view_config_new(data);
 	}
 	s->pending = 0;
-	st = admission_state_new(s->set, s->namespaces, s->config);
+	st = view_state_new(s->set, s->namespaces, s->config);
 	pthread_mutex_lock(&s->mu);
 	old = s->state;
 	s->state = st;
+	json_decref(s->exceptions_pub);
+	s->exceptions_pub = json_incref(s->exceptions);
 	if (data) {
 		json_decref(s->config_data);
 		s->config_data = data;
@@ -472,7 +476,7 @@ static void rebuild(struct snapshot *s)
 	}
 	s->generation++;
 	pthread_mutex_unlock(&s->mu);
-	admission_state_unref(old);
+	view_state_unref(old);
 	if (first)
 		gv_info("snapshot: ready");
 }
@@ -536,11 +540,6 @@ static void *rebuild_thread(void *ud)
 
 /* ---- lifecycle ---- */
 
-static struct admission_state *source_acquire(void *ud)
-{
-	return snapshot_state(ud);
-}
-
 static void snapshot_free(struct snapshot *s)
 {
 	for (int k = 0; k < W_COUNT; k++) {
@@ -551,12 +550,14 @@ static void snapshot_free(struct snapshot *s)
 	for (size_t i = 0; i < s->nstatic; i++)
 		engine_policy_unref(s->statics[i]);
 	free(s->statics);
-	admission_state_unref(s->state);
+	view_state_unref(s->state);
 	json_decref(s->config_data);
 	if (s->set)
 		engine_policyset_unref(s->set);
 	json_decref(s->namespaces);
-	admission_config_unref(s->config);
+	json_decref(s->exceptions);
+	json_decref(s->exceptions_pub);
+	view_config_unref(s->config);
 	cache_release(&s->cache);
 	json_decref(s->logged_exceptions);
 	pthread_cond_destroy(&s->cv);
@@ -581,8 +582,6 @@ enum gv_code snapshot_start(const struct snapshot_config *cfg, struct snapshot *
 	s->statics = gv_xcalloc(cfg->nstatic + 1, sizeof(*s->statics));
 	for (size_t i = 0; i < cfg->nstatic; i++)
 		s->statics[s->nstatic++] = engine_policy_ref(cfg->static_policies[i]);
-	s->source.acquire = source_acquire;
-	s->source.ud = s;
 	s->config_data = json_object();
 	s->logged_exceptions = json_object();
 	pthread_mutex_init(&s->mu, NULL);
@@ -639,18 +638,26 @@ void snapshot_stop(struct snapshot *s)
 	snapshot_free(s);
 }
 
-const struct admission_source *snapshot_source(struct snapshot *s)
+struct view_state *snapshot_state(struct snapshot *s)
 {
-	return &s->source;
-}
-
-struct admission_state *snapshot_state(struct snapshot *s)
-{
-	struct admission_state *st;
+	struct view_state *st;
 
 	pthread_mutex_lock(&s->mu);
-	st = admission_state_ref(s->state);
+	st = view_state_ref(s->state);
 	pthread_mutex_unlock(&s->mu);
+	return st;
+}
+
+struct view_state *snapshot_state_exceptions(struct snapshot *s, json_t **exceptions)
+{
+	struct view_state *st;
+
+	pthread_mutex_lock(&s->mu);
+	st = s->state ? view_state_ref(s->state) : NULL;
+	*exceptions = st ? json_incref(s->exceptions_pub) : NULL;
+	pthread_mutex_unlock(&s->mu);
+	if (st && !*exceptions)
+		*exceptions = json_array();
 	return st;
 }
 

@@ -2,7 +2,7 @@
  * snapshot.h - the cluster as gavel judges it: kyverno.io ClusterPolicy,
  * Policy and PolicyException objects, the labels of every Namespace and
  * gavel's ConfigMap, kept current with kube informers (list + watch) and
- * published as an immutable admission_state (admission/admission.h).
+ * published as an immutable view_state (view/view.h).
  *
  * On a change a background thread (changes within SNAPSHOT_SETTLE_MS are
  * coalesced) builds what changed: a new engine_policyset (policies that do
@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#include "admission/admission.h"
+#include "view/view.h"
 #include "common/gv.h"
 #include "engine/engine.h"
 #include "kube/kube.h"
@@ -61,11 +61,15 @@ enum gv_code snapshot_start(const struct snapshot_config *cfg, struct snapshot *
 /* Stops the informers and the thread; frees s. States still referenced stay valid. */
 void snapshot_stop(struct snapshot *s);
 
-/* The admission source of this snapshot (borrowed from s; valid until snapshot_stop). */
-const struct admission_source *snapshot_source(struct snapshot *s);
-
 /* A new reference to the current state, or NULL before the first one is published. */
-struct admission_state *snapshot_state(struct snapshot *s);
+struct view_state *snapshot_state(struct snapshot *s);
+
+/*
+ * snapshot_state() and, taken together with it, the PolicyException
+ * documents its policy set was built from (*exceptions: a new reference to
+ * an array; NULL when the state is NULL).
+ */
+struct view_state *snapshot_state_exceptions(struct snapshot *s, json_t **exceptions);
 
 /*
  * A new reference to the `data` object of gavel's ConfigMap as last seen

@@ -51,7 +51,7 @@
 #include <time.h>
 
 #include "admission/admission.h"
-#include "admission/metrics.h"
+#include "common/metrics.h"
 #include "background/context.h"
 #include "background/reconciler.h"
 #include "background/schedule.h"
@@ -700,6 +700,18 @@ static void certmgr_stop(struct certmgr *m)
 	m->ca = NULL;
 }
 
+/* The handler's state source in cluster mode: the snapshot's current state. */
+static struct view_state *snapshot_acquire(void *ud)
+{
+	return snapshot_state(ud);
+}
+
+/* The handler's emit callback: its audit results go to the report writer's queue. */
+static void queue_emit(void *ud, struct view_audit_item *item)
+{
+	audit_queue_push(ud, item);
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	struct serve_opts o = {.tls_dir = DEFAULT_TLS_DIR,
@@ -715,10 +727,11 @@ int cmd_serve(int argc, char **argv)
 			       .incremental = 1};
 	struct metrics_registry *metrics = NULL;
 	struct reconciler *recon = NULL;
-	struct admission_queue *queue = NULL;
+	struct audit_queue *queue = NULL;
 	struct admission_handler *handler = NULL;
 	struct admission_server *server = NULL;
 	struct admission_fixed_source fixed = {0};
+	struct admission_source snap_source = {.acquire = snapshot_acquire};
 	const struct admission_source *source;
 	struct kube_config *kcfg = NULL;
 	struct kube_client *client = NULL;
@@ -766,9 +779,9 @@ int cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	if (standalone) {
-		struct admission_state *st = admission_state_new(set, NULL, NULL);
+		struct view_state *st = view_state_new(set, NULL, NULL);
 		admission_fixed_source_init(&fixed, st);
-		admission_state_unref(st);
+		view_state_unref(st);
 		source = &fixed.source;
 	} else {
 		struct snapshot_config sc = {0};
@@ -791,7 +804,8 @@ int cmd_serve(int argc, char **argv)
 			code = fail("cluster: ", &err);
 			goto out;
 		}
-		source = snapshot_source(snap);
+		snap_source.ud = snap;
+		source = &snap_source;
 		if (rbac_cache_start(client, &rbac, &err)) {
 			code = fail("cluster: ", &err);
 			goto out;
@@ -801,15 +815,19 @@ int cmd_serve(int argc, char **argv)
 			goto out;
 		}
 		/* The report writer of the background reconciler drains this queue. */
-		queue = admission_queue_new(1024, ADMISSION_QUEUE_DROP_OLDEST);
+		queue = audit_queue_new(1024, AUDIT_QUEUE_DROP_OLDEST);
 	}
 
 	metrics = metrics_registry_new();
 	if (queue)
-		admission_queue_register_metrics(queue, metrics);
+		audit_queue_register_metrics(queue, metrics);
 	{
 		struct admission_handler_config hc = {
-		    .source = source, .namespace = o.namespace, .queue = queue, .metrics = metrics};
+		    .source = source, .namespace = o.namespace, .metrics = metrics};
+		if (queue) {
+			hc.emit = queue_emit;
+			hc.emit_ud = queue;
+		}
 		hc.roles = rbac ? rbac_cache_source(rbac) : NULL;
 		hc.context = ctxl ? context_loader_source(ctxl) : NULL;
 		handler = admission_handler_new(&hc);
@@ -878,9 +896,9 @@ int cmd_serve(int argc, char **argv)
 			if (load_file_policies(&o.policies, &nset, &npv, &nn, &e)) {
 				gv_warn("serve: SIGHUP: policies not reloaded: %s", e.msg);
 			} else {
-				struct admission_state *st = admission_state_new(nset, NULL, NULL);
+				struct view_state *st = view_state_new(nset, NULL, NULL);
 				admission_fixed_source_set(&fixed, st);
-				admission_state_unref(st);
+				view_state_unref(st);
 				engine_policyset_unref(set);
 				unref_all(pols, npols);
 				set = nset;
@@ -910,12 +928,12 @@ out:
 	admission_server_stop(server, 0);
 	admission_handler_free(handler);
 	if (queue)
-		admission_queue_close(queue);
+		audit_queue_close(queue);
 	certmgr_stop(&certs);
 	rbac_cache_stop(rbac);
 	snapshot_stop(snap);
 	context_loader_free(ctxl);
-	admission_queue_free(queue);
+	audit_queue_free(queue);
 	metrics_registry_free(metrics);
 	if (fixed.lock)
 		admission_fixed_source_release(&fixed);

@@ -282,7 +282,7 @@ static double cpu_s(void)
 static double time_handler(char **texts, const size_t *lens, int n, double secs,
 			   struct engine_policyset *set, int *allowed, int *denied, double *cpu)
 {
-	struct admission_state *st = admission_state_new(set, NULL, NULL);
+	struct view_state *st = view_state_new(set, NULL, NULL);
 	struct admission_fixed_source fixed = {0};
 	struct admission_handler_config hc = {0};
 	struct admission_handler *h;
@@ -290,7 +290,7 @@ static double time_handler(char **texts, const size_t *lens, int n, double secs,
 	long done = 0;
 
 	admission_fixed_source_init(&fixed, st);
-	admission_state_unref(st);
+	view_state_unref(st);
 	hc.source = &fixed.source;
 	hc.namespace = "gavel";
 	h = admission_handler_new(&hc);

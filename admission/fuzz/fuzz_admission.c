@@ -6,7 +6,7 @@
  * response.uid and response.allowed; every reply body must be
  * NUL-terminated at len.
  *
- * The handler, its metrics registry and its report queue are made per input
+ * The handler, its metrics registry and its emit callback are made per input
  * (metric label values come from the request), so no input changes what a
  * later one sees; the policy set is compiled once.
  *
@@ -102,16 +102,16 @@ static const char CONFIG[] = "{\"resourceFilters\":\"[Event,*,*][*,kube-system,*
 			     "\"excludeUsernames\":\"system:serviceaccount:kube-system:*\","
 			     "\"excludeGroups\":\"system:nodes\"}";
 
-static struct admission_state *state;
+static struct view_state *state;
 
-static struct admission_state *load_state(void)
+static struct view_state *load_state(void)
 {
 	struct gv_docs docs = {0};
 	struct gv_err err = {0};
 	struct engine_policy *pv[8];
 	struct engine_policyset *set;
-	struct admission_config *cfg;
-	struct admission_state *st;
+	struct view_config *cfg;
+	struct view_state *st;
 	json_t *ns, *data;
 	size_t n = 0;
 
@@ -130,9 +130,9 @@ static struct admission_state *load_state(void)
 	set = engine_policyset_new(pv, n, NULL, 0);
 	ns = json_loads(NAMESPACES, 0, NULL);
 	data = json_loads(CONFIG, 0, NULL);
-	cfg = admission_config_new(data);
-	st = admission_state_new(set, ns, cfg);
-	admission_config_unref(cfg);
+	cfg = view_config_new(data);
+	st = view_state_new(set, ns, cfg);
+	view_config_unref(cfg);
 	json_decref(data);
 	json_decref(ns);
 	engine_policyset_unref(set);
@@ -162,27 +162,30 @@ static void check_reply(const struct admission_reply *r, const char *what)
 	json_decref(j);
 }
 
+/* The emit callback: each audit item is freed at once (memory checked by the sanitizers). */
+static void emit_free(void *ud, struct view_audit_item *it)
+{
+	(void)ud;
+	view_audit_item_free(it);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct admission_fixed_source src;
 	struct admission_handler_config hc = {0};
 	struct admission_handler *h;
 	struct metrics_registry *metrics;
-	struct admission_queue *queue;
-	struct admission_report_item *items[8];
 	struct admission_reply r;
 	struct gv_buf text = {0};
-	size_t n;
 
 	fuzz_init();
 	if (!state)
 		state = load_state();
 	admission_fixed_source_init(&src, state);
 	metrics = metrics_registry_new();
-	queue = admission_queue_new(4, ADMISSION_QUEUE_DROP_OLDEST);
 	hc.source = &src.source;
 	hc.namespace = "gavel";
-	hc.queue = queue;
+	hc.emit = emit_free;
 	hc.metrics = metrics;
 	h = admission_handler_new(&hc);
 
@@ -193,14 +196,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_reply(&r, "admission_handle_policy");
 	admission_reply_release(&r);
 
-	n = admission_queue_drain(queue, items, GV_ARRAY_LEN(items), 0);
-	for (size_t i = 0; i < n; i++)
-		admission_report_item_free(items[i]);
 	metrics_render(metrics, &text);
 	gv_buf_release(&text);
 
 	admission_handler_free(h);
-	admission_queue_free(queue);
 	metrics_registry_free(metrics);
 	admission_fixed_source_release(&src);
 	return 0;

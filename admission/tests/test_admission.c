@@ -4,7 +4,8 @@
  * YAML (kyverno-semantics.md section 8.2, E26), warnings and their limits
  * (k8s-wire.md 1.6), v1beta1, DELETE on oldObject, dryRun, resourceFilters,
  * gavel's own namespace, malformed bodies (400 reasons), /validate-policy,
- * the report queue, the metrics registry and the request JSON parser.
+ * the audit results emitted, the metrics registry and the request JSON
+ * parser.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -115,12 +116,28 @@ static const char POD_GOOD[] =
     "\"default\",\"uid\":\"pod-uid-2\",\"labels\":{\"team\":\"a\"}},\"spec\":{\"containers\":[{"
     "\"name\":\"c\",\"image\":\"nginx:1.25\"}]}}";
 
+/* What the handler emits (the report writer's queue in gavel serve). */
+struct collector {
+	struct view_audit_item *items[8];
+	size_t n;
+};
+
+static void collect(void *ud, struct view_audit_item *it)
+{
+	struct collector *c = ud;
+
+	if (c->n < GV_ARRAY_LEN(c->items))
+		c->items[c->n++] = it;
+	else
+		view_audit_item_free(it);
+}
+
 struct fixture {
 	struct engine_policyset *set;
-	struct admission_state *state;
+	struct view_state *state;
 	struct admission_fixed_source src;
 	struct metrics_registry *metrics;
-	struct admission_queue *queue;
+	struct collector queue;
 	struct admission_handler *h;
 };
 
@@ -154,21 +171,21 @@ static void fixture_init(struct fixture *f, const char *yaml, const char *config
 {
 	json_t *cfg_data = config ? json_loads(config, 0, NULL) : NULL;
 	json_t *ns = namespaces ? json_loads(namespaces, 0, NULL) : NULL;
-	struct admission_config *cfg = admission_config_new(cfg_data);
+	struct view_config *cfg = view_config_new(cfg_data);
 	struct admission_handler_config hc = {0};
 
 	memset(f, 0, sizeof(*f));
 	f->set = compile_set(yaml);
-	f->state = admission_state_new(f->set, ns, cfg);
+	f->state = view_state_new(f->set, ns, cfg);
 	admission_fixed_source_init(&f->src, f->state);
 	f->metrics = metrics_registry_new();
-	f->queue = admission_queue_new(4, ADMISSION_QUEUE_DROP_OLDEST);
 	hc.source = &f->src.source;
 	hc.namespace = "gavel";
-	hc.queue = f->queue;
+	hc.emit = collect;
+	hc.emit_ud = &f->queue;
 	hc.metrics = f->metrics;
 	f->h = admission_handler_new(&hc);
-	admission_config_unref(cfg);
+	view_config_unref(cfg);
 	json_decref(cfg_data);
 	json_decref(ns);
 }
@@ -176,10 +193,11 @@ static void fixture_init(struct fixture *f, const char *yaml, const char *config
 static void fixture_release(struct fixture *f)
 {
 	admission_handler_free(f->h);
-	admission_queue_free(f->queue);
+	for (size_t i = 0; i < f->queue.n; i++)
+		view_audit_item_free(f->queue.items[i]);
 	metrics_registry_free(f->metrics);
 	admission_fixed_source_release(&f->src);
-	admission_state_unref(f->state);
+	view_state_unref(f->state);
 	engine_policyset_unref(f->set);
 }
 
@@ -243,10 +261,14 @@ static const json_t *warnings(const json_t *j)
 	return json_object_get(json_object_get(j, "response"), "warnings");
 }
 
-static size_t queue_drain_all(struct admission_queue *q, struct admission_report_item **out,
-			      size_t max)
+static size_t queue_drain_all(struct collector *c, struct view_audit_item **out, size_t max)
 {
-	return admission_queue_drain(q, out, max, 0);
+	size_t n = c->n < max ? c->n : max;
+
+	memcpy(out, c->items, n * sizeof(*out));
+	memmove(c->items, c->items + n, (c->n - n) * sizeof(*out));
+	c->n -= n;
+	return n;
 }
 
 /* ---- the handler ---- */
@@ -400,7 +422,7 @@ static void test_delete_judged_on_old_object(void **state)
 static void test_dry_run_judged_not_reported(void **state)
 {
 	struct fixture f;
-	struct admission_report_item *items[8];
+	struct view_audit_item *items[8];
 	char *body;
 	json_t *j;
 	size_t n;
@@ -412,14 +434,14 @@ static void test_dry_run_judged_not_reported(void **state)
 	assert_true(allowed(j));
 	json_decref(j);
 	free(body);
-	assert_int_equal(queue_drain_all(f.queue, items, 8), 0);
+	assert_int_equal(queue_drain_all(&f.queue, items, 8), 0);
 
 	body = review("admission.k8s.io/v1", "CREATE", "Pod", "default", "x", POD_X, NULL, false);
 	j = handle(&f, body, 200);
 	assert_true(allowed(j));
 	json_decref(j);
 	free(body);
-	n = queue_drain_all(f.queue, items, 8);
+	n = queue_drain_all(&f.queue, items, 8);
 	assert_int_equal(n, 1);
 	assert_string_equal(items[0]->kind, "Pod");
 	assert_string_equal(items[0]->namespace, "default");
@@ -434,7 +456,7 @@ static void test_dry_run_judged_not_reported(void **state)
 	assert_string_equal(
 	    engine_policy_annotation(items[0]->results[0].policy, "policies.kyverno.io/severity"),
 	    "medium");
-	admission_report_item_free(items[0]);
+	view_audit_item_free(items[0]);
 
 	/* DryRun of an Enforce denial is still denied. */
 	fixture_release(&f);
@@ -494,14 +516,14 @@ static void test_resource_filters_and_own_namespace(void **state)
 	json_decref(j);
 	free(body);
 	/* [*,kube-public,*] also filters the kube-public Namespace object itself. */
-	assert_true(admission_config_filtered(admission_state_config(f.state), "", "v1",
-					      "Namespace", "", "", "kube-public"));
-	assert_false(admission_config_filtered(admission_state_config(f.state), "", "v1",
-					       "Namespace", "", "", "team-a"));
-	assert_true(admission_config_filtered(admission_state_config(f.state), "", "v1", "Event",
-					      "", "team-a", "e1"));
-	assert_false(admission_config_filtered(admission_state_config(f.state), "", "v1", "Pod",
-					       "exec", "kube-system", "x"));
+	assert_true(view_config_filtered(view_state_config(f.state), "", "v1", "Namespace", "", "",
+					 "kube-public"));
+	assert_false(view_config_filtered(view_state_config(f.state), "", "v1", "Namespace", "", "",
+					  "team-a"));
+	assert_true(view_config_filtered(view_state_config(f.state), "", "v1", "Event", "",
+					 "team-a", "e1"));
+	assert_false(view_config_filtered(view_state_config(f.state), "", "v1", "Pod", "exec",
+					  "kube-system", "x"));
 	body = review("admission.k8s.io/v1", "CREATE", "Namespace", "", "kube-public", ns_obj, NULL,
 		      false);
 	j = handle(&f, body, 200);
@@ -511,10 +533,10 @@ static void test_resource_filters_and_own_namespace(void **state)
 	/* Excluded group. */
 	{
 		json_t *ui = json_pack("{s:s,s:[s,s]}", "username", "n1", "groups", "x", "ops");
-		assert_true(admission_config_user_excluded(admission_state_config(f.state), ui));
+		assert_true(view_config_user_excluded(view_state_config(f.state), ui));
 		json_decref(ui);
 		ui = json_pack("{s:s,s:[s]}", "username", "n1", "groups", "dev");
-		assert_false(admission_config_user_excluded(admission_state_config(f.state), ui));
+		assert_false(view_config_user_excluded(view_state_config(f.state), ui));
 		json_decref(ui);
 	}
 	fixture_release(&f);
@@ -526,18 +548,17 @@ static void test_kind_selectors(void **state)
 	json_t *d =
 	    json_pack("{s:s}", "resourceFilters",
 		      "[*/*,kube-node-lease,*][Pod/exec,*,*][apps/v1/Deployment,*,d1][v1/Node]");
-	struct admission_config *c = admission_config_new(d);
+	struct view_config *c = view_config_new(d);
 
 	(void)state;
-	assert_true(admission_config_filtered(c, "", "v1", "Lease", "", "kube-node-lease", "x"));
-	assert_true(
-	    admission_config_filtered(c, "", "v1", "Pod", "status", "kube-node-lease", "x"));
-	assert_true(admission_config_filtered(c, "", "v1", "Pod", "exec", "team", "x"));
-	assert_false(admission_config_filtered(c, "", "v1", "Pod", "", "team", "x"));
-	assert_true(admission_config_filtered(c, "apps", "v1", "Deployment", "", "t", "d1"));
-	assert_false(admission_config_filtered(c, "apps", "v1", "Deployment", "", "t", "d2"));
-	assert_true(admission_config_filtered(c, "", "v1", "Node", "", "", "n1"));
-	admission_config_unref(c);
+	assert_true(view_config_filtered(c, "", "v1", "Lease", "", "kube-node-lease", "x"));
+	assert_true(view_config_filtered(c, "", "v1", "Pod", "status", "kube-node-lease", "x"));
+	assert_true(view_config_filtered(c, "", "v1", "Pod", "exec", "team", "x"));
+	assert_false(view_config_filtered(c, "", "v1", "Pod", "", "team", "x"));
+	assert_true(view_config_filtered(c, "apps", "v1", "Deployment", "", "t", "d1"));
+	assert_false(view_config_filtered(c, "apps", "v1", "Deployment", "", "t", "d2"));
+	assert_true(view_config_filtered(c, "", "v1", "Node", "", "", "n1"));
+	view_config_unref(c);
 	json_decref(d);
 }
 
@@ -633,7 +654,7 @@ static void test_bad_requests(void **state)
 	fixture_release(&f);
 }
 
-static struct admission_state *no_state(void *ud)
+static struct view_state *no_state(void *ud)
 {
 	(void)ud;
 	return NULL;
@@ -734,7 +755,7 @@ static void test_roles_and_cluster_roles(void **state)
 	struct fixture f;
 	json_t *rbs = json_loads(ROLES_RBS, 0, NULL), *crbs = json_loads(ROLES_CRBS, 0, NULL);
 	struct index_source is = {0};
-	struct admission_roles_source src = {index_lookup, index_ready, &is};
+	struct view_roles_source src = {index_lookup, index_ready, &is};
 	struct admission_handler_config hc = {0};
 	struct admission_handler *h;
 	char *body;
@@ -1145,51 +1166,6 @@ static void test_yaml_key_order(void **state)
 	gv_buf_release(&b);
 }
 
-/* ---- queue ---- */
-
-static struct admission_report_item *item(const char *name)
-{
-	struct admission_report_item *it = gv_xcalloc(1, sizeof(*it));
-
-	it->name = gv_xstrdup(name);
-	return it;
-}
-
-static void test_queue(void **state)
-{
-	struct admission_queue *q = admission_queue_new(2, ADMISSION_QUEUE_DROP_OLDEST);
-	struct admission_report_item *out[4];
-	struct admission_queue_stats st;
-	size_t n;
-
-	(void)state;
-	assert_true(admission_queue_push(q, item("a")));
-	assert_true(admission_queue_push(q, item("b")));
-	assert_true(admission_queue_push(q, item("c"))); /* drops a */
-	admission_queue_stats(q, &st);
-	assert_int_equal(st.depth, 2);
-	assert_int_equal(st.dropped, 1);
-	n = admission_queue_drain(q, out, 4, 10);
-	assert_int_equal(n, 2);
-	assert_string_equal(out[0]->name, "b");
-	assert_string_equal(out[1]->name, "c");
-	admission_report_item_free(out[0]);
-	admission_report_item_free(out[1]);
-	assert_int_equal(admission_queue_drain(q, out, 4, 20), 0); /* times out */
-	admission_queue_close(q);
-	assert_false(admission_queue_push(q, item("d")));
-	assert_int_equal(admission_queue_drain(q, out, 4, -1), 0); /* closed: no wait */
-	admission_queue_free(q);
-
-	q = admission_queue_new(1, ADMISSION_QUEUE_REJECT);
-	assert_true(admission_queue_push(q, item("a")));
-	assert_false(admission_queue_push(q, item("b")));
-	admission_queue_stats(q, &st);
-	assert_int_equal(st.rejected, 1);
-	assert_int_equal(st.depth, 1);
-	admission_queue_free(q); /* frees what is left */
-}
-
 /* ---- metrics ---- */
 
 static void test_metrics(void **state)
@@ -1461,7 +1437,6 @@ int main(void)
 	    cmocka_unit_test(test_warnings_limits),
 	    cmocka_unit_test(test_yaml_scalars),
 	    cmocka_unit_test(test_yaml_key_order),
-	    cmocka_unit_test(test_queue),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_handler_metrics),
 	    cmocka_unit_test(test_json_parser),

@@ -21,8 +21,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "admission/admission.h"
-#include "admission/metrics.h"
+#include "background/audit_queue.h"
+#include "common/metrics.h"
 #include "background/reconciler.h"
 #include "background/snapshot.h"
 #include "common/gv.h"
@@ -58,7 +58,7 @@ int main(int argc, char **argv)
 	struct kube_config *kcfg = NULL;
 	struct kube_client *client = NULL;
 	struct snapshot *snap = NULL;
-	struct admission_queue *queue = NULL;
+	struct audit_queue *queue = NULL;
 	struct metrics_registry *metrics = NULL;
 	struct reconciler *r = NULL;
 	struct snapshot_config sc = {0};
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "reconciler_driver: cluster: %s\n", err.msg);
 		goto out;
 	}
-	queue = admission_queue_new(1024, ADMISSION_QUEUE_DROP_OLDEST);
+	queue = audit_queue_new(1024, AUDIT_QUEUE_DROP_OLDEST);
 	metrics = metrics_registry_new();
 	rc.client = client;
 	rc.kube = kcfg;
@@ -162,9 +162,9 @@ int main(int argc, char **argv)
 out:
 	reconciler_stop(r);
 	if (queue)
-		admission_queue_close(queue);
+		audit_queue_close(queue);
 	snapshot_stop(snap);
-	admission_queue_free(queue);
+	audit_queue_free(queue);
 	metrics_registry_free(metrics);
 	if (client)
 		kube_client_free(client);

@@ -119,7 +119,7 @@ struct fixture {
 	struct kube_config cfg;
 	struct kube_client *client;
 	struct context_loader *l;
-	const struct admission_context *src;
+	const struct view_context *src;
 };
 
 static int setup(void **state)

@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "background/leader.h"
-#include "admission/metrics.h"
+#include "common/metrics.h"
 
 #include "common/banned.h"
 

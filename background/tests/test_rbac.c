@@ -321,7 +321,7 @@ static void fake_handler(struct httpd_conn *c, const struct httpd_req *r, void *
 }
 
 /* Polls the cache's source for alice in team-a until it answers want (bounded). */
-static bool wait_for(const struct admission_roles_source *src, const char *want_roles,
+static bool wait_for(const struct view_roles_source *src, const char *want_roles,
 		     const char *want_cluster_roles, char *got, size_t ngot)
 {
 	json_t *ui = parse("{\"username\":\"alice\",\"groups\":[\"devs\"]}");
@@ -355,7 +355,7 @@ static void test_cache_list_and_watch(void **state)
 	struct kube_config cfg = {0};
 	struct kube_client *c;
 	struct rbac_cache *rc = NULL;
-	const struct admission_roles_source *src;
+	const struct view_roles_source *src;
 	json_t *roles = (json_t *)1, *cluster_roles = (json_t *)1;
 	struct gv_err err = {0};
 	char server[64], got[256];

@@ -897,7 +897,7 @@ struct world {
 	struct fake f;
 	struct engine_policy *pols[4];
 	size_t npols;
-	struct admission_state *st;
+	struct view_state *st;
 	struct report_set *rs;
 	struct scanner *s;
 };
@@ -907,14 +907,14 @@ static void world_state(struct world *w, const char *config_json)
 	struct engine_policyset *set = engine_policyset_new(w->pols, w->npols, NULL, 0);
 	json_t *nss = J("{'ns-00':{'env':'dev'},'ns-01':{'env':'prod'},'ns-02':{}}");
 	json_t *cfgdata = config_json ? J(config_json) : NULL;
-	struct admission_config *cfg = admission_config_new(cfgdata);
+	struct view_config *cfg = view_config_new(cfgdata);
 
-	admission_state_unref(w->st);
-	w->st = admission_state_new(set, nss, cfg);
+	view_state_unref(w->st);
+	w->st = view_state_new(set, nss, cfg);
 	engine_policyset_unref(set);
 	json_decref(nss);
 	json_decref(cfgdata);
-	admission_config_unref(cfg);
+	view_config_unref(cfg);
 }
 
 static bool g_prefetch; /* world_init: scan_options.prefetch */
@@ -941,7 +941,7 @@ static void world_release(struct world *w)
 {
 	scanner_free(w->s);
 	report_set_free(w->rs);
-	admission_state_unref(w->st);
+	view_state_unref(w->st);
 	for (size_t i = 0; i < w->npols; i++)
 		engine_policy_unref(w->pols[i]);
 	fake_release(&w->f);
@@ -949,7 +949,7 @@ static void world_release(struct world *w)
 
 static enum gv_code world_run(struct world *w, struct scan_stats *st, struct scan_outcome *out)
 {
-	const struct engine_policyset *set = admission_state_policyset(w->st);
+	const struct engine_policyset *set = view_state_policyset(w->st);
 	const struct engine_policy *due[4];
 	size_t n = engine_policyset_count(set);
 	struct gv_err err = {0};
@@ -994,11 +994,10 @@ static void test_scan_incremental(void **state)
 
 	/* namespace labels changed: that namespace's objects again */
 	{
-		struct engine_policyset *set =
-		    engine_policyset_ref(admission_state_policyset(w.st));
+		struct engine_policyset *set = engine_policyset_ref(view_state_policyset(w.st));
 		json_t *nss = J("{'ns-00':{'env':'test'},'ns-01':{'env':'prod'},'ns-02':{}}");
-		admission_state_unref(w.st);
-		w.st = admission_state_new(set, nss, NULL);
+		view_state_unref(w.st);
+		w.st = view_state_new(set, nss, NULL);
 		engine_policyset_unref(set);
 		json_decref(nss);
 	}
@@ -1125,8 +1124,8 @@ static void test_scan_forbidden_and_down(void **state)
 	w.pols[w.npols++] = policy_with("");
 	world_state(&w, NULL);
 	w.f.forbid_cms = true;
-	due[0] = engine_policyset_get(admission_state_policyset(w.st), 0);
-	due[1] = engine_policyset_get(admission_state_policyset(w.st), 1);
+	due[0] = engine_policyset_get(view_state_policyset(w.st), 0);
+	due[1] = engine_policyset_get(view_state_policyset(w.st), 1);
 	/* 403 on ConfigMaps: logged and skipped, the Pods are still scanned */
 	assert_int_equal(scanner_run(w.s, w.st, due, 2, w.rs, NULL, out, &st, &err), GV_OK);
 	assert_int_equal(st.forbidden, 1);
@@ -1159,7 +1158,7 @@ static void test_scan_stops(void **state)
 
 	(void)state;
 	world_init(&w, 2, 10, 0, true);
-	due[0] = engine_policyset_get(admission_state_policyset(w.st), 0);
+	due[0] = engine_policyset_get(view_state_policyset(w.st), 0);
 	assert_int_equal(scanner_run(w.s, w.st, due, 1, w.rs, &hooks, NULL, &st, &err), GV_OK);
 	assert_true(st.stopped);
 	assert_int_equal(st.listed, 7);
@@ -1195,7 +1194,7 @@ static void test_scan_one_namespace(void **state)
 
 	(void)state;
 	world_init(&w, 3, 4, 0, true);
-	due[0] = engine_policyset_get(admission_state_policyset(w.st), 0);
+	due[0] = engine_policyset_get(view_state_policyset(w.st), 0);
 	rs = report_set_new(NULL);
 	scan_fresh(&api, &opt, &w, due, rs, out, &st);
 	/* ns-01's Pods alone, listed in that namespace */
@@ -1275,7 +1274,7 @@ static void scan_large_page(int parse_batch)
 	size_t i, j, pass = 0, fail = 0, pods = 0;
 
 	world_init(&w, 3, 100, 0, true);
-	due[0] = engine_policyset_get(admission_state_policyset(w.st), 0);
+	due[0] = engine_policyset_get(view_state_policyset(w.st), 0);
 	rs = report_set_new(NULL);
 	scan_fresh(&api, &opt, &w, due, rs, out, &st);
 	assert_int_equal(st.pages, 1);
@@ -1400,7 +1399,7 @@ static void world_inputs(struct world *w, size_t limit)
 /* scanner_inputs() for every policy of w into out; the objects listed. */
 static size_t world_probe(struct world *w, char out[SCAN_INPUTS_LEN])
 {
-	const struct engine_policyset *set = admission_state_policyset(w->st);
+	const struct engine_policyset *set = view_state_policyset(w->st);
 	const struct engine_policy *due[4];
 	size_t n = engine_policyset_count(set), objects = 0;
 

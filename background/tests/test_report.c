@@ -449,16 +449,16 @@ static void test_engine_entries(void **state)
 	{
 		static char v1[] = "v1", kind[] = "Pod", ns[] = "team-a", web[] = "web",
 			    uid[] = "uid-web";
-		struct admission_report_result ar = {
+		struct view_audit_result ar = {
 		    .policy = scored, .rule = check_team, .status = ENGINE_PASS, .message = ok};
-		struct admission_report_item it = {.api_version = v1,
-						   .kind = kind,
-						   .namespace = ns,
-						   .name = web,
-						   .uid = uid,
-						   .timestamp = 200,
-						   .results = &ar,
-						   .nresults = 1};
+		struct view_audit_item it = {.api_version = v1,
+					     .kind = kind,
+					     .namespace = ns,
+					     .name = web,
+					     .uid = uid,
+					     .timestamp = 200,
+					     .results = &ar,
+					     .nresults = 1};
 
 		assert_int_equal(report_put_admission(rs, &it, &err), GV_OK);
 		all = report_render_all(rs);

@@ -1,9 +1,9 @@
 /*
- * queue.c - the bounded queue between the admission handler (producer) and
+ * audit_queue.c - the bounded queue between the admission handler (producer) and
  * the report writer of the background reconciler (consumer): a ring of
  * item pointers under one mutex, with a condition variable for drainers.
  */
-#include "admission/admission_int.h"
+#include "background/audit_queue.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -13,40 +13,19 @@
 
 #include "common/banned.h"
 
-struct admission_queue {
+struct audit_queue {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct admission_report_item **ring; /* owned items */
+	struct view_audit_item **ring; /* owned items */
 	size_t cap, head, len;
-	enum admission_queue_full when_full;
+	enum audit_queue_full when_full;
 	bool closed;
 	uint64_t pushed, dropped, rejected;
 };
 
-void admission_report_item_free(struct admission_report_item *it)
+struct audit_queue *audit_queue_new(size_t capacity, enum audit_queue_full when_full)
 {
-	if (!it)
-		return;
-	for (size_t i = 0; i < it->nresults; i++) {
-		engine_policy_unref(it->results[i].policy);
-		free(it->results[i].rule);
-		free(it->results[i].message);
-	}
-	free(it->results);
-	free(it->api_version);
-	free(it->kind);
-	free(it->namespace);
-	free(it->name);
-	free(it->uid);
-	free(it->resource_version);
-	free(it->operation);
-	free(it->request_uid);
-	free(it);
-}
-
-struct admission_queue *admission_queue_new(size_t capacity, enum admission_queue_full when_full)
-{
-	struct admission_queue *q = gv_xcalloc(1, sizeof(*q));
+	struct audit_queue *q = gv_xcalloc(1, sizeof(*q));
 	pthread_condattr_t ca;
 
 	q->cap = capacity ? capacity : 1024;
@@ -60,25 +39,25 @@ struct admission_queue *admission_queue_new(size_t capacity, enum admission_queu
 	return q;
 }
 
-void admission_queue_free(struct admission_queue *q)
+void audit_queue_free(struct audit_queue *q)
 {
 	if (!q)
 		return;
 	for (size_t i = 0; i < q->len; i++)
-		admission_report_item_free(q->ring[(q->head + i) % q->cap]);
+		view_audit_item_free(q->ring[(q->head + i) % q->cap]);
 	free(q->ring);
 	pthread_cond_destroy(&q->cv);
 	pthread_mutex_destroy(&q->mu);
 	free(q);
 }
 
-bool admission_queue_push(struct admission_queue *q, struct admission_report_item *item)
+bool audit_queue_push(struct audit_queue *q, struct view_audit_item *item)
 {
-	struct admission_report_item *victim = NULL;
+	struct view_audit_item *victim = NULL;
 	bool ok = true;
 
 	pthread_mutex_lock(&q->mu);
-	if (q->closed || (q->len == q->cap && q->when_full == ADMISSION_QUEUE_REJECT)) {
+	if (q->closed || (q->len == q->cap && q->when_full == AUDIT_QUEUE_REJECT)) {
 		q->rejected++;
 		victim = item;
 		ok = false;
@@ -95,12 +74,12 @@ bool admission_queue_push(struct admission_queue *q, struct admission_report_ite
 		pthread_cond_signal(&q->cv);
 	}
 	pthread_mutex_unlock(&q->mu);
-	admission_report_item_free(victim); /* outside the lock */
+	view_audit_item_free(victim); /* outside the lock */
 	return ok;
 }
 
-size_t admission_queue_drain(struct admission_queue *q, struct admission_report_item **out,
-			     size_t max, int timeout_ms)
+size_t audit_queue_drain(struct audit_queue *q, struct view_audit_item **out, size_t max,
+			 int timeout_ms)
 {
 	struct timespec deadline;
 	size_t n = 0;
@@ -131,7 +110,7 @@ size_t admission_queue_drain(struct admission_queue *q, struct admission_report_
 	return n;
 }
 
-void admission_queue_close(struct admission_queue *q)
+void audit_queue_close(struct audit_queue *q)
 {
 	pthread_mutex_lock(&q->mu);
 	q->closed = true;
@@ -139,7 +118,7 @@ void admission_queue_close(struct admission_queue *q)
 	pthread_mutex_unlock(&q->mu);
 }
 
-void admission_queue_stats(struct admission_queue *q, struct admission_queue_stats *out)
+void audit_queue_stats(struct audit_queue *q, struct audit_queue_stats *out)
 {
 	pthread_mutex_lock(&q->mu);
 	out->depth = q->len;
@@ -152,9 +131,9 @@ void admission_queue_stats(struct admission_queue *q, struct admission_queue_sta
 
 static void collect(void *ud, struct gv_buf *out)
 {
-	struct admission_queue_stats st;
+	struct audit_queue_stats st;
 
-	admission_queue_stats(ud, &st);
+	audit_queue_stats(ud, &st);
 	gv_buf_addf(out,
 		    "# HELP gavel_admission_report_queue_depth Admission results waiting for the "
 		    "report writer.\n"
@@ -171,7 +150,7 @@ static void collect(void *ud, struct gv_buf *out)
 		    st.depth, (unsigned long long)st.dropped, (unsigned long long)st.rejected);
 }
 
-void admission_queue_register_metrics(struct admission_queue *q, struct metrics_registry *r)
+void audit_queue_register_metrics(struct audit_queue *q, struct metrics_registry *r)
 {
 	if (q && r)
 		metrics_registry_add_collector(r, collect, q);

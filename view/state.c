@@ -1,12 +1,11 @@
 /*
  * state.c - what a request is judged against: the compiled gavel
- * ConfigMap (resourceFilters, excluded users and groups), the refcounted
- * admission state, and the fixed source of standalone mode.
+ * ConfigMap (resourceFilters, excluded users and groups) and the
+ * refcounted cluster view.
  */
-#include "admission/admission_int.h"
+#include "view/view.h"
 
 #include <ctype.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +68,7 @@ struct filter {
 	char *group, *version, *kind, *sub, *ns, *name; /* owned */
 };
 
-struct admission_config {
+struct view_config {
 	atomic_int refs;
 	struct filter *filters;
 	size_t nfilters;
@@ -155,7 +154,7 @@ static void parse_kind(struct filter *f, const char *sel)
 	free_list(p, n);
 }
 
-static void parse_filters(struct admission_config *c, const char *s)
+static void parse_filters(struct view_config *c, const char *s)
 {
 	while (s && *s) {
 		const char *open = strchr(s, '['), *close;
@@ -199,9 +198,9 @@ static void parse_filters(struct admission_config *c, const char *s)
 	}
 }
 
-struct admission_config *admission_config_new(const json_t *data)
+struct view_config *view_config_new(const json_t *data)
 {
-	struct admission_config *c = gv_xcalloc(1, sizeof(*c));
+	struct view_config *c = gv_xcalloc(1, sizeof(*c));
 	const char *s;
 
 	atomic_init(&c->refs, 1);
@@ -216,14 +215,14 @@ struct admission_config *admission_config_new(const json_t *data)
 	return c;
 }
 
-struct admission_config *admission_config_ref(struct admission_config *c)
+struct view_config *view_config_ref(struct view_config *c)
 {
 	if (c)
 		atomic_fetch_add(&c->refs, 1);
 	return c;
 }
 
-void admission_config_unref(struct admission_config *c)
+void view_config_unref(struct view_config *c)
 {
 	if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
@@ -242,9 +241,9 @@ void admission_config_unref(struct admission_config *c)
 	free(c);
 }
 
-bool admission_config_filtered(const struct admission_config *c, const char *group,
-			       const char *version, const char *kind, const char *subresource,
-			       const char *namespace, const char *name)
+bool view_config_filtered(const struct view_config *c, const char *group, const char *version,
+			  const char *kind, const char *subresource, const char *namespace,
+			  const char *name)
 {
 	bool ns_object;
 
@@ -267,7 +266,7 @@ bool admission_config_filtered(const struct admission_config *c, const char *gro
 	return false;
 }
 
-bool admission_config_user_excluded(const struct admission_config *c, const json_t *user_info)
+bool view_config_user_excluded(const struct view_config *c, const json_t *user_info)
 {
 	const char *user;
 	const json_t *groups, *g;
@@ -294,48 +293,48 @@ bool admission_config_user_excluded(const struct admission_config *c, const json
 
 /* ---- state ---- */
 
-struct admission_state {
+struct view_state {
 	atomic_int refs;
-	struct engine_policyset *set;	 /* owned reference */
-	json_t *namespaces;		 /* owned reference, or NULL */
-	struct admission_config *config; /* owned reference */
+	struct engine_policyset *set; /* owned reference */
+	json_t *namespaces;	      /* owned reference, or NULL */
+	struct view_config *config;   /* owned reference */
 };
 
-struct admission_state *admission_state_new(struct engine_policyset *set, json_t *namespaces,
-					    struct admission_config *config)
+struct view_state *view_state_new(struct engine_policyset *set, json_t *namespaces,
+				  struct view_config *config)
 {
-	struct admission_state *s = gv_xcalloc(1, sizeof(*s));
+	struct view_state *s = gv_xcalloc(1, sizeof(*s));
 
 	atomic_init(&s->refs, 1);
 	s->set = set ? engine_policyset_ref(set) : engine_policyset_new(NULL, 0, NULL, 0);
 	s->namespaces = json_is_object(namespaces) ? json_incref(namespaces) : NULL;
-	s->config = config ? admission_config_ref(config) : admission_config_new(NULL);
+	s->config = config ? view_config_ref(config) : view_config_new(NULL);
 	return s;
 }
 
-struct admission_state *admission_state_ref(struct admission_state *s)
+struct view_state *view_state_ref(struct view_state *s)
 {
 	if (s)
 		atomic_fetch_add(&s->refs, 1);
 	return s;
 }
 
-void admission_state_unref(struct admission_state *s)
+void view_state_unref(struct view_state *s)
 {
 	if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
 		return;
 	engine_policyset_unref(s->set);
 	json_decref(s->namespaces);
-	admission_config_unref(s->config);
+	view_config_unref(s->config);
 	free(s);
 }
 
-struct engine_policyset *admission_state_policyset(const struct admission_state *s)
+struct engine_policyset *view_state_policyset(const struct view_state *s)
 {
 	return s->set;
 }
 
-const json_t *admission_state_namespace_labels(const struct admission_state *s, const char *ns)
+const json_t *view_state_namespace_labels(const struct view_state *s, const char *ns)
 {
 	const json_t *labels;
 
@@ -345,54 +344,12 @@ const json_t *admission_state_namespace_labels(const struct admission_state *s, 
 	return json_is_object(labels) ? labels : NULL;
 }
 
-const struct admission_config *admission_state_config(const struct admission_state *s)
+const struct view_config *view_state_config(const struct view_state *s)
 {
 	return s->config;
 }
 
-/* ---- fixed source ---- */
-
-static struct admission_state *fixed_acquire(void *ud)
+const json_t *view_state_namespaces(const struct view_state *s)
 {
-	struct admission_fixed_source *f = ud;
-	struct admission_state *s;
-
-	pthread_mutex_lock(f->lock);
-	s = admission_state_ref(f->state);
-	pthread_mutex_unlock(f->lock);
-	return s;
-}
-
-void admission_fixed_source_init(struct admission_fixed_source *f, struct admission_state *state)
-{
-	pthread_mutex_t *mu = gv_xmalloc(sizeof(*mu));
-
-	pthread_mutex_init(mu, NULL);
-	f->lock = mu;
-	f->state = admission_state_ref(state);
-	f->source.acquire = fixed_acquire;
-	f->source.ud = f;
-}
-
-void admission_fixed_source_set(struct admission_fixed_source *f, struct admission_state *state)
-{
-	struct admission_state *old;
-
-	admission_state_ref(state);
-	pthread_mutex_lock(f->lock);
-	old = f->state;
-	f->state = state;
-	pthread_mutex_unlock(f->lock);
-	admission_state_unref(old);
-}
-
-void admission_fixed_source_release(struct admission_fixed_source *f)
-{
-	admission_state_unref(f->state);
-	f->state = NULL;
-	if (f->lock) {
-		pthread_mutex_destroy(f->lock);
-		free(f->lock);
-	}
-	f->lock = NULL;
+	return s->namespaces;
 }

@@ -2,7 +2,7 @@
  * metrics.c - the metrics registry: families of labelled series in sharded
  * hash tables, rendered in Prometheus' text format.
  */
-#include "admission/metrics.h"
+#include "common/metrics.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -20,8 +20,8 @@
  * the same registry, or a collector callback for figures they compute at
  * scrape time.
  */
-#ifndef GV_ADMISSION_METRICS_H
-#define GV_ADMISSION_METRICS_H
+#ifndef GV_COMMON_METRICS_H
+#define GV_COMMON_METRICS_H
 
 #include <stddef.h>
 
