@@ -139,17 +139,41 @@ struct cel_eval;
  * compilation (cel-go with type checking disabled; cel-spec's disable_check).
  */
 #define CEL_COMPILE_NO_CHECK 1u
+/*
+ * CEL_COMPILE_DYN_LITERALS: list and map literals mixing element types are
+ * list(dyn)/map(.., dyn) (cel-go's default environment, the cel-spec suite)
+ * instead of a compile error (Kubernetes' HomogeneousAggregateLiterals).
+ */
+#define CEL_COMPILE_DYN_LITERALS 2u
 
 /*
  * Parses expression src (len bytes, need not be NUL-terminated) into a
  * program. Unknown functions and wrong arities (unless CEL_COMPILE_NO_CHECK),
  * malformed macros, reserved identifiers, message literals (gavel has no
- * protobuf types) and the size and depth limits are errors. Returns NULL and
+ * protobuf types) and the size and depth limits are errors.
+ *
+ * Unless CEL_COMPILE_NO_CHECK, the program is type checked as Kubernetes
+ * does at compile time (cel-semantics.md 1.10, engine/cel/check.c): every
+ * variable is `dyn`, so only what is wrong whatever the bound documents are
+ * is refused, with cel-go's messages: operators and functions whose
+ * argument types are known and match no overload ("found no matching
+ * overload for '_+_' applied to '(int, string)'", `size(1)`,
+ * `"a".startsWith(1)`, `1 && true`, `1 ? 2 : 3`, `true ? 1 : "a"`,
+ * `1 == 1.0`), field selection on a value that is not a map, a comprehension
+ * over a value that is neither list nor map, mixed list/map literals (see
+ * CEL_COMPILE_DYN_LITERALS). Returns NULL and
  * fills *err (may be NULL) on error. Free with cel_program_free().
  */
 struct cel_program *cel_compile(const char *src, size_t len, unsigned flags,
 				struct cel_parse_error *err);
 void cel_program_free(struct cel_program *p);
+
+/*
+ * The static type of p's result as cel-go names it ("bool", "list(int)",
+ * "map(string, dyn)", "optional_type(int)", "null_type"); "dyn" when not
+ * known or not checked. Owned by p.
+ */
+const char *cel_program_type(const struct cel_program *p);
 
 /* The source text of p (NUL-terminated, owned by p). */
 const char *cel_program_source(const struct cel_program *p);
