@@ -24,25 +24,26 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: gavel cel eval EXPRESSION [-i FILE] [--var name=FILE]... [--cel-var "
-	      "name=EXPR]...\n"
-	      "                      [--expect EXPR] [--cel] [--cost-limit N] [--no-check]\n"
-	      "       gavel cel functions\n"
-	      "       gavel cel conformance [-v] FILE.jsonl...\n"
-	      "\n"
-	      "eval         evaluates EXPRESSION with the JSON or YAML document of -i (stdin\n"
-	      "             when no -i and no --var is given) bound as `object`, and prints\n"
-	      "             the result as one line of JSON (--cel: as CEL text)\n"
-	      "--var        binds variable `name` to the document in FILE\n"
-	      "--cel-var    binds variable `name` to the value of the CEL expression EXPR\n"
-	      "--expect     compares the result with the value of EXPR (same types, NaN equal\n"
-	      "             to NaN); exit 0 when they are identical, 1 otherwise\n"
-	      "--cost-limit runtime cost budget (default 1000000, Kubernetes' limit; 0 = none)\n"
-	      "functions    lists the functions of the library\n"
-	      "conformance  runs cases, one JSON object per line: {\"name\", \"expr\",\n"
-	      "             \"bindings\": {name: CEL text}, \"want\": CEL text | \"error\": true,\n"
-	      "             \"disable_check\": true, \"type\": deduced type, \"check_only\": true}\n",
-	      f);
+	fputs(
+	    "usage: gavel cel eval EXPRESSION [-i FILE] [--var name=FILE]... [--cel-var "
+	    "name=EXPR]...\n"
+	    "                      [--expect EXPR] [--cel] [--cost-limit N] [--no-check]\n"
+	    "       gavel cel functions\n"
+	    "       gavel cel conformance [-v] FILE.jsonl...\n"
+	    "\n"
+	    "eval         evaluates EXPRESSION with the JSON or YAML document of -i (stdin\n"
+	    "             when no -i and no --var is given) bound as `object`, and prints\n"
+	    "             the result as one line of JSON (--cel: as CEL text)\n"
+	    "--var        binds variable `name` to the document in FILE\n"
+	    "--cel-var    binds variable `name` to the value of the CEL expression EXPR\n"
+	    "--expect     compares the result with the value of EXPR (same types, NaN equal\n"
+	    "             to NaN); exit 0 when they are identical, 1 otherwise\n"
+	    "--cost-limit runtime cost budget (default 1000000, Kubernetes' limit; 0 = none)\n"
+	    "functions    lists the functions of the library\n"
+	    "conformance  runs cases, one JSON object per line: {\"name\", \"expr\",\n"
+	    "             \"bindings\": {name: CEL text}, \"want\": CEL text | \"error\": true,\n"
+	    "             \"disable_check\": true, \"type\": deduced type, \"check_only\": true}\n",
+	    f);
 }
 
 static void print_parse_error(const struct cel_parse_error *e)

@@ -185,15 +185,20 @@ static const struct ty *subst(struct checker *c, const struct ty *t, bool free_t
 
 static void ty_format(const struct ty *t, struct gv_buf *b, int depth)
 {
-	static const char *const names[] = {
-	    [TY_DYN] = "dyn",	    [TY_NULL] = "null_type",
-	    [TY_BOOL] = "bool",	    [TY_INT] = "int",
-	    [TY_UINT] = "uint",	    [TY_DOUBLE] = "double",
-	    [TY_STRING] = "string", [TY_BYTES] = "bytes",
-	    [TY_TIMESTAMP] = "google.protobuf.Timestamp",
-	    [TY_DURATION] = "google.protobuf.Duration",
-	    [TY_LIST] = "list",	    [TY_MAP] = "map",
-	    [TY_TYPE] = "type",	    [TY_OPT] = "optional_type"};
+	static const char *const names[] = {[TY_DYN] = "dyn",
+					    [TY_NULL] = "null_type",
+					    [TY_BOOL] = "bool",
+					    [TY_INT] = "int",
+					    [TY_UINT] = "uint",
+					    [TY_DOUBLE] = "double",
+					    [TY_STRING] = "string",
+					    [TY_BYTES] = "bytes",
+					    [TY_TIMESTAMP] = "google.protobuf.Timestamp",
+					    [TY_DURATION] = "google.protobuf.Duration",
+					    [TY_LIST] = "list",
+					    [TY_MAP] = "map",
+					    [TY_TYPE] = "type",
+					    [TY_OPT] = "optional_type"};
 	int i;
 
 	if (depth > 32) {
@@ -700,7 +705,7 @@ static const struct ty *resolve(struct checker *c, int pos, const char *name, bo
 			continue;
 		declared = true;
 		s = strncmp(sigs[i].text, "_[_]", 4) == 0 ? sigs[i].text + 5
-							   : strchr(sigs[i].text, '(') + 1;
+							  : strchr(sigs[i].text, '(') + 1;
 		for (k = 0; k < nargs; k++) {
 			const struct ty *pt = sig_type(c, &s, params);
 
@@ -794,8 +799,7 @@ static const struct ty *join(struct checker *c, const struct cel_node *e, const 
 }
 
 /* The element type of an optional element/entry (?e), which must be optional. */
-static const struct ty *unwrap_opt(struct checker *c, const struct cel_node *e,
-				   const struct ty *t)
+static const struct ty *unwrap_opt(struct checker *c, const struct cel_node *e, const struct ty *t)
 {
 	struct gv_buf b = {0};
 
@@ -851,8 +855,8 @@ static const struct ty *check_select(struct checker *c, const struct cel_node *n
 static const struct ty *check_compr(struct checker *c, const struct cel_node *n)
 {
 	enum cel_macro m = (enum cel_macro)n->op;
-	const struct ty *range = subst(c, check(c, n->a[0]), false, 0), *k = &ty_dyn,
-			*v = &ty_dyn, *r = &ty_dyn, *last;
+	const struct ty *range = subst(c, check(c, n->a[0]), false, 0), *k = &ty_dyn, *v = &ty_dyn,
+			*r = &ty_dyn, *last;
 	size_t base = c->nvars;
 	bool two = n->name2 != NULL;
 	int i;
@@ -903,16 +907,16 @@ static const struct ty *check_compr(struct checker *c, const struct cel_node *n)
 	last = &ty_dyn;
 	for (i = 1; i < n->n; i++) {
 		const struct ty *t = check(c, n->a[i]);
-		bool is_pred = (m == M_ALL || m == M_EXISTS || m == M_EXISTS_ONE ||
-				m == M_FILTER || (i == 1 && n->n == 3));
+		bool is_pred = (m == M_ALL || m == M_EXISTS || m == M_EXISTS_ONE || m == M_FILTER ||
+				(i == 1 && n->n == 3));
 
 		if (is_pred && m != M_SORT_BY && m != M_TRANSFORM_ENTRY) {
 			const struct ty *args[2] = {t, t};
 
 			if (!assignable(c, &ty_bool, t, 0))
 				no_overload(c, n->a[i]->pos,
-					    m == M_ALL ? "all"
-					    : m == M_EXISTS ? "exists"
+					    m == M_ALL		? "all"
+					    : m == M_EXISTS	? "exists"
 					    : m == M_EXISTS_ONE ? "exists_one"
 								: "filter",
 					    false, args, 1);
@@ -1026,8 +1030,7 @@ static const struct ty *check_binary(struct checker *c, const struct cel_node *n
 		return &ty_bool;
 	}
 	r = resolve(c, n->pos, op_name(op, false), false, args, 2);
-	if (c->failed && (op == OP_LE || op == OP_GT || op == OP_GE) &&
-	    strstr(c->msg, "'_<_'")) {
+	if (c->failed && (op == OP_LE || op == OP_GT || op == OP_GE) && strstr(c->msg, "'_<_'")) {
 		/* the message names the operator written */
 		char *p = strstr(c->msg, "'_<_'");
 		char tail[256];
