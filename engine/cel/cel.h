@@ -145,6 +145,17 @@ struct cel_eval;
  * instead of a compile error (Kubernetes' HomogeneousAggregateLiterals).
  */
 #define CEL_COMPILE_DYN_LITERALS 2u
+/*
+ * CEL_COMPILE_NO_COST: no compile-time cost check (to exercise the runtime
+ * budget with expressions the estimate would refuse).
+ */
+#define CEL_COMPILE_NO_COST 4u
+/*
+ * CEL_COMPILE_NO_TYPES: no type check (unknown functions and arities stay
+ * compile errors): every operand is dynamic, wrong types are errors of the
+ * evaluation ("no such overload"), as in a program whose inputs are all dyn.
+ */
+#define CEL_COMPILE_NO_TYPES 8u
 
 /*
  * Parses expression src (len bytes, need not be NUL-terminated) into a
@@ -161,7 +172,11 @@ struct cel_eval;
  * `"a".startsWith(1)`, `1 && true`, `1 ? 2 : 3`, `true ? 1 : "a"`,
  * `1 == 1.0`), field selection on a value that is not a map, a comprehension
  * over a value that is neither list nor map, mixed list/map literals (see
- * CEL_COMPILE_DYN_LITERALS). Returns NULL and
+ * CEL_COMPILE_DYN_LITERALS).
+ *
+ * Unless CEL_COMPILE_NO_CHECK or CEL_COMPILE_NO_COST, an expression whose
+ * estimated cost (cel_program_cost) is certain to exceed
+ * CEL_DEFAULT_COST_LIMIT is refused: "estimated cost exceeds budget". Returns NULL and
  * fills *err (may be NULL) on error. Free with cel_program_free().
  */
 struct cel_program *cel_compile(const char *src, size_t len, unsigned flags,
@@ -174,6 +189,18 @@ void cel_program_free(struct cel_program *p);
  * known or not checked. Owned by p.
  */
 const char *cel_program_type(const struct cel_program *p);
+
+/*
+ * Compile-time cost estimate of p in runtime cost units (cel-semantics.md
+ * 1.11, engine/cel/cost.c): *min is a lower bound of what any evaluation is
+ * charged (sizes known from the expression itself: literals,
+ * lists.range(N), what macros and concatenation build from them); *max the
+ * worst case with every value of unknown size bounded by Kubernetes' largest
+ * request (3 MiB), saturating at UINT64_MAX. Kyverno estimates nothing;
+ * cel_compile refuses only a *min over the limit, which no evaluation can
+ * finish.
+ */
+void cel_program_cost(const struct cel_program *p, uint64_t *min, uint64_t *max);
 
 /* The source text of p (NUL-terminated, owned by p). */
 const char *cel_program_source(const struct cel_program *p);

@@ -225,6 +225,7 @@ bool cel_func_known(const char *name);
  * name in type (typelen bytes, may be NULL), or -1 with the byte offset and
  * the message of the first error (cel-semantics.md 1.10).
  */
+/* Cost estimate (cost.c): see cel_program_cost() in cel.h. */
 int cel_check(const struct cel_program *p, unsigned flags, char *type, size_t typelen, int *pos,
 	      char *msg, size_t msglen);
 
