@@ -1260,10 +1260,15 @@ static void format_double_s(double d, struct gv_buf *b)
 }
 
 /* %s of any value (cel-go ext/formatting.go): nested values print the same way. */
+/* Longest text of one %s argument: past it, the cost of the string built exceeds any budget. */
+#define FORMAT_MAX_TEXT ((size_t)16 << 20)
+
 static void format_value_s(const struct cel_value *v, struct gv_buf *b)
 {
 	size_t i, cnt;
 
+	if (b->len > FORMAT_MAX_TEXT)
+		return; /* values sharing their parts: exponential text */
 	switch (v->kind) {
 	case CEL_STRING:
 	case CEL_BYTES:
@@ -1520,6 +1525,13 @@ FN(f_format)
 		v = cel_list_get(&a[1], argi++);
 		if (!format_arg(ev, &v, s[i], prec, &b, &err))
 			break;
+		if (b.len > FORMAT_MAX_TEXT) {
+			gv_buf_release(&b);
+			if (!cel_charge(ev, FORMAT_MAX_TEXT / 16))
+				return cel_null(); /* aborted: the evaluator reports it */
+			return cel_err(ev, n->pos, "format: text longer than %zu bytes",
+				       FORMAT_MAX_TEXT);
+		}
 	}
 	if (err) {
 		gv_buf_release(&b);
