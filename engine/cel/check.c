@@ -1045,13 +1045,18 @@ static const struct ty *check_call(struct checker *c, const struct cel_node *n)
 {
 	const struct ty *args[64], *r;
 	int i, na = n->n < 64 ? n->n : 64;
+	bool dyn_literals = c->dyn_literals;
 
+	/* format's argument list mixes types: exempt from homogeneous literals (ext.Strings) */
+	if (n->name && strcmp(n->name, "format") == 0)
+		c->dyn_literals = true;
 	for (i = 0; i < n->n; i++) {
 		const struct ty *t = check(c, n->a[i]);
 
 		if (i < 64)
 			args[i] = t;
 	}
+	c->dyn_literals = dyn_literals;
 	if (!n->fn || n->fn == &cel_json_message || n->n > 64)
 		return &ty_dyn;
 	if (strcmp(n->name, "dyn") == 0 && n->n == 1)

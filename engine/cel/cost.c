@@ -131,7 +131,8 @@ static struct est compr(struct coster *c, const struct cel_node *n)
 	per_min = add(1, body.cmin);
 	per_max = add(1, body.cmax);
 	e.cmin = add(add(1, r.cmin), mul(iters_min, per_min));
-	e.cmax = add(add(1, r.cmax), mul(r.smax, per_max));
+	/* per iteration, and the list or map built */
+	e.cmax = add(add(add(1, r.cmax), mul(r.smax, per_max)), r.smax);
 	e.safe = false;
 	e.smin = 0;
 	e.smax = r.smax;
@@ -259,6 +260,7 @@ static struct est walk(struct coster *c, const struct cel_node *n)
 
 		e.smin = e.smax = v > 0 ? (uint64_t)v : 0;
 		e.cmin = add(e.cmin, e.smin);
+		e.cmax = add(e.cmax, e.smax);
 		e.safe = v <= 10000000;
 	}
 	return e;
