@@ -30,10 +30,17 @@
  * included); the extensions strings v2, lists v3, sets, math, encoders and
  * optional types; the Kubernetes lists, regex (find, findAll), quantity
  * semver, URL, IP and CIDR libraries. Not yet: the
- * Kubernetes format and authz libraries, Kyverno's libraries (section 6), the
- * type checker, time zones other than UTC and fixed offsets (an explicit
- * error: the engine reads no time zone database). An unknown function is a
- * compile error (see CEL_COMPILE_NO_CHECK).
+ * Kubernetes format and authz libraries, Kyverno's libraries (section 6),
+ * time zones other than UTC and fixed offsets (an explicit error: the engine
+ * reads no time zone database). An unknown function is a compile error (see
+ * CEL_COMPILE_NO_CHECK).
+ *
+ * Compile time (cel-semantics.md 1.10, 1.11): a type check with every
+ * variable `dyn` (check.c) and a cost estimate (cost.c), see cel_compile().
+ * Run time: the cost budget counts nodes, comprehension iterations, the
+ * lists, maps and strings built, elements compared by == and in, and the
+ * backtracking of regular expressions, so a hostile expression ends in the
+ * fatal cost error (or the 64 MiB memory limit) instead of a hang.
  */
 #ifndef GV_ENGINE_CEL_H
 #define GV_ENGINE_CEL_H
