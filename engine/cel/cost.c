@@ -246,7 +246,10 @@ static struct est walk(struct coster *c, const struct cel_node *n)
 	e.cmax = 1;
 	for (i = 0; i < n->n; i++) {
 		a = walk(c, n->a[i]);
-		e.cmin = add(e.cmin, a.cmin);
+		/* a qualified name (net.IP, a.b.c) may resolve in one step */
+		if (!(n->kind == N_SELECT &&
+		      (n->a[i]->kind == N_IDENT || n->a[i]->kind == N_SELECT)))
+			e.cmin = add(e.cmin, a.cmin);
 		e.cmax = add(e.cmax, a.cmax);
 		if (i == 0) {
 			e.smax = umax(a.smax, UNKNOWN_SIZE);
