@@ -24,25 +24,26 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: gavel cel eval EXPRESSION [-i FILE] [--var name=FILE]... [--cel-var "
-	      "name=EXPR]...\n"
-	      "                      [--expect EXPR] [--cel] [--cost-limit N] [--no-check]\n"
-	      "       gavel cel functions\n"
-	      "       gavel cel conformance [-v] FILE.jsonl...\n"
-	      "\n"
-	      "eval         evaluates EXPRESSION with the JSON or YAML document of -i (stdin\n"
-	      "             when no -i and no --var is given) bound as `object`, and prints\n"
-	      "             the result as one line of JSON (--cel: as CEL text)\n"
-	      "--var        binds variable `name` to the document in FILE\n"
-	      "--cel-var    binds variable `name` to the value of the CEL expression EXPR\n"
-	      "--expect     compares the result with the value of EXPR (same types, NaN equal\n"
-	      "             to NaN); exit 0 when they are identical, 1 otherwise\n"
-	      "--cost-limit runtime cost budget (default 1000000, Kubernetes' limit; 0 = none)\n"
-	      "functions    lists the functions of the library\n"
-	      "conformance  runs cases, one JSON object per line: {\"name\", \"expr\",\n"
-	      "             \"bindings\": {name: CEL text}, \"want\": CEL text | \"error\": true,\n"
-	      "             \"disable_check\": true}\n",
-	      f);
+	fputs(
+	    "usage: gavel cel eval EXPRESSION [-i FILE] [--var name=FILE]... [--cel-var "
+	    "name=EXPR]...\n"
+	    "                      [--expect EXPR] [--cel] [--cost-limit N] [--no-check]\n"
+	    "       gavel cel functions\n"
+	    "       gavel cel conformance [-v] FILE.jsonl...\n"
+	    "\n"
+	    "eval         evaluates EXPRESSION with the JSON or YAML document of -i (stdin\n"
+	    "             when no -i and no --var is given) bound as `object`, and prints\n"
+	    "             the result as one line of JSON (--cel: as CEL text)\n"
+	    "--var        binds variable `name` to the document in FILE\n"
+	    "--cel-var    binds variable `name` to the value of the CEL expression EXPR\n"
+	    "--expect     compares the result with the value of EXPR (same types, NaN equal\n"
+	    "             to NaN); exit 0 when they are identical, 1 otherwise\n"
+	    "--cost-limit runtime cost budget (default 1000000, Kubernetes' limit; 0 = none)\n"
+	    "functions    lists the functions of the library\n"
+	    "conformance  runs cases, one JSON object per line: {\"name\", \"expr\",\n"
+	    "             \"bindings\": {name: CEL text}, \"want\": CEL text | \"error\": true,\n"
+	    "             \"disable_check\": true, \"type\": deduced type, \"check_only\": true}\n",
+	    f);
 }
 
 static void print_parse_error(const struct cel_parse_error *e)
@@ -85,7 +86,9 @@ static int bind_cel(struct cel_eval *ev, struct programs *ps, const char *name, 
 		    bool quiet)
 {
 	struct cel_parse_error perr;
-	struct cel_program *p = cel_compile(src, strlen(src), 0, &perr);
+	/* quiet: a value of the cel-spec suite, written in cel-go's default environment */
+	struct cel_program *p =
+	    cel_compile(src, strlen(src), quiet ? CEL_COMPILE_DYN_LITERALS : 0, &perr);
 	struct cel_value v;
 
 	if (!p) {
@@ -283,6 +286,7 @@ static bool run_case(const json_t *c, char **why)
 	const char *expr = json_string_value(json_object_get(c, "expr"));
 	size_t exprlen = json_string_length(json_object_get(c, "expr"));
 	const char *want = json_string_value(json_object_get(c, "want"));
+	const char *want_type = json_string_value(json_object_get(c, "type"));
 	bool want_err = json_is_true(json_object_get(c, "error"));
 	const json_t *bindings = json_object_get(c, "bindings");
 	struct cel_eval *ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
@@ -306,12 +310,24 @@ static bool run_case(const json_t *c, char **why)
 			goto out;
 		}
 	}
-	p = cel_compile(
-	    expr, exprlen,
-	    json_is_true(json_object_get(c, "disable_check")) ? CEL_COMPILE_NO_CHECK : 0, &perr);
+	/* cel-spec runs cel-go's default environment: mixed literals are dyn */
+	p = cel_compile(expr, exprlen,
+			json_is_true(json_object_get(c, "disable_check"))
+			    ? CEL_COMPILE_NO_CHECK
+			    : CEL_COMPILE_DYN_LITERALS,
+			&perr);
 	if (!p) {
 		gv_buf_addf(&b, "parse error: %d:%d: %s", perr.line, perr.col, perr.msg);
 		ok = want_err;
+		goto out;
+	}
+	if (want_type && strcmp(want_type, cel_program_type(p)) != 0) {
+		gv_buf_addf(&b, "type %s, expected %s", cel_program_type(p), want_type);
+		goto out;
+	}
+	if (json_is_true(json_object_get(c, "check_only"))) {
+		gv_buf_addf(&b, "type %s", cel_program_type(p));
+		ok = !want_err;
 		goto out;
 	}
 	cel_eval_run(ev, p, &res);

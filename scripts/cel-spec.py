@@ -307,6 +307,36 @@ def cel_value(m):
     raise Unsupported("empty value")
 
 
+PRIMITIVES = {"BOOL": "bool", "INT64": "int", "UINT64": "uint", "DOUBLE": "double",
+              "STRING": "string", "BYTES": "bytes"}
+
+
+def type_name(m):
+    """A cel.expr.Type as cel-go names it (list(int), map(string, dyn), optional_type(int))."""
+    if m is None:
+        raise Unsupported("typed_result without deduced_type")
+    for name, v in m.fields:
+        if name == "primitive":
+            return PRIMITIVES[v]
+        if name == "null":
+            return "null_type"
+        if name == "dyn":
+            return "dyn"
+        if name == "well_known":
+            return {"TIMESTAMP": "google.protobuf.Timestamp",
+                    "DURATION": "google.protobuf.Duration"}.get(v, "google.protobuf." + v)
+        if name == "list_type":
+            return "list(%s)" % type_name(v.get("elem_type"))
+        if name == "map_type":
+            return "map(%s, %s)" % (type_name(v.get("key_type")), type_name(v.get("value_type")))
+        if name == "abstract_type":
+            params = [type_name(p) for p in v.all("parameter_types")]
+            n = v.get("name").decode()
+            return n + ("(" + ", ".join(params) + ")" if params else "")
+        raise Unsupported("deduced type " + name)
+    raise Unsupported("empty deduced type")
+
+
 # ---- relevance ----
 
 PROTO_WORDS = re.compile(r"TestAllTypes|NestedTestAllTypes|GlobalEnum|NestedEnum|TestRequired|"
@@ -347,13 +377,23 @@ def convert(testdata, outdir):
                         case["bindings"][b.get("key").decode()] = cel_value(b.get("value").get("value"))
                     if t.get("disable_check"):
                         case["disable_check"] = True
-                    if t.get("check_only"):
-                        raise Unsupported("check_only: needs the type checker")
                     if t.get("disable_macros"):
                         raise Unsupported("disable_macros: gavel always expands macros")
-                    if t.get("typed_result") is not None:
-                        raise Unsupported("typed_result: needs the type checker")
-                    if t.get("eval_error") is not None or t.get("any_eval_errors") is not None:
+                    for env in t.all("type_env"):
+                        if env.get("function") is not None:
+                            raise Unsupported("type_env declares a function: gavel's functions are its library's")
+                    typed = t.get("typed_result")
+                    if t.get("check_only"):
+                        case["check_only"] = True
+                    if typed is not None:
+                        case["type"] = type_name(typed.get("deduced_type"))
+                        if typed.get("result") is not None:
+                            case["want"] = cel_value(typed.get("result"))
+                    if case.get("check_only") and typed is None:
+                        raise Unsupported("check_only without a deduced type")
+                    if typed is not None:
+                        pass
+                    elif t.get("eval_error") is not None or t.get("any_eval_errors") is not None:
                         case["error"] = True
                     elif t.get("value") is not None:
                         case["want"] = cel_value(t.get("value"))

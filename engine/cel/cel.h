@@ -30,10 +30,17 @@
  * included); the extensions strings v2, lists v3, sets, math, encoders and
  * optional types; the Kubernetes lists, regex (find, findAll), quantity
  * semver, URL, IP and CIDR libraries. Not yet: the
- * Kubernetes format and authz libraries, Kyverno's libraries (section 6), the
- * type checker, time zones other than UTC and fixed offsets (an explicit
- * error: the engine reads no time zone database). An unknown function is a
- * compile error (see CEL_COMPILE_NO_CHECK).
+ * Kubernetes format and authz libraries, Kyverno's libraries (section 6),
+ * time zones other than UTC and fixed offsets (an explicit error: the engine
+ * reads no time zone database). An unknown function is a compile error (see
+ * CEL_COMPILE_NO_CHECK).
+ *
+ * Compile time (cel-semantics.md 1.10, 1.11): a type check with every
+ * variable `dyn` (check.c) and a cost estimate (cost.c), see cel_compile().
+ * Run time: the cost budget counts nodes, comprehension iterations, the
+ * lists, maps and strings built, elements compared by == and in, and the
+ * backtracking of regular expressions, so a hostile expression ends in the
+ * fatal cost error (or the 64 MiB memory limit) instead of a hang.
  */
 #ifndef GV_ENGINE_CEL_H
 #define GV_ENGINE_CEL_H
@@ -139,17 +146,68 @@ struct cel_eval;
  * compilation (cel-go with type checking disabled; cel-spec's disable_check).
  */
 #define CEL_COMPILE_NO_CHECK 1u
+/*
+ * CEL_COMPILE_DYN_LITERALS: list and map literals mixing element types are
+ * list(dyn)/map(.., dyn) (cel-go's default environment, the cel-spec suite)
+ * instead of a compile error (Kubernetes' HomogeneousAggregateLiterals).
+ */
+#define CEL_COMPILE_DYN_LITERALS 2u
+/*
+ * CEL_COMPILE_NO_COST: no compile-time cost check (to exercise the runtime
+ * budget with expressions the estimate would refuse).
+ */
+#define CEL_COMPILE_NO_COST 4u
+/*
+ * CEL_COMPILE_NO_TYPES: no type check (unknown functions and arities stay
+ * compile errors): every operand is dynamic, wrong types are errors of the
+ * evaluation ("no such overload"), as in a program whose inputs are all dyn.
+ */
+#define CEL_COMPILE_NO_TYPES 8u
 
 /*
  * Parses expression src (len bytes, need not be NUL-terminated) into a
  * program. Unknown functions and wrong arities (unless CEL_COMPILE_NO_CHECK),
  * malformed macros, reserved identifiers, message literals (gavel has no
- * protobuf types) and the size and depth limits are errors. Returns NULL and
+ * protobuf types) and the size and depth limits are errors.
+ *
+ * Unless CEL_COMPILE_NO_CHECK, the program is type checked as Kubernetes
+ * does at compile time (cel-semantics.md 1.10, engine/cel/check.c): every
+ * variable is `dyn`, so only what is wrong whatever the bound documents are
+ * is refused, with cel-go's messages: operators and functions whose
+ * argument types are known and match no overload ("found no matching
+ * overload for '_+_' applied to '(int, string)'", `size(1)`,
+ * `"a".startsWith(1)`, `1 && true`, `1 ? 2 : 3`, `true ? 1 : "a"`,
+ * `1 == 1.0`), field selection on a value that is not a map, a comprehension
+ * over a value that is neither list nor map, mixed list/map literals (see
+ * CEL_COMPILE_DYN_LITERALS).
+ *
+ * Unless CEL_COMPILE_NO_CHECK or CEL_COMPILE_NO_COST, an expression whose
+ * estimated cost (cel_program_cost) is certain to exceed
+ * CEL_DEFAULT_COST_LIMIT is refused: "estimated cost exceeds budget". Returns NULL and
  * fills *err (may be NULL) on error. Free with cel_program_free().
  */
 struct cel_program *cel_compile(const char *src, size_t len, unsigned flags,
 				struct cel_parse_error *err);
 void cel_program_free(struct cel_program *p);
+
+/*
+ * The static type of p's result as cel-go names it ("bool", "list(int)",
+ * "map(string, dyn)", "optional_type(int)", "null_type"); "dyn" when not
+ * known or not checked. Owned by p.
+ */
+const char *cel_program_type(const struct cel_program *p);
+
+/*
+ * Compile-time cost estimate of p in runtime cost units (cel-semantics.md
+ * 1.11, engine/cel/cost.c): *min is a lower bound of what any evaluation is
+ * charged (sizes known from the expression itself: literals,
+ * lists.range(N), what macros and concatenation build from them); *max the
+ * worst case with every value of unknown size bounded by Kubernetes' largest
+ * request (3 MiB), saturating at UINT64_MAX. Kyverno estimates nothing;
+ * cel_compile refuses only a *min over the limit, which no evaluation can
+ * finish.
+ */
+void cel_program_cost(const struct cel_program *p, uint64_t *min, uint64_t *max);
 
 /* The source text of p (NUL-terminated, owned by p). */
 const char *cel_program_source(const struct cel_program *p);

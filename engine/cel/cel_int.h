@@ -99,6 +99,7 @@ struct cel_program {
 	struct cel_node *root;
 	void **regexes; /* owned: the compiled literal patterns (cel_regex_free) */
 	size_t nregexes;
+	char type[128]; /* the deduced type ("dyn" when not checked) */
 };
 
 /* ---- values ---- */
@@ -218,5 +219,14 @@ extern const size_t cel_url_nfuncs;
  * Semvers. */
 bool cel_semver_cmp(const struct cel_value *a, const struct cel_value *b, int *c);
 bool cel_func_known(const char *name);
+
+/*
+ * Type check (check.c) of a parsed program: 0 and the deduced type's CEL
+ * name in type (typelen bytes, may be NULL), or -1 with the byte offset and
+ * the message of the first error (cel-semantics.md 1.10).
+ */
+/* Cost estimate (cost.c): see cel_program_cost() in cel.h. */
+int cel_check(const struct cel_program *p, unsigned flags, char *type, size_t typelen, int *pos,
+	      char *msg, size_t msglen);
 
 #endif

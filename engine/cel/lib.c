@@ -196,6 +196,15 @@ FN(f_ends)
 
 #define RE_MATCH_LIMIT 1000000
 #define RE_DEPTH_LIMIT 10000
+/*
+ * A match first runs with a tenth of the limit; one that backtracks past it
+ * is charged for those steps (RE_STEPS_PER_COST per unit) and runs again with
+ * the whole limit, charged likewise if it fails again: a pattern that
+ * backtracks spends the budget, so a loop of matches ends in the cost error
+ * within about RE_STEPS_PER_COST * limit steps.
+ */
+#define RE_FIRST_LIMIT	  (RE_MATCH_LIMIT / 10)
+#define RE_STEPS_PER_COST 32
 
 /* NULL when pattern uses a construct RE2 does not have; else the reason in *why. */
 static bool re2_compatible(const char *p, size_t n, const char **why)
@@ -295,16 +304,19 @@ static pcre2_code *re_compile(struct cel_eval *ev, const struct cel_node *n,
 }
 
 /* One match context with the limits, made once, read-only afterwards (shared by threads). */
-static pcre2_match_context *re_mctx;
+static pcre2_match_context *re_mctx, *re_mctx_first;
 static pthread_once_t re_once = PTHREAD_ONCE_INIT;
 
 static void re_init(void)
 {
 	re_mctx = pcre2_match_context_create(NULL);
-	if (!re_mctx)
+	re_mctx_first = pcre2_match_context_create(NULL);
+	if (!re_mctx || !re_mctx_first)
 		abort();
 	pcre2_set_match_limit(re_mctx, RE_MATCH_LIMIT);
 	pcre2_set_depth_limit(re_mctx, RE_DEPTH_LIMIT);
+	pcre2_set_match_limit(re_mctx_first, RE_FIRST_LIMIT);
+	pcre2_set_depth_limit(re_mctx_first, RE_DEPTH_LIMIT);
 }
 
 /* 1 match, 0 none, -1 error (in *err). Capture offsets in md when given. */
@@ -316,7 +328,12 @@ static int re_exec(struct cel_eval *ev, const struct cel_node *n, pcre2_code *re
 
 	pthread_once(&re_once, re_init);
 	cel_charge(ev, len / 16 + 1);
-	rc = pcre2_match(re, (PCRE2_SPTR)s, len, start, 0, md ? md : own, re_mctx);
+	rc = pcre2_match(re, (PCRE2_SPTR)s, len, start, 0, md ? md : own, re_mctx_first);
+	if (rc == PCRE2_ERROR_MATCHLIMIT && cel_charge(ev, RE_FIRST_LIMIT / RE_STEPS_PER_COST)) {
+		rc = pcre2_match(re, (PCRE2_SPTR)s, len, start, 0, md ? md : own, re_mctx);
+		if (rc == PCRE2_ERROR_MATCHLIMIT)
+			cel_charge(ev, RE_MATCH_LIMIT / RE_STEPS_PER_COST);
+	}
 	pcre2_match_data_free(own);
 	if (rc >= 0)
 		return 1;
@@ -1260,10 +1277,15 @@ static void format_double_s(double d, struct gv_buf *b)
 }
 
 /* %s of any value (cel-go ext/formatting.go): nested values print the same way. */
+/* Longest text of one %s argument: past it, the cost of the string built exceeds any budget. */
+#define FORMAT_MAX_TEXT ((size_t)16 << 20)
+
 static void format_value_s(const struct cel_value *v, struct gv_buf *b)
 {
 	size_t i, cnt;
 
+	if (b->len > FORMAT_MAX_TEXT)
+		return; /* values sharing their parts: exponential text */
 	switch (v->kind) {
 	case CEL_STRING:
 	case CEL_BYTES:
@@ -1520,6 +1542,13 @@ FN(f_format)
 		v = cel_list_get(&a[1], argi++);
 		if (!format_arg(ev, &v, s[i], prec, &b, &err))
 			break;
+		if (b.len > FORMAT_MAX_TEXT) {
+			gv_buf_release(&b);
+			if (!cel_charge(ev, FORMAT_MAX_TEXT / 16))
+				return cel_null(); /* aborted: the evaluator reports it */
+			return cel_err(ev, n->pos, "format: text longer than %zu bytes",
+				       FORMAT_MAX_TEXT);
+		}
 	}
 	if (err) {
 		gv_buf_release(&b);

@@ -1484,6 +1484,24 @@ struct cel_program *cel_compile(const char *src, size_t len, unsigned flags,
 	if (!p.failed && p.t != T_EOF)
 		fail(&p, p.tpos, "Syntax error: extraneous input '%.*s' expecting <EOF>",
 		     (int)(p.tend - p.tpos), p.src + p.tpos);
+	snprintf(prog->type, sizeof(prog->type), "dyn");
+	if (!p.failed && !(flags & (CEL_COMPILE_NO_CHECK | CEL_COMPILE_NO_TYPES))) {
+		char msg[256];
+		int pos = 0;
+
+		if (cel_check(prog, flags, prog->type, sizeof(prog->type), &pos, msg, sizeof(msg)))
+			fail(&p, pos < 0 ? 0 : (size_t)pos, "%s", msg);
+	}
+	if (!p.failed && !(flags & (CEL_COMPILE_NO_CHECK | CEL_COMPILE_NO_COST))) {
+		uint64_t cmin, cmax;
+
+		cel_program_cost(prog, &cmin, &cmax);
+		if (cmin > CEL_DEFAULT_COST_LIMIT)
+			fail(&p, 0,
+			     "estimated cost exceeds budget: at least %llu, the limit is %d "
+			     "(every evaluation would be cancelled)",
+			     (unsigned long long)cmin, CEL_DEFAULT_COST_LIMIT);
+	}
 out:
 	gv_buf_release(&p.sbuf);
 	if (p.failed) {
@@ -1505,6 +1523,11 @@ void cel_program_free(struct cel_program *p)
 	cel_arena_release(&p->arena);
 	free(p->src);
 	free(p);
+}
+
+const char *cel_program_type(const struct cel_program *p)
+{
+	return p->type;
 }
 
 const char *cel_program_source(const struct cel_program *p)

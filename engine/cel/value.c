@@ -535,8 +535,13 @@ bool cel_compare(const struct cel_value *a, const struct cel_value *b, int *cmp,
 	}
 }
 
-/* 1 equal, 0 unequal, -1 error (an operand is an error) */
-static int equal3(const struct cel_value *a, const struct cel_value *b, bool strict)
+/*
+ * 1 equal, 0 unequal, -1 error (an operand is an error), -2 out of steps:
+ * *steps counts down one per list element or map entry compared (values
+ * sharing their parts, cel.bind(a, [a, a], ...), take exponential time).
+ */
+static int equal3(const struct cel_value *a, const struct cel_value *b, bool strict,
+		  uint64_t *steps)
 {
 	size_t i, n;
 	int c;
@@ -544,6 +549,8 @@ static int equal3(const struct cel_value *a, const struct cel_value *b, bool str
 
 	if (a->kind == CEL_ERROR || b->kind == CEL_ERROR)
 		return -1;
+	if ((a->kind == CEL_LIST || a->kind == CEL_MAP) && (*steps)-- == 0)
+		return -2;
 	if (!strict && is_num(a) && is_num(b))
 		return num_cmp(a, b, &c) && c == 0;
 	if (a->kind != b->kind)
@@ -563,7 +570,7 @@ static int equal3(const struct cel_value *a, const struct cel_value *b, bool str
 	case CEL_OPTIONAL:
 		if (!a->v.opt || !b->v.opt)
 			return !a->v.opt && !b->v.opt;
-		return equal3(a->v.opt, b->v.opt, strict);
+		return equal3(a->v.opt, b->v.opt, strict, steps);
 	case CEL_LIST: {
 		int r = 1;
 
@@ -572,10 +579,10 @@ static int equal3(const struct cel_value *a, const struct cel_value *b, bool str
 			return 0;
 		for (i = 0; i < n; i++) {
 			struct cel_value x = cel_list_get(a, i), y = cel_list_get(b, i);
-			int e = equal3(&x, &y, strict);
+			int e = equal3(&x, &y, strict, steps);
 
-			if (e == 0)
-				return 0;
+			if (e == 0 || e == -2)
+				return e;
 			if (e < 0)
 				r = -1;
 		}
@@ -608,9 +615,9 @@ static int equal3(const struct cel_value *a, const struct cel_value *b, bool str
 				if (j == n)
 					return 0;
 			}
-			e = equal3(&x, &y, strict);
-			if (e == 0)
-				return 0;
+			e = equal3(&x, &y, strict, steps);
+			if (e == 0 || e == -2)
+				return e;
 			if (e < 0)
 				r = -1;
 		}
@@ -626,8 +633,19 @@ static int equal3(const struct cel_value *a, const struct cel_value *b, bool str
 struct cel_value cel_equals(struct cel_eval *ev, const struct cel_value *a,
 			    const struct cel_value *b, int pos)
 {
-	int e = equal3(a, b, false);
+	/* a quarter per element compared, within what is left of the budget */
+	uint64_t left = ev->limit ? (ev->limit > ev->cost ? (ev->limit - ev->cost) * 4 + 4 : 4)
+				  : UINT64_MAX,
+		 steps = left;
+	int e = equal3(a, b, false, &steps);
 
+	if (!cel_charge(ev, (left - steps) / 4) || e == -2) {
+		struct cel_value v = {.kind = CEL_ERROR};
+
+		cel_charge(ev, ev->limit + 1);
+		v.v.err = &ev->abort_err;
+		return v;
+	}
 	if (e < 0)
 		return a->kind == CEL_ERROR ? *a : *b;
 	return cel_bool(e == 1);
@@ -635,7 +653,9 @@ struct cel_value cel_equals(struct cel_eval *ev, const struct cel_value *a,
 
 bool cel_value_identical(const struct cel_value *a, const struct cel_value *b)
 {
-	return equal3(a, b, true) == 1;
+	uint64_t steps = UINT64_MAX;
+
+	return equal3(a, b, true, &steps) == 1;
 }
 
 /* ---- output ---- */

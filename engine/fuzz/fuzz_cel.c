@@ -6,6 +6,8 @@
  * `object` (the fixed document when absent or not JSON). Each result is
  * printed as JSON and as CEL text; the CEL text must evaluate back to an
  * identical value (when it parses: a deep document can pass the depth limit).
+ * Compiled with the type check, a value has the deduced type, and an
+ * evaluation that ends without error costs at least the estimated minimum.
  * Seeds: the expressions of the cel-spec conformance files and a few policy
  * expressions (build/fuzz/seeds). Dictionary: engine/fuzz/cel.dict (tokens
  * and the function names).
@@ -32,6 +34,47 @@ static const char DOC[] =
     "\"capabilities\":{\"add\":[\"NET_ADMIN\"]}},\"ports\":[{\"containerPort\":80}]},{\"name\":"
     "\"d\",\"image\":\"ghcr.io/o/r:latest\"}],\"nested\":[[1,[2,[3]]],[],null,true,\"s\",{\"k\":"
     "\"v\"}]}}";
+
+/*
+ * The type check is sound: a value computed by a program whose deduced type
+ * is known has that type.
+ */
+static void check_type(const struct cel_program *p, const struct cel_value *v)
+{
+	static const struct {
+		const char *prefix;
+		int kind;
+	} kinds[] = {
+	    {"bool", CEL_BOOL},
+	    {"int", CEL_INT},
+	    {"uint", CEL_UINT},
+	    {"double", CEL_DOUBLE},
+	    {"string", CEL_STRING},
+	    {"bytes", CEL_BYTES},
+	    {"null_type", CEL_NULL},
+	    {"list(", CEL_LIST},
+	    {"map(", CEL_MAP},
+	    {"google.protobuf.Timestamp", CEL_TIMESTAMP},
+	    {"google.protobuf.Duration", CEL_DURATION},
+	    {"optional_type(", CEL_OPTIONAL},
+	    {"type(", CEL_TYPE},
+	};
+	const char *t = cel_program_type(p);
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		size_t n = strlen(kinds[i].prefix);
+
+		if (strncmp(t, kinds[i].prefix, n) != 0 ||
+		    (kinds[i].prefix[n - 1] != '(' && t[n] != 0))
+			continue;
+		if (v->kind != kinds[i].kind) {
+			fprintf(stderr, "deduced type %s, value of kind %d: %s\n", t, v->kind,
+				cel_program_source(p));
+			abort();
+		}
+	}
+}
 
 static void round_trip(const struct cel_value *v)
 {
@@ -70,7 +113,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_split(data, size, &a, &alen, &b, &blen);
 	if (blen)
 		doc = json_loadb(b, blen, JSON_DECODE_ANY, NULL);
-	for (unsigned flags = 0; flags <= CEL_COMPILE_NO_CHECK; flags++) {
+	static const unsigned variants[] = {0, CEL_COMPILE_NO_CHECK,
+					    CEL_COMPILE_NO_TYPES | CEL_COMPILE_NO_COST};
+
+	for (size_t vi = 0; vi < sizeof(variants) / sizeof(variants[0]); vi++) {
+		unsigned flags = variants[vi];
+		uint64_t cmin, cmax, cost;
 		struct cel_parse_error e;
 		struct cel_eval *ev;
 		struct cel_value v;
@@ -83,8 +131,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ev = cel_eval_new(CEL_FUZZ_COST);
 		cel_bind_json(ev, "object", doc ? doc : fixed);
 		cel_bind_json(ev, "oldObject", json_null());
-		cel_eval_run(ev, p, &v);
+		cel_program_cost(p, &cmin, &cmax);
+		cost = cel_eval_run(ev, p, &v);
+		if (flags == 0 && cost < cmin && v.kind != CEL_ERROR) {
+			fprintf(stderr, "cost %llu under the estimated minimum %llu: %s\n",
+				(unsigned long long)cost, (unsigned long long)cmin,
+				cel_program_source(p));
+			abort();
+		}
 		if (v.kind != CEL_ERROR) {
+			if (flags == 0)
+				check_type(p, &v);
 			j = cel_value_to_json(&v);
 			json_decref(j);
 			cel_value_format(&v, &out);

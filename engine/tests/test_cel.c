@@ -56,7 +56,7 @@ static json_t *load(const char *s)
 static bool eval_in(struct cel_eval *ev, const char *src, struct cel_program **prog,
 		    struct cel_value *out, struct cel_parse_error *perr)
 {
-	*prog = cel_compile(src, strlen(src), 0, perr);
+	*prog = cel_compile(src, strlen(src), CEL_COMPILE_NO_TYPES, perr);
 	if (!*prog)
 		return false;
 	cel_eval_run(ev, *prog, out);
@@ -676,7 +676,8 @@ static void test_hostile(void **state)
 	(void)state;
 	for (i = 0; i < GV_ARRAY_LEN(exprs); i++) {
 		struct cel_parse_error e;
-		struct cel_program *p = cel_compile(exprs[i], strlen(exprs[i]), 0, &e);
+		struct cel_program *p = cel_compile(exprs[i], strlen(exprs[i]),
+						    CEL_COMPILE_NO_COST | CEL_COMPILE_NO_TYPES, &e);
 		struct cel_eval *ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
 		struct cel_value v;
 		struct timespec t0, t1;
@@ -764,7 +765,8 @@ static void test_output(void **state)
 
 	(void)state;
 	for (i = 0; i < GV_ARRAY_LEN(cases); i++) {
-		struct cel_program *p = cel_compile(cases[i].expr, strlen(cases[i].expr), 0, NULL);
+		struct cel_program *p =
+		    cel_compile(cases[i].expr, strlen(cases[i].expr), CEL_COMPILE_NO_TYPES, NULL);
 		struct cel_eval *ev = cel_eval_new(0);
 		struct cel_value v;
 		struct gv_buf b = {0};
