@@ -29,11 +29,12 @@
  * (two-variable comprehensions, sortBy, optMap, optFlatMap, cel.bind
  * included); the extensions strings v2, lists v3, sets, math, encoders and
  * optional types; the Kubernetes lists, regex (find, findAll), quantity
- * semver, URL, IP and CIDR libraries. Not yet: the
- * Kubernetes format and authz libraries, Kyverno's libraries (section 6), the
- * type checker, time zones other than UTC and fixed offsets (an explicit
- * error: the engine reads no time zone database). An unknown function is a
- * compile error (see CEL_COMPILE_NO_CHECK).
+ * semver, URL, IP and CIDR libraries. Time zone arguments are "UTC", fixed
+ * offsets ("+05:30") or IANA names, read from the system tz database
+ * (/usr/share/zoneinfo, once per zone: the engine's only file access).
+ * Not yet: the Kubernetes format and authz libraries, Kyverno's libraries
+ * (section 6), the type checker. An unknown function is a compile error
+ * (see CEL_COMPILE_NO_CHECK).
  */
 #ifndef GV_ENGINE_CEL_H
 #define GV_ENGINE_CEL_H

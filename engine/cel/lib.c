@@ -829,11 +829,10 @@ static struct cel_value time_part(struct cel_eval *ev, const struct cel_node *n,
 	}
 	if (a[0].kind != CEL_TIMESTAMP || (na == 2 && a[1].kind != CEL_STRING))
 		return overload(ev, n, a, na);
-	if (na == 2 && !tz_offset(&a[1], &off))
-		return cel_err(ev, n->pos,
-			       "unsupported time zone '%.*s': gavel knows UTC and fixed offsets "
-			       "(+hh:mm), not the IANA database",
-			       (int)a[1].v.s.n, a[1].v.s.p);
+	if (na == 2 && !tz_offset(&a[1], &off) &&
+	    !cel_tz_lookup(a[1].v.s.p, a[1].v.s.n, a[0].v.ts.sec, &off))
+		return cel_err(ev, n->pos, "unknown time zone '%.*s'", (int)a[1].v.s.n,
+			       a[1].v.s.p);
 	sec = a[0].v.ts.sec + off;
 	cel_civil(sec, &y, &mo, &d, &yd, &wd);
 	switch (p) {
