@@ -831,8 +831,7 @@ static struct cel_value time_part(struct cel_eval *ev, const struct cel_node *n,
 		return overload(ev, n, a, na);
 	if (na == 2 && !tz_offset(&a[1], &off) &&
 	    !cel_tz_lookup(a[1].v.s.p, a[1].v.s.n, a[0].v.ts.sec, &off))
-		return cel_err(ev, n->pos, "unknown time zone '%.*s'", (int)a[1].v.s.n,
-			       a[1].v.s.p);
+		return cel_err(ev, n->pos, "unknown time zone '%.*s'", (int)a[1].v.s.n, a[1].v.s.p);
 	sec = a[0].v.ts.sec + off;
 	cel_civil(sec, &y, &mo, &d, &yd, &wd);
 	switch (p) {

@@ -16,8 +16,8 @@
 
 #include "common/banned.h"
 
-#define TZ_DIR "/usr/share/zoneinfo/"
-#define TZ_MAX_FILE (256 * 1024)
+#define TZ_DIR	     "/usr/share/zoneinfo/"
+#define TZ_MAX_FILE  (256 * 1024)
 #define TZ_MAX_ZONES 128
 
 /* One POSIX rule date: Jn (julian, no leap day), n (0-based day), Mm.w.d. */
@@ -30,8 +30,8 @@ struct tz_rule_date {
 struct tz_zone {
 	char *name; /* owned */
 	size_t ntrans;
-	int64_t *trans;	   /* owned: transition times (UTC) */
-	uint8_t *idx;	   /* owned: type index per transition */
+	int64_t *trans; /* owned: transition times (UTC) */
+	uint8_t *idx;	/* owned: type index per transition */
 	size_t ntypes;
 	int32_t *offs; /* owned: UT offset per type */
 	/* footer */
@@ -130,8 +130,7 @@ static bool tz_date(const char **s, struct tz_rule_date *d)
 		if (!tz_num(s, &d->b) || **s != '.')
 			return false;
 		(*s)++;
-		if (!tz_num(s, &d->c) || d->a < 1 || d->a > 12 || d->b < 1 || d->b > 5 ||
-		    d->c > 6)
+		if (!tz_num(s, &d->c) || d->a < 1 || d->a > 12 || d->b < 1 || d->b > 5 || d->c > 6)
 			return false;
 	} else {
 		d->kind = 'D';
@@ -274,8 +273,8 @@ static struct tz_zone *tz_parse(const unsigned char *p, size_t n)
 	typecnt = be32(p + off + 36);
 	charcnt = be32(p + off + 40);
 	off += 44;
-	need = (size_t)timecnt * 9 + (size_t)typecnt * 6 + charcnt + (size_t)leap * 12 + isstd +
-	       isut;
+	need =
+	    (size_t)timecnt * 9 + (size_t)typecnt * 6 + charcnt + (size_t)leap * 12 + isstd + isut;
 	if (typecnt == 0 || typecnt > 256 || timecnt > 100000 || need > n - off)
 		return NULL;
 	z = gv_xcalloc(1, sizeof(*z));
