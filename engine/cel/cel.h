@@ -32,9 +32,14 @@
  * semver, URL, IP and CIDR libraries. Time zone arguments are "UTC", fixed
  * offsets ("+05:30") or IANA names, read from the system tz database
  * (/usr/share/zoneinfo, once per zone: the engine's only file access).
- * Not yet: the Kubernetes format and authz libraries, Kyverno's libraries
- * (section 6), the type checker. An unknown function is a compile error
- * (see CEL_COMPILE_NO_CHECK).
+ * The Kubernetes format library and cel-go's regex extension (regex.replace,
+ * extract, extractAll) are there; the authz library builds checks and
+ * answers check() with an error (see cel_authorizer_value()). Patterns are
+ * run by PCRE2: constructs RE2 lacks (backreferences, lookaround, atomic
+ * groups, possessive quantifiers, recursion, \C \K \R \X) are refused as
+ * invalid regexes, so a pattern means the same as in Kubernetes or fails.
+ * Not yet: Kyverno's libraries (section 6), the type checker. An unknown function is a compile
+ *error (see CEL_COMPILE_NO_CHECK).
  */
 #ifndef GV_ENGINE_CEL_H
 #define GV_ENGINE_CEL_H
@@ -216,6 +221,14 @@ void cel_value_format(const struct cel_value *v, struct gv_buf *out);
  * NaN equals NaN, lists element by element, maps by key set and values.
  */
 bool cel_value_identical(const struct cel_value *a, const struct cel_value *b);
+
+/*
+ * The value to bind as `authorizer` where Kubernetes declares it (VAP and
+ * validate.cel): checks can be built on it, and check(verb) is an
+ * evaluation error, since only the API server's authorizer can answer
+ * (cel-semantics.md 1.9). Static; nothing to free.
+ */
+struct cel_value cel_authorizer_value(void);
 
 /* Calls fn once per function name of the library (for `gavel cel functions`). */
 void cel_list_functions(void (*fn)(const char *name, void *ud), void *ud);

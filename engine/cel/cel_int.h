@@ -222,6 +222,12 @@ extern const struct cel_func cel_semver_funcs[];
 extern const size_t cel_semver_nfuncs;
 extern const struct cel_func cel_url_funcs[];
 extern const size_t cel_url_nfuncs;
+extern const struct cel_func cel_format_funcs[];
+extern const size_t cel_format_nfuncs;
+extern const struct cel_func cel_authz_funcs[];
+extern const size_t cel_authz_nfuncs;
+/* NULL when s is a URL as url() reads it (Go's url.ParseRequestURI), else the reason. */
+const char *cel_url_check(struct cel_eval *ev, const char *s, size_t n);
 /* Semver ordering (semver.c) for the comparisons shared with quantities: false when not two
  * Semvers. */
 bool cel_semver_cmp(const struct cel_value *a, const struct cel_value *b, int *c);
