@@ -3,7 +3,7 @@
 #
 #   sh scripts/bench.sh [CORPUS]       (CORPUS default ../shared/conformance)
 #
-# Sections: JMESPath; the engine on 10,000 generated Pods; gavel apply on
+# Sections: JMESPath; CEL beside JMESPath (engine/bench/bench_cel); the engine on 10,000 generated Pods; gavel apply on
 # the same Pods; the admission webhook driven directly (gavel serve
 # standalone over TLS, at fixed offered rates and at saturation, by
 # admission/bench/rate_load); Pod creation through a local API server with
@@ -97,6 +97,8 @@ bench_engine() {
 	else
 		build/engine/bench/bench_jmespath
 	fi
+	echo "== CEL beside JMESPath: ns per parse and per evaluation ($cores cores online, load $(cut -d' ' -f1 /proc/loadavg 2>/dev/null))"
+	build/engine/bench/bench_cel
 
 	if [ -d "$pss" ]; then
 		echo "== engine: 10,000 generated Pods x pod-security policies ($(find "$pss" -name '*.yaml' | wc -l) pattern ClusterPolicies)"
