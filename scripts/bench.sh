@@ -3,9 +3,9 @@
 #
 #   sh scripts/bench.sh [CORPUS]       (CORPUS default ../shared/conformance)
 #
-# Sections: JMESPath; CEL beside JMESPath (engine/bench/bench_cel); the engine on 10,000 generated Pods; gavel apply on
-# the same Pods; the admission webhook driven directly (gavel serve
-# standalone over TLS, at fixed offered rates and at saturation, by
+# Sections: JMESPath; CEL beside JMESPath (engine/bench/bench_cel); the
+# engine on 10,000 generated Pods; gavel apply on the same Pods; the
+# admission webhook driven directly (gavel serve standalone over TLS, at fixed offered rates and at saturation, by
 # admission/bench/rate_load); Pod creation through a local API server with
 # no webhook, a bare webhook (gavel with no policy) and gavel's pod-security
 # webhook; the background scan of 10,000 and 20,000 Pods through a local API

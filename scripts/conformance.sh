@@ -15,8 +15,9 @@
 # cel-spec tests (scripts/cel-spec.sh: passed/relevant per file and the line
 # "cel-spec: P/R relevant tests passed"; tests not passed count as skipped,
 # the floor below catches a regression), and last a line
-# "N passed, N failed, N skipped" summing outcomes over all tiers: skipped are the unsupported outcomes (a feature not built yet),
-# failed the outcomes gavel evaluated and got wrong.
+# "N passed, N failed, N skipped" summing outcomes over all tiers: skipped
+# are the unsupported outcomes (a feature not built yet), failed the
+# outcomes gavel evaluated and got wrong.
 # Folders that do not fully pass are listed (all folders with VERBOSE=1).
 # Exits 1 when a tier reproduces fewer outcomes than its floor below, else 0.
 # A missing corpus is not an error: the script says so and exits 0.
