@@ -5,8 +5,8 @@
 #
 # Sections: JMESPath; CEL beside JMESPath (engine/bench/bench_cel); the
 # engine on 10,000 generated Pods; gavel apply on the same Pods; the
-# admission webhook driven directly (gavel serve standalone over TLS, at fixed offered rates and at saturation, by
-# admission/bench/rate_load); Pod creation through a local API server with
+# admission webhook driven directly (gavel serve standalone over TLS, at
+# fixed offered rates and at saturation, by admission/bench/rate_load); Pod creation through a local API server with
 # no webhook, a bare webhook (gavel with no policy) and gavel's pod-security
 # webhook; the background scan of 10,000 and 20,000 Pods through a local API
 # server (background/bench/scan_bench.sh). Every section that lacks
