@@ -176,6 +176,12 @@ static int cel_eval_cmd(int argc, char **argv)
 		goto out;
 	}
 	ev = cel_eval_new(limit);
+	{
+		/* as in a VAP: checks are built, check() is an error */
+		struct cel_value az = cel_authorizer_value();
+
+		cel_bind_value(ev, "authorizer", &az);
+	}
 	docs = gv_xcalloc(nvars + 1, sizeof(*docs));
 	if (input || !any_var) {
 		if (gv_yaml_load_file(input ? input : "-", &docs[ndocs], &err)) {

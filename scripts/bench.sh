@@ -3,14 +3,15 @@
 #
 #   sh scripts/bench.sh [CORPUS]       (CORPUS default ../shared/conformance)
 #
-# Sections: JMESPath; the engine on 10,000 generated Pods; gavel apply on
-# the same Pods; the admission webhook driven directly (gavel serve
-# standalone over TLS, at fixed offered rates and at saturation, by
-# admission/bench/rate_load); Pod creation through a local API server with
-# no webhook, a bare webhook (gavel with no policy) and gavel's pod-security
-# webhook; the background scan of 10,000 and 20,000 Pods through a local API
-# server (background/bench/scan_bench.sh). Every section that lacks
-# something (the corpus, the API server binaries) says so and is skipped.
+# Sections: JMESPath; CEL beside JMESPath (engine/bench/bench_cel); the
+# engine on 10,000 generated Pods; gavel apply on the same Pods; the
+# admission webhook driven directly (gavel serve standalone over TLS, at
+# fixed offered rates and at saturation, by admission/bench/rate_load); Pod
+# creation through a local API server with no webhook, a bare webhook (gavel
+# with no policy) and gavel's pod-security webhook; the background scan of
+# 10,000 and 20,000 Pods through a local API server
+# (background/bench/scan_bench.sh). Every section that lacks something (the
+# corpus, the API server binaries) says so and is skipped.
 # All traffic stays on 127.0.0.1.
 #
 # Env: BENCH_OUT=DIR keeps the generated files there; BENCH_SECONDS (default
@@ -97,6 +98,8 @@ bench_engine() {
 	else
 		build/engine/bench/bench_jmespath
 	fi
+	echo "== CEL beside JMESPath: ns per parse and per evaluation ($cores cores online, load $(cut -d' ' -f1 /proc/loadavg 2>/dev/null))"
+	build/engine/bench/bench_cel
 
 	if [ -d "$pss" ]; then
 		echo "== engine: 10,000 generated Pods x pod-security policies ($(find "$pss" -name '*.yaml' | wc -l) pattern ClusterPolicies)"

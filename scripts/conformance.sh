@@ -11,10 +11,13 @@
 #   TIER1: 890/902 outcomes (90/93 folders)
 #   CEL1: 12/400 outcomes, 380 unsupported (2/140 folders)
 #
-# then the JMESPath compliance score when `gavel jp compliance` exists, and
-# last a line "N passed, N failed, N skipped" summing outcomes over all
-# tiers: skipped are the unsupported outcomes (a feature not built yet),
-# failed the outcomes gavel evaluated and got wrong.
+# then the JMESPath compliance score when `gavel jp compliance` exists, the
+# cel-spec tests (scripts/cel-spec.sh: passed/relevant per file and the line
+# "cel-spec: P/R relevant tests passed"; tests not passed count as skipped,
+# the floor below catches a regression), and last a line
+# "N passed, N failed, N skipped" summing outcomes over all tiers: skipped
+# are the unsupported outcomes (a feature not built yet), failed the
+# outcomes gavel evaluated and got wrong.
 # Folders that do not fully pass are listed (all folders with VERBOSE=1).
 # Exits 1 when a tier reproduces fewer outcomes than its floor below, else 0.
 # A missing corpus is not an error: the script says so and exits 0.
@@ -28,6 +31,7 @@ PSS_FLOOR=11
 CEL1_FLOOR=6
 CEL2_FLOOR=3
 JMESPATH_FLOOR=892
+CELSPEC_FLOOR=1699
 TIERS="TIER1 TIER2 TIER3 PSS CEL1 CEL2"
 
 # Seconds allowed per test folder (when timeout(1) is available).
@@ -133,7 +137,28 @@ if [ -f "$1" ]; then
 	fi
 fi
 
+# cel-spec, when python3 is there to read its textproto files.
+cel_passed=0
+cel_skipped=0
+if [ -d "$corpus/cel-spec" ]; then
+	if GAVEL="$gavel" sh "$(dirname "$0")/cel-spec.sh" "$corpus" >"$tmp/cel" 2>"$tmp/celerr"; then
+		sed 's/^/  /' "$tmp/cel" | grep -v 'cel-spec:' || true
+		grep '^cel-spec:' "$tmp/cel"
+		cel_passed=$(sed -n 's|^cel-spec: \([0-9]*\)/\([0-9]*\) .*|\1|p' "$tmp/cel")
+		cel_total=$(sed -n 's|^cel-spec: \([0-9]*\)/\([0-9]*\) .*|\2|p' "$tmp/cel")
+		cel_passed=${cel_passed:-0}
+		cel_skipped=$((${cel_total:-0} - cel_passed))
+	else
+		echo "cel-spec: not run ($(cat "$tmp/celerr"))"
+		cel_passed=
+	fi
+fi
+
 status=0
+if [ -n "$cel_passed" ] && [ "$cel_passed" -lt "$CELSPEC_FLOOR" ]; then
+	echo "conformance: cel-spec passed $cel_passed tests, below its floor of $CELSPEC_FLOOR" >&2
+	status=1
+fi
 if [ -n "${jp_passed:-}" ] && [ "$jp_passed" -lt "$JMESPATH_FLOOR" ]; then
 	echo "conformance: JMESPath passed $jp_passed cases, below its floor of $JMESPATH_FLOOR" >&2
 	status=1
@@ -147,6 +172,6 @@ for t in $TIERS; do
 	fi
 done
 
-awk -v jp="${jp_passed:-0}" -v jf="${jp_failed:-0}" \
-	'{ r += $3; e += $2; u += $7 } END { printf "%d passed, %d failed, %d skipped\n", r + jp, e - r - u + jf, u }' "$tmp/scores"
+awk -v jp="${jp_passed:-0}" -v jf="${jp_failed:-0}" -v cp="${cel_passed:-0}" -v cs="$cel_skipped" \
+	'{ r += $3; e += $2; u += $7 } END { printf "%d passed, %d failed, %d skipped\n", r + jp + cp, e - r - u + jf, u + cs }' "$tmp/scores"
 exit $status

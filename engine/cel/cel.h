@@ -29,11 +29,16 @@
  * (two-variable comprehensions, sortBy, optMap, optFlatMap, cel.bind
  * included); the extensions strings v2, lists v3, sets, math, encoders and
  * optional types; the Kubernetes lists, regex (find, findAll), quantity
- * semver, URL, IP and CIDR libraries. Not yet: the
- * Kubernetes format and authz libraries, Kyverno's libraries (section 6),
- * time zones other than UTC and fixed offsets (an explicit error: the engine
- * reads no time zone database). An unknown function is a compile error (see
- * CEL_COMPILE_NO_CHECK).
+ * semver, URL, IP and CIDR libraries. Time zone arguments are "UTC", fixed
+ * offsets ("+05:30") or IANA names, read from the system tz database
+ * (/usr/share/zoneinfo, once per zone: the engine's only file access).
+ * The Kubernetes format library and cel-go's regex extension (regex.replace,
+ * extract, extractAll) are there; the authz library builds checks and
+ * answers check() with an error (see cel_authorizer_value()). Patterns are
+ * run by PCRE2: constructs RE2 lacks (backreferences, lookaround, atomic
+ * groups, possessive quantifiers, recursion, \C \K \R \X) are refused as
+ * invalid regexes, so a pattern means the same as in Kubernetes or fails.
+ * An unknown function is a compile error (see CEL_COMPILE_NO_CHECK).
  *
  * Compile time (cel-semantics.md 1.10, 1.11): a type check with every
  * variable `dyn` (check.c) and a cost estimate (cost.c), see cel_compile().
@@ -273,6 +278,14 @@ void cel_value_format(const struct cel_value *v, struct gv_buf *out);
  * NaN equals NaN, lists element by element, maps by key set and values.
  */
 bool cel_value_identical(const struct cel_value *a, const struct cel_value *b);
+
+/*
+ * The value to bind as `authorizer` where Kubernetes declares it (VAP and
+ * validate.cel): checks can be built on it, and check(verb) is an
+ * evaluation error, since only the API server's authorizer can answer
+ * (cel-semantics.md 1.9). Static; nothing to free.
+ */
+struct cel_value cel_authorizer_value(void);
 
 /* Calls fn once per function name of the library (for `gavel cel functions`). */
 void cel_list_functions(void (*fn)(const char *name, void *ud), void *ud);

@@ -179,6 +179,14 @@ bool cel_parse_timestamp(const char *s, size_t n, int64_t *sec, int32_t *nsec);
 void cel_format_timestamp(int64_t sec, int32_t nsec, struct gv_buf *out);
 bool cel_parse_duration(const char *s, size_t n, int64_t *ns);
 void cel_format_duration(int64_t ns, struct gv_buf *out);
+/* Days since 1970-01-01 of a proleptic Gregorian date (month and day 1-based). */
+int64_t cel_days_from_civil(int64_t y, int m, int d);
+/*
+ * UT offset in seconds (east positive) of IANA zone name (n bytes) at Unix
+ * time t, from the system tz database (tz.c; read once per zone and cached).
+ * False when the name is not a readable zone.
+ */
+bool cel_tz_lookup(const char *name, size_t n, int64_t t, int64_t *off);
 /* Calendar fields of a Unix time. */
 void cel_civil(int64_t sec, int64_t *year, int *month, int *day, int *yday, int *wday);
 
@@ -215,6 +223,12 @@ extern const struct cel_func cel_semver_funcs[];
 extern const size_t cel_semver_nfuncs;
 extern const struct cel_func cel_url_funcs[];
 extern const size_t cel_url_nfuncs;
+extern const struct cel_func cel_format_funcs[];
+extern const size_t cel_format_nfuncs;
+extern const struct cel_func cel_authz_funcs[];
+extern const size_t cel_authz_nfuncs;
+/* NULL when s is a URL as url() reads it (Go's url.ParseRequestURI), else the reason. */
+const char *cel_url_check(struct cel_eval *ev, const char *s, size_t n);
 /* Semver ordering (semver.c) for the comparisons shared with quantities: false when not two
  * Semvers. */
 bool cel_semver_cmp(const struct cel_value *a, const struct cel_value *b, int *c);

@@ -372,7 +372,8 @@ static struct cel_value eval_in(struct cel_eval *ev, const struct cel_value *x,
 	return no_overload(ev, pos, "@in", x, c);
 }
 
-static struct cel_value eval_binary(struct cel_eval *ev, const struct cel_node *n)
+static __attribute__((noinline)) struct cel_value eval_binary(struct cel_eval *ev,
+							      const struct cel_node *n)
 {
 	struct cel_value a = cel_eval_node(ev, n->a[0]), b, r;
 	int c;
@@ -481,8 +482,21 @@ static const struct cel_node *chain_root(const struct cel_node *n)
 static struct cel_value select_field(struct cel_eval *ev, const struct cel_value *o,
 				     const char *name, bool opt, int pos)
 {
-	struct cel_value key = cel_str(name, strlen(name)), r;
+	struct cel_value key, r;
 
+	if (o->kind == CEL_MAP && o->json) {
+		/* a JSON object: one lookup, no key value (the hot path of policies) */
+		const json_t *j = json_object_get(o->v.json, name);
+
+		if (j) {
+			r = cel_from_json(j);
+			return opt ? cel_opt(ev, &r) : r;
+		}
+		if (opt)
+			return cel_opt(ev, NULL);
+		return cel_err(ev, pos, "no such key: %s", name);
+	}
+	key = cel_str(name, strlen(name));
 	if (o->kind == CEL_OPTIONAL) {
 		if (!o->v.opt)
 			return *o;
@@ -504,7 +518,8 @@ static struct cel_value select_field(struct cel_eval *ev, const struct cel_value
  * ("a.b.c", then "a.b" ...) or a type, and the remaining names selected on
  * it (cel-spec: namespace resolution). False when none does.
  */
-static bool resolve_chain(struct cel_eval *ev, const struct cel_node *top, struct cel_value *out)
+static __attribute__((noinline)) bool resolve_chain(struct cel_eval *ev, const struct cel_node *top,
+						    struct cel_value *out)
 {
 	const struct cel_node *parts[64], *t = top;
 	int np = 0, k, j;
@@ -546,9 +561,15 @@ static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *
 		/* a chain a.b.c whose root is unbound: dotted variables and type names */
 		const struct cel_node *root = chain_root(n);
 
-		if (root->kind == N_IDENT && !lookup(ev, root->name, &tmp) &&
-		    resolve_chain(ev, n, &tmp))
-			return tmp;
+		if (root->kind == N_IDENT && !lookup(ev, root->name, &tmp)) {
+			if (resolve_chain(ev, n, &tmp))
+				return tmp;
+		} else if (root == n->a[0]) {
+			/* x.f: the variable was just looked up */
+			if (!cel_charge(ev, 1))
+				return aborted(ev);
+			return select_field(ev, &tmp, n->name, n->opt, n->pos);
+		}
 	}
 	o = cel_eval_node(ev, n->a[0]);
 	if (o.kind == CEL_ERROR)
@@ -661,7 +682,8 @@ static struct cel_value eval_has(struct cel_eval *ev, const struct cel_node *n)
 
 /* ---- literals ---- */
 
-static struct cel_value eval_list(struct cel_eval *ev, const struct cel_node *n)
+static __attribute__((noinline)) struct cel_value eval_list(struct cel_eval *ev,
+							    const struct cel_node *n)
 {
 	struct cel_value *items, r;
 	int i, k = 0;
@@ -703,7 +725,8 @@ static bool valid_key(const struct cel_value *k)
 	       k->kind == CEL_BOOL;
 }
 
-static struct cel_value eval_map(struct cel_eval *ev, const struct cel_node *n)
+static __attribute__((noinline)) struct cel_value eval_map(struct cel_eval *ev,
+							   const struct cel_node *n)
 {
 	size_t cap = (size_t)n->n / 2, k = 0, j;
 	struct cel_value *keys = cel_eval_alloc(ev, sizeof(*keys) * (cap + 1));
@@ -815,7 +838,8 @@ static void vec_push(struct cel_eval *ev, struct vec *x, const struct cel_value 
 static struct cel_value eval_sort_by(struct cel_eval *ev, const struct cel_node *n,
 				     const struct cel_value *range);
 
-static struct cel_value eval_compr(struct cel_eval *ev, const struct cel_node *n)
+static __attribute__((noinline)) struct cel_value eval_compr(struct cel_eval *ev,
+							     const struct cel_node *n)
 {
 	enum cel_macro m = (enum cel_macro)n->op;
 	struct cel_value range = cel_eval_node(ev, n->a[0]), k, v, r, err = {.kind = CEL_NULL};

@@ -456,6 +456,207 @@ FN(f_find_all)
 	return find(ev, n, a, na, true);
 }
 
+/*
+ * cel-go ext.Regex v1 (VPOL env): regex.replace(s, re, repl[, n]) (repl:
+ * \0-\9 groups, \\ a backslash; n < 0 all, 0 none), regex.extract(s, re) ->
+ * optional(string) and regex.extractAll(s, re) -> list(string): the capture
+ * group when the pattern has one (a group that did not take part is no
+ * result), else the whole match; more than one group is an error. Matches
+ * follow Go's FindAll: an empty match right after the previous match is
+ * skipped.
+ */
+struct re_iter {
+	pcre2_code *re;
+	pcre2_match_data *md;
+	const char *s;
+	size_t len, start;
+	size_t prev_end; /* SIZE_MAX before the first match */
+};
+
+/* 1 and the next match in it->md, 0 no more, -1 error (in *err). */
+static int re_next(struct cel_eval *ev, const struct cel_node *n, struct re_iter *it,
+		   struct cel_value *err)
+{
+	for (;;) {
+		PCRE2_SIZE *ov;
+		int rc;
+
+		if (it->start > it->len)
+			return 0;
+		rc = re_exec(ev, n, it->re, it->s, it->len, it->start, it->md, err);
+		if (rc <= 0)
+			return rc;
+		ov = pcre2_get_ovector_pointer(it->md);
+		if (ov[0] == ov[1]) {
+			size_t j = ov[1];
+
+			if (j >= it->len)
+				it->start = it->len + 1;
+			else {
+				utf8_next(it->s, it->len, &j);
+				it->start = j;
+			}
+			if (ov[0] == it->prev_end)
+				continue;
+		} else {
+			it->start = ov[1];
+		}
+		it->prev_end = ov[1];
+		return 1;
+	}
+}
+
+static uint32_t re_groups(pcre2_code *re)
+{
+	uint32_t c = 0;
+
+	pcre2_pattern_info(re, PCRE2_INFO_CAPTURECOUNT, &c);
+	return c;
+}
+
+static struct cel_value regex_ext(struct cel_eval *ev, const struct cel_node *n,
+				  struct cel_value *a, int na, int mode)
+{
+	struct cel_value err, *items = NULL, r;
+	struct re_iter it = {0};
+	struct gv_buf b = {0};
+	size_t k = 0, cap = 0, last = 0;
+	int64_t limit = -1, done = 0;
+	uint32_t groups;
+	int rc;
+
+	if (a[0].kind != CEL_STRING || a[1].kind != CEL_STRING ||
+	    (mode == 0 && a[2].kind != CEL_STRING) || (na == 4 && a[3].kind != CEL_INT))
+		return overload(ev, n, a, na);
+	if (na == 4)
+		limit = a[3].v.i;
+	if (mode == 0 && limit == 0)
+		return a[0];
+	if (!utf8_valid(a[0].v.s.p, a[0].v.s.n))
+		return cel_err(ev, n->pos, "%s(): invalid UTF-8 text", n->name);
+	it.re = n->aux ? n->aux : re_compile(ev, n, &a[1], &err);
+	if (!it.re)
+		return err;
+	groups = re_groups(it.re);
+	if (mode != 0 && groups > 1) {
+		r = cel_err(ev, n->pos,
+			    "regular expression has more than one capturing group: \"%.*s\"",
+			    (int)a[1].v.s.n, a[1].v.s.p);
+		goto out;
+	}
+	it.md = pcre2_match_data_create_from_pattern(it.re, NULL);
+	it.s = a[0].v.s.p;
+	it.len = a[0].v.s.n;
+	it.prev_end = SIZE_MAX;
+	while ((limit < 0 || done < limit) && (rc = re_next(ev, n, &it, &err)) != 0) {
+		PCRE2_SIZE *ov;
+		struct cel_value item;
+
+		if (rc < 0) {
+			r = err;
+			goto out;
+		}
+		ov = pcre2_get_ovector_pointer(it.md);
+		done++;
+		if (mode == 0) {
+			const char *rp = a[2].v.s.p;
+			size_t rn = a[2].v.s.n, i;
+
+			gv_buf_add(&b, it.s + last, ov[0] - last);
+			for (i = 0; i < rn; i++) {
+				unsigned g;
+
+				if (rp[i] != '\\') {
+					gv_buf_addc(&b, rp[i]);
+					continue;
+				}
+				if (++i >= rn) {
+					r = cel_err(
+					    ev, n->pos,
+					    "invalid replacement string: '%.*s' \\ not allowed "
+					    "at end",
+					    (int)rn, rp);
+					goto out;
+				}
+				if (rp[i] == '\\') {
+					gv_buf_addc(&b, '\\');
+					continue;
+				}
+				if (rp[i] < '0' || rp[i] > '9') {
+					r = cel_err(ev, n->pos,
+						    "invalid replacement string: '%.*s' \\ must be "
+						    "followed by a digit or \\",
+						    (int)rn, rp);
+					goto out;
+				}
+				g = (unsigned)(rp[i] - '0');
+				if (g > groups) {
+					r = cel_err(
+					    ev, n->pos,
+					    "replacement string references group %u but regex "
+					    "has only %u group(s)",
+					    g, groups);
+					goto out;
+				}
+				if (ov[2 * g] != PCRE2_UNSET)
+					gv_buf_add(&b, it.s + ov[2 * g], ov[2 * g + 1] - ov[2 * g]);
+			}
+			last = ov[1];
+			continue;
+		}
+		if (groups == 1 && ov[2] == PCRE2_UNSET) {
+			if (mode == 1)
+				break;
+			continue;
+		}
+		item = groups == 1 ? cel_str(it.s + ov[2], ov[3] - ov[2])
+				   : cel_str(it.s + ov[0], ov[1] - ov[0]);
+		if (mode == 1) {
+			r = cel_opt(ev, &item);
+			goto out;
+		}
+		if (k == cap) {
+			size_t nc = cap ? cap * 2 : 8;
+			struct cel_value *nv = cel_eval_alloc(ev, sizeof(*nv) * nc);
+
+			if (k)
+				memcpy(nv, items, sizeof(*nv) * k);
+			items = nv;
+			cap = nc;
+		}
+		items[k++] = item;
+	}
+	if (mode == 0) {
+		gv_buf_add(&b, it.s + last, it.len - last);
+		r = buf_str(ev, &b, false);
+	} else if (mode == 1) {
+		r = cel_opt(ev, NULL);
+	} else {
+		r = cel_list_new(ev, items, k);
+	}
+out:
+	gv_buf_release(&b);
+	pcre2_match_data_free(it.md);
+	if (!n->aux)
+		pcre2_code_free(it.re);
+	return r;
+}
+
+FN(f_regex_replace)
+{
+	return regex_ext(ev, n, a, na, 0);
+}
+
+FN(f_regex_extract)
+{
+	return regex_ext(ev, n, a, na, 1);
+}
+
+FN(f_regex_extract_all)
+{
+	return regex_ext(ev, n, a, na, 2);
+}
+
 /* ---- conversions ---- */
 
 static bool parse_int64(const char *s, size_t n, int64_t *out)
@@ -846,11 +1047,9 @@ static struct cel_value time_part(struct cel_eval *ev, const struct cel_node *n,
 	}
 	if (a[0].kind != CEL_TIMESTAMP || (na == 2 && a[1].kind != CEL_STRING))
 		return overload(ev, n, a, na);
-	if (na == 2 && !tz_offset(&a[1], &off))
-		return cel_err(ev, n->pos,
-			       "unsupported time zone '%.*s': gavel knows UTC and fixed offsets "
-			       "(+hh:mm), not the IANA database",
-			       (int)a[1].v.s.n, a[1].v.s.p);
+	if (na == 2 && !tz_offset(&a[1], &off) &&
+	    !cel_tz_lookup(a[1].v.s.p, a[1].v.s.n, a[0].v.ts.sec, &off))
+		return cel_err(ev, n->pos, "unknown time zone '%.*s'", (int)a[1].v.s.n, a[1].v.s.p);
 	sec = a[0].v.ts.sec + off;
 	cel_civil(sec, &y, &mo, &d, &yd, &wd);
 	switch (p) {
@@ -2334,6 +2533,9 @@ static const struct cel_func funcs[] = {
     {"matches", f_matches, 2, 2, G | M, false},
     {"find", f_find, 2, 2, M, false},
     {"findAll", f_find_all, 2, 3, M, false},
+    {"regex.replace", f_regex_replace, 3, 4, G, false},
+    {"regex.extract", f_regex_extract, 2, 2, G, false},
+    {"regex.extractAll", f_regex_extract_all, 2, 2, G, false},
     {"int", f_int, 1, 1, G, false},
     {"uint", f_uint, 1, 1, G, false},
     {"double", f_double, 1, 1, G, false},
@@ -2424,6 +2626,8 @@ static const struct {
     {cel_quantity_funcs, &cel_quantity_nfuncs},
     {cel_semver_funcs, &cel_semver_nfuncs},
     {cel_url_funcs, &cel_url_nfuncs},
+    {cel_format_funcs, &cel_format_nfuncs},
+    {cel_authz_funcs, &cel_authz_nfuncs},
 };
 
 const struct cel_func *cel_func_find(const char *name, bool member, int nargs)

@@ -917,6 +917,9 @@ static struct cel_node *make_call(struct parser *p, size_t pos, struct cel_node 
 				x = mkv(p, N_CALL, pos, args, nargs);
 				x->name = cel_arena_strndup(&p->prog->arena, gv_buf_str(&q), q.len);
 				x->fn = f;
+				if (strncmp(x->name, "regex.", 6) == 0 && nargs >= 2 &&
+				    args[1]->kind == N_LIT && args[1]->lit.kind == CEL_STRING)
+					compile_regex(p, x, args[1]);
 				gv_buf_release(&q);
 				return x;
 			}

@@ -40,6 +40,11 @@ static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 	*y += *m <= 2;
 }
 
+int64_t cel_days_from_civil(int64_t y, int m, int d)
+{
+	return days_from_civil(y, m, d);
+}
+
 static int64_t floordiv(int64_t a, int64_t b)
 {
 	return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));

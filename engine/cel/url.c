@@ -168,6 +168,13 @@ static const char *parse_url(struct cel_eval *ev, const char *s, size_t n, struc
 	return NULL;
 }
 
+const char *cel_url_check(struct cel_eval *ev, const char *s, size_t n)
+{
+	struct cel_url u;
+
+	return parse_url(ev, s, n, &u);
+}
+
 static const struct cel_url *as_url(const struct cel_value *v)
 {
 	return v->kind == CEL_OPAQUE && v->v.obj.type == &url_type ? v->v.obj.data : NULL;
