@@ -20,6 +20,7 @@
 #include "common/gv.h"
 #include "common/yaml.h"
 #include "engine/engine.h"
+#include "engine/vpolicy.h"
 
 /* A list of file names (owned strings). */
 struct load_paths {
@@ -80,6 +81,8 @@ struct load_policy {
 	 * ValidatingAdmissionPolicy), or NULL; policy and error are then NULL.
 	 */
 	char *unsupported;
+	/* owned: a compiled CEL policy (engine/vpolicy.h), or NULL; policy is then NULL */
+	struct vpol_policy *vpol;
 };
 
 /* Policies and PolicyExceptions loaded from any number of files. */
@@ -89,6 +92,11 @@ struct load_policies {
 	json_t **exceptions; /* owned references: valid PolicyException documents */
 	size_t nexceptions;
 	size_t nerrors; /* invalid documents (policies and exceptions) seen */
+	json_t **bindings; /* owned references: ValidatingAdmissionPolicyBinding documents */
+	size_t nbindings;
+	/* owned: CEL PolicyExceptions of exceptions files (policies files' are not used) */
+	struct vpol_exception **cel_exceptions;
+	size_t ncel_exceptions;
 };
 
 /*

@@ -38,6 +38,7 @@
 #include "cmd/values.h"
 #include "common/yaml.h"
 #include "engine/engine.h"
+#include "engine/vpolicy.h"
 #include "common/banned.h"
 
 #define TEST_FILE_NAME "kyverno-test.yaml"
@@ -81,6 +82,7 @@ struct test_case {
 	struct load_policies pols;
 	struct engine_policyset **sets; /* owned: one per policy (NULL when invalid) */
 	struct load_resources res;
+	struct load_resources params; /* paramResources (ValidatingAdmissionPolicy bindings) */
 	struct values values;
 	bool has_values;
 	struct values_userinfo ui;
@@ -170,7 +172,7 @@ static const char *const test_keys[] = {
 
 /* Test keys that need a cluster, CEL policies or payloads: ignored offline. */
 static const char *const test_unsupported[] = {
-    "targetResources", "paramResources", "clusterResources", "context",	    "apiCallResponses",
+    "targetResources", "clusterResources", "context",	    "apiCallResponses",
     "jsonPayloads",    "httpPayloads",	 "envoyPayloads",    "jsonPayload", "checks",
 };
 
@@ -382,7 +384,7 @@ static size_t op_index(const struct test_case *tc, const char *op)
 }
 
 /* Loads the files a path list names; `kind` selects the loader. */
-enum file_kind { FK_POLICY, FK_RESOURCE, FK_EXCEPTION };
+enum file_kind { FK_POLICY, FK_RESOURCE, FK_EXCEPTION, FK_PARAM };
 
 static enum gv_code load_list(struct test_case *tc, const char *key, enum file_kind fk,
 			      struct gv_err *err)
@@ -418,6 +420,9 @@ static enum gv_code load_list(struct test_case *tc, const char *key, enum file_k
 			break;
 		case FK_RESOURCE:
 			rc = load_resources_file(&tc->res, files.v[i], stderr, err);
+			break;
+		case FK_PARAM:
+			rc = load_resources_file(&tc->params, files.v[i], stderr, err);
 			break;
 		}
 	}
@@ -459,6 +464,8 @@ static enum gv_code load_case(struct test_case *tc, struct gv_err *err)
 	if ((rc = load_list(tc, "exceptions", FK_EXCEPTION, err)))
 		return rc;
 	if ((rc = load_list(tc, "resources", FK_RESOURCE, err)))
+		return rc;
+	if ((rc = load_list(tc, "paramResources", FK_PARAM, err)))
 		return rc;
 
 	/* Inline values win over a values file. */
@@ -549,6 +556,7 @@ static void case_release(struct test_case *tc)
 	free(tc->ops);
 	load_policies_release(&tc->pols);
 	load_resources_release(&tc->res);
+	load_resources_release(&tc->params);
 	values_release(&tc->values);
 	values_userinfo_release(&tc->ui);
 	free(tc->dir);
@@ -564,6 +572,92 @@ static bool scored_false(const struct engine_policy *p)
 	return s && !strcmp(s, "false");
 }
 
+/*
+ * The values' Namespace of ns (TEST-FORMAT.md 7.2): the namespaces[] object,
+ * else one built from namespaceSelector[] labels, else NULL. New reference.
+ */
+static json_t *values_namespace_object(const struct test_case *tc, const char *ns)
+{
+	const json_t *labels;
+	size_t i;
+	json_t *e;
+
+	if (!tc->has_values || !*ns)
+		return NULL;
+	json_array_foreach(json_object_get(tc->values.doc, "namespaces"), i, e)
+	{
+		if (!strcmp(load_str(e, "metadata", "name", NULL), ns))
+			return json_incref(e);
+	}
+	labels = values_namespace_labels(&tc->values, ns);
+	if (!labels)
+		return NULL;
+	return json_pack("{s:s,s:s,s:{s:s,s:O}}", "apiVersion", "v1", "kind", "Namespace",
+			 "metadata", "name", ns, "labels", labels);
+}
+
+/* Evaluates a CEL policy (engine/vpolicy.h) for one cell. */
+static struct test_cell *cel_cell(struct test_case *tc, struct test_cell *c, size_t o, size_t r,
+				  size_t p)
+{
+	const struct load_policy *lp = &tc->pols.v[p];
+	struct values_eval ev;
+	struct vpol_input in = {0};
+	struct vpol_report rep = {0};
+	struct gv_err e = {0};
+	json_t *nso = NULL;
+	const json_t **params = NULL;
+	char buf[2200];
+
+	if (values_eval_init(&ev, tc->has_values ? &tc->values : NULL, tc->has_ui ? &tc->ui : NULL,
+			     lp->name, tc->res.v[r].obj, o ? tc->ops[o] : NULL, &e)) {
+		c->error = gv_xstrdup(gv_err_str(&e, buf, sizeof(buf)));
+		return c;
+	}
+	nso = values_namespace_object(tc, load_res_namespace(tc->res.v[r].obj));
+	in.object = ev.in.object;
+	in.old_object = ev.in.old_object;
+	in.operation = ev.in.operation;
+	in.user_info = ev.in.user_info;
+	in.namespace_object = nso;
+	in.exceptions = tc->pols.cel_exceptions;
+	in.nexceptions = tc->pols.ncel_exceptions;
+	in.bindings = (const json_t *const *)tc->pols.bindings;
+	in.nbindings = tc->pols.nbindings;
+	if (tc->params.n) {
+		params = gv_xcalloc(tc->params.n, sizeof(*params));
+		for (size_t i = 0; i < tc->params.n; i++)
+			params[i] = tc->params.v[i].obj;
+	}
+	in.params = params;
+	in.nparams = tc->params.n;
+	if (vpol_evaluate(lp->vpol, &in, &rep, &e)) {
+		c->error = gv_xstrdup(gv_err_str(&e, buf, sizeof(buf)));
+		goto out;
+	}
+	c->responded = rep.n > 0;
+	for (size_t i = 0; i < rep.n; i++) {
+		c->rules = gv_xrealloc(c->rules, (c->n + rep.v[i].n) * sizeof(*c->rules));
+		for (size_t j = 0; j < rep.v[i].n; j++) {
+			const struct vpol_rule_result *rr = &rep.v[i].rules[j];
+			struct test_rule *t = &c->rules[c->n++];
+			const char *scored = vpol_annotation(lp->vpol, "policies.kyverno.io/scored");
+			t->name = gv_xstrdup(rr->rule);
+			t->message = gv_xstrdup(rr->message);
+			t->status = rr->status;
+			t->unsupported = false;
+			if (t->status == ENGINE_FAIL && scored && !strcmp(scored, "false"))
+				t->status = ENGINE_WARN;
+		}
+	}
+out:
+	free(params);
+	json_decref(nso);
+	vpol_report_release(&rep);
+	values_eval_release(&ev);
+	return c;
+}
+
 /* Evaluates resource r against policy p under operation o, once. */
 static struct test_cell *cell_get(struct test_case *tc, size_t o, size_t r, size_t p)
 {
@@ -577,6 +671,8 @@ static struct test_cell *cell_get(struct test_case *tc, size_t o, size_t r, size
 	if (c->done)
 		return c;
 	c->done = true;
+	if (tc->pols.v[p].vpol)
+		return cel_cell(tc, c, o, r, p);
 	if (!pol)
 		return c;
 	if (!tc->sets[p])
@@ -741,7 +837,7 @@ static enum check check_resource(struct test_case *tc, const struct test_entry *
 			print_row("UNSUPPORTED", e->policy, e->rule, id, e, NULL, lp->unsupported);
 			continue;
 		}
-		if (!lp->policy) {
+		if (!lp->policy && !lp->vpol) {
 			invalid = true;
 			invalid_msg = lp->error;
 			continue;
@@ -776,7 +872,7 @@ static enum check check_resource(struct test_case *tc, const struct test_entry *
 			const char *got = engine_status_name(t->status);
 			bool pass;
 
-			if (!rule_candidate(e->rule, t->name))
+			if (!lp->vpol && !rule_candidate(e->rule, t->name))
 				continue;
 			matched++;
 			if (t->unsupported) {

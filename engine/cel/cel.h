@@ -185,6 +185,15 @@ void cel_bind_json(struct cel_eval *ev, const char *name, const json_t *doc);
 void cel_bind_value(struct cel_eval *ev, const char *name, const struct cel_value *v);
 
 /*
+ * Binds variable name to a map from keys (borrowed, NUL-terminated; must
+ * outlive the evaluations) to values (copied shallowly), made in ev's arena:
+ * valid until cel_eval_clear() or cel_eval_reset(). Values may be errors,
+ * which then propagate only where read (Kubernetes' `variables`).
+ */
+void cel_bind_map(struct cel_eval *ev, const char *name, const char *const *keys,
+		  const struct cel_value *vals, size_t n);
+
+/*
  * Evaluates p. *out is the result, which may be an error value (kind
  * CEL_ERROR) such as "no such key" or the fatal "operation cancelled: actual
  * cost limit exceeded". The cost limit applies to each run. Values stay
