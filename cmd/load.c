@@ -437,8 +437,8 @@ static void add_cel_policy(struct load_policies *lp, const struct gv_docs *docs,
 		lp->v[lp->n - 1].unsupported = gv_xstrdup(e.msg);
 		if (errs)
 			fprintf(errs, "%s:%d: warning: %s %s: %s\n", docs->file, docs->v[i].line,
-				load_str(doc, "kind", NULL), load_str(doc, "metadata", "name", NULL),
-				e.msg);
+				load_str(doc, "kind", NULL),
+				load_str(doc, "metadata", "name", NULL), e.msg);
 		return;
 	}
 	gv_err_prefix(&e, "%s %s: ", load_str(doc, "kind", NULL),

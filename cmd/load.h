@@ -91,7 +91,7 @@ struct load_policies {
 	size_t n;
 	json_t **exceptions; /* owned references: valid PolicyException documents */
 	size_t nexceptions;
-	size_t nerrors; /* invalid documents (policies and exceptions) seen */
+	size_t nerrors;	   /* invalid documents (policies and exceptions) seen */
 	json_t **bindings; /* owned references: ValidatingAdmissionPolicyBinding documents */
 	size_t nbindings;
 	/* owned: CEL PolicyExceptions of exceptions files (policies files' are not used) */

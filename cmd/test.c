@@ -172,8 +172,8 @@ static const char *const test_keys[] = {
 
 /* Test keys that need a cluster, CEL policies or payloads: ignored offline. */
 static const char *const test_unsupported[] = {
-    "targetResources", "clusterResources", "context",	    "apiCallResponses",
-    "jsonPayloads",    "httpPayloads",	 "envoyPayloads",    "jsonPayload", "checks",
+    "targetResources", "clusterResources", "context",	  "apiCallResponses", "jsonPayloads",
+    "httpPayloads",    "envoyPayloads",	   "jsonPayload", "checks",
 };
 
 static const char *const result_keys[] = {
@@ -641,7 +641,8 @@ static struct test_cell *cel_cell(struct test_case *tc, struct test_cell *c, siz
 		for (size_t j = 0; j < rep.v[i].n; j++) {
 			const struct vpol_rule_result *rr = &rep.v[i].rules[j];
 			struct test_rule *t = &c->rules[c->n++];
-			const char *scored = vpol_annotation(lp->vpol, "policies.kyverno.io/scored");
+			const char *scored =
+			    vpol_annotation(lp->vpol, "policies.kyverno.io/scored");
 			t->name = gv_xstrdup(rr->rule);
 			t->message = gv_xstrdup(rr->message);
 			t->status = rr->status;

@@ -4,6 +4,7 @@
  * policy sets.
  */
 #include "engine/engine_int.h"
+#include "engine/vpolicy.h"
 
 #include <string.h>
 
@@ -393,6 +394,8 @@ void body_release(struct body *b)
 	conditions_release(&b->deny);
 	foreach_release(b->foreach, b->nforeach);
 	pss_spec_release(&b->pss);
+	vpol_cel_free(b->cel);
+	free(b->cel_error);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -749,6 +752,9 @@ static enum gv_code body_compile_fields(const json_t *v, struct body *b, bool in
 		b->kind = BODY_FOREACH;
 		ptr_push(ptr, "foreach");
 		rc = foreach_compile(fe, &b->foreach, &b->nforeach, ptr, err);
+	} else if (json_object_get(v, "cel") && !in_foreach) {
+		/* Compiled by rule_compile, which knows the rule's celPreconditions. */
+		b->kind = BODY_CEL;
 	} else {
 		/* Accepted, not evaluated: an explicit error result (evaluate.c). */
 		b->kind = BODY_UNSUPPORTED;
@@ -756,7 +762,6 @@ static enum gv_code body_compile_fields(const json_t *v, struct body *b, bool in
 				 : json_object_get(v, "manifests") ? "validate.manifests"
 								   : "validate.assert";
 	}
-	(void)in_foreach;
 body_out:
 	ptr_pop(ptr, base);
 	if (rc)
@@ -1027,8 +1032,24 @@ enum gv_code rule_compile(const json_t *j, struct rule *r, bool background, stru
 		rc = body_compile(validate, &r->body, ptr, err);
 		if (rc)
 			goto out;
+		if (r->body.kind == BODY_CEL) {
+			struct gv_err ce = {0};
+			const json_t *m = json_object_get(validate, "message");
+			r->body.cel = vpol_cel_compile(json_object_get(validate, "cel"),
+						       json_object_get(j, "celPreconditions"),
+						       json_string_value(m), name, &ce);
+			if (!r->body.cel && !strncmp(ce.msg, "gavel does not evaluate ", 24)) {
+				r->body.kind = BODY_UNSUPPORTED;
+				r->body.unsupported = "validate.cel with the Kyverno CEL libraries "
+						      "or parameter resources";
+			} else if (!r->body.cel) {
+				/* Kyverno only warns at creation; evaluation then fails. */
+				r->body.cel_error = gv_xstrdup(ce.msg);
+			}
+		}
 		/* Rule fields that change what is evaluated and that gavel does not read. */
 		r->unsupported = r->body.kind == BODY_UNSUPPORTED	  ? r->body.unsupported
+				 : r->body.kind == BODY_CEL		  ? NULL
 				 : json_object_get(j, "celPreconditions") ? "celPreconditions"
 				 : json_object_get(j, "imageExtractors")  ? "imageExtractors"
 									  : NULL;
@@ -1241,6 +1262,18 @@ static json_t *wrap_pattern(const json_t *p, bool cronjob)
 	return out;
 }
 
+/* The CEL of a validate.cel rule rewritten for a pod controller; new reference. */
+static json_t *cel_autogen(const json_t *cel, bool cronjob)
+{
+	char *text = json_dumps(cel, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+	char *rep = vpol_autogen_text(text, cronjob, false);
+	json_t *out = json_loads(rep, JSON_DECODE_ANY, NULL);
+
+	free(text);
+	free(rep);
+	return out ? out : json_deep_copy(cel);
+}
+
 static json_t *autogen_rule(const json_t *rule, const json_t *kinds, bool cronjob)
 {
 	const char *name = json_string_value(json_object_get(rule, "name"));
@@ -1279,6 +1312,12 @@ static json_t *autogen_rule(const json_t *rule, const json_t *kinds, bool cronjo
 			json_object_set_new(v, "anyPattern", arr);
 		}
 	}
+	/* CEL expressions: object.spec/metadata gain the template path (cel-semantics.md 4). */
+	if (json_is_object(v) && json_object_get(v, "cel"))
+		json_object_set_new(v, "cel", cel_autogen(json_object_get(v, "cel"), cronjob));
+	if (json_object_get(r, "celPreconditions"))
+		json_object_set_new(r, "celPreconditions",
+				    cel_autogen(json_object_get(r, "celPreconditions"), cronjob));
 	/* Textual variable rewrite over the whole rule. */
 	text = json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	for (size_t i = 0; i < GV_ARRAY_LEN(from); i++) {

@@ -123,18 +123,37 @@ static bool in_list(char *const *v, size_t n, const char *s)
 static const char *kyverno_lib_call(const char *src)
 {
 	static const char *const names[] = {
-	    "resource.",     "http.",	       "image.",     "imageData.",     "imagedata.",
-	    "globalContext.", "parseImageReference", "isImage(", "parseServiceAccount",
-	    "user.",	     "x509.",	       "json.",	     "yaml.",	       "time.",
-	    "hash.",	     "sha1(",	       "sha256(",    "md5(",	       "random(",
-	    "gzip.",	     "listObjToMap",   "transform.", "exceptions.",   "authorizer.",
+	    "resource.",
+	    "http.",
+	    "image.",
+	    "imageData.",
+	    "imagedata.",
+	    "globalContext.",
+	    "parseImageReference",
+	    "isImage(",
+	    "parseServiceAccount",
+	    "user.",
+	    "x509.",
+	    "json.",
+	    "yaml.",
+	    "time.",
+	    "hash.",
+	    "sha1(",
+	    "sha256(",
+	    "md5(",
+	    "random(",
+	    "gzip.",
+	    "listObjToMap",
+	    "transform.",
+	    "exceptions.",
+	    "authorizer.",
 	};
 	for (size_t i = 0; i < GV_ARRAY_LEN(names); i++) {
 		const char *p = strstr(src, names[i]);
 		while (p) {
 			/* a name, not the tail of an identifier or a field (object.image.) */
-			if (p == src || (!isalnum((unsigned char)p[-1]) && p[-1] != '_' &&
-					 p[-1] != '.'))
+			if (p == src ||
+			    (!isalnum((unsigned char)p[-1]) && p[-1] != '_' && p[-1] != '.'))
 				return names[i];
 			p = strstr(p + 1, names[i]);
 		}
@@ -349,9 +368,8 @@ static enum gv_code body_compile_spec(const json_t *spec, struct vbody *b, bool 
 	enum gv_code rc;
 
 	memset(b, 0, sizeof(*b));
-	if (with_match &&
-	    (rc = vmatch_compile(json_object_get(spec, "matchConstraints"),
-				 "/spec/matchConstraints", &b->match, err)))
+	if (with_match && (rc = vmatch_compile(json_object_get(spec, "matchConstraints"),
+					       "/spec/matchConstraints", &b->match, err)))
 		return rc;
 	if ((rc = exprs_compile(json_object_get(spec, "matchConditions"), "/spec/matchConditions",
 				"name", "expression", &b->conds, &b->nconds, err)))
@@ -507,9 +525,8 @@ static json_t *autogen_rule_for(const json_t *pod_rule, const char *group,
 static size_t autogen_specs(const json_t *spec, json_t **out)
 {
 	const json_t *mc = json_object_get(spec, "matchConstraints");
-	const json_t *ctl = json_object_get(json_object_get(json_object_get(spec, "autogen"),
-							    "podControllers"),
-					    "controllers");
+	const json_t *ctl = json_object_get(
+	    json_object_get(json_object_get(spec, "autogen"), "podControllers"), "controllers");
 	static const char *const apps[] = {"daemonsets", "deployments", "replicasets",
 					   "statefulsets"};
 	const char *on_apps[4];
@@ -518,7 +535,7 @@ static size_t autogen_specs(const json_t *spec, json_t **out)
 
 	if (!json_is_object(mc) || !pod_only(mc))
 		return 0;
-for (size_t i = 0; i < 4; i++)
+	for (size_t i = 0; i < 4; i++)
 		if (ctl_has(ctl, apps[i]))
 			on_apps[napps++] = apps[i];
 	jobs = ctl_has(ctl, "jobs");
@@ -529,11 +546,12 @@ for (size_t i = 0; i < 4; i++)
 		char *text, *re;
 		if (which == 0) {
 			if (napps)
-				json_array_append_new(rules,
-						      autogen_rule_for(pod_rule, "apps", on_apps, napps));
+				json_array_append_new(
+				    rules, autogen_rule_for(pod_rule, "apps", on_apps, napps));
 			if (jobs) {
 				static const char *const j[] = {"jobs"};
-				json_array_append_new(rules, autogen_rule_for(pod_rule, "batch", j, 1));
+				json_array_append_new(rules,
+						      autogen_rule_for(pod_rule, "batch", j, 1));
 			}
 		} else if (cron) {
 			static const char *const c[] = {"cronjobs"};
@@ -546,8 +564,9 @@ for (size_t i = 0; i < 4; i++)
 		nmc = json_object();
 		json_object_set_new(nmc, "resourceRules", rules);
 		if (json_object_get(mc, "namespaceSelector"))
-			json_object_set_new(nmc, "namespaceSelector",
-					    json_deep_copy(json_object_get(mc, "namespaceSelector")));
+			json_object_set_new(
+			    nmc, "namespaceSelector",
+			    json_deep_copy(json_object_get(mc, "namespaceSelector")));
 		copy = json_deep_copy(spec);
 		json_object_del(copy, "matchConstraints");
 		text = json_dumps(copy, JSON_COMPACT);
@@ -583,16 +602,15 @@ struct vpol_policy *vpol_compile(const json_t *doc, struct gv_err *err)
 		return NULL;
 	}
 	p = gv_xcalloc(1, sizeof(*p));
-	p->kind = !strcmp(kind, "ValidatingAdmissionPolicy") ? VPOL_VAP
+	p->kind = !strcmp(kind, "ValidatingAdmissionPolicy")	? VPOL_VAP
 		  : !strcmp(kind, "NamespacedValidatingPolicy") ? VPOL_NAMESPACED
-								  : VPOL_VALIDATING;
+								: VPOL_VALIDATING;
 	p->name = gv_xstrdup(str_of(json_object_get(doc, "metadata"), "name"));
 	p->namespace = gv_xstrdup(p->kind == VPOL_NAMESPACED
 				      ? str_of(json_object_get(doc, "metadata"), "namespace")
 				      : "");
 	p->doc = json_incref((json_t *)doc);
-	p->json_mode =
-	    !strcmp(str_of(json_object_get(spec, "evaluation"), "mode"), "JSON");
+	p->json_mode = !strcmp(str_of(json_object_get(spec, "evaluation"), "mode"), "JSON");
 	p->has_param_kind = json_is_object(json_object_get(spec, "paramKind"));
 	if (!json_is_object(spec)) {
 		gv_err_setp(err, GV_EINVAL, "/spec", "spec is required");
@@ -687,8 +705,8 @@ struct vpol_exception *vpol_exception_compile(const json_t *doc, struct gv_err *
 		x->ref_names[x->nrefs] = gv_xstrdup(str_of(e, "name"));
 		x->ref_kinds[x->nrefs++] = gv_xstrdup(str_of(e, "kind"));
 	}
-	if (exprs_compile(json_object_get(spec, "matchConditions"), "/spec/matchConditions",
-			  "name", "expression", &x->conds, &x->nconds, err))
+	if (exprs_compile(json_object_get(spec, "matchConditions"), "/spec/matchConditions", "name",
+			  "expression", &x->conds, &x->nconds, err))
 		goto fail;
 	if (json_array_size(json_object_get(spec, "images")))
 		x->images = json_incref(json_object_get(spec, "images"));
@@ -754,7 +772,8 @@ static void kind_resource(const char *kind, char *out, size_t n)
 
 static void vreq_init(struct vreq *r, const struct vpol_input *in)
 {
-	const json_t *obj = in->object && json_object_size(in->object) ? in->object : in->old_object;
+	const json_t *obj =
+	    in->object && json_object_size(in->object) ? in->object : in->old_object;
 	const char *av = str_of(obj, "apiVersion");
 	const char *slash = strchr(av, '/');
 	const json_t *md = json_object_get(obj, "metadata");
@@ -861,11 +880,11 @@ static bool vmatch_eval(const struct vmatch *m, const struct vreq *q, const json
 			if (is_ns)
 				labels = q->labels;
 			else if (ns_obj && json_is_object(ns_obj))
-				labels = json_object_get(json_object_get(ns_obj, "metadata"),
-							 "labels");
+				labels =
+				    json_object_get(json_object_get(ns_obj, "metadata"), "labels");
 			else
-				labels = own = json_pack("{s:s}", "kubernetes.io/metadata.name",
-							 q->namespace);
+				labels = own =
+				    json_pack("{s:s}", "kubernetes.io/metadata.name", q->namespace);
 			ok = selector_matches(m->ns_sel, labels ? labels : empty_obj());
 			json_decref(own);
 			if (!ok)
@@ -881,8 +900,8 @@ static bool vmatch_eval(const struct vmatch *m, const struct vreq *q, const json
 static json_t *request_json(const struct vreq *q, const struct vpol_input *in, bool full)
 {
 	json_t *r = json_object();
-	json_t *gvk = json_pack("{s:s,s:s,s:s}", "group", q->group, "version", q->version, "kind",
-				q->kind);
+	json_t *gvk =
+	    json_pack("{s:s,s:s,s:s}", "group", q->group, "version", q->version, "kind", q->kind);
 	json_t *gvr = json_pack("{s:s,s:s,s:s}", "group", q->group, "version", q->version,
 				"resource", q->resource);
 
@@ -897,12 +916,11 @@ static json_t *request_json(const struct vreq *q, const struct vpol_input *in, b
 	json_object_set_new(r, "name", json_string(q->name));
 	json_object_set_new(r, "namespace", json_string(q->namespace));
 	json_object_set_new(r, "operation", json_string(q->op));
-	json_object_set_new(r, "userInfo", in->user_info ? json_deep_copy(in->user_info)
-							 : json_object());
+	json_object_set_new(r, "userInfo",
+			    in->user_info ? json_deep_copy(in->user_info) : json_object());
 	json_object_set_new(r, "dryRun", json_false());
 	if (full) {
-		json_object_set(r, "object",
-				(json_t *)(in->object ? in->object : json_null()));
+		json_object_set(r, "object", (json_t *)(in->object ? in->object : json_null()));
 		json_object_set(r, "oldObject",
 				(json_t *)(in->old_object ? in->old_object : json_null()));
 	}
@@ -950,8 +968,7 @@ static void bind_variables(struct cel_eval *ev, const struct vbody *b)
 }
 
 /* Runs boolean conditions: 1 all true, 0 one false, -1 errors (texts in errs). */
-static int run_conditions(struct cel_eval *ev, const struct vexpr *c, size_t n,
-			  struct gv_buf *errs)
+static int run_conditions(struct cel_eval *ev, const struct vexpr *c, size_t n, struct gv_buf *errs)
 {
 	bool failed = false;
 
@@ -1068,10 +1085,11 @@ static void run_vpol_validations(struct cel_eval *ev, const struct vbody *b, str
 					      b->audits[k].name,
 					      a.kind == CEL_ERROR ? err_text(&a) : "not a string"));
 		else
-			vout_set(o, "", ENGINE_ERROR,
-				 gv_xasprintf("failed to convert auditAnnotation '%s' expression: %s",
-					      b->audits[k].name,
-					      a.kind == CEL_ERROR ? err_text(&a) : "not a string"));
+			vout_set(
+			    o, "", ENGINE_ERROR,
+			    gv_xasprintf("failed to convert auditAnnotation '%s' expression: %s",
+					 b->audits[k].name,
+					 a.kind == CEL_ERROR ? err_text(&a) : "not a string"));
 		return;
 	}
 }
@@ -1079,7 +1097,8 @@ static void run_vpol_validations(struct cel_eval *ev, const struct vbody *b, str
 static bool exception_refers(const struct vpol_exception *x, const struct vpol_policy *p)
 {
 	for (size_t i = 0; i < x->nrefs; i++)
-		if (!strcmp(x->ref_names[i], p->name) && !strcmp(x->ref_kinds[i], vpol_kind_name(p)))
+		if (!strcmp(x->ref_names[i], p->name) &&
+		    !strcmp(x->ref_kinds[i], vpol_kind_name(p)))
 			return true;
 	return false;
 }
@@ -1133,7 +1152,8 @@ static bool run_exceptions(struct cel_eval *ev, const struct vpol_policy *p,
 		goto out;
 	}
 	{
-		json_t *ex = json_pack("{s:O,s:O}", "allowedImages", images, "allowedValues", values);
+		json_t *ex =
+		    json_pack("{s:O,s:O}", "allowedImages", images, "allowedValues", values);
 		/* kept alive by the caller's holder until the evaluation ends */
 		cel_bind_json(ev, "exceptions", ex);
 		json_decref(o->holder);
@@ -1164,14 +1184,13 @@ static json_t *bind_vpol_env(struct cel_eval *ev, const struct vpol_policy *p,
 	cel_bind_json(ev, "object", in->object ? in->object : empty_obj());
 	cel_bind_json(ev, "oldObject", in->old_object ? in->old_object : empty_obj());
 	cel_bind_json(ev, "request", req);
-	cel_bind_json(ev, "namespaceObject", in->namespace_object ? in->namespace_object
-								  : json_null());
+	cel_bind_json(ev, "namespaceObject",
+		      in->namespace_object ? in->namespace_object : json_null());
 	return req;
 }
 
-static void eval_vpol_body(struct cel_eval *ev, const struct vpol_policy *p,
-			   const struct vbody *b, const struct vpol_input *in,
-			   const struct vreq *q, struct vout *o)
+static void eval_vpol_body(struct cel_eval *ev, const struct vpol_policy *p, const struct vbody *b,
+			   const struct vpol_input *in, const struct vreq *q, struct vout *o)
 {
 	struct gv_buf errs = {0};
 	int c;
@@ -1277,8 +1296,8 @@ static void eval_vap(struct cel_eval *ev, const struct vpol_policy *p, const str
 {
 	const struct vbody *b = &p->bodies[0];
 	json_t *req, *nso;
-	const json_t *labels = json_object_get(json_object_get(in->namespace_object, "metadata"),
-					       "labels");
+	const json_t *labels =
+	    json_object_get(json_object_get(in->namespace_object, "metadata"), "labels");
 	bool any_binding = false;
 	struct vreq cq = *q;
 
@@ -1419,8 +1438,8 @@ struct vpol_cel *vpol_cel_compile(const json_t *cel, const json_t *pre, const ch
 		goto fail;
 	if ((rc = validations_compile(exprs, "/expressions", &c->body, err)))
 		goto fail;
-	if ((rc = exprs_compile(json_object_get(cel, "auditAnnotations"), "/auditAnnotations", "key",
-				"valueExpression", &c->body.audits, &c->body.naudits, err)))
+	if ((rc = exprs_compile(json_object_get(cel, "auditAnnotations"), "/auditAnnotations",
+				"key", "valueExpression", &c->body.audits, &c->body.naudits, err)))
 		goto fail;
 	return c;
 fail:
@@ -1473,10 +1492,10 @@ void vpol_cel_evaluate(const struct vpol_cel *c, const json_t *object, const jso
 			continue;
 		*status = ENGINE_FAIL;
 		if (r.kind != CEL_BOOL)
-			*message = gv_xasprintf(
-			    "expression '%s' resulted in error: %s",
-			    cel_program_source(b->vals[i].expr),
-			    r.kind == CEL_ERROR ? err_text(&r) : "must evaluate to bool");
+			*message = gv_xasprintf("expression '%s' resulted in error: %s",
+						cel_program_source(b->vals[i].expr),
+						r.kind == CEL_ERROR ? err_text(&r)
+								    : "must evaluate to bool");
 		else
 			*message = k8s_message(ev, &b->vals[i], c->default_message);
 		goto out;
