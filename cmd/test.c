@@ -83,6 +83,9 @@ struct test_case {
 	struct engine_policyset **sets; /* owned: one per policy (NULL when invalid) */
 	struct load_resources res;
 	struct load_resources params; /* paramResources (ValidatingAdmissionPolicy bindings) */
+	/* jsonPayloads: res.v[payload_base...] are payloads named payload_names[i] */
+	size_t payload_base;
+	char **payload_names;
 	struct values values;
 	bool has_values;
 	struct values_userinfo ui;
@@ -172,7 +175,7 @@ static const char *const test_keys[] = {
 
 /* Test keys that need a cluster, CEL policies or payloads: ignored offline. */
 static const char *const test_unsupported[] = {
-    "targetResources", "clusterResources", "context",	  "apiCallResponses", "jsonPayloads",
+    "targetResources", "clusterResources", "context",	  "apiCallResponses",
     "httpPayloads",    "envoyPayloads",	   "jsonPayload", "checks",
 };
 
@@ -431,6 +434,54 @@ out:
 	return rc;
 }
 
+/*
+ * jsonPayloads (TEST-FORMAT.md 7.1): each file one JSON object, appended to
+ * the resources after payload_base and named by its path as written.
+ */
+static enum gv_code load_payloads(struct test_case *tc, struct gv_err *err)
+{
+	const json_t *list = get_ci(tc->doc, "jsonPayloads");
+	enum gv_code rc;
+	size_t i;
+	json_t *e;
+
+	tc->payload_base = tc->res.n;
+	if ((rc = str_list(list, "/jsonPayloads", "jsonPayloads", err)))
+		return rc;
+	json_array_foreach(list, i, e)
+	{
+		char *path = join_path(tc->dir, json_string_value(e));
+		struct gv_docs docs;
+		char ptr[64];
+
+		rc = load_docs(path, &docs, err);
+		free(path);
+		snprintf(ptr, sizeof(ptr), "/jsonPayloads/%zu", i);
+		if (rc)
+			return rc;
+		if (docs.n != 1 || !json_is_object(docs.v[0].value)) {
+			gv_docs_release(&docs);
+			return gv_err_setp(err, GV_EINVAL, ptr,
+					   "a JSON payload must be one object");
+		}
+		tc->res.v = gv_xrealloc(tc->res.v, (tc->res.n + 1) * sizeof(*tc->res.v));
+		tc->res.v[tc->res.n].obj = json_incref(docs.v[0].value);
+		tc->res.v[tc->res.n].file = gv_xstrdup(json_string_value(e));
+		tc->res.v[tc->res.n].line = 0;
+		tc->res.n++;
+		tc->payload_names =
+		    gv_xrealloc(tc->payload_names, (i + 1) * sizeof(*tc->payload_names));
+		tc->payload_names[i] = gv_xstrdup(json_string_value(e));
+		gv_docs_release(&docs);
+	}
+	return GV_OK;
+}
+
+static bool is_payload(const struct test_case *tc, size_t r)
+{
+	return tc->payload_names && r >= tc->payload_base;
+}
+
 static enum gv_code load_case(struct test_case *tc, struct gv_err *err)
 {
 	const json_t *doc = tc->doc;
@@ -466,6 +517,8 @@ static enum gv_code load_case(struct test_case *tc, struct gv_err *err)
 	if ((rc = load_list(tc, "resources", FK_RESOURCE, err)))
 		return rc;
 	if ((rc = load_list(tc, "paramResources", FK_PARAM, err)))
+		return rc;
+	if ((rc = load_payloads(tc, err)))
 		return rc;
 
 	/* Inline values win over a values file. */
@@ -555,6 +608,9 @@ static void case_release(struct test_case *tc)
 		free(tc->ops[i]);
 	free(tc->ops);
 	load_policies_release(&tc->pols);
+	for (size_t i = 0; tc->payload_names && i < tc->res.n - tc->payload_base; i++)
+		free(tc->payload_names[i]);
+	free(tc->payload_names);
 	load_resources_release(&tc->res);
 	load_resources_release(&tc->params);
 	values_release(&tc->values);
@@ -596,6 +652,28 @@ static json_t *values_namespace_object(const struct test_case *tc, const char *n
 			 "metadata", "name", ns, "labels", labels);
 }
 
+/* The rule responses of a CEL policy's report, as the scorer sees them. */
+static void cel_cell_rules(struct test_cell *c, const struct load_policy *lp,
+			   const struct vpol_report *rep)
+{
+	const char *scored = vpol_annotation(lp->vpol, "policies.kyverno.io/scored");
+
+	c->responded = rep->n > 0;
+	for (size_t i = 0; i < rep->n; i++) {
+		c->rules = gv_xrealloc(c->rules, (c->n + rep->v[i].n) * sizeof(*c->rules));
+		for (size_t j = 0; j < rep->v[i].n; j++) {
+			const struct vpol_rule_result *rr = &rep->v[i].rules[j];
+			struct test_rule *t = &c->rules[c->n++];
+			t->name = gv_xstrdup(rr->rule);
+			t->message = gv_xstrdup(rr->message);
+			t->status = rr->status;
+			t->unsupported = false;
+			if (t->status == ENGINE_FAIL && scored && !strcmp(scored, "false"))
+				t->status = ENGINE_WARN;
+		}
+	}
+}
+
 /* Evaluates a CEL policy (engine/vpolicy.h) for one cell. */
 static struct test_cell *cel_cell(struct test_case *tc, struct test_cell *c, size_t o, size_t r,
 				  size_t p)
@@ -609,6 +687,16 @@ static struct test_cell *cel_cell(struct test_case *tc, struct test_cell *c, siz
 	const json_t **params = NULL;
 	char buf[2200];
 
+	if (is_payload(tc, r)) {
+		in.object = tc->res.v[r].obj;
+		in.json_payload = true;
+		if (vpol_evaluate(lp->vpol, &in, &rep, &e))
+			c->error = gv_xstrdup(gv_err_str(&e, buf, sizeof(buf)));
+		else
+			cel_cell_rules(c, lp, &rep);
+		vpol_report_release(&rep);
+		return c;
+	}
 	if (values_eval_init(&ev, tc->has_values ? &tc->values : NULL, tc->has_ui ? &tc->ui : NULL,
 			     lp->name, tc->res.v[r].obj, o ? tc->ops[o] : NULL, &e)) {
 		c->error = gv_xstrdup(gv_err_str(&e, buf, sizeof(buf)));
@@ -635,22 +723,7 @@ static struct test_cell *cel_cell(struct test_case *tc, struct test_cell *c, siz
 		c->error = gv_xstrdup(gv_err_str(&e, buf, sizeof(buf)));
 		goto out;
 	}
-	c->responded = rep.n > 0;
-	for (size_t i = 0; i < rep.n; i++) {
-		c->rules = gv_xrealloc(c->rules, (c->n + rep.v[i].n) * sizeof(*c->rules));
-		for (size_t j = 0; j < rep.v[i].n; j++) {
-			const struct vpol_rule_result *rr = &rep.v[i].rules[j];
-			struct test_rule *t = &c->rules[c->n++];
-			const char *scored =
-			    vpol_annotation(lp->vpol, "policies.kyverno.io/scored");
-			t->name = gv_xstrdup(rr->rule);
-			t->message = gv_xstrdup(rr->message);
-			t->status = rr->status;
-			t->unsupported = false;
-			if (t->status == ENGINE_FAIL && scored && !strcmp(scored, "false"))
-				t->status = ENGINE_WARN;
-		}
-	}
+	cel_cell_rules(c, lp, &rep);
 out:
 	free(params);
 	json_decref(nso);
@@ -674,7 +747,7 @@ static struct test_cell *cell_get(struct test_case *tc, size_t o, size_t r, size
 	c->done = true;
 	if (tc->pols.v[p].vpol)
 		return cel_cell(tc, c, o, r, p);
-	if (!pol)
+	if (!pol || is_payload(tc, r))
 		return c;
 	if (!tc->sets[p])
 		tc->sets[p] = load_policyset_new(&tc->pols, &pol, 1);
@@ -727,6 +800,14 @@ static bool name_selects(const char *want, const json_t *obj)
 		return !strcmp(last + 1, load_res_name(obj)) && strlen(ns) == nsl &&
 		       !strncmp(ns, want, nsl);
 	}
+}
+
+/* Whether a listed name selects resource (or JSON payload) r. */
+static bool entry_selects(const struct test_case *tc, const char *want, size_t r)
+{
+	if (is_payload(tc, r))
+		return !strcmp(want, tc->payload_names[r - tc->payload_base]);
+	return name_selects(want, tc->res.v[r].obj);
 }
 
 static bool spec_selects(const json_t *spec, const json_t *obj)
@@ -824,7 +905,10 @@ static enum check check_resource(struct test_case *tc, const struct test_entry *
 	bool ok = true, any_response = false, invalid = false, unsupported = false;
 	const char *invalid_msg = NULL;
 
-	res_id(tc->res.v[r].obj, id, sizeof(id));
+	if (is_payload(tc, r))
+		snprintf(id, sizeof(id), "JSON/%s", tc->payload_names[r - tc->payload_base]);
+	else
+		res_id(tc->res.v[r].obj, id, sizeof(id));
 	for (size_t p = 0; p < tc->pols.n; p++) {
 		const struct load_policy *lp = &tc->pols.v[p];
 		struct test_cell *c;
@@ -928,7 +1012,7 @@ static void score_entry(struct test_case *tc, const struct test_entry *e, bool v
 		for (size_t i = 0; i < e->nnames; i++) {
 			size_t hits = 0;
 			for (size_t r = 0; r < nres; r++)
-				if (name_selects(e->names[i], tc->res.v[r].obj)) {
+				if (entry_selects(tc, e->names[i], r)) {
 					sel[r] = true;
 					hits++;
 				}
@@ -985,7 +1069,7 @@ static void score_entry(struct test_case *tc, const struct test_entry *e, bool v
 				if (widened)
 					mine = true;
 				else if (u < e->nnames)
-					mine = name_selects(e->names[u], tc->res.v[r].obj);
+					mine = entry_selects(tc, e->names[u], r);
 				else
 					mine = spec_selects(json_array_get(e->specs, u - e->nnames),
 							    tc->res.v[r].obj);
