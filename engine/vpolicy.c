@@ -676,6 +676,22 @@ bool vpol_json_mode(const struct vpol_policy *p)
 	return p->json_mode;
 }
 
+bool vpol_denies(const struct vpol_policy *p)
+{
+	const json_t *acts = json_object_get(json_object_get(p->doc, "spec"), "validationActions");
+	size_t i;
+	json_t *a;
+
+	if (p->kind == VPOL_VAP || !json_array_size(acts))
+		return true;
+	json_array_foreach(acts, i, a)
+	{
+		if (json_is_string(a) && !strcmp(json_string_value(a), "Deny"))
+			return true;
+	}
+	return false;
+}
+
 const char *vpol_annotation(const struct vpol_policy *p, const char *key)
 {
 	return json_string_value(json_object_get(

@@ -65,6 +65,12 @@ enum vpol_kind vpol_kind(const struct vpol_policy *p);
 const char *vpol_kind_name(const struct vpol_policy *p);
 /* evaluation.mode: JSON (section 2.8). */
 bool vpol_json_mode(const struct vpol_policy *p);
+/*
+ * Whether a failing result blocks: validationActions holds Deny (the
+ * default); a ValidatingAdmissionPolicy always (its bindings decide in the
+ * API server).
+ */
+bool vpol_denies(const struct vpol_policy *p);
 /* Annotation value or NULL. */
 const char *vpol_annotation(const struct vpol_policy *p, const char *key);
 
