@@ -76,9 +76,10 @@ struct load_policy {
 	struct engine_policy *policy; /* owned reference; NULL when the policy is invalid */
 	char *error;		      /* owned: "file:line:col: /pointer: message" when invalid */
 	/*
-	 * owned: why gavel does not evaluate this policy (a CEL policy kind:
-	 * policies.kyverno.io ValidatingPolicy and its siblings, Kubernetes'
-	 * ValidatingAdmissionPolicy), or NULL; policy and error are then NULL.
+	 * owned: why gavel does not evaluate this policy (the other
+	 * policies.kyverno.io kinds, MutatingAdmissionPolicy, a
+	 * ValidatingPolicy calling the Kyverno CEL libraries), or NULL;
+	 * policy and error are then NULL.
 	 */
 	char *unsupported;
 	/* owned: a compiled CEL policy (engine/vpolicy.h), or NULL; policy is then NULL */

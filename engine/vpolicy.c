@@ -6,6 +6,7 @@
 #include "engine/vpolicy.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "engine/cel/cel.h"
@@ -867,11 +868,18 @@ static bool rrule_matches(const struct rrule *r, const struct vreq *q)
 	return true;
 }
 
+/* A shared empty object (read-only; evaluations may run in several threads). */
 static const json_t *empty_obj(void)
 {
-	static json_t *e;
-	if (!e)
-		e = json_object();
+	static _Atomic(json_t *) shared;
+	json_t *e = atomic_load(&shared), *mine;
+
+	if (e)
+		return e;
+	mine = json_object();
+	if (atomic_compare_exchange_strong(&shared, &e, mine))
+		return mine;
+	json_decref(mine);
 	return e;
 }
 

@@ -18,9 +18,10 @@
  * read it (Kubernetes' lazy variables give the same results).
  * The Kyverno CEL libraries (resource, http, image, globalContext...) are
  * not part of the language here: an expression that calls one does not
- * compile, and vpol_compile() says so with GV_EUNSUPPORTED-style text
- * "uses the Kyverno CEL library function <name>, which gavel does not
- * evaluate" (code GV_ENOTSUP) so callers can report it as unsupported.
+ * compile, and vpol_compile() / vpol_cel_compile() fail with GV_EINVAL and a
+ * message starting "gavel does not evaluate " (so callers report the policy
+ * as unsupported, never as passing or as a user error). validate.cel with
+ * paramKind and paramRef is refused the same way.
  */
 #ifndef GV_ENGINE_VPOLICY_H
 #define GV_ENGINE_VPOLICY_H
@@ -53,8 +54,10 @@ bool vpol_is_binding_doc(const json_t *doc);
  * Compiles a CEL policy document (borrowed; the policy keeps a reference).
  * Adds the autogen copies of a Pod ValidatingPolicy (section 2.7). Errors:
  * GV_EINVAL with err->pointer at the field and the CEL error with its
- * position ("/spec/validations/0/expression: 1:5: Syntax error: ...");
- * GV_ENOTSUP when an expression calls a Kyverno CEL library function.
+ * position ("compilation failed: ERROR: <input>:1:5: Syntax error: ..."
+ * with the source line and a caret; err->pointer
+ * "/spec/validations/0/expression"); a Kyverno CEL library call gives the
+ * "gavel does not evaluate " message described above.
  */
 struct vpol_policy *vpol_compile(const json_t *doc, struct gv_err *err);
 void vpol_free(struct vpol_policy *p);
