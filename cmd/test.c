@@ -34,6 +34,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cmd/celctx.h"
 #include "cmd/load.h"
 #include "cmd/values.h"
 #include "common/yaml.h"
@@ -86,6 +87,7 @@ struct test_case {
 	/* jsonPayloads: res.v[payload_base...] are payloads named payload_names[i] */
 	size_t payload_base;
 	char **payload_names;
+	struct celctx cel; /* Kyverno CEL library answers (context, clusterResources, mocks) */
 	struct values values;
 	bool has_values;
 	struct values_userinfo ui;
@@ -175,8 +177,7 @@ static const char *const test_keys[] = {
 
 /* Test keys that need a cluster, CEL policies or payloads: ignored offline. */
 static const char *const test_unsupported[] = {
-    "targetResources", "clusterResources", "context",	  "apiCallResponses",
-    "httpPayloads",    "envoyPayloads",	   "jsonPayload", "checks",
+    "targetResources", "httpPayloads", "envoyPayloads", "jsonPayload", "checks",
 };
 
 static const char *const result_keys[] = {
@@ -477,6 +478,41 @@ static enum gv_code load_payloads(struct test_case *tc, struct gv_err *err)
 	return GV_OK;
 }
 
+/*
+ * The inputs of the Kyverno CEL libraries (TEST-FORMAT.md 7.6): the
+ * `context` file, `clusterResources`, globalContextEntries and
+ * apiCallResponses.
+ */
+static enum gv_code load_cel_inputs(struct test_case *tc, struct gv_err *err)
+{
+	const json_t *v = get_ci(tc->doc, "context");
+	const json_t *cr = get_ci(tc->doc, "clusterResources");
+	enum gv_code rc;
+	size_t i;
+	json_t *e;
+
+	tc->cel.gctx = get_ci(tc->doc, "globalContextEntries");
+	tc->cel.api = get_ci(tc->doc, "apiCallResponses");
+	if (json_is_string(v)) {
+		char *path = join_path(tc->dir, json_string_value(v));
+		rc = celctx_load_context(&tc->cel, path, err);
+		free(path);
+		if (rc)
+			return rc;
+	}
+	if ((rc = str_list(cr, "/clusterResources", "clusterResources", err)))
+		return rc;
+	json_array_foreach(cr, i, e)
+	{
+		char *path = join_path(tc->dir, json_string_value(e));
+		rc = celctx_load_cluster(&tc->cel, path, err);
+		free(path);
+		if (rc)
+			return rc;
+	}
+	return GV_OK;
+}
+
 static bool is_payload(const struct test_case *tc, size_t r)
 {
 	return tc->payload_names && r >= tc->payload_base;
@@ -519,6 +555,8 @@ static enum gv_code load_case(struct test_case *tc, struct gv_err *err)
 	if ((rc = load_list(tc, "paramResources", FK_PARAM, err)))
 		return rc;
 	if ((rc = load_payloads(tc, err)))
+		return rc;
+	if ((rc = load_cel_inputs(tc, err)))
 		return rc;
 
 	/* Inline values win over a values file. */
@@ -613,6 +651,7 @@ static void case_release(struct test_case *tc)
 	free(tc->payload_names);
 	load_resources_release(&tc->res);
 	load_resources_release(&tc->params);
+	celctx_release(&tc->cel);
 	values_release(&tc->values);
 	values_userinfo_release(&tc->ui);
 	free(tc->dir);
@@ -688,6 +727,7 @@ static struct test_cell *cel_cell(struct test_case *tc, struct test_cell *c, siz
 	char buf[2200];
 
 	if (is_payload(tc, r)) {
+		in.host = &tc->cel.host;
 		in.object = tc->res.v[r].obj;
 		in.json_payload = true;
 		if (vpol_evaluate(lp->vpol, &in, &rep, &e))
@@ -710,6 +750,7 @@ static struct test_cell *cel_cell(struct test_case *tc, struct test_cell *c, siz
 	in.namespace_object = nso;
 	in.exceptions = tc->pols.cel_exceptions;
 	in.nexceptions = tc->pols.ncel_exceptions;
+	in.host = &tc->cel.host;
 	in.bindings = (const json_t *const *)tc->pols.bindings;
 	in.nbindings = tc->pols.nbindings;
 	if (tc->params.n) {
@@ -1096,6 +1137,7 @@ static int run_case(const char *file, const struct gv_docs *docs, size_t di,
 	int rc = 0;
 
 	memset(&tc, 0, sizeof(tc));
+	celctx_init(&tc.cel);
 	tc.file = file;
 	tc.dir = dir_of(file);
 	tc.doc = docs->v[di].value;

@@ -162,7 +162,38 @@ static const char *kyverno_lib_call(const char *src)
 	return NULL;
 }
 
+/*
+ * The first call of a host-answered Kyverno library function in src
+ * ("resource.Get(", ...), or NULL: those compile in every environment, so
+ * the VAP / validate.cel environment refuses them by name.
+ */
+static const char *host_call_in(const char *src)
+{
+	static const char *const names[] = {
+	    "resource.Get(",	  "resource.get(",	"resource.List(",     "resource.list(",
+	    "image.GetMetadata(", "image.getMetadata(", "globalContext.Get(", "globalContext.get(",
+	    "http.Get(",	  "http.get(",		"http.Post(",	      "http.post(",
+	};
+	for (size_t i = 0; i < GV_ARRAY_LEN(names); i++) {
+		const char *p = strstr(src, names[i]);
+		while (p) {
+			if (p == src ||
+			    (!isalnum((unsigned char)p[-1]) && p[-1] != '_' && p[-1] != '.'))
+				return names[i];
+			p = strstr(p + 1, names[i]);
+		}
+	}
+	return NULL;
+}
+
 #define UNSUPPORTED_PREFIX "gavel does not evaluate "
+
+/*
+ * Compiling for the VAP / validate.cel environment, which has no Kyverno
+ * libraries (cel-semantics.md 1.1): set around those compiles only. The
+ * compiles of one policy run on one thread, so a thread-local flag.
+ */
+static _Thread_local bool vap_env;
 
 /* Compiles one expression at JSON pointer ptr. */
 static enum gv_code expr_compile(const json_t *j, const char *ptr, struct cel_program **out,
@@ -174,6 +205,13 @@ static enum gv_code expr_compile(const json_t *j, const char *ptr, struct cel_pr
 	*out = NULL;
 	if (!src)
 		return gv_err_setp(err, GV_EINVAL, ptr, "expression must be a string");
+	if (vap_env && host_call_in(src)) {
+		const char *lib = host_call_in(src);
+		return gv_err_setp(err, GV_EINVAL, ptr,
+				   UNSUPPORTED_PREFIX "the Kyverno CEL library (%.*s) used by "
+						      "expression %s",
+				   (int)strcspn(lib, ".("), lib, src);
+	}
 	*out = cel_compile(src, strlen(src), 0, &pe);
 	if (*out)
 		return GV_OK;
@@ -620,7 +658,9 @@ struct vpol_policy *vpol_compile(const json_t *doc, struct gv_err *err)
 	if (p->kind != VPOL_VAP && !p->json_mode)
 		ncopies = autogen_specs(spec, copies);
 	p->bodies = gv_xcalloc(1 + ncopies, sizeof(*p->bodies));
+	vap_env = p->kind == VPOL_VAP;
 	rc = body_compile_spec(spec, &p->bodies[0], !p->json_mode, err);
+	vap_env = false;
 	p->nbodies = 1;
 	for (size_t i = 0; i < ncopies; i++) {
 		if (!rc) {
@@ -767,7 +807,7 @@ struct vreq {
 };
 
 /* Lower-case plural of a kind, as the CLI guesses an unknown one. */
-static void kind_resource(const char *kind, char *out, size_t n)
+void vpol_kind_resource(const char *kind, char *out, size_t n)
 {
 	size_t len = strlen(kind), i;
 	char low[160];
@@ -806,7 +846,7 @@ static void vreq_init(struct vreq *r, const struct vpol_input *in)
 	if (in->resource)
 		snprintf(r->resource, sizeof(r->resource), "%s", in->resource);
 	else
-		kind_resource(r->kind, r->resource, sizeof(r->resource));
+		vpol_kind_resource(r->kind, r->resource, sizeof(r->resource));
 	r->sub = in->subresource ? in->subresource : "";
 	r->name = str_of(md, "name");
 	if (!*r->name)
@@ -1387,6 +1427,8 @@ enum gv_code vpol_evaluate(const struct vpol_policy *p, const struct vpol_input 
 		return GV_OK;
 	vreq_init(&q, in);
 	ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
+	if (p->kind != VPOL_VAP)
+		cel_eval_set_host(ev, in->host);
 	out->v = gv_xcalloc(p->nbodies, sizeof(*out->v));
 	for (size_t i = 0; i < p->nbodies; i++) {
 		struct vout o = {.none = true};
@@ -1444,6 +1486,7 @@ struct vpol_cel *vpol_cel_compile(const json_t *cel, const json_t *pre, const ch
 	const json_t *exprs = json_object_get(cel, "expressions");
 	enum gv_code rc;
 
+	vap_env = true;
 	c->rule = gv_xstrdup(rule ? rule : "");
 	c->default_message = message ? gv_xstrdup(message) : NULL;
 	c->has_params = json_is_object(json_object_get(cel, "paramKind")) &&
@@ -1465,8 +1508,10 @@ struct vpol_cel *vpol_cel_compile(const json_t *cel, const json_t *pre, const ch
 	if ((rc = exprs_compile(json_object_get(cel, "auditAnnotations"), "/auditAnnotations",
 				"key", "valueExpression", &c->body.audits, &c->body.naudits, err)))
 		goto fail;
+	vap_env = false;
 	return c;
 fail:
+	vap_env = false;
 	vpol_cel_free(c);
 	return NULL;
 }

@@ -16,12 +16,15 @@
  * Variables are evaluated in order before the validations and kept with
  * their errors, so an erroring variable errors only the expressions that
  * read it (Kubernetes' lazy variables give the same results).
- * The Kyverno CEL libraries (resource, http, image, globalContext...) are
- * not part of the language here: an expression that calls one does not
- * compile, and vpol_compile() / vpol_cel_compile() fail with GV_EINVAL and a
- * message starting "gavel does not evaluate " (so callers report the policy
- * as unsupported, never as passing or as a user error). validate.cel with
- * paramKind and paramRef is refused the same way.
+ * Kyverno CEL libraries: resource.Get/List, image.GetMetadata,
+ * globalContext.Get and http.Get/Post are answered by the caller's host
+ * (vpol_input.host; without one a call is an evaluation error). The other
+ * Kyverno libraries, and any of them in a ValidatingAdmissionPolicy or
+ * validate.cel (whose environment has none), make vpol_compile() /
+ * vpol_cel_compile() fail with GV_EINVAL and a message starting "gavel
+ * does not evaluate " (so callers report the policy as unsupported, never
+ * as passing or as a user error). validate.cel with paramKind and paramRef
+ * is refused the same way.
  */
 #ifndef GV_ENGINE_VPOLICY_H
 #define GV_ENGINE_VPOLICY_H
@@ -38,6 +41,7 @@ enum vpol_kind { VPOL_VALIDATING, VPOL_NAMESPACED, VPOL_VAP };
 struct vpol_policy;    /* compiled ValidatingPolicy/NVPOL/VAP, autogen copies included */
 struct vpol_exception; /* compiled policies.kyverno.io PolicyException */
 struct vpol_cel;       /* compiled validate.cel body of a kyverno.io rule */
+struct cel_host;
 
 /*
  * Whether doc is a CEL policy this module compiles: policies.kyverno.io
@@ -74,6 +78,12 @@ bool vpol_json_mode(const struct vpol_policy *p);
  * API server).
  */
 bool vpol_denies(const struct vpol_policy *p);
+/*
+ * The plural resource of a kind as the CLI guesses it ("Pod" -> "pods",
+ * "NetworkPolicy" -> "networkpolicies", "Ingress" -> "ingresses"), into
+ * out (n bytes).
+ */
+void vpol_kind_resource(const char *kind, char *out, size_t n);
 /* Annotation value or NULL. */
 const char *vpol_annotation(const struct vpol_policy *p, const char *key);
 
@@ -100,6 +110,8 @@ struct vpol_input {
 	size_t nparams;
 	/* JSON mode: the payload is evaluated as it is, no matching (section 2.8). */
 	bool json_payload;
+	/* Answers the Kyverno CEL libraries (engine/cel/cel.h), or NULL: calls are errors. */
+	const struct cel_host *host;
 };
 
 struct vpol_rule_result {

@@ -132,6 +132,7 @@ struct cel_eval {
 	struct cel_var *locals; /* comprehension variables, a stack */
 	size_t nlocals, caplocals;
 	const struct cel_program *prog;
+	const struct cel_host *host; /* borrowed, or NULL (host.c) */
 };
 
 /* Values */
@@ -214,6 +215,8 @@ extern const struct cel_func cel_semver_funcs[];
 extern const size_t cel_semver_nfuncs;
 extern const struct cel_func cel_url_funcs[];
 extern const size_t cel_url_nfuncs;
+extern const struct cel_func cel_host_funcs[];
+extern const size_t cel_host_nfuncs;
 /* Semver ordering (semver.c) for the comparisons shared with quantities: false when not two
  * Semvers. */
 bool cel_semver_cmp(const struct cel_value *a, const struct cel_value *b, int *c);

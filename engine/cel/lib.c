@@ -2395,6 +2395,7 @@ static const struct {
     {cel_quantity_funcs, &cel_quantity_nfuncs},
     {cel_semver_funcs, &cel_semver_nfuncs},
     {cel_url_funcs, &cel_url_nfuncs},
+    {cel_host_funcs, &cel_host_nfuncs},
 };
 
 const struct cel_func *cel_func_find(const char *name, bool member, int nargs)
