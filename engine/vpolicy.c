@@ -170,9 +170,20 @@ static const char *kyverno_lib_call(const char *src)
 static const char *host_call_in(const char *src)
 {
 	static const char *const names[] = {
-	    "resource.Get(",	  "resource.get(",	"resource.List(",     "resource.list(",
-	    "image.GetMetadata(", "image.getMetadata(", "globalContext.Get(", "globalContext.get(",
-	    "http.Get(",	  "http.get(",		"http.Post(",	      "http.post(",
+	    "resource.Get(",
+	    "resource.get(",
+	    "resource.List(",
+	    "resource.list(",
+	    "image.GetMetadata(",
+	    "image.getMetadata(",
+	    "globalContext.Get(",
+	    "globalContext.get(",
+	    "http.Get(",
+	    "http.get(",
+	    "http.Post(",
+	    "http.post(",
+	    "parseServiceAccount(",
+	    "user.parseServiceAccount(",
 	};
 	for (size_t i = 0; i < GV_ARRAY_LEN(names); i++) {
 		const char *p = strstr(src, names[i]);

@@ -42,6 +42,38 @@ static struct cel_value host_call(struct cel_eval *ev, const struct cel_node *n,
 	return cel_from_json(r);
 }
 
+/*
+ * parseServiceAccount(username): {Name, Namespace} of
+ * "system:serviceaccount:<ns>:<name>", both "" otherwise (Kyverno's user
+ * library; the keys are capitalised as Kyverno's struct fields).
+ */
+static struct cel_value parse_sa(struct cel_eval *ev, const struct cel_node *n,
+				 struct cel_value *args, int nargs)
+{
+	static const char pre[] = "system:serviceaccount:";
+	const size_t pl = sizeof(pre) - 1;
+	struct cel_value k[2], v[2];
+	const char *s;
+	size_t len;
+
+	(void)nargs;
+	if (args[0].kind != CEL_STRING)
+		return cel_err(ev, n->pos, "no such overload");
+	s = args[0].v.s.p;
+	len = args[0].v.s.n;
+	k[0] = cel_str("Name", 4);
+	k[1] = cel_str("Namespace", 9);
+	v[0] = v[1] = cel_str("", 0);
+	if (len > pl && !memcmp(s, pre, pl)) {
+		const char *rest = s + pl, *colon = memchr(rest, ':', len - pl);
+		if (colon && !memchr(colon + 1, ':', (size_t)(s + len - colon - 1))) {
+			v[1] = cel_str(rest, (size_t)(colon - rest));
+			v[0] = cel_str(colon + 1, (size_t)(s + len - colon - 1));
+		}
+	}
+	return cel_map_new(ev, k, v, 2);
+}
+
 #define G CEL_FN_GLOBAL
 const struct cel_func cel_host_funcs[] = {
     {"resource.Get", host_call, 3, 4, G, false},
@@ -56,6 +88,8 @@ const struct cel_func cel_host_funcs[] = {
     {"http.get", host_call, 1, 2, G, false},
     {"http.Post", host_call, 2, 3, G, false},
     {"http.post", host_call, 2, 3, G, false},
+    {"parseServiceAccount", parse_sa, 1, 1, G, false},
+    {"user.parseServiceAccount", parse_sa, 1, 1, G, false},
 };
 #undef G
 const size_t cel_host_nfuncs = GV_ARRAY_LEN(cel_host_funcs);
