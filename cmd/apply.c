@@ -54,6 +54,7 @@
 #include "cmd/values.h"
 #include "common/yaml.h"
 #include "engine/engine.h"
+#include "engine/vpolicy.h"
 #include "common/banned.h"
 
 enum apply_output { OUT_TABLE, OUT_JSON, OUT_YAML, OUT_REPORT };
@@ -331,6 +332,59 @@ static void load_namespaces_file(struct apply_state *st, const char *file)
 
 /* ---- evaluation ---- */
 
+/* A CEL policy (engine/vpolicy.h) against resource r. */
+static void apply_cel(struct apply_state *st, size_t r, size_t p)
+{
+	const struct load_policy *lp = &st->pols.v[p];
+	struct values_eval ev;
+	struct vpol_input in = {0};
+	struct vpol_report rep = {0};
+	struct gv_err e = {0};
+	const char *ns = load_res_namespace(st->res.v[r].obj);
+	const json_t *labels = values_namespace_labels(&st->values, ns);
+	json_t *nso = NULL;
+
+	if (values_eval_init(&ev, &st->values, st->has_ui ? &st->ui : NULL, lp->name,
+			     st->res.v[r].obj, NULL, &e)) {
+		print_err("gavel apply: ", &e);
+		st->bad = true;
+		return;
+	}
+	if (labels)
+		nso = json_pack("{s:s,s:s,s:{s:s,s:O}}", "apiVersion", "v1", "kind", "Namespace",
+				"metadata", "name", ns, "labels", labels);
+	in.object = ev.in.object;
+	in.old_object = ev.in.old_object;
+	in.operation = ev.in.operation;
+	in.user_info = ev.in.user_info;
+	in.namespace_object = nso;
+	in.exceptions = st->pols.cel_exceptions;
+	in.nexceptions = st->pols.ncel_exceptions;
+	in.bindings = (const json_t *const *)st->pols.bindings;
+	in.nbindings = st->pols.nbindings;
+	if (vpol_evaluate(lp->vpol, &in, &rep, &e)) {
+		print_err("gavel apply: ", &e);
+		st->bad = true;
+	}
+	for (size_t i = 0; i < rep.n; i++) {
+		for (size_t j = 0; j < rep.v[i].n; j++) {
+			struct apply_result *a;
+			st->results =
+			    gv_xrealloc(st->results, (st->nresults + 1) * sizeof(*st->results));
+			a = &st->results[st->nresults++];
+			a->resource = r;
+			a->policy = p;
+			a->rule = gv_xstrdup(rep.v[i].rules[j].rule);
+			a->message = gv_xstrdup(rep.v[i].rules[j].message);
+			a->status = rep.v[i].rules[j].status;
+			a->action = vpol_denies(lp->vpol) ? ENGINE_ENFORCE : ENGINE_AUDIT;
+		}
+	}
+	vpol_report_release(&rep);
+	json_decref(nso);
+	values_eval_release(&ev);
+}
+
 static void evaluate_all(struct apply_state *st)
 {
 	struct engine_policyset **sets = gv_xcalloc(st->pols.n ? st->pols.n : 1, sizeof(*sets));
@@ -357,6 +411,10 @@ static void evaluate_all(struct apply_state *st)
 				a->message = gv_xstrdup(st->pols.v[p].unsupported);
 				a->status = ENGINE_ERROR;
 				a->action = ENGINE_AUDIT;
+				continue;
+			}
+			if (st->pols.v[p].vpol) {
+				apply_cel(st, r, p);
 				continue;
 			}
 			if (!pol)

@@ -390,6 +390,7 @@ static void add_policy(struct load_policies *lp, const json_t *doc, struct engin
 	e->policy = p;
 	e->error = error;
 	e->unsupported = NULL;
+	e->vpol = NULL;
 }
 
 /* Compiles a PolicyException to check it; keeps the document. */
@@ -412,6 +413,60 @@ static void add_exception(struct load_policies *lp, const struct gv_docs *docs, 
 	engine_exception_free(x);
 	lp->exceptions = gv_xrealloc(lp->exceptions, (lp->nexceptions + 1) * sizeof(json_t *));
 	lp->exceptions[lp->nexceptions++] = json_incref(docs->v[i].value);
+}
+
+/*
+ * Compiles a CEL policy (engine/vpolicy.h). One that uses what gavel does
+ * not evaluate is kept as unsupported; one that does not compile is invalid.
+ */
+static void add_cel_policy(struct load_policies *lp, const struct gv_docs *docs, size_t i,
+			   FILE *errs)
+{
+	const json_t *doc = docs->v[i].value;
+	struct gv_err e = {0};
+	struct vpol_policy *vp = vpol_compile(doc, &e);
+	char buf[2200];
+
+	if (vp) {
+		add_policy(lp, doc, NULL, NULL);
+		lp->v[lp->n - 1].vpol = vp;
+		return;
+	}
+	if (!strncmp(e.msg, "gavel does not evaluate ", 24)) {
+		add_policy(lp, doc, NULL, NULL);
+		lp->v[lp->n - 1].unsupported = gv_xstrdup(e.msg);
+		if (errs)
+			fprintf(errs, "%s:%d: warning: %s %s: %s\n", docs->file, docs->v[i].line,
+				load_str(doc, "kind", NULL),
+				load_str(doc, "metadata", "name", NULL), e.msg);
+		return;
+	}
+	gv_err_prefix(&e, "%s %s: ", load_str(doc, "kind", NULL),
+		      load_str(doc, "metadata", "name", NULL));
+	gv_err_locate(&e, docs->file, docs->v[i].map);
+	add_policy(lp, doc, NULL, gv_xstrdup(gv_err_str(&e, buf, sizeof(buf))));
+	report_err(errs, &e);
+	lp->nerrors++;
+}
+
+/* A policies.kyverno.io PolicyException of an exceptions file. */
+static void add_cel_exception(struct load_policies *lp, const struct gv_docs *docs, size_t i,
+			      FILE *errs)
+{
+	struct gv_err e = {0};
+	struct vpol_exception *x = vpol_exception_compile(docs->v[i].value, &e);
+
+	if (!x) {
+		gv_err_prefix(&e, "PolicyException %s: ",
+			      load_str(docs->v[i].value, "metadata", "name", NULL));
+		gv_err_locate(&e, docs->file, docs->v[i].map);
+		report_err(errs, &e);
+		lp->nerrors++;
+		return;
+	}
+	lp->cel_exceptions = gv_xrealloc(lp->cel_exceptions,
+					 (lp->ncel_exceptions + 1) * sizeof(*lp->cel_exceptions));
+	lp->cel_exceptions[lp->ncel_exceptions++] = x;
 }
 
 /* A file named as a policy file that holds no policy: the engine says why its first document is not
@@ -489,6 +544,23 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 			add_policy(lp, doc, NULL, gv_xstrdup(gv_err_str(&e, buf, sizeof(buf))));
 			report_err(errs, &e);
 			lp->nerrors++;
+			continue;
+		}
+		if (policies && vpol_is_policy_doc(doc)) {
+			nfound++;
+			add_cel_policy(lp, &docs, i, errs);
+			continue;
+		}
+		if (policies && vpol_is_binding_doc(doc)) {
+			nfound++;
+			lp->bindings =
+			    gv_xrealloc(lp->bindings, (lp->nbindings + 1) * sizeof(json_t *));
+			lp->bindings[lp->nbindings++] = json_incref((json_t *)doc);
+			continue;
+		}
+		if (!policies && vpol_is_exception_doc(doc)) {
+			nfound++;
+			add_cel_exception(lp, &docs, i, errs);
 			continue;
 		}
 		if (policies) {
@@ -572,8 +644,15 @@ void load_policies_release(struct load_policies *lp)
 		free(lp->v[i].unsupported);
 		if (lp->v[i].policy)
 			engine_policy_unref(lp->v[i].policy);
+		vpol_free(lp->v[i].vpol);
 	}
 	free(lp->v);
+	for (size_t i = 0; i < lp->nbindings; i++)
+		json_decref(lp->bindings[i]);
+	free(lp->bindings);
+	for (size_t i = 0; i < lp->ncel_exceptions; i++)
+		vpol_exception_free(lp->cel_exceptions[i]);
+	free(lp->cel_exceptions);
 	for (size_t i = 0; i < lp->nexceptions; i++)
 		json_decref(lp->exceptions[i]);
 	free(lp->exceptions);

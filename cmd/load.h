@@ -20,6 +20,7 @@
 #include "common/gv.h"
 #include "common/yaml.h"
 #include "engine/engine.h"
+#include "engine/vpolicy.h"
 
 /* A list of file names (owned strings). */
 struct load_paths {
@@ -75,11 +76,14 @@ struct load_policy {
 	struct engine_policy *policy; /* owned reference; NULL when the policy is invalid */
 	char *error;		      /* owned: "file:line:col: /pointer: message" when invalid */
 	/*
-	 * owned: why gavel does not evaluate this policy (a CEL policy kind:
-	 * policies.kyverno.io ValidatingPolicy and its siblings, Kubernetes'
-	 * ValidatingAdmissionPolicy), or NULL; policy and error are then NULL.
+	 * owned: why gavel does not evaluate this policy (the other
+	 * policies.kyverno.io kinds, MutatingAdmissionPolicy, a
+	 * ValidatingPolicy calling the Kyverno CEL libraries), or NULL;
+	 * policy and error are then NULL.
 	 */
 	char *unsupported;
+	/* owned: a compiled CEL policy (engine/vpolicy.h), or NULL; policy is then NULL */
+	struct vpol_policy *vpol;
 };
 
 /* Policies and PolicyExceptions loaded from any number of files. */
@@ -88,7 +92,12 @@ struct load_policies {
 	size_t n;
 	json_t **exceptions; /* owned references: valid PolicyException documents */
 	size_t nexceptions;
-	size_t nerrors; /* invalid documents (policies and exceptions) seen */
+	size_t nerrors;	   /* invalid documents (policies and exceptions) seen */
+	json_t **bindings; /* owned references: ValidatingAdmissionPolicyBinding documents */
+	size_t nbindings;
+	/* owned: CEL PolicyExceptions of exceptions files (policies files' are not used) */
+	struct vpol_exception **cel_exceptions;
+	size_t ncel_exceptions;
 };
 
 /*

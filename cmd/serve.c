@@ -399,7 +399,11 @@ static enum gv_code load_file_policies(const struct load_paths *given,
 			(*pols)[n++] = engine_policy_ref(lp.v[i].policy);
 		else
 			gv_warn("policies: %s %s not loaded: %s", lp.v[i].kind, lp.v[i].name,
-				lp.v[i].error ? lp.v[i].error : "invalid");
+				lp.v[i].error	      ? lp.v[i].error
+				: lp.v[i].vpol	      ? "CEL policies are evaluated by gavel apply "
+							"and gavel test only, not yet by serve"
+				: lp.v[i].unsupported ? lp.v[i].unsupported
+						      : "invalid");
 	}
 	*npols = n;
 	*set = load_policyset_new(&lp, *pols, n);

@@ -34,10 +34,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cmd/celctx.h"
 #include "cmd/load.h"
 #include "cmd/values.h"
 #include "common/yaml.h"
 #include "engine/engine.h"
+#include "engine/vpolicy.h"
 #include "common/banned.h"
 
 #define TEST_FILE_NAME "kyverno-test.yaml"
@@ -81,6 +83,11 @@ struct test_case {
 	struct load_policies pols;
 	struct engine_policyset **sets; /* owned: one per policy (NULL when invalid) */
 	struct load_resources res;
+	struct load_resources params; /* paramResources (ValidatingAdmissionPolicy bindings) */
+	/* jsonPayloads: res.v[payload_base...] are payloads named payload_names[i] */
+	size_t payload_base;
+	char **payload_names;
+	struct celctx cel; /* Kyverno CEL library answers (context, clusterResources, mocks) */
 	struct values values;
 	bool has_values;
 	struct values_userinfo ui;
@@ -170,8 +177,7 @@ static const char *const test_keys[] = {
 
 /* Test keys that need a cluster, CEL policies or payloads: ignored offline. */
 static const char *const test_unsupported[] = {
-    "targetResources", "paramResources", "clusterResources", "context",	    "apiCallResponses",
-    "jsonPayloads",    "httpPayloads",	 "envoyPayloads",    "jsonPayload", "checks",
+    "targetResources", "httpPayloads", "envoyPayloads", "jsonPayload", "checks",
 };
 
 static const char *const result_keys[] = {
@@ -382,7 +388,7 @@ static size_t op_index(const struct test_case *tc, const char *op)
 }
 
 /* Loads the files a path list names; `kind` selects the loader. */
-enum file_kind { FK_POLICY, FK_RESOURCE, FK_EXCEPTION };
+enum file_kind { FK_POLICY, FK_RESOURCE, FK_EXCEPTION, FK_PARAM };
 
 static enum gv_code load_list(struct test_case *tc, const char *key, enum file_kind fk,
 			      struct gv_err *err)
@@ -419,11 +425,97 @@ static enum gv_code load_list(struct test_case *tc, const char *key, enum file_k
 		case FK_RESOURCE:
 			rc = load_resources_file(&tc->res, files.v[i], stderr, err);
 			break;
+		case FK_PARAM:
+			rc = load_resources_file(&tc->params, files.v[i], stderr, err);
+			break;
 		}
 	}
 out:
 	load_paths_release(&files);
 	return rc;
+}
+
+/*
+ * jsonPayloads (TEST-FORMAT.md 7.1): each file one JSON object, appended to
+ * the resources after payload_base and named by its path as written.
+ */
+static enum gv_code load_payloads(struct test_case *tc, struct gv_err *err)
+{
+	const json_t *list = get_ci(tc->doc, "jsonPayloads");
+	enum gv_code rc;
+	size_t i;
+	json_t *e;
+
+	tc->payload_base = tc->res.n;
+	if ((rc = str_list(list, "/jsonPayloads", "jsonPayloads", err)))
+		return rc;
+	json_array_foreach(list, i, e)
+	{
+		char *path = join_path(tc->dir, json_string_value(e));
+		struct gv_docs docs;
+		char ptr[64];
+
+		rc = load_docs(path, &docs, err);
+		free(path);
+		snprintf(ptr, sizeof(ptr), "/jsonPayloads/%zu", i);
+		if (rc)
+			return rc;
+		if (docs.n != 1 || !json_is_object(docs.v[0].value)) {
+			gv_docs_release(&docs);
+			return gv_err_setp(err, GV_EINVAL, ptr,
+					   "a JSON payload must be one object");
+		}
+		tc->res.v = gv_xrealloc(tc->res.v, (tc->res.n + 1) * sizeof(*tc->res.v));
+		tc->res.v[tc->res.n].obj = json_incref(docs.v[0].value);
+		tc->res.v[tc->res.n].file = gv_xstrdup(json_string_value(e));
+		tc->res.v[tc->res.n].line = 0;
+		tc->res.n++;
+		tc->payload_names =
+		    gv_xrealloc(tc->payload_names, (i + 1) * sizeof(*tc->payload_names));
+		tc->payload_names[i] = gv_xstrdup(json_string_value(e));
+		gv_docs_release(&docs);
+	}
+	return GV_OK;
+}
+
+/*
+ * The inputs of the Kyverno CEL libraries (TEST-FORMAT.md 7.6): the
+ * `context` file, `clusterResources`, globalContextEntries and
+ * apiCallResponses.
+ */
+static enum gv_code load_cel_inputs(struct test_case *tc, struct gv_err *err)
+{
+	const json_t *v = get_ci(tc->doc, "context");
+	const json_t *cr = get_ci(tc->doc, "clusterResources");
+	enum gv_code rc;
+	size_t i;
+	json_t *e;
+
+	tc->cel.gctx = get_ci(tc->doc, "globalContextEntries");
+	tc->cel.api = get_ci(tc->doc, "apiCallResponses");
+	if (json_is_string(v)) {
+		char *path = join_path(tc->dir, json_string_value(v));
+		rc = celctx_load_context(&tc->cel, path, err);
+		free(path);
+		if (rc)
+			return rc;
+	}
+	if ((rc = str_list(cr, "/clusterResources", "clusterResources", err)))
+		return rc;
+	json_array_foreach(cr, i, e)
+	{
+		char *path = join_path(tc->dir, json_string_value(e));
+		rc = celctx_load_cluster(&tc->cel, path, err);
+		free(path);
+		if (rc)
+			return rc;
+	}
+	return GV_OK;
+}
+
+static bool is_payload(const struct test_case *tc, size_t r)
+{
+	return tc->payload_names && r >= tc->payload_base;
 }
 
 static enum gv_code load_case(struct test_case *tc, struct gv_err *err)
@@ -459,6 +551,12 @@ static enum gv_code load_case(struct test_case *tc, struct gv_err *err)
 	if ((rc = load_list(tc, "exceptions", FK_EXCEPTION, err)))
 		return rc;
 	if ((rc = load_list(tc, "resources", FK_RESOURCE, err)))
+		return rc;
+	if ((rc = load_list(tc, "paramResources", FK_PARAM, err)))
+		return rc;
+	if ((rc = load_payloads(tc, err)))
+		return rc;
+	if ((rc = load_cel_inputs(tc, err)))
 		return rc;
 
 	/* Inline values win over a values file. */
@@ -548,7 +646,12 @@ static void case_release(struct test_case *tc)
 		free(tc->ops[i]);
 	free(tc->ops);
 	load_policies_release(&tc->pols);
+	for (size_t i = 0; tc->payload_names && i < tc->res.n - tc->payload_base; i++)
+		free(tc->payload_names[i]);
+	free(tc->payload_names);
 	load_resources_release(&tc->res);
+	load_resources_release(&tc->params);
+	celctx_release(&tc->cel);
 	values_release(&tc->values);
 	values_userinfo_release(&tc->ui);
 	free(tc->dir);
@@ -564,6 +667,112 @@ static bool scored_false(const struct engine_policy *p)
 	return s && !strcmp(s, "false");
 }
 
+/*
+ * The values' Namespace of ns (TEST-FORMAT.md 7.2): the namespaces[] object,
+ * else one built from namespaceSelector[] labels, else NULL. New reference.
+ */
+static json_t *values_namespace_object(const struct test_case *tc, const char *ns)
+{
+	const json_t *labels;
+	size_t i;
+	json_t *e;
+
+	if (!tc->has_values || !*ns)
+		return NULL;
+	json_array_foreach(json_object_get(tc->values.doc, "namespaces"), i, e)
+	{
+		if (!strcmp(load_str(e, "metadata", "name", NULL), ns))
+			return json_incref(e);
+	}
+	labels = values_namespace_labels(&tc->values, ns);
+	if (!labels)
+		return NULL;
+	return json_pack("{s:s,s:s,s:{s:s,s:O}}", "apiVersion", "v1", "kind", "Namespace",
+			 "metadata", "name", ns, "labels", labels);
+}
+
+/* The rule responses of a CEL policy's report, as the scorer sees them. */
+static void cel_cell_rules(struct test_cell *c, const struct load_policy *lp,
+			   const struct vpol_report *rep)
+{
+	const char *scored = vpol_annotation(lp->vpol, "policies.kyverno.io/scored");
+
+	c->responded = rep->n > 0;
+	for (size_t i = 0; i < rep->n; i++) {
+		c->rules = gv_xrealloc(c->rules, (c->n + rep->v[i].n) * sizeof(*c->rules));
+		for (size_t j = 0; j < rep->v[i].n; j++) {
+			const struct vpol_rule_result *rr = &rep->v[i].rules[j];
+			struct test_rule *t = &c->rules[c->n++];
+			t->name = gv_xstrdup(rr->rule);
+			t->message = gv_xstrdup(rr->message);
+			t->status = rr->status;
+			t->unsupported = false;
+			if (t->status == ENGINE_FAIL && scored && !strcmp(scored, "false"))
+				t->status = ENGINE_WARN;
+		}
+	}
+}
+
+/* Evaluates a CEL policy (engine/vpolicy.h) for one cell. */
+static struct test_cell *cel_cell(struct test_case *tc, struct test_cell *c, size_t o, size_t r,
+				  size_t p)
+{
+	const struct load_policy *lp = &tc->pols.v[p];
+	struct values_eval ev;
+	struct vpol_input in = {0};
+	struct vpol_report rep = {0};
+	struct gv_err e = {0};
+	json_t *nso = NULL;
+	const json_t **params = NULL;
+	char buf[2200];
+
+	if (is_payload(tc, r)) {
+		in.host = &tc->cel.host;
+		in.object = tc->res.v[r].obj;
+		in.json_payload = true;
+		if (vpol_evaluate(lp->vpol, &in, &rep, &e))
+			c->error = gv_xstrdup(gv_err_str(&e, buf, sizeof(buf)));
+		else
+			cel_cell_rules(c, lp, &rep);
+		vpol_report_release(&rep);
+		return c;
+	}
+	if (values_eval_init(&ev, tc->has_values ? &tc->values : NULL, tc->has_ui ? &tc->ui : NULL,
+			     lp->name, tc->res.v[r].obj, o ? tc->ops[o] : NULL, &e)) {
+		c->error = gv_xstrdup(gv_err_str(&e, buf, sizeof(buf)));
+		return c;
+	}
+	nso = values_namespace_object(tc, load_res_namespace(tc->res.v[r].obj));
+	in.object = ev.in.object;
+	in.old_object = ev.in.old_object;
+	in.operation = ev.in.operation;
+	in.user_info = ev.in.user_info;
+	in.namespace_object = nso;
+	in.exceptions = tc->pols.cel_exceptions;
+	in.nexceptions = tc->pols.ncel_exceptions;
+	in.host = &tc->cel.host;
+	in.bindings = (const json_t *const *)tc->pols.bindings;
+	in.nbindings = tc->pols.nbindings;
+	if (tc->params.n) {
+		params = gv_xcalloc(tc->params.n, sizeof(*params));
+		for (size_t i = 0; i < tc->params.n; i++)
+			params[i] = tc->params.v[i].obj;
+	}
+	in.params = params;
+	in.nparams = tc->params.n;
+	if (vpol_evaluate(lp->vpol, &in, &rep, &e)) {
+		c->error = gv_xstrdup(gv_err_str(&e, buf, sizeof(buf)));
+		goto out;
+	}
+	cel_cell_rules(c, lp, &rep);
+out:
+	free(params);
+	json_decref(nso);
+	vpol_report_release(&rep);
+	values_eval_release(&ev);
+	return c;
+}
+
 /* Evaluates resource r against policy p under operation o, once. */
 static struct test_cell *cell_get(struct test_case *tc, size_t o, size_t r, size_t p)
 {
@@ -577,7 +786,9 @@ static struct test_cell *cell_get(struct test_case *tc, size_t o, size_t r, size
 	if (c->done)
 		return c;
 	c->done = true;
-	if (!pol)
+	if (tc->pols.v[p].vpol)
+		return cel_cell(tc, c, o, r, p);
+	if (!pol || is_payload(tc, r))
 		return c;
 	if (!tc->sets[p])
 		tc->sets[p] = load_policyset_new(&tc->pols, &pol, 1);
@@ -630,6 +841,14 @@ static bool name_selects(const char *want, const json_t *obj)
 		return !strcmp(last + 1, load_res_name(obj)) && strlen(ns) == nsl &&
 		       !strncmp(ns, want, nsl);
 	}
+}
+
+/* Whether a listed name selects resource (or JSON payload) r. */
+static bool entry_selects(const struct test_case *tc, const char *want, size_t r)
+{
+	if (is_payload(tc, r))
+		return !strcmp(want, tc->payload_names[r - tc->payload_base]);
+	return name_selects(want, tc->res.v[r].obj);
 }
 
 static bool spec_selects(const json_t *spec, const json_t *obj)
@@ -727,7 +946,10 @@ static enum check check_resource(struct test_case *tc, const struct test_entry *
 	bool ok = true, any_response = false, invalid = false, unsupported = false;
 	const char *invalid_msg = NULL;
 
-	res_id(tc->res.v[r].obj, id, sizeof(id));
+	if (is_payload(tc, r))
+		snprintf(id, sizeof(id), "JSON/%s", tc->payload_names[r - tc->payload_base]);
+	else
+		res_id(tc->res.v[r].obj, id, sizeof(id));
 	for (size_t p = 0; p < tc->pols.n; p++) {
 		const struct load_policy *lp = &tc->pols.v[p];
 		struct test_cell *c;
@@ -741,7 +963,7 @@ static enum check check_resource(struct test_case *tc, const struct test_entry *
 			print_row("UNSUPPORTED", e->policy, e->rule, id, e, NULL, lp->unsupported);
 			continue;
 		}
-		if (!lp->policy) {
+		if (!lp->policy && !lp->vpol) {
 			invalid = true;
 			invalid_msg = lp->error;
 			continue;
@@ -776,7 +998,7 @@ static enum check check_resource(struct test_case *tc, const struct test_entry *
 			const char *got = engine_status_name(t->status);
 			bool pass;
 
-			if (!rule_candidate(e->rule, t->name))
+			if (!lp->vpol && !rule_candidate(e->rule, t->name))
 				continue;
 			matched++;
 			if (t->unsupported) {
@@ -831,7 +1053,7 @@ static void score_entry(struct test_case *tc, const struct test_entry *e, bool v
 		for (size_t i = 0; i < e->nnames; i++) {
 			size_t hits = 0;
 			for (size_t r = 0; r < nres; r++)
-				if (name_selects(e->names[i], tc->res.v[r].obj)) {
+				if (entry_selects(tc, e->names[i], r)) {
 					sel[r] = true;
 					hits++;
 				}
@@ -888,7 +1110,7 @@ static void score_entry(struct test_case *tc, const struct test_entry *e, bool v
 				if (widened)
 					mine = true;
 				else if (u < e->nnames)
-					mine = name_selects(e->names[u], tc->res.v[r].obj);
+					mine = entry_selects(tc, e->names[u], r);
 				else
 					mine = spec_selects(json_array_get(e->specs, u - e->nnames),
 							    tc->res.v[r].obj);
@@ -915,6 +1137,7 @@ static int run_case(const char *file, const struct gv_docs *docs, size_t di,
 	int rc = 0;
 
 	memset(&tc, 0, sizeof(tc));
+	celctx_init(&tc.cel);
 	tc.file = file;
 	tc.dir = dir_of(file);
 	tc.doc = docs->v[di].value;

@@ -89,8 +89,10 @@ bool engine_policy_rule_background_safe(const struct engine_policy *p, size_t i)
 /*
  * What gavel does not evaluate in rule i, or NULL when it evaluates all of
  * it: "mutate", "generate", "verifyImages" (rules outside a validate engine:
- * they give no result at all), or, for validate rules, "validate.cel",
- * "validate.manifests", "validate.assert", "celPreconditions",
+ * they give no result at all), or, for validate rules, a validate.cel that
+ * calls the Kyverno CEL libraries or takes parameter resources,
+ * "validate.manifests", "validate.assert", "celPreconditions" (on a body
+ * that is not validate.cel),
  * "imageExtractors" (they give an ENGINE_ERROR result with `unsupported`
  * set). Static string.
  */

@@ -336,6 +336,7 @@ enum body_kind {
 	BODY_DENY,
 	BODY_FOREACH,
 	BODY_POD_SECURITY, /* validate.podSecurity (pod-security-semantics.md) */
+	BODY_CEL,	   /* validate.cel (cel-semantics.md section 4; engine/vpolicy.h) */
 	BODY_UNSUPPORTED
 };
 
@@ -363,6 +364,7 @@ struct context_entry {
 };
 
 struct foreach;
+struct vpol_cel;
 
 /* A validate body: pattern | anyPattern | deny | foreach | podSecurity. */
 struct body {
@@ -377,6 +379,8 @@ struct body {
 	size_t nforeach;
 	struct pss_spec pss;	 /* BODY_POD_SECURITY */
 	const char *unsupported; /* BODY_UNSUPPORTED: what, e.g. "validate.cel" (static) */
+	struct vpol_cel *cel;	 /* BODY_CEL: compiled (with the rule's celPreconditions) */
+	char *cel_error;	 /* BODY_CEL: why it does not compile (a fail result), or NULL */
 };
 
 struct foreach {

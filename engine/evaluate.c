@@ -9,6 +9,7 @@
 
 #include "common/yaml.h"
 #include "engine/value.h"
+#include "engine/vpolicy.h"
 #include "common/banned.h"
 
 #define MAX_FOREACH_DEPTH 8
@@ -840,6 +841,18 @@ static void eval_body(const struct eval_state *st, const struct engine_policy *p
 		break;
 	case BODY_FOREACH:
 		eval_foreach(st, p, r, b->foreach, b->nforeach, resource, root, depth, rb, o);
+		break;
+	case BODY_CEL:
+		if (b->cel_error) {
+			outcome_set(o, ENGINE_FAIL, gv_xstrdup(b->cel_error));
+		} else {
+			enum engine_status s;
+			char *msg = NULL;
+			vpol_cel_evaluate(b->cel, st->delete_op ? NULL : resource,
+					  st->in->old_object, json_object_get(root, "request"),
+					  st->namespace, &s, &msg);
+			outcome_set(o, s, msg);
+		}
 		break;
 	case BODY_UNSUPPORTED:
 		outcome_set(o, ENGINE_ERROR,

@@ -9,6 +9,7 @@
 #include "common/yaml.h"
 #include "engine/policy_int.h"
 #include "engine/value.h"
+#include "engine/vpolicy.h"
 #include "common/banned.h"
 
 /* ---- autogen (section 9) ---- */
@@ -167,6 +168,18 @@ static json_t *wrap_pattern(const json_t *p, bool cronjob)
 	return out;
 }
 
+/* The CEL of a validate.cel rule rewritten for a pod controller; new reference. */
+static json_t *cel_autogen(const json_t *cel, bool cronjob)
+{
+	char *text = json_dumps(cel, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+	char *rep = vpol_autogen_text(text, cronjob, false);
+	json_t *out = json_loads(rep, JSON_DECODE_ANY, NULL);
+
+	free(text);
+	free(rep);
+	return out ? out : json_deep_copy(cel);
+}
+
 static json_t *autogen_rule(const json_t *rule, const json_t *kinds, bool cronjob)
 {
 	const char *name = json_string_value(json_object_get(rule, "name"));
@@ -205,6 +218,12 @@ static json_t *autogen_rule(const json_t *rule, const json_t *kinds, bool cronjo
 			json_object_set_new(v, "anyPattern", arr);
 		}
 	}
+	/* CEL expressions: object.spec/metadata gain the template path (cel-semantics.md 4). */
+	if (json_is_object(v) && json_object_get(v, "cel"))
+		json_object_set_new(v, "cel", cel_autogen(json_object_get(v, "cel"), cronjob));
+	if (json_object_get(r, "celPreconditions"))
+		json_object_set_new(r, "celPreconditions",
+				    cel_autogen(json_object_get(r, "celPreconditions"), cronjob));
 	/* Textual variable rewrite over the whole rule. */
 	text = json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	for (size_t i = 0; i < GV_ARRAY_LEN(from); i++) {

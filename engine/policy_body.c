@@ -10,6 +10,7 @@
 #include "common/yaml.h"
 #include "engine/policy_int.h"
 #include "engine/value.h"
+#include "engine/vpolicy.h"
 #include "common/banned.h"
 
 static const char *const foreach_fields[] = {"list",	     "context", "preconditions",
@@ -176,6 +177,8 @@ void body_release(struct body *b)
 	conditions_release(&b->deny);
 	foreach_release(b->foreach, b->nforeach);
 	pss_spec_release(&b->pss);
+	vpol_cel_free(b->cel);
+	free(b->cel_error);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -532,6 +535,9 @@ static enum gv_code body_compile_fields(const json_t *v, struct body *b, bool in
 		b->kind = BODY_FOREACH;
 		policy_ptr_push(ptr, "foreach");
 		rc = foreach_compile(fe, &b->foreach, &b->nforeach, ptr, err);
+	} else if (json_object_get(v, "cel") && !in_foreach) {
+		/* Compiled by rule_compile, which knows the rule's celPreconditions. */
+		b->kind = BODY_CEL;
 	} else {
 		/* Accepted, not evaluated: an explicit error result (evaluate.c). */
 		b->kind = BODY_UNSUPPORTED;
@@ -539,7 +545,6 @@ static enum gv_code body_compile_fields(const json_t *v, struct body *b, bool in
 				 : json_object_get(v, "manifests") ? "validate.manifests"
 								   : "validate.assert";
 	}
-	(void)in_foreach;
 body_out:
 	policy_ptr_pop(ptr, base);
 	if (rc)

@@ -9,6 +9,7 @@
 
 #include "common/yaml.h"
 #include "engine/policy_int.h"
+#include "engine/vpolicy.h"
 #include "engine/value.h"
 #include "common/banned.h"
 
@@ -224,8 +225,24 @@ enum gv_code rule_compile(const json_t *j, struct rule *r, bool background, stru
 		rc = body_compile(validate, &r->body, ptr, err);
 		if (rc)
 			goto out;
+		if (r->body.kind == BODY_CEL) {
+			struct gv_err ce = {0};
+			const json_t *m = json_object_get(validate, "message");
+			r->body.cel = vpol_cel_compile(json_object_get(validate, "cel"),
+						       json_object_get(j, "celPreconditions"),
+						       json_string_value(m), name, &ce);
+			if (!r->body.cel && !strncmp(ce.msg, "gavel does not evaluate ", 24)) {
+				r->body.kind = BODY_UNSUPPORTED;
+				r->body.unsupported = "validate.cel with the Kyverno CEL libraries "
+						      "or parameter resources";
+			} else if (!r->body.cel) {
+				/* Kyverno only warns at creation; evaluation then fails. */
+				r->body.cel_error = gv_xstrdup(ce.msg);
+			}
+		}
 		/* Rule fields that change what is evaluated and that gavel does not read. */
 		r->unsupported = r->body.kind == BODY_UNSUPPORTED	  ? r->body.unsupported
+				 : r->body.kind == BODY_CEL		  ? NULL
 				 : json_object_get(j, "celPreconditions") ? "celPreconditions"
 				 : json_object_get(j, "imageExtractors")  ? "imageExtractors"
 									  : NULL;

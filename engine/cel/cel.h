@@ -248,6 +248,32 @@ void cel_bind_json(struct cel_eval *ev, const char *name, const json_t *doc);
 void cel_bind_value(struct cel_eval *ev, const char *name, const struct cel_value *v);
 
 /*
+ * Binds variable name to a map from keys (borrowed, NUL-terminated; must
+ * outlive the evaluations) to values (copied shallowly), made in ev's arena:
+ * valid until cel_eval_clear() or cel_eval_reset(). Values may be errors,
+ * which then propagate only where read (Kubernetes' `variables`).
+ */
+void cel_bind_map(struct cel_eval *ev, const char *name, const char *const *keys,
+		  const struct cel_value *vals, size_t n);
+
+/*
+ * Kyverno's CEL library calls answered by the embedder (cel-semantics.md
+ * section 6): resource.Get/List, image.GetMetadata, globalContext.Get,
+ * http.Get/Post (PascalCase and camelCase). `call` gets the function name
+ * and its arguments as a JSON array and returns the result (borrowed: it
+ * must stay valid until the evaluation's values are cleared), or NULL with
+ * the error text in err. Without a host these calls are errors.
+ */
+struct cel_host {
+	const json_t *(*call)(void *ud, const char *fn, const json_t *args, char *err,
+			      size_t errlen);
+	void *ud;
+};
+
+/* Binds a host (borrowed, NULL = none) for the following runs. */
+void cel_eval_set_host(struct cel_eval *ev, const struct cel_host *h);
+
+/*
  * Evaluates p. *out is the result, which may be an error value (kind
  * CEL_ERROR) such as "no such key" or the fatal "operation cancelled: actual
  * cost limit exceeded". The cost limit applies to each run. Values stay

@@ -133,6 +133,7 @@ struct cel_eval {
 	struct cel_var *locals; /* comprehension variables, a stack */
 	size_t nlocals, caplocals;
 	const struct cel_program *prog;
+	const struct cel_host *host; /* borrowed, or NULL (host.c) */
 };
 
 /* Values */
@@ -229,6 +230,8 @@ extern const struct cel_func cel_authz_funcs[];
 extern const size_t cel_authz_nfuncs;
 /* NULL when s is a URL as url() reads it (Go's url.ParseRequestURI), else the reason. */
 const char *cel_url_check(struct cel_eval *ev, const char *s, size_t n);
+extern const struct cel_func cel_host_funcs[];
+extern const size_t cel_host_nfuncs;
 /* Semver ordering (semver.c) for the comparisons shared with quantities: false when not two
  * Semvers. */
 bool cel_semver_cmp(const struct cel_value *a, const struct cel_value *b, int *c);

@@ -2628,6 +2628,7 @@ static const struct {
     {cel_url_funcs, &cel_url_nfuncs},
     {cel_format_funcs, &cel_format_nfuncs},
     {cel_authz_funcs, &cel_authz_nfuncs},
+    {cel_host_funcs, &cel_host_nfuncs},
 };
 
 const struct cel_func *cel_func_find(const char *name, bool member, int nargs)

@@ -1560,6 +1560,74 @@ static void test_result_action(void **state)
 	CHECK_DONE();
 }
 
+/* ---- validate.cel (cel-semantics.md section 4) ---- */
+
+static void test_validate_cel(void **state)
+{
+	static const struct {
+		const char *body; /* after failureAction; the rule has validate.message m */
+		enum engine_status status;
+		const char *message;
+	} cases[] = {
+	    {"      cel: {expressions: [{expression: \"object.metadata.name == 'x'\"}]}\n",
+	     ENGINE_PASS, "Validation rule 'r' passed."},
+	    /* validate.message fills an expression without message */
+	    {"      cel: {expressions: [{expression: \"object.metadata.name == 'y'\"}]}\n",
+	     ENGINE_FAIL, "m"},
+	    {"      cel: {expressions: [{expression: 'false', message: ' own '}]}\n", ENGINE_FAIL,
+	     "own"},
+	    {"      cel: {expressions: [{expression: 'false', messageExpression: "
+	     "\"'name ' + object.metadata.name\"}]}\n",
+	     ENGINE_FAIL, "name x"},
+	    /* variables in order, one reading the one before */
+	    {"      cel:\n        variables: [{name: a, expression: 'object.metadata.name'}, "
+	     "{name: b, expression: \"variables.a + '!'\"}]\n        expressions: "
+	     "[{expression: \"variables.b == 'x!'\"}]\n",
+	     ENGINE_PASS, "Validation rule 'r' passed."},
+	    /* an error is a Deny of the validator: fail */
+	    {"      cel: {expressions: [{expression: 'object.spec.nope == 1'}]}\n", ENGINE_FAIL,
+	     "expression 'object.spec.nope == 1' resulted in error: no such key: nope"},
+	    /* a validate.cel that does not compile fails when evaluated */
+	    {"      cel: {expressions: [{expression: 'object.(('}]}\n", ENGINE_FAIL, NULL},
+	};
+	json_t *o = Y(POD_X("") "spec: {}\n");
+	struct engine_input in = {.object = o, .operation = "CREATE"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *pol = gv_xasprintf(E_HDR MATCH_POD
+					 "    validate:\n      failureAction: Enforce\n      "
+					 "message: m\n%s",
+					 cases[i].body);
+		struct run r;
+		const struct engine_rule_result *rr;
+
+		run1(&r, pol, &in, ENGINE_ADMISSION);
+		rr = result(&r, NULL, "r");
+		CHECK(rr && rr->status == cases[i].status, "case %zu: status %d", i,
+		      rr ? (int)rr->status : -1);
+		if (rr && cases[i].message)
+			CHECK_STR(rr->message, cases[i].message);
+		if (rr && !cases[i].message)
+			CHECK_PREFIX(rr->message, "compilation failed: ");
+		run_release(&r);
+		free(pol);
+	}
+	{
+		/* celPreconditions not met: skip */
+		struct run r;
+		run1(&r,
+		     E_HDR MATCH_POD
+		     "    celPreconditions: [{name: n, expression: 'false'}]\n" ENFORCE
+		     "      cel: {expressions: [{expression: 'false'}]}\n",
+		     &in, ENGINE_ADMISSION);
+		CHECK_RESULT(&r, "r", ENGINE_SKIP, "cel preconditions not met");
+		run_release(&r);
+	}
+	json_decref(o);
+	CHECK_DONE();
+}
+
 /* ---- fail closed: what gavel does not evaluate is an explicit error ---- */
 
 static void test_unsupported_is_error(void **state)
@@ -1568,8 +1636,10 @@ static void test_unsupported_is_error(void **state)
 		const char *validate; /* the validate body, after failureAction */
 		const char *message;
 	} cases[] = {
-	    {"      cel: {expressions: [{expression: 'false'}]}\n",
-	     "gavel does not evaluate validate.cel rules"},
+	    {"      cel: {expressions: [{expression: \"resource.Get('v1', 'configmaps', '', "
+	     "'x') != null\"}]}\n",
+	     "gavel does not evaluate validate.cel with the Kyverno CEL libraries or parameter "
+	     "resources rules"},
 	    {"      manifests: {attestors: [{entries: [{keys: {publicKeys: k}}]}]}\n",
 	     "gavel does not evaluate validate.manifests rules"},
 	    {"      assert: {object: {metadata: {name: y}}}\n",
@@ -1620,8 +1690,7 @@ static void test_unsupported_is_error(void **state)
 		const struct engine_rule_result *rr;
 		run1(&r,
 		     CP "spec:\n  background: false\n  failurePolicy: Ignore\n  rules:\n  - name: "
-			"r\n" MATCH_POD ENFORCE
-			"      cel: {expressions: [{expression: 'false'}]}\n",
+			"r\n" MATCH_POD ENFORCE "      assert: {object: {metadata: {name: y}}}\n",
 		     &in, ENGINE_ADMISSION);
 		rr = result(&r, NULL, "r");
 		CHECK(rr && rr->status == ENGINE_ERROR,
@@ -1711,6 +1780,7 @@ int main(void)
 	    cmocka_unit_test(test_update_old_object_as_create),
 	    cmocka_unit_test(test_context_before_preconditions),
 	    cmocka_unit_test(test_unsupported_is_error),
+	    cmocka_unit_test(test_validate_cel),
 	    cmocka_unit_test(test_context_without_loader),
 	};
 

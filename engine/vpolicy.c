@@ -1,0 +1,1589 @@
+/*
+ * vpolicy.c - CEL policies (vpolicy.h): ValidatingPolicy,
+ * NamespacedValidatingPolicy, ValidatingAdmissionPolicy, CEL
+ * PolicyExceptions and validate.cel bodies (cel-semantics.md 2-5).
+ */
+#include "engine/vpolicy.h"
+
+#include <ctype.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "engine/cel/cel.h"
+#include "engine/engine_int.h"
+#include "common/banned.h"
+
+/* ---- compiled pieces ---- */
+
+struct vexpr {
+	char *name;		  /* owned: variable/condition name, audit key, or NULL */
+	struct cel_program *prog; /* owned */
+};
+
+struct vvalidation {
+	struct cel_program *expr;     /* owned */
+	struct cel_program *msg_expr; /* owned or NULL */
+	char *message;		      /* owned or NULL */
+};
+
+/* One resourceRules entry (section 2.3 step 4). */
+struct rrule {
+	char **ops, **groups, **versions, **resources, **names;
+	size_t nops, ngroups, nversions, nresources, nnames;
+	int scope; /* 0 any, 1 Cluster, 2 Namespaced */
+};
+
+struct vmatch {
+	bool present; /* matchConstraints given */
+	struct rrule *rules, *excl;
+	size_t nrules, nexcl;
+	struct selector *ns_sel, *obj_sel; /* NULL = match all */
+	bool keep_empty;		   /* the CLI keeps an empty response (hasSelector) */
+};
+
+/* The evaluable part shared by ValidatingPolicy, VAP and validate.cel. */
+struct vbody {
+	struct vmatch match;
+	struct vexpr *conds, *vars, *audits;
+	size_t nconds, nvars, naudits;
+	struct vvalidation *vals;
+	size_t nvals;
+	bool ignore; /* failurePolicy: Ignore */
+};
+
+struct vpol_policy {
+	enum vpol_kind kind;
+	char *name, *namespace; /* owned */
+	json_t *doc;		/* owned reference */
+	bool json_mode;
+	bool has_param_kind;
+	struct vbody *bodies; /* [0] the policy, then its autogen copies */
+	size_t nbodies;
+};
+
+struct vpol_exception {
+	char *name, *namespace;
+	char **ref_names, **ref_kinds;
+	size_t nrefs;
+	struct vexpr *conds;
+	size_t nconds;
+	json_t *images, *values; /* owned arrays or NULL */
+	bool report_pass;
+	long priority;
+};
+
+struct vpol_cel {
+	struct vbody body;
+	char *rule;
+	char *default_message; /* validate.message or NULL */
+	bool has_params;
+};
+
+/* ---- small helpers ---- */
+
+static const char *str_of(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+static char **str_array(const json_t *a, size_t *n)
+{
+	char **v;
+	size_t i;
+	json_t *e;
+
+	*n = 0;
+	if (!json_is_array(a))
+		return NULL;
+	v = gv_xcalloc(json_array_size(a) + 1, sizeof(*v));
+	json_array_foreach(a, i, e)
+	{
+		if (json_is_string(e))
+			v[(*n)++] = gv_xstrdup(json_string_value(e));
+	}
+	return v;
+}
+
+static void str_array_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static bool in_list(char *const *v, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i], "*") || !strcmp(v[i], s))
+			return true;
+	return false;
+}
+
+/* Kyverno CEL library names (cel-semantics.md section 6) that gavel does not evaluate. */
+static const char *kyverno_lib_call(const char *src)
+{
+	static const char *const names[] = {
+	    "resource.",
+	    "http.",
+	    "image.",
+	    "imageData.",
+	    "imagedata.",
+	    "globalContext.",
+	    "parseImageReference",
+	    "isImage(",
+	    "parseServiceAccount",
+	    "user.",
+	    "x509.",
+	    "json.",
+	    "yaml.",
+	    "time.",
+	    "hash.",
+	    "sha1(",
+	    "sha256(",
+	    "md5(",
+	    "random(",
+	    "gzip.",
+	    "listObjToMap",
+	    "transform.",
+	    "exceptions.",
+	    "authorizer.",
+	};
+	for (size_t i = 0; i < GV_ARRAY_LEN(names); i++) {
+		const char *p = strstr(src, names[i]);
+		while (p) {
+			/* a name, not the tail of an identifier or a field (object.image.) */
+			if (p == src ||
+			    (!isalnum((unsigned char)p[-1]) && p[-1] != '_' && p[-1] != '.'))
+				return names[i];
+			p = strstr(p + 1, names[i]);
+		}
+	}
+	return NULL;
+}
+
+/*
+ * The first call of a host-answered Kyverno library function in src
+ * ("resource.Get(", ...), or NULL: those compile in every environment, so
+ * the VAP / validate.cel environment refuses them by name.
+ */
+static const char *host_call_in(const char *src)
+{
+	static const char *const names[] = {
+	    "resource.Get(",
+	    "resource.get(",
+	    "resource.List(",
+	    "resource.list(",
+	    "image.GetMetadata(",
+	    "image.getMetadata(",
+	    "globalContext.Get(",
+	    "globalContext.get(",
+	    "http.Get(",
+	    "http.get(",
+	    "http.Post(",
+	    "http.post(",
+	    "parseServiceAccount(",
+	    "user.parseServiceAccount(",
+	};
+	for (size_t i = 0; i < GV_ARRAY_LEN(names); i++) {
+		const char *p = strstr(src, names[i]);
+		while (p) {
+			if (p == src ||
+			    (!isalnum((unsigned char)p[-1]) && p[-1] != '_' && p[-1] != '.'))
+				return names[i];
+			p = strstr(p + 1, names[i]);
+		}
+	}
+	return NULL;
+}
+
+#define UNSUPPORTED_PREFIX "gavel does not evaluate "
+
+/*
+ * Compiling for the VAP / validate.cel environment, which has no Kyverno
+ * libraries (cel-semantics.md 1.1): set around those compiles only. The
+ * compiles of one policy run on one thread, so a thread-local flag.
+ */
+static _Thread_local bool vap_env;
+
+/* Compiles one expression at JSON pointer ptr. */
+static enum gv_code expr_compile(const json_t *j, const char *ptr, struct cel_program **out,
+				 struct gv_err *err)
+{
+	struct cel_parse_error pe = {0};
+	const char *src = json_string_value(j);
+
+	*out = NULL;
+	if (!src)
+		return gv_err_setp(err, GV_EINVAL, ptr, "expression must be a string");
+	if (vap_env && host_call_in(src)) {
+		const char *lib = host_call_in(src);
+		return gv_err_setp(err, GV_EINVAL, ptr,
+				   UNSUPPORTED_PREFIX "the Kyverno CEL library (%.*s) used by "
+						      "expression %s",
+				   (int)strcspn(lib, ".("), lib, src);
+	}
+	*out = cel_compile(src, strlen(src), 0, &pe);
+	if (*out)
+		return GV_OK;
+	{
+		const char *lib = kyverno_lib_call(src);
+		if (lib)
+			return gv_err_setp(err, GV_EINVAL, ptr,
+					   UNSUPPORTED_PREFIX "the Kyverno CEL library (%.*s) used "
+							      "by expression %s",
+					   (int)strcspn(lib, ".("), lib, src);
+	}
+	return gv_err_setp(err, GV_EINVAL, ptr, "compilation failed: ERROR: <input>:%d:%d: %s\n%s",
+			   pe.line, pe.col, pe.msg, pe.caret);
+}
+
+static enum gv_code exprs_compile(const json_t *list, const char *ptr, const char *name_key,
+				  const char *expr_key, struct vexpr **out, size_t *n,
+				  struct gv_err *err)
+{
+	size_t i;
+	json_t *e;
+	enum gv_code rc;
+
+	*out = NULL;
+	*n = 0;
+	if (!list || json_is_null(list))
+		return GV_OK;
+	if (!json_is_array(list))
+		return gv_err_setp(err, GV_EINVAL, ptr, "must be a list");
+	*out = gv_xcalloc(json_array_size(list) + 1, sizeof(**out));
+	json_array_foreach(list, i, e)
+	{
+		char p[512];
+		struct vexpr *x = &(*out)[*n];
+		snprintf(p, sizeof(p), "%s/%zu/%s", ptr, i, expr_key);
+		if ((rc = expr_compile(json_object_get(e, expr_key), p, &x->prog, err)))
+			return rc;
+		x->name = name_key ? gv_xstrdup(str_of(e, name_key)) : NULL;
+		(*n)++;
+	}
+	return GV_OK;
+}
+
+static void exprs_free(struct vexpr *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].name);
+		cel_program_free(v[i].prog);
+	}
+	free(v);
+}
+
+static void rrule_compile(const json_t *j, struct rrule *r)
+{
+	const char *scope = str_of(j, "scope");
+
+	memset(r, 0, sizeof(*r));
+	r->ops = str_array(json_object_get(j, "operations"), &r->nops);
+	r->groups = str_array(json_object_get(j, "apiGroups"), &r->ngroups);
+	r->versions = str_array(json_object_get(j, "apiVersions"), &r->nversions);
+	r->resources = str_array(json_object_get(j, "resources"), &r->nresources);
+	r->names = str_array(json_object_get(j, "resourceNames"), &r->nnames);
+	r->scope = !strcmp(scope, "Cluster") ? 1 : !strcmp(scope, "Namespaced") ? 2 : 0;
+}
+
+static void rrule_release(struct rrule *r)
+{
+	str_array_free(r->ops, r->nops);
+	str_array_free(r->groups, r->ngroups);
+	str_array_free(r->versions, r->nversions);
+	str_array_free(r->resources, r->nresources);
+	str_array_free(r->names, r->nnames);
+}
+
+static bool selector_nonempty(const json_t *s)
+{
+	return json_object_size(json_object_get(s, "matchLabels")) ||
+	       json_array_size(json_object_get(s, "matchExpressions"));
+}
+
+static enum gv_code vmatch_compile(const json_t *mc, const char *ptr, struct vmatch *m,
+				   struct gv_err *err)
+{
+	const json_t *rules = json_object_get(mc, "resourceRules");
+	const json_t *excl = json_object_get(mc, "excludeResourceRules");
+	const json_t *ns = json_object_get(mc, "namespaceSelector");
+	const json_t *obj = json_object_get(mc, "objectSelector");
+	struct gv_buf p = {0};
+	enum gv_code rc = GV_OK;
+	size_t i;
+	json_t *e;
+	bool names = false;
+
+	memset(m, 0, sizeof(*m));
+	if (!mc || json_is_null(mc))
+		return GV_OK;
+	m->present = true;
+	if (json_is_array(rules)) {
+		m->rules = gv_xcalloc(json_array_size(rules) + 1, sizeof(*m->rules));
+		json_array_foreach(rules, i, e)
+		{
+			rrule_compile(e, &m->rules[m->nrules++]);
+			names = names || json_array_size(json_object_get(e, "resourceNames"));
+		}
+	}
+	if (json_is_array(excl)) {
+		m->excl = gv_xcalloc(json_array_size(excl) + 1, sizeof(*m->excl));
+		json_array_foreach(excl, i, e) rrule_compile(e, &m->excl[m->nexcl++]);
+	}
+	if (selector_nonempty(ns)) {
+		gv_buf_addf(&p, "%s/namespaceSelector", ptr);
+		if ((rc = selector_compile(ns, &m->ns_sel, &p, err)))
+			goto out;
+	}
+	if (selector_nonempty(obj)) {
+		gv_buf_reset(&p);
+		gv_buf_addf(&p, "%s/objectSelector", ptr);
+		if ((rc = selector_compile(obj, &m->obj_sel, &p, err)))
+			goto out;
+	}
+	/* TEST-FORMAT.md 7.2 step 2: the CLI's hasSelector. */
+	m->keep_empty = m->nrules != 1 || names || m->nexcl || m->ns_sel || m->obj_sel;
+out:
+	gv_buf_release(&p);
+	return rc;
+}
+
+static void vmatch_release(struct vmatch *m)
+{
+	for (size_t i = 0; i < m->nrules; i++)
+		rrule_release(&m->rules[i]);
+	for (size_t i = 0; i < m->nexcl; i++)
+		rrule_release(&m->excl[i]);
+	free(m->rules);
+	free(m->excl);
+	selector_free(m->ns_sel);
+	selector_free(m->obj_sel);
+}
+
+static void body_release_v(struct vbody *b)
+{
+	vmatch_release(&b->match);
+	exprs_free(b->conds, b->nconds);
+	exprs_free(b->vars, b->nvars);
+	exprs_free(b->audits, b->naudits);
+	for (size_t i = 0; i < b->nvals; i++) {
+		cel_program_free(b->vals[i].expr);
+		cel_program_free(b->vals[i].msg_expr);
+		free(b->vals[i].message);
+	}
+	free(b->vals);
+	memset(b, 0, sizeof(*b));
+}
+
+static enum gv_code validations_compile(const json_t *list, const char *ptr, struct vbody *b,
+					struct gv_err *err)
+{
+	size_t i;
+	json_t *e;
+	enum gv_code rc;
+
+	if (!list || json_is_null(list))
+		return GV_OK;
+	if (!json_is_array(list))
+		return gv_err_setp(err, GV_EINVAL, ptr, "must be a list");
+	b->vals = gv_xcalloc(json_array_size(list) + 1, sizeof(*b->vals));
+	json_array_foreach(list, i, e)
+	{
+		char p[512];
+		struct vvalidation *v = &b->vals[b->nvals];
+		const json_t *me = json_object_get(e, "messageExpression");
+		const json_t *msg = json_object_get(e, "message");
+
+		snprintf(p, sizeof(p), "%s/%zu/expression", ptr, i);
+		if ((rc = expr_compile(json_object_get(e, "expression"), p, &v->expr, err)))
+			return rc;
+		b->nvals++;
+		if (json_is_string(me) && json_string_length(me)) {
+			snprintf(p, sizeof(p), "%s/%zu/messageExpression", ptr, i);
+			if ((rc = expr_compile(me, p, &v->msg_expr, err)))
+				return rc;
+		}
+		if (json_is_string(msg))
+			v->message = gv_xstrdup(json_string_value(msg));
+	}
+	return GV_OK;
+}
+
+/* spec fields shared by ValidatingPolicy and VAP. */
+static enum gv_code body_compile_spec(const json_t *spec, struct vbody *b, bool with_match,
+				      struct gv_err *err)
+{
+	enum gv_code rc;
+
+	memset(b, 0, sizeof(*b));
+	if (with_match && (rc = vmatch_compile(json_object_get(spec, "matchConstraints"),
+					       "/spec/matchConstraints", &b->match, err)))
+		return rc;
+	if ((rc = exprs_compile(json_object_get(spec, "matchConditions"), "/spec/matchConditions",
+				"name", "expression", &b->conds, &b->nconds, err)))
+		return rc;
+	if ((rc = exprs_compile(json_object_get(spec, "variables"), "/spec/variables", "name",
+				"expression", &b->vars, &b->nvars, err)))
+		return rc;
+	if ((rc = validations_compile(json_object_get(spec, "validations"), "/spec/validations", b,
+				      err)))
+		return rc;
+	if ((rc = exprs_compile(json_object_get(spec, "auditAnnotations"), "/spec/auditAnnotations",
+				"key", "valueExpression", &b->audits, &b->naudits, err)))
+		return rc;
+	b->ignore = !strcmp(str_of(spec, "failurePolicy"), "Ignore");
+	return GV_OK;
+}
+
+/* ---- documents ---- */
+
+static bool av_is(const json_t *doc, const char *group)
+{
+	const char *av = str_of(doc, "apiVersion");
+	size_t n = strlen(group);
+
+	return !strncmp(av, group, n) && av[n] == '/';
+}
+
+bool vpol_is_policy_doc(const json_t *doc)
+{
+	const char *kind = str_of(doc, "kind");
+	const char *av = str_of(doc, "apiVersion");
+
+	if (av_is(doc, "policies.kyverno.io"))
+		return !strcmp(kind, "ValidatingPolicy") ||
+		       !strcmp(kind, "NamespacedValidatingPolicy");
+	return !strcmp(av, "admissionregistration.k8s.io/v1") &&
+	       !strcmp(kind, "ValidatingAdmissionPolicy");
+}
+
+bool vpol_is_exception_doc(const json_t *doc)
+{
+	return av_is(doc, "policies.kyverno.io") && !strcmp(str_of(doc, "kind"), "PolicyException");
+}
+
+bool vpol_is_binding_doc(const json_t *doc)
+{
+	return av_is(doc, "admissionregistration.k8s.io") &&
+	       !strcmp(str_of(doc, "kind"), "ValidatingAdmissionPolicyBinding");
+}
+
+/* ---- autogen (section 2.7) ---- */
+
+static bool ident_byte(char c)
+{
+	return isalnum((unsigned char)c) || c == '_';
+}
+
+char *vpol_autogen_text(const char *text, bool cronjob, bool keep_namespace)
+{
+	static const char *const from[] = {"oldObject.spec", "oldObject.metadata", "object.spec",
+					   "object.metadata"};
+	const char *tmpl = cronjob ? "spec.jobTemplate.spec.template." : "spec.template.";
+	struct gv_buf b = {0};
+	const char *p = text;
+
+	while (*p) {
+		bool done = false;
+		for (size_t i = 0; i < GV_ARRAY_LEN(from) && !done; i++) {
+			size_t n = strlen(from[i]);
+			const char *field = strchr(from[i], '.') + 1;
+			size_t head = (size_t)(field - from[i]);
+			if (strncmp(p, from[i], n) || ident_byte(p[n]))
+				continue;
+			if (keep_namespace && !strcmp(field, "metadata") &&
+			    !strncmp(p + n, ".namespace", 10) && !ident_byte(p[n + 10]))
+				continue;
+			gv_buf_add(&b, p, head);
+			gv_buf_adds(&b, tmpl);
+			gv_buf_adds(&b, field);
+			p += n;
+			done = true;
+		}
+		if (!done) {
+			/* "oldObject" must not be read as "...Object" + "object" later. */
+			if (!strncmp(p, "oldObject", 9)) {
+				gv_buf_add(&b, p, 9);
+				p += 9;
+			} else {
+				gv_buf_addc(&b, *p++);
+			}
+		}
+	}
+	return gv_buf_detach(&b);
+}
+
+static bool str_is(const json_t *a, const char *want)
+{
+	const char *s = json_string_value(json_array_get(a, 0));
+	return json_array_size(a) == 1 && s && !strcmp(s, want);
+}
+
+static bool pod_only(const json_t *mc)
+{
+	const json_t *rules = json_object_get(mc, "resourceRules");
+	const json_t *r = json_array_get(rules, 0);
+
+	if (json_array_size(rules) != 1 ||
+	    json_array_size(json_object_get(mc, "excludeResourceRules")) ||
+	    selector_nonempty(json_object_get(mc, "objectSelector")) ||
+	    json_array_size(json_object_get(r, "resourceNames")))
+		return false;
+	return str_is(json_object_get(r, "apiGroups"), "") &&
+	       str_is(json_object_get(r, "apiVersions"), "v1") &&
+	       str_is(json_object_get(r, "resources"), "pods");
+}
+
+static bool ctl_has(const json_t *ctl, const char *name)
+{
+	size_t k;
+	json_t *c;
+
+	if (!json_is_array(ctl))
+		return true;
+	json_array_foreach(ctl, k, c)
+	{
+		if (json_is_string(c) && !strcmp(json_string_value(c), name))
+			return true;
+	}
+	return false;
+}
+
+static json_t *autogen_rule_for(const json_t *pod_rule, const char *group,
+				const char *const *resources, size_t n)
+{
+	json_t *r = json_object();
+	json_t *res = json_array();
+	const json_t *ops = json_object_get(pod_rule, "operations");
+
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(res, json_string(resources[i]));
+	json_object_set_new(r, "apiGroups", json_pack("[s]", group));
+	json_object_set_new(r, "apiVersions", json_pack("[s]", "v1"));
+	json_object_set_new(r, "resources", res);
+	if (ops)
+		json_object_set_new(r, "operations", json_deep_copy(ops));
+	return r;
+}
+
+/*
+ * The autogen copies' specs (0, 1 or 2 new references in out): the
+ * controllers of `defaults` and `cronjobs` that podControllers lets through.
+ */
+static size_t autogen_specs(const json_t *spec, json_t **out)
+{
+	const json_t *mc = json_object_get(spec, "matchConstraints");
+	const json_t *ctl = json_object_get(
+	    json_object_get(json_object_get(spec, "autogen"), "podControllers"), "controllers");
+	static const char *const apps[] = {"daemonsets", "deployments", "replicasets",
+					   "statefulsets"};
+	const char *on_apps[4];
+	size_t napps = 0, nout = 0;
+	bool jobs, cron;
+
+	if (!json_is_object(mc) || !pod_only(mc))
+		return 0;
+	for (size_t i = 0; i < 4; i++)
+		if (ctl_has(ctl, apps[i]))
+			on_apps[napps++] = apps[i];
+	jobs = ctl_has(ctl, "jobs");
+	cron = ctl_has(ctl, "cronjobs");
+	for (int which = 0; which < 2; which++) {
+		const json_t *pod_rule = json_array_get(json_object_get(mc, "resourceRules"), 0);
+		json_t *rules = json_array(), *nmc, *copy;
+		char *text, *re;
+		if (which == 0) {
+			if (napps)
+				json_array_append_new(
+				    rules, autogen_rule_for(pod_rule, "apps", on_apps, napps));
+			if (jobs) {
+				static const char *const j[] = {"jobs"};
+				json_array_append_new(rules,
+						      autogen_rule_for(pod_rule, "batch", j, 1));
+			}
+		} else if (cron) {
+			static const char *const c[] = {"cronjobs"};
+			json_array_append_new(rules, autogen_rule_for(pod_rule, "batch", c, 1));
+		}
+		if (!json_array_size(rules)) {
+			json_decref(rules);
+			continue;
+		}
+		nmc = json_object();
+		json_object_set_new(nmc, "resourceRules", rules);
+		if (json_object_get(mc, "namespaceSelector"))
+			json_object_set_new(
+			    nmc, "namespaceSelector",
+			    json_deep_copy(json_object_get(mc, "namespaceSelector")));
+		copy = json_deep_copy(spec);
+		json_object_del(copy, "matchConstraints");
+		text = json_dumps(copy, JSON_COMPACT);
+		json_decref(copy);
+		re = vpol_autogen_text(text, which == 1, true);
+		free(text);
+		copy = json_loads(re, 0, NULL);
+		free(re);
+		if (!copy) {
+			json_decref(nmc);
+			continue;
+		}
+		json_object_set_new(copy, "matchConstraints", nmc);
+		out[nout++] = copy;
+	}
+	return nout;
+}
+
+/* ---- compile ---- */
+
+struct vpol_policy *vpol_compile(const json_t *doc, struct gv_err *err)
+{
+	struct vpol_policy *p;
+	const json_t *spec = json_object_get(doc, "spec");
+	const char *kind = str_of(doc, "kind");
+	json_t *copies[2];
+	size_t ncopies = 0;
+	enum gv_code rc;
+
+	if (!vpol_is_policy_doc(doc)) {
+		gv_err_setp(err, GV_EINVAL, "/kind", "not a CEL policy: %s %s",
+			    str_of(doc, "apiVersion"), kind);
+		return NULL;
+	}
+	p = gv_xcalloc(1, sizeof(*p));
+	p->kind = !strcmp(kind, "ValidatingAdmissionPolicy")	? VPOL_VAP
+		  : !strcmp(kind, "NamespacedValidatingPolicy") ? VPOL_NAMESPACED
+								: VPOL_VALIDATING;
+	p->name = gv_xstrdup(str_of(json_object_get(doc, "metadata"), "name"));
+	p->namespace = gv_xstrdup(p->kind == VPOL_NAMESPACED
+				      ? str_of(json_object_get(doc, "metadata"), "namespace")
+				      : "");
+	p->doc = json_incref((json_t *)doc);
+	p->json_mode = !strcmp(str_of(json_object_get(spec, "evaluation"), "mode"), "JSON");
+	p->has_param_kind = json_is_object(json_object_get(spec, "paramKind"));
+	if (!json_is_object(spec)) {
+		gv_err_setp(err, GV_EINVAL, "/spec", "spec is required");
+		goto fail;
+	}
+	if (p->kind != VPOL_VAP && !p->json_mode)
+		ncopies = autogen_specs(spec, copies);
+	p->bodies = gv_xcalloc(1 + ncopies, sizeof(*p->bodies));
+	vap_env = p->kind == VPOL_VAP;
+	rc = body_compile_spec(spec, &p->bodies[0], !p->json_mode, err);
+	vap_env = false;
+	p->nbodies = 1;
+	for (size_t i = 0; i < ncopies; i++) {
+		if (!rc) {
+			rc = body_compile_spec(copies[i], &p->bodies[i + 1], true, err);
+			p->nbodies++;
+		}
+		json_decref(copies[i]);
+	}
+	if (rc)
+		goto fail;
+	return p;
+fail:
+	vpol_free(p);
+	return NULL;
+}
+
+void vpol_free(struct vpol_policy *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nbodies; i++)
+		body_release_v(&p->bodies[i]);
+	free(p->bodies);
+	free(p->name);
+	free(p->namespace);
+	json_decref(p->doc);
+	free(p);
+}
+
+const char *vpol_name(const struct vpol_policy *p)
+{
+	return p->name;
+}
+
+const char *vpol_namespace(const struct vpol_policy *p)
+{
+	return p->namespace;
+}
+
+enum vpol_kind vpol_kind(const struct vpol_policy *p)
+{
+	return p->kind;
+}
+
+const char *vpol_kind_name(const struct vpol_policy *p)
+{
+	static const char *const names[] = {"ValidatingPolicy", "NamespacedValidatingPolicy",
+					    "ValidatingAdmissionPolicy"};
+	return names[p->kind];
+}
+
+bool vpol_json_mode(const struct vpol_policy *p)
+{
+	return p->json_mode;
+}
+
+bool vpol_denies(const struct vpol_policy *p)
+{
+	const json_t *acts = json_object_get(json_object_get(p->doc, "spec"), "validationActions");
+	size_t i;
+	json_t *a;
+
+	if (p->kind == VPOL_VAP || !json_array_size(acts))
+		return true;
+	json_array_foreach(acts, i, a)
+	{
+		if (json_is_string(a) && !strcmp(json_string_value(a), "Deny"))
+			return true;
+	}
+	return false;
+}
+
+const char *vpol_annotation(const struct vpol_policy *p, const char *key)
+{
+	return json_string_value(json_object_get(
+	    json_object_get(json_object_get(p->doc, "metadata"), "annotations"), key));
+}
+
+struct vpol_exception *vpol_exception_compile(const json_t *doc, struct gv_err *err)
+{
+	struct vpol_exception *x = gv_xcalloc(1, sizeof(*x));
+	const json_t *spec = json_object_get(doc, "spec");
+	const json_t *refs = json_object_get(spec, "policyRefs");
+	const json_t *md = json_object_get(doc, "metadata");
+	const char *prio = str_of(json_object_get(md, "labels"), "polex.kyverno.io/priority");
+	size_t i;
+	json_t *e;
+
+	x->name = gv_xstrdup(str_of(md, "name"));
+	x->namespace = gv_xstrdup(str_of(md, "namespace"));
+	if (!json_array_size(refs)) {
+		gv_err_setp(err, GV_EINVAL, "/spec/policyRefs", "policyRefs must not be empty");
+		goto fail;
+	}
+	x->ref_names = gv_xcalloc(json_array_size(refs), sizeof(char *));
+	x->ref_kinds = gv_xcalloc(json_array_size(refs), sizeof(char *));
+	json_array_foreach(refs, i, e)
+	{
+		x->ref_names[x->nrefs] = gv_xstrdup(str_of(e, "name"));
+		x->ref_kinds[x->nrefs++] = gv_xstrdup(str_of(e, "kind"));
+	}
+	if (exprs_compile(json_object_get(spec, "matchConditions"), "/spec/matchConditions", "name",
+			  "expression", &x->conds, &x->nconds, err))
+		goto fail;
+	if (json_array_size(json_object_get(spec, "images")))
+		x->images = json_incref(json_object_get(spec, "images"));
+	if (json_array_size(json_object_get(spec, "allowedValues")))
+		x->values = json_incref(json_object_get(spec, "allowedValues"));
+	x->report_pass = !strcmp(str_of(spec, "reportResult"), "pass");
+	{
+		char *end = NULL;
+		long v = strtol(prio, &end, 10);
+		x->priority = *prio && end && !*end && v > 0 ? v : 0;
+	}
+	return x;
+fail:
+	vpol_exception_free(x);
+	return NULL;
+}
+
+void vpol_exception_free(struct vpol_exception *x)
+{
+	if (!x)
+		return;
+	free(x->name);
+	free(x->namespace);
+	str_array_free(x->ref_names, x->nrefs);
+	str_array_free(x->ref_kinds, x->nrefs);
+	exprs_free(x->conds, x->nconds);
+	json_decref(x->images);
+	json_decref(x->values);
+	free(x);
+}
+
+/* ---- evaluation ---- */
+
+/* The request's group, version, kind and resource. */
+struct vreq {
+	char group[128], version[64], kind[128], resource[160];
+	const char *sub;
+	const char *name, *namespace;
+	const char *op;
+	const json_t *labels, *old_labels;
+};
+
+/* Lower-case plural of a kind, as the CLI guesses an unknown one. */
+void vpol_kind_resource(const char *kind, char *out, size_t n)
+{
+	size_t len = strlen(kind), i;
+	char low[160];
+
+	for (i = 0; i < len && i + 1 < sizeof(low); i++)
+		low[i] = (char)tolower((unsigned char)kind[i]);
+	low[i] = '\0';
+	len = i;
+	if (!strcmp(low, "endpoints"))
+		snprintf(out, n, "%s", low);
+	else if (len && low[len - 1] == 's')
+		snprintf(out, n, "%ses", low);
+	else if (len > 1 && low[len - 1] == 'y' && !strchr("aeiou", low[len - 2])) {
+		low[len - 1] = '\0';
+		snprintf(out, n, "%sies", low);
+	} else
+		snprintf(out, n, "%ss", low);
+}
+
+static void vreq_init(struct vreq *r, const struct vpol_input *in)
+{
+	const json_t *obj =
+	    in->object && json_object_size(in->object) ? in->object : in->old_object;
+	const char *av = str_of(obj, "apiVersion");
+	const char *slash = strchr(av, '/');
+	const json_t *md = json_object_get(obj, "metadata");
+
+	memset(r, 0, sizeof(*r));
+	if (slash) {
+		snprintf(r->group, sizeof(r->group), "%.*s", (int)(slash - av), av);
+		snprintf(r->version, sizeof(r->version), "%s", slash + 1);
+	} else {
+		snprintf(r->version, sizeof(r->version), "%s", av);
+	}
+	snprintf(r->kind, sizeof(r->kind), "%s", str_of(obj, "kind"));
+	if (in->resource)
+		snprintf(r->resource, sizeof(r->resource), "%s", in->resource);
+	else
+		vpol_kind_resource(r->kind, r->resource, sizeof(r->resource));
+	r->sub = in->subresource ? in->subresource : "";
+	r->name = str_of(md, "name");
+	if (!*r->name)
+		r->name = str_of(md, "generateName");
+	r->namespace = str_of(md, "namespace");
+	r->op = in->operation ? in->operation : "CREATE";
+	if (!strcmp(r->op, "CONNECT"))
+		r->op = "CREATE";
+	r->labels = json_object_get(json_object_get(in->object, "metadata"), "labels");
+	r->old_labels = json_object_get(json_object_get(in->old_object, "metadata"), "labels");
+}
+
+static bool resource_matches(char *const *res, size_t n, const char *resource, const char *sub)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *r = res[i];
+		const char *slash = strchr(r, '/');
+		if (!slash) {
+			if (!*sub && (!strcmp(r, "*") || !strcmp(r, resource)))
+				return true;
+			continue;
+		}
+		if (!*sub)
+			continue;
+		{
+			size_t hl = (size_t)(slash - r);
+			bool head = (hl == 1 && r[0] == '*') ||
+				    (strlen(resource) == hl && !strncmp(r, resource, hl));
+			bool tail = !strcmp(slash + 1, "*") || !strcmp(slash + 1, sub);
+			if (head && tail)
+				return true;
+		}
+	}
+	return false;
+}
+
+static bool rrule_matches(const struct rrule *r, const struct vreq *q)
+{
+	bool cluster = !*q->namespace || !strcmp(q->resource, "namespaces");
+
+	if (!in_list(r->ops, r->nops, q->op))
+		return false;
+	if (!in_list(r->groups, r->ngroups, q->group) ||
+	    !in_list(r->versions, r->nversions, q->version))
+		return false;
+	if (!resource_matches(r->resources, r->nresources, q->resource, q->sub))
+		return false;
+	if (r->scope == 1 && !(!*q->namespace || !strcmp(q->resource, "namespaces")))
+		return false;
+	if (r->scope == 2 && cluster)
+		return false;
+	if (r->nnames) {
+		bool hit = false;
+		for (size_t i = 0; i < r->nnames && !hit; i++)
+			hit = !strcmp(r->names[i], q->name);
+		if (!hit)
+			return false;
+	}
+	return true;
+}
+
+/* A shared empty object (read-only; evaluations may run in several threads). */
+static const json_t *empty_obj(void)
+{
+	static _Atomic(json_t *) shared;
+	json_t *e = atomic_load(&shared), *mine;
+
+	if (e)
+		return e;
+	mine = json_object();
+	if (atomic_compare_exchange_strong(&shared, &e, mine))
+		return mine;
+	json_decref(mine);
+	return e;
+}
+
+/* Section 2.3. */
+static bool vmatch_eval(const struct vmatch *m, const struct vreq *q, const json_t *ns_obj)
+{
+	bool any = !m->nrules;
+
+	for (size_t i = 0; i < m->nexcl; i++)
+		if (rrule_matches(&m->excl[i], q))
+			return false;
+	for (size_t i = 0; i < m->nrules && !any; i++)
+		any = rrule_matches(&m->rules[i], q);
+	if (!any)
+		return false;
+	if (m->ns_sel) {
+		bool is_ns = !strcmp(q->resource, "namespaces");
+		if (is_ns || *q->namespace) {
+			const json_t *labels;
+			json_t *own = NULL;
+			bool ok;
+			if (is_ns)
+				labels = q->labels;
+			else if (ns_obj && json_is_object(ns_obj))
+				labels =
+				    json_object_get(json_object_get(ns_obj, "metadata"), "labels");
+			else
+				labels = own =
+				    json_pack("{s:s}", "kubernetes.io/metadata.name", q->namespace);
+			ok = selector_matches(m->ns_sel, labels ? labels : empty_obj());
+			json_decref(own);
+			if (!ok)
+				return false;
+		}
+	}
+	if (m->obj_sel && !selector_matches(m->obj_sel, q->labels ? q->labels : empty_obj()) &&
+	    !selector_matches(m->obj_sel, q->old_labels ? q->old_labels : empty_obj()))
+		return false;
+	return true;
+}
+
+static json_t *request_json(const struct vreq *q, const struct vpol_input *in, bool full)
+{
+	json_t *r = json_object();
+	json_t *gvk =
+	    json_pack("{s:s,s:s,s:s}", "group", q->group, "version", q->version, "kind", q->kind);
+	json_t *gvr = json_pack("{s:s,s:s,s:s}", "group", q->group, "version", q->version,
+				"resource", q->resource);
+
+	json_object_set(r, "kind", gvk);
+	json_object_set(r, "resource", gvr);
+	json_object_set_new(r, "requestKind", gvk);
+	json_object_set_new(r, "requestResource", gvr);
+	if (*q->sub) {
+		json_object_set_new(r, "subResource", json_string(q->sub));
+		json_object_set_new(r, "requestSubResource", json_string(q->sub));
+	}
+	json_object_set_new(r, "name", json_string(q->name));
+	json_object_set_new(r, "namespace", json_string(q->namespace));
+	json_object_set_new(r, "operation", json_string(q->op));
+	json_object_set_new(r, "userInfo",
+			    in->user_info ? json_deep_copy(in->user_info) : json_object());
+	json_object_set_new(r, "dryRun", json_false());
+	if (full) {
+		json_object_set(r, "object", (json_t *)(in->object ? in->object : json_null()));
+		json_object_set(r, "oldObject",
+				(json_t *)(in->old_object ? in->old_object : json_null()));
+	}
+	return r;
+}
+
+/* Text of an error value. */
+static const char *err_text(const struct cel_value *v)
+{
+	return v->kind == CEL_ERROR && v->v.err && v->v.err->msg ? v->v.err->msg : "unknown error";
+}
+
+/* One result of one body. */
+struct vout {
+	bool none; /* not matched: no rule */
+	const char *rule;
+	enum engine_status status;
+	char *message;
+	json_t *holder; /* owned: the `exceptions` document bound */
+};
+
+static void vout_set(struct vout *o, const char *rule, enum engine_status s, char *msg)
+{
+	o->none = false;
+	o->rule = rule;
+	o->status = s;
+	free(o->message);
+	o->message = msg;
+}
+
+/* Evaluates the variables in order and binds `variables`. */
+static void bind_variables(struct cel_eval *ev, const struct vbody *b)
+{
+	const char **names = gv_xcalloc(b->nvars + 1, sizeof(*names));
+	struct cel_value *vals = gv_xcalloc(b->nvars + 1, sizeof(*vals));
+
+	for (size_t i = 0; i < b->nvars; i++) {
+		cel_bind_map(ev, "variables", names, vals, i);
+		cel_eval_run(ev, b->vars[i].prog, &vals[i]);
+		names[i] = b->vars[i].name;
+	}
+	cel_bind_map(ev, "variables", names, vals, b->nvars);
+	free(names);
+	free(vals);
+}
+
+/* Runs boolean conditions: 1 all true, 0 one false, -1 errors (texts in errs). */
+static int run_conditions(struct cel_eval *ev, const struct vexpr *c, size_t n, struct gv_buf *errs)
+{
+	bool failed = false;
+
+	for (size_t i = 0; i < n; i++) {
+		struct cel_value v;
+		cel_eval_run(ev, c[i].prog, &v);
+		if (v.kind == CEL_BOOL) {
+			if (!v.v.b)
+				return 0;
+			continue;
+		}
+		failed = true;
+		if (errs->len)
+			gv_buf_adds(errs, "; ");
+		if (v.kind == CEL_ERROR)
+			gv_buf_addf(errs, "expression '%s' resulted in error: %s",
+				    cel_program_source(c[i].prog), err_text(&v));
+		else
+			gv_buf_addf(errs, "expression '%s' must evaluate to bool",
+				    cel_program_source(c[i].prog));
+	}
+	return failed ? -1 : 1;
+}
+
+static char *trimmed(const char *s, size_t n)
+{
+	while (n && isspace((unsigned char)*s)) {
+		s++;
+		n--;
+	}
+	while (n && isspace((unsigned char)s[n - 1]))
+		n--;
+	return gv_xstrndup(s, n);
+}
+
+/*
+ * Kubernetes' message of a denied validation (section 4.6): the trimmed
+ * messageExpression (unless empty, multi-line or over 5 KiB), else the
+ * trimmed message, else "failed expression: <expression>".
+ */
+static char *k8s_message(struct cel_eval *ev, const struct vvalidation *v, const char *dflt)
+{
+	if (v->msg_expr) {
+		struct cel_value m;
+		cel_eval_run(ev, v->msg_expr, &m);
+		if (m.kind == CEL_STRING) {
+			char *t = trimmed(m.v.s.p, m.v.s.n);
+			if (*t && !strchr(t, '\n') && strlen(t) <= 5120)
+				return t;
+			free(t);
+		}
+	}
+	if (v->message && *v->message) {
+		char *t = trimmed(v->message, strlen(v->message));
+		if (*t)
+			return t;
+		free(t);
+	}
+	if (dflt && *dflt)
+		return gv_xstrdup(dflt);
+	return gv_xasprintf("failed expression: %s", cel_program_source(v->expr));
+}
+
+/* Validations and audit annotations of a ValidatingPolicy (section 2.5). */
+static void run_vpol_validations(struct cel_eval *ev, const struct vbody *b, struct vout *o)
+{
+	size_t i;
+
+	for (i = 0; i < b->nvals; i++) {
+		const struct vvalidation *v = &b->vals[i];
+		struct cel_value r;
+		cel_eval_run(ev, v->expr, &r);
+		if (r.kind == CEL_BOOL && r.v.b)
+			continue;
+		if (r.kind == CEL_ERROR) {
+			vout_set(o, "", ENGINE_ERROR, gv_xasprintf("error: %s", err_text(&r)));
+			return;
+		}
+		if (r.kind != CEL_BOOL) {
+			vout_set(o, "", ENGINE_ERROR,
+				 gv_xasprintf("error: expression '%s' did not return a bool",
+					      cel_program_source(v->expr)));
+			return;
+		}
+		if (v->msg_expr) {
+			struct cel_value m;
+			cel_eval_run(ev, v->msg_expr, &m);
+			if (m.kind == CEL_STRING)
+				vout_set(o, "", ENGINE_FAIL, gv_xstrndup(m.v.s.p, m.v.s.n));
+			else
+				vout_set(o, "", ENGINE_FAIL,
+					 gv_xasprintf("failed to evaluate message expression: %s",
+						      m.kind == CEL_ERROR ? err_text(&m)
+									  : "not a string"));
+		} else if (v->message && *v->message) {
+			vout_set(o, "", ENGINE_FAIL, gv_xstrdup(v->message));
+		} else {
+			vout_set(o, "", ENGINE_FAIL,
+				 gv_xasprintf("CEL expression validation failed at index %zu", i));
+		}
+		break;
+	}
+	if (i == b->nvals)
+		vout_set(o, "", ENGINE_PASS, gv_xstrdup("success"));
+	for (size_t k = 0; k < b->naudits; k++) {
+		struct cel_value a;
+		cel_eval_run(ev, b->audits[k].prog, &a);
+		if (a.kind == CEL_STRING)
+			continue;
+		if (o->status == ENGINE_PASS)
+			vout_set(o, "evaluation", ENGINE_ERROR,
+				 gv_xasprintf("failed to load context: failed to evaluate "
+					      "auditAnnotation '%s': %s",
+					      b->audits[k].name,
+					      a.kind == CEL_ERROR ? err_text(&a) : "not a string"));
+		else
+			vout_set(
+			    o, "", ENGINE_ERROR,
+			    gv_xasprintf("failed to convert auditAnnotation '%s' expression: %s",
+					 b->audits[k].name,
+					 a.kind == CEL_ERROR ? err_text(&a) : "not a string"));
+		return;
+	}
+}
+
+static bool exception_refers(const struct vpol_exception *x, const struct vpol_policy *p)
+{
+	for (size_t i = 0; i < x->nrefs; i++)
+		if (!strcmp(x->ref_names[i], p->name) &&
+		    !strcmp(x->ref_kinds[i], vpol_kind_name(p)))
+			return true;
+	return false;
+}
+
+/*
+ * CEL PolicyExceptions (section 3): true when the policy is fully exempted
+ * or an exception errored (*o set); else binds `exceptions`.
+ */
+static bool run_exceptions(struct cel_eval *ev, const struct vpol_policy *p,
+			   const struct vpol_input *in, struct vout *o)
+{
+	json_t *images = json_array(), *values = json_array();
+	struct gv_buf names = {0}, errs = {0};
+	const struct vpol_exception *chosen = NULL;
+	bool done = false;
+
+	for (size_t i = 0; i < in->nexceptions; i++) {
+		const struct vpol_exception *x = in->exceptions[i];
+		int c;
+		if (!exception_refers(x, p))
+			continue;
+		c = run_conditions(ev, x->conds, x->nconds, &errs);
+		if (c < 0 && !chosen) {
+			vout_set(o, "evaluation", ENGINE_ERROR,
+				 gv_xasprintf("failed to load context: %s", gv_buf_str(&errs)));
+			done = true;
+			goto out;
+		}
+		if (c <= 0)
+			continue;
+		if (!x->images && !x->values) {
+			if (names.len)
+				gv_buf_adds(&names, ", ");
+			gv_buf_addf(&names, "%s/%s", x->namespace, x->name);
+			if (!chosen || x->priority > chosen->priority)
+				chosen = x;
+			continue;
+		}
+		if (!chosen) {
+			if (x->images)
+				json_array_extend(images, x->images);
+			if (x->values)
+				json_array_extend(values, x->values);
+		}
+	}
+	if (chosen) {
+		vout_set(o, "exception", chosen->report_pass ? ENGINE_PASS : ENGINE_SKIP,
+			 gv_xasprintf("rule is skipped due to policy exception: %s",
+				      gv_buf_str(&names)));
+		done = true;
+		goto out;
+	}
+	{
+		json_t *ex =
+		    json_pack("{s:O,s:O}", "allowedImages", images, "allowedValues", values);
+		/* kept alive by the caller's holder until the evaluation ends */
+		cel_bind_json(ev, "exceptions", ex);
+		json_decref(o->holder);
+		o->holder = ex;
+	}
+out:
+	json_decref(images);
+	json_decref(values);
+	gv_buf_release(&names);
+	gv_buf_release(&errs);
+	return done;
+}
+
+/* Binds the ValidatingPolicy variables (section 2.9). */
+static json_t *bind_vpol_env(struct cel_eval *ev, const struct vpol_policy *p,
+			     const struct vpol_input *in, const struct vreq *q)
+{
+	json_t *req;
+
+	if (p->json_mode || in->json_payload) {
+		cel_bind_json(ev, "object", in->object ? in->object : json_null());
+		cel_bind_json(ev, "oldObject", json_null());
+		cel_bind_json(ev, "request", json_null());
+		cel_bind_json(ev, "namespaceObject", json_null());
+		return NULL;
+	}
+	req = request_json(q, in, true);
+	cel_bind_json(ev, "object", in->object ? in->object : empty_obj());
+	cel_bind_json(ev, "oldObject", in->old_object ? in->old_object : empty_obj());
+	cel_bind_json(ev, "request", req);
+	cel_bind_json(ev, "namespaceObject",
+		      in->namespace_object ? in->namespace_object : json_null());
+	return req;
+}
+
+static void eval_vpol_body(struct cel_eval *ev, const struct vpol_policy *p, const struct vbody *b,
+			   const struct vpol_input *in, const struct vreq *q, struct vout *o)
+{
+	struct gv_buf errs = {0};
+	int c;
+
+	o->none = true;
+	if (!p->json_mode) {
+		if (!b->match.present || !vmatch_eval(&b->match, q, in->namespace_object))
+			return;
+	}
+	if (run_exceptions(ev, p, in, o))
+		goto out;
+	c = run_conditions(ev, b->conds, b->nconds, &errs);
+	if (c == 0 || (c < 0 && b->ignore)) {
+		vout_set(o, "", ENGINE_SKIP, gv_xstrdup("skip"));
+		goto out;
+	}
+	if (c < 0) {
+		vout_set(o, "evaluation", ENGINE_ERROR,
+			 gv_xasprintf("failed to load context: %s", gv_buf_str(&errs)));
+		goto out;
+	}
+	bind_variables(ev, b);
+	run_vpol_validations(ev, b, o);
+out:
+	gv_buf_release(&errs);
+}
+
+/* Params of a VAP binding offline (TEST-FORMAT.md 7.3); new reference. */
+static json_t *binding_params(const json_t *binding, const struct vpol_input *in)
+{
+	const json_t *ref = json_object_get(json_object_get(binding, "spec"), "paramRef");
+	const json_t *sel = json_object_get(ref, "selector");
+	const char *name = str_of(ref, "name"), *ns = str_of(ref, "namespace");
+
+	if (!json_is_object(ref))
+		return json_null();
+	if (json_is_object(sel)) {
+		struct selector *s = NULL;
+		struct gv_buf ptr = {0};
+		json_t *items = json_array();
+		if (selector_compile(sel, &s, &ptr, NULL) == GV_OK) {
+			for (size_t i = 0; i < in->nparams; i++) {
+				const json_t *l = json_object_get(
+				    json_object_get(in->params[i], "metadata"), "labels");
+				if (selector_matches(s, l ? l : empty_obj()))
+					json_array_append(items, (json_t *)in->params[i]);
+			}
+		}
+		selector_free(s);
+		gv_buf_release(&ptr);
+		return json_pack("{s:s,s:s,s:o}", "apiVersion", "v1", "kind", "List", "items",
+				 items);
+	}
+	for (size_t i = 0; i < in->nparams; i++) {
+		const json_t *md = json_object_get(in->params[i], "metadata");
+		if (*name ? !strcmp(str_of(md, "name"), name)
+			  : (*ns && !strcmp(str_of(md, "namespace"), ns)))
+			return json_incref((json_t *)in->params[i]);
+	}
+	return json_null();
+}
+
+/* One VAP evaluation (section 5): rule named after the policy. */
+static void eval_vap_once(struct cel_eval *ev, const struct vpol_policy *p, const struct vbody *b,
+			  struct vout *o)
+{
+	struct gv_buf errs = {0};
+	int c = run_conditions(ev, b->conds, b->nconds, &errs);
+	size_t i;
+
+	if (c == 0) {
+		vout_set(o, p->name, ENGINE_SKIP, gv_xstrdup("match conditions aren't met"));
+		goto out;
+	}
+	if (c < 0) {
+		vout_set(o, p->name, ENGINE_ERROR, gv_buf_detach(&errs));
+		goto out;
+	}
+	bind_variables(ev, b);
+	for (i = 0; i < b->nvals; i++) {
+		struct cel_value r;
+		cel_eval_run(ev, b->vals[i].expr, &r);
+		if (r.kind == CEL_BOOL && r.v.b)
+			continue;
+		if (r.kind != CEL_BOOL) {
+			vout_set(o, p->name, ENGINE_ERROR,
+				 gv_xasprintf("expression '%s' resulted in error: %s",
+					      cel_program_source(b->vals[i].expr),
+					      r.kind == CEL_ERROR ? err_text(&r)
+								  : "must evaluate to bool"));
+			goto out;
+		}
+		vout_set(o, p->name, ENGINE_FAIL, k8s_message(ev, &b->vals[i], NULL));
+		goto out;
+	}
+	vout_set(o, p->name, ENGINE_PASS, gv_xstrdup(""));
+out:
+	gv_buf_release(&errs);
+}
+
+static void eval_vap(struct cel_eval *ev, const struct vpol_policy *p, const struct vpol_input *in,
+		     const struct vreq *q, struct vout *o)
+{
+	const struct vbody *b = &p->bodies[0];
+	json_t *req, *nso;
+	const json_t *labels =
+	    json_object_get(json_object_get(in->namespace_object, "metadata"), "labels");
+	bool any_binding = false;
+	struct vreq cq = *q;
+
+	o->none = true;
+	cq.op = "CREATE";
+	nso = *q->namespace ? json_pack("{s:s,s:s,s:{s:s,s:O}}", "apiVersion", "v1", "kind",
+					"Namespace", "metadata", "name", q->namespace, "labels",
+					labels ? labels : empty_obj())
+			    : json_pack("{s:s,s:s,s:{}}", "apiVersion", "v1", "kind", "Namespace",
+					"metadata");
+	{
+		struct vpol_input ci = *in;
+		ci.old_object = NULL;
+		req = request_json(&cq, &ci, false);
+	}
+	cel_bind_json(ev, "object", in->object ? in->object : json_null());
+	cel_bind_json(ev, "oldObject", json_null());
+	cel_bind_json(ev, "request", req);
+	cel_bind_json(ev, "namespaceObject", nso);
+	cel_bind_json(ev, "params", json_null());
+	for (size_t i = 0; i < in->nbindings; i++) {
+		const json_t *spec = json_object_get(in->bindings[i], "spec");
+		const json_t *mr = json_object_get(spec, "matchResources");
+		json_t *params;
+		if (strcmp(str_of(spec, "policyName"), p->name))
+			continue;
+		any_binding = true;
+		if (json_is_object(mr)) {
+			struct vmatch m;
+			struct gv_err e = {0};
+			bool ok;
+			if (vmatch_compile(mr, "", &m, &e)) {
+				vout_set(o, p->name, ENGINE_ERROR, gv_xstrdup(e.msg));
+				continue;
+			}
+			ok = vmatch_eval(&m, &cq, nso);
+			vmatch_release(&m);
+			if (!ok)
+				continue;
+		}
+		params = binding_params(in->bindings[i], in);
+		cel_bind_json(ev, "params", params);
+		eval_vap_once(ev, p, b, o);
+		cel_bind_json(ev, "params", json_null());
+		json_decref(params);
+	}
+	if (!any_binding && b->match.present && vmatch_eval(&b->match, &cq, nso))
+		eval_vap_once(ev, p, b, o);
+	json_decref(req);
+	json_decref(nso);
+}
+
+enum gv_code vpol_evaluate(const struct vpol_policy *p, const struct vpol_input *in,
+			   struct vpol_report *out, struct gv_err *err)
+{
+	struct cel_eval *ev;
+	struct vreq q;
+
+	memset(out, 0, sizeof(*out));
+	if (!in->object && !in->old_object)
+		return gv_err_set(err, GV_EINVAL, "no object to evaluate");
+	if (in->json_payload && !p->json_mode)
+		return GV_OK;
+	vreq_init(&q, in);
+	ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
+	if (p->kind != VPOL_VAP)
+		cel_eval_set_host(ev, in->host);
+	out->v = gv_xcalloc(p->nbodies, sizeof(*out->v));
+	for (size_t i = 0; i < p->nbodies; i++) {
+		struct vout o = {.none = true};
+		json_t *req = NULL;
+		bool keep;
+		cel_eval_reset(ev);
+		if (p->kind == VPOL_VAP) {
+			eval_vap(ev, p, in, &q, &o);
+			keep = true;
+		} else {
+			req = bind_vpol_env(ev, p, in, &q);
+			eval_vpol_body(ev, p, &p->bodies[i], in, &q, &o);
+			keep = !o.none || p->json_mode || p->bodies[i].match.keep_empty;
+		}
+		if (keep) {
+			struct vpol_response *r = &out->v[out->n++];
+			if (!o.none) {
+				r->rules = gv_xcalloc(1, sizeof(*r->rules));
+				r->rules[0].rule = gv_xstrdup(o.rule ? o.rule : "");
+				r->rules[0].status = o.status;
+				r->rules[0].message = o.message ? o.message : gv_xstrdup("");
+				o.message = NULL;
+				r->n = 1;
+			}
+		}
+		free(o.message);
+		json_decref(o.holder);
+		json_decref(req);
+		if (p->kind == VPOL_VAP)
+			break;
+	}
+	cel_eval_free(ev);
+	return GV_OK;
+}
+
+void vpol_report_release(struct vpol_report *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		for (size_t j = 0; j < r->v[i].n; j++) {
+			free(r->v[i].rules[j].rule);
+			free(r->v[i].rules[j].message);
+		}
+		free(r->v[i].rules);
+	}
+	free(r->v);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---- validate.cel (section 4) ---- */
+
+struct vpol_cel *vpol_cel_compile(const json_t *cel, const json_t *pre, const char *message,
+				  const char *rule, struct gv_err *err)
+{
+	struct vpol_cel *c = gv_xcalloc(1, sizeof(*c));
+	const json_t *exprs = json_object_get(cel, "expressions");
+	enum gv_code rc;
+
+	vap_env = true;
+	c->rule = gv_xstrdup(rule ? rule : "");
+	c->default_message = message ? gv_xstrdup(message) : NULL;
+	c->has_params = json_is_object(json_object_get(cel, "paramKind")) &&
+			json_is_object(json_object_get(cel, "paramRef"));
+	if (c->has_params) {
+		gv_err_setp(err, GV_EINVAL, "/paramRef",
+			    UNSUPPORTED_PREFIX "validate.cel paramKind/paramRef (parameter "
+					       "resources) offline");
+		goto fail;
+	}
+	if ((rc = exprs_compile(pre, "/celPreconditions", "name", "expression", &c->body.conds,
+				&c->body.nconds, err)))
+		goto fail;
+	if ((rc = exprs_compile(json_object_get(cel, "variables"), "/variables", "name",
+				"expression", &c->body.vars, &c->body.nvars, err)))
+		goto fail;
+	if ((rc = validations_compile(exprs, "/expressions", &c->body, err)))
+		goto fail;
+	if ((rc = exprs_compile(json_object_get(cel, "auditAnnotations"), "/auditAnnotations",
+				"key", "valueExpression", &c->body.audits, &c->body.naudits, err)))
+		goto fail;
+	vap_env = false;
+	return c;
+fail:
+	vap_env = false;
+	vpol_cel_free(c);
+	return NULL;
+}
+
+void vpol_cel_free(struct vpol_cel *c)
+{
+	if (!c)
+		return;
+	body_release_v(&c->body);
+	free(c->rule);
+	free(c->default_message);
+	free(c);
+}
+
+void vpol_cel_evaluate(const struct vpol_cel *c, const json_t *object, const json_t *old_object,
+		       const json_t *request, const char *ns_name, enum engine_status *status,
+		       char **message)
+{
+	struct cel_eval *ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
+	json_t *nso = json_pack("{s:{s:s}}", "metadata", "name", ns_name ? ns_name : "");
+	struct gv_buf errs = {0};
+	const struct vbody *b = &c->body;
+	int cond;
+	size_t i;
+
+	cel_bind_json(ev, "object", object ? object : json_null());
+	cel_bind_json(ev, "oldObject", old_object ? old_object : json_null());
+	cel_bind_json(ev, "request", request ? request : json_null());
+	cel_bind_json(ev, "namespaceObject", json_null());
+	cond = run_conditions(ev, b->conds, b->nconds, &errs);
+	if (cond == 0) {
+		*status = ENGINE_SKIP;
+		*message = gv_xstrdup("cel preconditions not met");
+		goto out;
+	}
+	if (cond < 0) {
+		*status = ENGINE_FAIL;
+		*message = gv_buf_detach(&errs);
+		goto out;
+	}
+	cel_bind_json(ev, "namespaceObject", nso);
+	bind_variables(ev, b);
+	for (i = 0; i < b->nvals; i++) {
+		struct cel_value r;
+		cel_eval_run(ev, b->vals[i].expr, &r);
+		if (r.kind == CEL_BOOL && r.v.b)
+			continue;
+		*status = ENGINE_FAIL;
+		if (r.kind != CEL_BOOL)
+			*message = gv_xasprintf("expression '%s' resulted in error: %s",
+						cel_program_source(b->vals[i].expr),
+						r.kind == CEL_ERROR ? err_text(&r)
+								    : "must evaluate to bool");
+		else
+			*message = k8s_message(ev, &b->vals[i], c->default_message);
+		goto out;
+	}
+	*status = ENGINE_PASS;
+	*message = gv_xasprintf("Validation rule '%s' passed.", c->rule);
+out:
+	gv_buf_release(&errs);
+	json_decref(nso);
+	cel_eval_free(ev);
+}

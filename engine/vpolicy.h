@@ -1,0 +1,173 @@
+/*
+ * vpolicy.h - CEL policies: policies.kyverno.io ValidatingPolicy and
+ * NamespacedValidatingPolicy (v1, v1beta1, v1alpha1), Kubernetes
+ * ValidatingAdmissionPolicy (+ ValidatingAdmissionPolicyBinding and
+ * params), CEL PolicyExceptions, and the `validate.cel` body of a
+ * kyverno.io ClusterPolicy/Policy rule.
+ *
+ * Behaviour: ../shared/docs/cel-semantics.md sections 2 (ValidatingPolicy:
+ * matchConstraints 2.3, matchConditions and variables 2.4, validations and
+ * audit annotations 2.5, results 2.6, autogen 2.7, JSON mode 2.8), 3 (CEL
+ * PolicyException), 4 (validate.cel), 5 (ValidatingAdmissionPolicy), and
+ * ../shared/conformance/TEST-FORMAT.md section 7 for the offline results.
+ *
+ * Compile once (every expression parsed by engine/cel), evaluate many: pure,
+ * no I/O; a compiled policy may be evaluated from several threads at once.
+ * Variables are evaluated in order before the validations and kept with
+ * their errors, so an erroring variable errors only the expressions that
+ * read it (Kubernetes' lazy variables give the same results).
+ * Kyverno CEL libraries: resource.Get/List, image.GetMetadata,
+ * globalContext.Get and http.Get/Post are answered by the caller's host
+ * (vpol_input.host; without one a call is an evaluation error). The other
+ * Kyverno libraries, and any of them in a ValidatingAdmissionPolicy or
+ * validate.cel (whose environment has none), make vpol_compile() /
+ * vpol_cel_compile() fail with GV_EINVAL and a message starting "gavel
+ * does not evaluate " (so callers report the policy as unsupported, never
+ * as passing or as a user error). validate.cel with paramKind and paramRef
+ * is refused the same way.
+ */
+#ifndef GV_ENGINE_VPOLICY_H
+#define GV_ENGINE_VPOLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <jansson.h>
+
+#include "common/gv.h"
+#include "engine/engine.h"
+
+enum vpol_kind { VPOL_VALIDATING, VPOL_NAMESPACED, VPOL_VAP };
+
+struct vpol_policy;    /* compiled ValidatingPolicy/NVPOL/VAP, autogen copies included */
+struct vpol_exception; /* compiled policies.kyverno.io PolicyException */
+struct vpol_cel;       /* compiled validate.cel body of a kyverno.io rule */
+struct cel_host;
+
+/*
+ * Whether doc is a CEL policy this module compiles: policies.kyverno.io
+ * v1|v1beta1|v1alpha1 ValidatingPolicy, v1|v1beta1 NamespacedValidatingPolicy,
+ * admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy.
+ */
+bool vpol_is_policy_doc(const json_t *doc);
+/* policies.kyverno.io PolicyException (any version). */
+bool vpol_is_exception_doc(const json_t *doc);
+/* admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding. */
+bool vpol_is_binding_doc(const json_t *doc);
+
+/*
+ * Compiles a CEL policy document (borrowed; the policy keeps a reference).
+ * Adds the autogen copies of a Pod ValidatingPolicy (section 2.7). Errors:
+ * GV_EINVAL with err->pointer at the field and the CEL error with its
+ * position ("compilation failed: ERROR: <input>:1:5: Syntax error: ..."
+ * with the source line and a caret; err->pointer
+ * "/spec/validations/0/expression"); a Kyverno CEL library call gives the
+ * "gavel does not evaluate " message described above.
+ */
+struct vpol_policy *vpol_compile(const json_t *doc, struct gv_err *err);
+void vpol_free(struct vpol_policy *p);
+const char *vpol_name(const struct vpol_policy *p);
+const char *vpol_namespace(const struct vpol_policy *p); /* "" unless NVPOL */
+enum vpol_kind vpol_kind(const struct vpol_policy *p);
+/* "ValidatingPolicy", "NamespacedValidatingPolicy", "ValidatingAdmissionPolicy". */
+const char *vpol_kind_name(const struct vpol_policy *p);
+/* evaluation.mode: JSON (section 2.8). */
+bool vpol_json_mode(const struct vpol_policy *p);
+/*
+ * Whether a failing result blocks: validationActions holds Deny (the
+ * default); a ValidatingAdmissionPolicy always (its bindings decide in the
+ * API server).
+ */
+bool vpol_denies(const struct vpol_policy *p);
+/*
+ * The plural resource of a kind as the CLI guesses it ("Pod" -> "pods",
+ * "NetworkPolicy" -> "networkpolicies", "Ingress" -> "ingresses"), into
+ * out (n bytes).
+ */
+void vpol_kind_resource(const char *kind, char *out, size_t n);
+/* Annotation value or NULL. */
+const char *vpol_annotation(const struct vpol_policy *p, const char *key);
+
+struct vpol_exception *vpol_exception_compile(const json_t *doc, struct gv_err *err);
+void vpol_exception_free(struct vpol_exception *x);
+
+/* One evaluation input; everything borrowed. */
+struct vpol_input {
+	const json_t *object;		/* NULL when absent (DELETE) */
+	const json_t *old_object;	/* NULL when absent */
+	const char *operation;		/* "CREATE" when NULL */
+	const char *resource;		/* plural resource ("pods"); NULL: guessed from the kind */
+	const char *subresource;	/* or NULL */
+	const json_t *user_info;	/* {username, uid, groups, extra} or NULL */
+	const json_t *namespace_object; /* the object's Namespace, or NULL */
+	/* CEL PolicyExceptions to consider (ValidatingPolicy). */
+	struct vpol_exception *const *exceptions;
+	size_t nexceptions;
+	/* ValidatingAdmissionPolicyBinding documents (VAP; section 5). */
+	const json_t *const *bindings;
+	size_t nbindings;
+	/* Parameter objects (VAP bindings' paramRef; TEST-FORMAT 7.3). */
+	const json_t *const *params;
+	size_t nparams;
+	/* JSON mode: the payload is evaluated as it is, no matching (section 2.8). */
+	bool json_payload;
+	/* Answers the Kyverno CEL libraries (engine/cel/cel.h), or NULL: calls are errors. */
+	const struct cel_host *host;
+};
+
+struct vpol_rule_result {
+	char *rule; /* owned: "", "exception", "evaluation", "match", or the VAP name */
+	enum engine_status status;
+	char *message; /* owned */
+};
+
+/* One response: zero rules means "matched nothing, response kept" (Excluded). */
+struct vpol_response {
+	struct vpol_rule_result *rules; /* owned */
+	size_t n;
+};
+
+struct vpol_report {
+	struct vpol_response *v; /* owned: responses kept (the CLI drop rule applied) */
+	size_t n;
+};
+
+/*
+ * Evaluates p (and its autogen copies) against in, as the Kyverno CLI
+ * does (TEST-FORMAT.md 7.2-7.4). Failing validations are results; returns
+ * GV_OK unless the input is unusable.
+ */
+enum gv_code vpol_evaluate(const struct vpol_policy *p, const struct vpol_input *in,
+			   struct vpol_report *out, struct gv_err *err);
+void vpol_report_release(struct vpol_report *r);
+
+/*
+ * validate.cel of a kyverno.io rule (section 4): `cel` is the validate.cel
+ * object, `pre` the rule's celPreconditions (or NULL), `message` the rule's
+ * validate.message (or NULL), `rule` its name. Errors as vpol_compile
+ * (pointers relative to the cel object).
+ */
+struct vpol_cel *vpol_cel_compile(const json_t *cel, const json_t *pre, const char *message,
+				  const char *rule, struct gv_err *err);
+void vpol_cel_free(struct vpol_cel *c);
+
+/*
+ * Evaluates a validate.cel body: object/old_object as in vpol_input,
+ * `request` the Kubernetes request ({operation, userInfo, namespace, ...}),
+ * `ns_name` the namespace name (namespaceObject is {metadata: {name}}).
+ * Sets *status to PASS, FAIL or SKIP (celPreconditions not met), with
+ * *message (caller frees). Evaluation errors are FAIL, as Kyverno's
+ * validator runs with failure policy Fail.
+ */
+void vpol_cel_evaluate(const struct vpol_cel *c, const json_t *object, const json_t *old_object,
+		       const json_t *request, const char *ns_name, enum engine_status *status,
+		       char **message);
+
+/*
+ * Rewrites the CEL text of a Pod policy for a pod controller (section 2.7,
+ * 4): object.spec / object.metadata (and oldObject.) gain the template path
+ * (cronjob: spec.jobTemplate.spec.template). With keep_namespace,
+ * object.metadata.namespace is left alone. Returns a new string.
+ */
+char *vpol_autogen_text(const char *text, bool cronjob, bool keep_namespace);
+
+#endif
