@@ -6,18 +6,31 @@
  *
  *   gavel apply POLICY... --resource R... [--values-file F] [--userinfo F]
  *         [--exception F]... [--namespace-labels NS=KEY=VALUE,...]
- *         [--namespaces F] [-o table|json|yaml|report]
+ *         [--namespaces F] [-o table|json|yaml|report] [-t] [-p]
+ *         [--detailed-results] [--audit-warn] [--fail-on any|enforce]
+ *         [--warn-exit-code N] [--warn-no-pass] [--remove-color]
  *
+ * The flags are `kyverno apply`'s, with its meaning (the table in
+ * README.md "gavel apply" lists each one and what gavel does with it).
  * POLICY and R are files, directories (recursive: *.yaml, *.yml, *.json,
- * hidden entries skipped) or "-" for stdin. Every argument after --resource
- * up to the next option is a resource too; --resource also takes
- * comma-separated lists. Documents of other kinds in a policy file are
- * ignored with a warning, but a policy file named on the command line that
- * holds no policy at all is an invalid policy (the engine's "not a policy"
- * error).
+ * hidden entries skipped) or "-" for stdin. --resource (-r) takes one
+ * value, as Kyverno's: a path or a comma-separated list of paths; it may
+ * be repeated, and a positional argument after it is a policy. Documents of other kinds in a policy
+ * file are ignored with a warning, but a policy file named on the command line that holds no policy
+ * at all is an invalid policy (the engine's "not a policy" error).
  *
  * Output (stdout):
- *   table   one line per rule result: policy, rule, Kind/namespace/name,
+ *   (none)  Kyverno's: for each resource and policy with failed rules,
+ *           "policy P -> resource NS/KIND/NAME failed:" and one numbered
+ *           line per failed rule ("1 - RULE MESSAGE"), then the summary
+ *           line "pass: N, fail: N, warn: N, error: N, skip: N ".
+ *           --detailed-results prints the table of every result instead.
+ *   -t      Kyverno's table (ID POLICY RULE RESOURCE RESULT REASON) of the
+ *           results that did not pass (every result with
+ *           --detailed-results, adding MESSAGE), then the summary line
+ *   -p      "POLICY REPORT:" between dividers, then the reports as with
+ *           -o report (as JSON with --output-format json)
+ *   table   the table of every rule result: policy, rule, Kind/namespace/name,
  *           result, message (the header line comes first)
  *   json    a list of {policy, rule, resource: {apiVersion, kind, namespace,
  *           name}, result, action, scored, message}
@@ -37,12 +50,20 @@
  *           value Kyverno writes, "admission review", would claim a request
  *           was made). The summary counts equal the results.
  *
+ * Counting is Kyverno's: a failed rule of an unscored policy
+ * (policies.kyverno.io/scored: "false"), or with --audit-warn of an Audit
+ * policy, counts as warn.
+ *
  * Exit status: 2 when any input was bad (an invalid policy or exception,
- * an unreadable or malformed file, a bad flag): each invalid policy is one
- * line "file:line:col: /json/pointer: message" on stderr and the others
- * are still evaluated; otherwise 1 when a rule whose failure action is
- * Enforce failed or any rule gave an error (a rule or policy gavel does not
- * evaluate included: never a silent pass), else 0.
+ * an unreadable, malformed or empty file, no policy or no resource at all,
+ * a bad flag): each invalid policy is one line
+ * "file:line:col: /json/pointer: message" on stderr and the others are
+ * still evaluated; otherwise, as `kyverno apply`, 1 when any rule failed
+ * or gave an error (a rule or policy gavel does not evaluate included:
+ * never a silent pass); else --warn-exit-code N when some rule warned (or
+ * when nothing passed, with --warn-no-pass); else 0. With
+ * --fail-on enforce, 1 only when a rule whose failure action is Enforce
+ * failed or a rule gave an error (gavel's earlier default).
  */
 #include "cmd/cmd.h"
 
@@ -51,12 +72,15 @@
 #include <string.h>
 
 #include "cmd/load.h"
+#include "cmd/table.h"
 #include "cmd/values.h"
 #include "common/yaml.h"
 #include "engine/engine.h"
 #include "common/banned.h"
 
-enum apply_output { OUT_TABLE, OUT_JSON, OUT_YAML, OUT_REPORT };
+#define DIVIDER "----------------------------------------------------------------------"
+
+enum apply_output { OUT_KYVERNO, OUT_TABLE, OUT_JSON, OUT_YAML, OUT_REPORT };
 
 /* One rule result of one (resource, policy) evaluation. */
 struct apply_result {
@@ -81,24 +105,45 @@ struct apply_state {
 	size_t nresults;
 	bool bad;
 	bool stdin_used;
+	bool kyverno_table;   /* -t: Kyverno's table, results that did not pass */
+	bool policy_report;   /* -p */
+	bool report_json;     /* --output-format json with -p */
+	bool detailed;	      /* --detailed-results */
+	bool audit_warn;      /* --audit-warn */
+	bool fail_on_enforce; /* --fail-on enforce */
+	bool warn_no_pass;    /* --warn-no-pass */
+	int warn_exit_code;   /* --warn-exit-code */
+	size_t counts[5];     /* pass, fail, warn, error, skip as Kyverno counts them */
 };
 
 static void apply_usage(FILE *f)
 {
-	fputs("usage: gavel apply POLICY... --resource R... [options]\n"
+	fputs("usage: gavel apply POLICY... --resource R [options]\n"
 	      "\n"
-	      "Evaluates policies (files, directories, or - for stdin) against resources.\n"
+	      "Evaluates policies (files, directories, or - for stdin) against resources,\n"
+	      "with the flags and outputs of `kyverno apply`.\n"
 	      "\n"
-	      "  -r, --resource R...        resource files or directories (also R1,R2)\n"
+	      "  -r, --resource R           resource file or directory (also R1,R2; repeatable)\n"
 	      "  -f, --values-file F        values file (kind: Values)\n"
+	      "  -s, --set K=V,...          variables (as in a values file's globalValues)\n"
 	      "  -u, --userinfo F           admission user info (kind: UserInfo)\n"
 	      "  -e, --exception F          PolicyException file or directory (repeatable)\n"
 	      "      --namespace-labels L   namespace labels: NS=KEY=VALUE[,NS=KEY=VALUE...]\n"
 	      "      --namespaces F         Namespace manifests whose labels to use\n"
-	      "  -o, --output FORMAT        table (default), json, yaml or report\n"
+	      "  -o, --output FORMAT        table, json, yaml or report (every result)\n"
+	      "  -t, --table                Kyverno's table of the results that did not pass\n"
+	      "  -p, --policy-report        print the results as policy reports\n"
+	      "      --output-format F      json or yaml (with -p: the reports; else as -o)\n"
+	      "      --detailed-results     every result, with its message\n"
+	      "      --audit-warn           failures of Audit policies count as warnings\n"
+	      "      --warn-exit-code N     exit code when rules warned and none failed\n"
+	      "      --warn-no-pass         ... and also when no rule passed\n"
+	      "      --fail-on any|enforce  exit 1 on any failure (default) or only Enforce ones\n"
+	      "      --remove-color         accepted: gavel never colours its output\n"
+	      "      --continue-on-fail     accepted: gavel always evaluates every resource\n"
 	      "\n"
-	      "Exit status: 0 no Enforce rule failed and no rule gave an error, 1 one did,\n"
-	      "2 bad input.\n",
+	      "Exit status: 0 nothing failed, 1 a rule failed or gave an error, 2 bad input\n"
+	      "(or the --warn-exit-code).\n",
 	      f);
 }
 
@@ -124,10 +169,93 @@ static void add_list(struct load_paths *p, const char *arg)
 	}
 }
 
-static int parse_args(struct apply_state *st, int argc, char **argv, const char ***ns_labels,
-		      size_t *nns_labels)
+/*
+ * `kyverno apply` flags gavel refuses, and why: each names what to use
+ * instead. A flag here is never silently ignored.
+ */
+static const struct {
+	const char *name, *shrt;
+	bool takes_value;
+	const char *why;
+} refused[] = {
+    {"--cluster", "-c", false,
+     "evaluates the objects of a live cluster: use `gavel scan --kubeconfig F --dry-run`"},
+    {"--kubeconfig", NULL, true,
+     "is for --cluster: use `gavel scan --kubeconfig F --dry-run` for a live cluster"},
+    {"--context", NULL, true, "is for --cluster: gavel scan uses the kubeconfig's context"},
+    {"--namespace", "-n", true,
+     "is for --cluster: use `gavel scan --kubeconfig F --dry-run --namespace NS`"},
+    {"--stdin", "-i", false,
+     "pipes mutated resources to kubectl; gavel evaluates validate rules only "
+     "(a - argument reads policies or resources from stdin)"},
+    {"--registry", NULL, false,
+     "reads image registries; offline, gavel answers imageRegistry context entries from "
+     "--values-file"},
+    {"--git-branch", "-b", true,
+     "reads policies from a git repository: clone it and pass the folder"},
+    {"--generate-exceptions", NULL, false,
+     "writes PolicyExceptions for failures; gavel does not generate resources"},
+    {"--exception-ttl", NULL, true, "is for --generate-exceptions"},
+    {"--mutate-log-path", NULL, true,
+     "writes mutated resources; gavel evaluates validate rules only"},
+    {"--context-path", NULL, true, "is for ValidatingPolicy context; use --values-file"},
+};
+
+static bool take_refused(int argc, char **argv, int *i)
 {
-	bool in_resources = false;
+	for (size_t k = 0; k < GV_ARRAY_LEN(refused); k++) {
+		const char *a = argv[*i];
+		size_t n = strlen(refused[k].name);
+		if (strncmp(a, refused[k].name, n) || (a[n] && a[n] != '=')) {
+			if (!refused[k].shrt || strcmp(a, refused[k].shrt))
+				continue;
+		}
+		fprintf(stderr, "gavel apply: %s %s\n", refused[k].name, refused[k].why);
+		return true;
+	}
+	(void)argc;
+	return false;
+}
+
+static bool set_output(struct apply_state *st, const char *v, bool format_flag)
+{
+	if (!strcmp(v, "table") && !format_flag)
+		st->out = OUT_TABLE;
+	else if (!strcmp(v, "json"))
+		st->out = OUT_JSON;
+	else if (!strcmp(v, "yaml"))
+		st->out = OUT_YAML;
+	else if (!strcmp(v, "report") && !format_flag)
+		st->out = OUT_REPORT;
+	else if (format_flag) {
+		fprintf(stderr, "gavel apply: --output-format is json or yaml, not %s\n", v);
+		return false;
+	} else {
+		/* Kyverno's -o names a file or folder for mutated resources. */
+		fprintf(stderr,
+			"gavel apply: unknown output format %s (table, json, yaml or report); "
+			"kyverno's -o PATH writes mutated resources, which gavel does not make\n",
+			v);
+		return false;
+	}
+	return true;
+}
+
+static bool parse_int(const char *v, int *out)
+{
+	char *end;
+	long n = strtol(v, &end, 10);
+
+	if (!*v || *end || n < 0 || n > 255)
+		return false;
+	*out = (int)n;
+	return true;
+}
+
+static int parse_args(struct apply_state *st, int argc, char **argv, const char ***ns_labels,
+		      size_t *nns_labels, const char ***sets, size_t *nsets)
+{
+	const char *output_format = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = NULL;
@@ -137,52 +265,67 @@ static int parse_args(struct apply_state *st, int argc, char **argv, const char 
 			apply_usage(stdout);
 			return 0;
 		}
-		if (cmd_take(argc, argv, &i, "--resource", "-r", &v, &missing)) {
+		if (cmd_take(argc, argv, &i, "--resource", "-r", &v, &missing) ||
+		    cmd_take(argc, argv, &i, "--resources", NULL, &v, &missing)) {
 			if (!missing)
 				add_list(&st->resource_paths, v);
-			in_resources = true;
 		} else if (cmd_take(argc, argv, &i, "--values-file", "-f", &v, &missing)) {
 			st->values_file = v;
-			in_resources = false;
+		} else if (cmd_take(argc, argv, &i, "--set", "-s", &v, &missing)) {
+			if (!missing) {
+				*sets = gv_xrealloc(*sets, (*nsets + 1) * sizeof(char *));
+				(*sets)[(*nsets)++] = v;
+			}
 		} else if (cmd_take(argc, argv, &i, "--userinfo", "-u", &v, &missing)) {
 			st->userinfo_file = v;
-			in_resources = false;
-		} else if (cmd_take(argc, argv, &i, "--exception", "-e", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--exception", "-e", &v, &missing) ||
+			   cmd_take(argc, argv, &i, "--exceptions", NULL, &v, &missing)) {
 			if (!missing)
 				add_list(&st->exception_paths, v);
-			in_resources = false;
 		} else if (cmd_take(argc, argv, &i, "--namespace-labels", NULL, &v, &missing)) {
 			if (!missing) {
 				*ns_labels =
 				    gv_xrealloc(*ns_labels, (*nns_labels + 1) * sizeof(char *));
 				(*ns_labels)[(*nns_labels)++] = v;
 			}
-			in_resources = false;
 		} else if (cmd_take(argc, argv, &i, "--namespaces", NULL, &v, &missing)) {
 			st->namespaces_file = v;
-			in_resources = false;
 		} else if (cmd_take(argc, argv, &i, "--output", "-o", &v, &missing)) {
-			in_resources = false;
-			if (missing)
-				;
-			else if (!strcmp(v, "table"))
-				st->out = OUT_TABLE;
-			else if (!strcmp(v, "json"))
-				st->out = OUT_JSON;
-			else if (!strcmp(v, "yaml"))
-				st->out = OUT_YAML;
-			else if (!strcmp(v, "report"))
-				st->out = OUT_REPORT;
-			else {
-				fprintf(stderr, "gavel apply: unknown output format %s\n", v);
+			if (!missing && !set_output(st, v, false))
+				return 2;
+		} else if (cmd_take(argc, argv, &i, "--output-format", NULL, &v, &missing)) {
+			output_format = v;
+		} else if (cmd_take(argc, argv, &i, "--fail-on", NULL, &v, &missing)) {
+			if (!missing && strcmp(v, "any") && strcmp(v, "enforce")) {
+				fprintf(stderr,
+					"gavel apply: --fail-on is any or enforce, not %s\n", v);
 				return 2;
 			}
+			st->fail_on_enforce = !missing && !strcmp(v, "enforce");
+		} else if (cmd_take(argc, argv, &i, "--warn-exit-code", NULL, &v, &missing)) {
+			if (!missing && !parse_int(v, &st->warn_exit_code)) {
+				fprintf(stderr,
+					"gavel apply: --warn-exit-code takes 0..255, not %s\n", v);
+				return 2;
+			}
+		} else if (!strcmp(a, "-t") || !strcmp(a, "--table")) {
+			st->kyverno_table = true;
+		} else if (!strcmp(a, "-p") || !strcmp(a, "--policy-report")) {
+			st->policy_report = true;
+		} else if (!strcmp(a, "--detailed-results")) {
+			st->detailed = true;
+		} else if (!strcmp(a, "--audit-warn")) {
+			st->audit_warn = true;
+		} else if (!strcmp(a, "--warn-no-pass")) {
+			st->warn_no_pass = true;
+		} else if (!strcmp(a, "--remove-color") || !strcmp(a, "--continue-on-fail")) {
+			; /* gavel's output has no colour; it always evaluates everything */
+		} else if (take_refused(argc, argv, &i)) {
+			return 2;
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "gavel apply: unknown option %s\n", a);
 			apply_usage(stderr);
 			return 2;
-		} else if (in_resources) {
-			add_list(&st->resource_paths, a);
 		} else {
 			load_paths_add(&st->policy_paths, a);
 		}
@@ -191,9 +334,29 @@ static int parse_args(struct apply_state *st, int argc, char **argv, const char 
 			return 2;
 		}
 	}
+	if (output_format) {
+		if (st->policy_report) {
+			if (strcmp(output_format, "json") && strcmp(output_format, "yaml")) {
+				fprintf(stderr,
+					"gavel apply: --output-format is json or yaml, not %s\n",
+					output_format);
+				return 2;
+			}
+			st->report_json = !strcmp(output_format, "json");
+		} else if (!set_output(st, output_format, true)) {
+			return 2;
+		}
+	}
+	if (st->policy_report)
+		st->out = OUT_REPORT;
+	else if (st->kyverno_table && st->out == OUT_KYVERNO)
+		st->out = OUT_TABLE;
+	else if (st->detailed && st->out == OUT_KYVERNO)
+		st->out = OUT_TABLE;
 	if (!st->policy_paths.n || !st->resource_paths.n) {
 		fprintf(stderr, "gavel apply: %s\n",
-			!st->policy_paths.n ? "no policy given" : "no resource given (--resource)");
+			!st->policy_paths.n ? "no policy given"
+					    : "no resource given (--resource R)");
 		apply_usage(stderr);
 		return 2;
 	}
@@ -427,50 +590,95 @@ static enum engine_status reported_status(const struct apply_state *st,
 	return a->status;
 }
 
-static char *one_line(const char *s)
+/* How Kyverno counts a result: an unscored or (--audit-warn) Audit failure is a warning. */
+static enum engine_status counted_status(const struct apply_state *st, const struct apply_result *a)
 {
-	char *o = gv_xstrdup(s);
+	if (a->status == ENGINE_FAIL &&
+	    (unscored(&st->pols.v[a->policy]) || (st->audit_warn && a->action == ENGINE_AUDIT)))
+		return ENGINE_WARN;
+	return a->status;
+}
 
-	for (char *p = o; *p; p++)
-		if (*p == '\n' || *p == '\r' || *p == '\t')
-			*p = ' ';
-	return o;
+static const char *status_title(enum engine_status s)
+{
+	static const char *const t[] = {"Pass", "Fail", "Warn", "Error", "Skip"};
+
+	return t[s];
+}
+
+/* Kyverno's resource path in the apply output: NAMESPACE/KIND/NAME. */
+static char *kyverno_res_path(const json_t *o)
+{
+	return gv_xasprintf("%s/%s/%s", load_res_namespace(o), load_res_kind(o), load_res_name(o));
 }
 
 static void print_table(const struct apply_state *st)
 {
-	size_t w[4] = {6, 4, 8, 6};
-	char **cols = gv_xcalloc(st->nresults * 3 + 1, sizeof(char *));
+	size_t ncols = st->detailed ? 6 : 5, nrows = 1, id = 0;
+	/* -o table and --detailed-results show every result; -t those that did not pass. */
+	bool all = st->detailed || !st->kyverno_table;
+	char **cells = gv_xcalloc((st->nresults + 1) * ncols, sizeof(char *));
+	static const char *const head[] = {"ID", "POLICY", "RULE", "RESOURCE", "RESULT", "MESSAGE"};
 
+	for (size_t c = 0; c < ncols; c++)
+		cells[c] = gv_xstrdup(head[c]);
 	for (size_t i = 0; i < st->nresults; i++) {
 		const struct apply_result *a = &st->results[i];
-		const json_t *o = st->res.v[a->resource].obj;
-		const char *ns = load_res_namespace(o);
-		size_t l;
+		enum engine_status s = counted_status(st, a);
+		char **row;
 
-		cols[i * 3] = policy_ref(&st->pols.v[a->policy]);
-		cols[i * 3 + 1] = gv_xstrdup(a->rule);
-		cols[i * 3 + 2] = gv_xasprintf("%s/%s%s%s", load_res_kind(o), ns, *ns ? "/" : "",
-					       load_res_name(o));
-		for (int c = 0; c < 3; c++) {
-			l = strlen(cols[i * 3 + (size_t)c]);
-			if (l > w[c])
-				w[c] = l;
+		if (!all && (s == ENGINE_PASS || s == ENGINE_SKIP))
+			continue;
+		row = &cells[nrows++ * ncols];
+		row[0] = gv_xasprintf("%zu", ++id);
+		row[1] = policy_ref(&st->pols.v[a->policy]);
+		row[2] = gv_xstrdup(a->rule);
+		row[3] = kyverno_res_path(st->res.v[a->resource].obj);
+		row[4] = gv_xstrdup(status_title(s));
+		if (ncols == 6)
+			row[5] = table_one_line(a->message);
+	}
+	table_print(stdout, cells, nrows, ncols);
+	for (size_t i = 0; i < nrows * ncols; i++)
+		free(cells[i]);
+	free(cells);
+}
+
+/* Kyverno's default output: the failed rules of each resource and policy. */
+static void print_failures(const struct apply_state *st)
+{
+	for (size_t i = 0; i < st->nresults;) {
+		size_t j = i, n = 0;
+		bool audit_warn = false;
+
+		while (j < st->nresults && st->results[j].resource == st->results[i].resource &&
+		       st->results[j].policy == st->results[i].policy)
+			j++;
+		for (size_t k = i; k < j; k++) {
+			const struct apply_result *a = &st->results[k];
+			if (a->status != ENGINE_FAIL)
+				continue;
+			if (!n++) {
+				char *path = kyverno_res_path(st->res.v[a->resource].obj);
+				char *ref = policy_ref(&st->pols.v[a->policy]);
+				audit_warn = st->audit_warn && a->action == ENGINE_AUDIT;
+				printf("policy %s -> resource %s failed%s:\n", ref, path,
+				       audit_warn ? " as audit warning" : "");
+				free(path);
+				free(ref);
+			}
+			printf("%zu - %s %s\n", n, a->rule, a->message);
 		}
+		if (n)
+			putchar('\n');
+		i = j;
 	}
-	printf("%-*s  %-*s  %-*s  %-*s  %s\n", (int)w[0], "POLICY", (int)w[1], "RULE", (int)w[2],
-	       "RESOURCE", (int)w[3], "RESULT", "MESSAGE");
-	for (size_t i = 0; i < st->nresults; i++) {
-		const struct apply_result *a = &st->results[i];
-		char *msg = one_line(a->message);
-		printf("%-*s  %-*s  %-*s  %-*s  %s\n", (int)w[0], cols[i * 3], (int)w[1],
-		       cols[i * 3 + 1], (int)w[2], cols[i * 3 + 2], (int)w[3],
-		       engine_status_name(a->status), msg);
-		free(msg);
-	}
-	for (size_t i = 0; i < st->nresults * 3; i++)
-		free(cols[i]);
-	free(cols);
+}
+
+static void print_summary(const struct apply_state *st)
+{
+	printf("\npass: %zu, fail: %zu, warn: %zu, error: %zu, skip: %zu \n", st->counts[0],
+	       st->counts[1], st->counts[2], st->counts[3], st->counts[4]);
 }
 
 static json_t *resource_ref(const json_t *o, bool with_uid)
@@ -599,6 +807,12 @@ static void print_reports(const struct apply_state *st)
 	json_object_foreach(reports, ns, rep)
 	{
 		struct gv_buf b = {0};
+		if (st->report_json) {
+			char *s = json_dumps(rep, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+			printf("%s\n", s);
+			free(s);
+			continue;
+		}
 		gv_yaml_dump(rep, &b);
 		if (!first)
 			fputs("---\n", stdout);
@@ -614,10 +828,17 @@ static void print_results(const struct apply_state *st)
 	json_t *list;
 
 	switch (st->out) {
+	case OUT_KYVERNO:
+		print_failures(st);
+		print_summary(st);
+		return;
 	case OUT_TABLE:
 		print_table(st);
+		print_summary(st);
 		return;
 	case OUT_REPORT:
+		if (st->policy_report)
+			printf("%s\nPOLICY REPORT:\n%s\n", DIVIDER, DIVIDER);
 		print_reports(st);
 		return;
 	case OUT_JSON: {
@@ -641,16 +862,75 @@ static void print_results(const struct apply_state *st)
 	}
 }
 
+/* Policies loaded, valid or not, including the kinds gavel does not evaluate. */
+static size_t count_policies(const struct apply_state *st)
+{
+	return st->pols.n;
+}
+
+/* Kyverno's exit code (or gavel's earlier one with --fail-on enforce). */
+static int exit_code(const struct apply_state *st)
+{
+	if (st->fail_on_enforce) {
+		for (size_t i = 0; i < st->nresults; i++)
+			if ((st->results[i].status == ENGINE_FAIL &&
+			     st->results[i].action == ENGINE_ENFORCE) ||
+			    st->results[i].status == ENGINE_ERROR)
+				return 1;
+		return 0;
+	}
+	if (st->counts[ENGINE_FAIL] || st->counts[ENGINE_ERROR])
+		return 1;
+	if (st->counts[ENGINE_WARN] && st->warn_exit_code)
+		return st->warn_exit_code;
+	if (!st->counts[ENGINE_PASS] && st->warn_no_pass)
+		return st->warn_exit_code;
+	return 0;
+}
+
+/* --set K=V,...: variables for every policy and resource (a values file's globalValues). */
+static void load_set_variables(struct apply_state *st, const char **specs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *s = specs[i];
+		while (*s) {
+			const char *comma = strchr(s, ',');
+			size_t len = comma ? (size_t)(comma - s) : strlen(s);
+			char *item = gv_xstrndup(s, len);
+			char *eq = strchr(item, '=');
+
+			if (!eq || eq == item) {
+				fprintf(stderr, "gavel apply: --set: \"%s\" is not NAME=VALUE\n",
+					item);
+				st->bad = true;
+			} else {
+				json_t *g;
+				*eq = '\0';
+				if (!st->values.doc)
+					st->values.doc = json_object();
+				g = json_object_get(st->values.doc, "globalValues");
+				if (!json_is_object(g)) {
+					g = json_object();
+					json_object_set_new(st->values.doc, "globalValues", g);
+				}
+				json_object_set_new(g, item, json_string(eq + 1));
+			}
+			free(item);
+			s += len + (comma ? 1 : 0);
+		}
+	}
+}
+
 int cmd_apply(int argc, char **argv)
 {
 	struct apply_state st;
-	const char **ns_labels = NULL;
-	size_t nns_labels = 0;
+	const char **ns_labels = NULL, **sets = NULL;
+	size_t nns_labels = 0, nsets = 0;
 	struct gv_err e = {0};
 	int rc;
 
 	memset(&st, 0, sizeof(st));
-	rc = parse_args(&st, argc, argv, &ns_labels, &nns_labels);
+	rc = parse_args(&st, argc, argv, &ns_labels, &nns_labels, &sets, &nsets);
 	if (rc >= 0)
 		goto out;
 	if (st.values_file) {
@@ -674,18 +954,24 @@ int cmd_apply(int argc, char **argv)
 	if (st.namespaces_file && check_stdin(&st, st.namespaces_file))
 		load_namespaces_file(&st, st.namespaces_file);
 	load_namespace_labels(&st, ns_labels, nns_labels);
+	load_set_variables(&st, sets, nsets);
 	load_inputs(&st);
+	if (!st.bad && !count_policies(&st)) {
+		fputs("gavel apply: no policy found in the given paths (ClusterPolicy, Policy or a "
+		      "CEL policy kind)\n",
+		      stderr);
+		st.bad = true;
+	}
+	if (!st.bad && !st.res.n) {
+		fputs("gavel apply: no resource found in the given paths\n", stderr);
+		st.bad = true;
+	}
+	/* Bad input: the rest is still evaluated and printed, and the exit code is 2. */
 	evaluate_all(&st);
-	print_results(&st);
-
-	rc = 0;
 	for (size_t i = 0; i < st.nresults; i++)
-		if ((st.results[i].status == ENGINE_FAIL &&
-		     st.results[i].action == ENGINE_ENFORCE) ||
-		    st.results[i].status == ENGINE_ERROR)
-			rc = 1;
-	if (st.bad)
-		rc = 2;
+		st.counts[counted_status(&st, &st.results[i])]++;
+	print_results(&st);
+	rc = st.bad ? 2 : exit_code(&st);
 out:
 	for (size_t i = 0; i < st.nresults; i++) {
 		free(st.results[i].rule);
@@ -693,6 +979,7 @@ out:
 	}
 	free(st.results);
 	free(ns_labels);
+	free(sets);
 	load_paths_release(&st.policy_paths);
 	load_paths_release(&st.resource_paths);
 	load_paths_release(&st.exception_paths);
