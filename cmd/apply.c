@@ -67,6 +67,10 @@
  */
 #include "cmd/cmd.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,16 +109,27 @@ struct apply_state {
 	size_t nresults;
 	bool bad;
 	bool stdin_used;
-	bool kyverno_table;   /* -t: Kyverno's table, results that did not pass */
-	bool policy_report;   /* -p */
-	bool report_json;     /* --output-format json with -p */
-	bool detailed;	      /* --detailed-results */
-	bool audit_warn;      /* --audit-warn */
-	bool fail_on_enforce; /* --fail-on enforce */
-	bool warn_no_pass;    /* --warn-no-pass */
-	int warn_exit_code;   /* --warn-exit-code */
-	size_t counts[5];     /* pass, fail, warn, error, skip as Kyverno counts them */
+	bool kyverno_table;		/* -t: Kyverno's table, results that did not pass */
+	bool policy_report;		/* -p */
+	bool report_json;		/* --output-format json with -p */
+	bool detailed;			/* --detailed-results */
+	bool audit_warn;		/* --audit-warn */
+	bool fail_on_enforce;		/* --fail-on enforce */
+	bool warn_no_pass;		/* --warn-no-pass */
+	int warn_exit_code;		/* --warn-exit-code */
+	size_t counts[5];		/* pass, fail, warn, error, skip as Kyverno counts them */
+	int jobs;			/* -j: threads that parse and evaluate */
+	bool enforce_failed;		/* a rule of an Enforce policy failed */
+	struct engine_policyset **sets; /* owned: one set per valid policy */
+	struct apply_seen *seen;	/* owned: keys of the resources evaluated so far */
+	struct load_paths seen_files;	/* files named in seen */
+	size_t nprinted;		/* list elements printed (-o json|yaml) */
+	char **tcells;			/* owned: table rows kept for the column widths */
+	size_t trows;
+	json_t *reports; /* owned: namespace -> report (-o report) */
 };
+
+struct apply_seen;
 
 static void apply_usage(FILE *f)
 {
@@ -139,6 +154,7 @@ static void apply_usage(FILE *f)
 	      "      --warn-exit-code N     exit code when rules warned and none failed\n"
 	      "      --warn-no-pass         ... and also when no rule passed\n"
 	      "      --fail-on any|enforce  exit 1 on any failure (default) or only Enforce ones\n"
+	      "  -j, --jobs N               evaluation threads (default: the CPUs gavel may use)\n"
 	      "      --remove-color         accepted: gavel never colours its output\n"
 	      "      --continue-on-fail     accepted: gavel always evaluates every resource\n"
 	      "\n"
@@ -302,6 +318,11 @@ static int parse_args(struct apply_state *st, int argc, char **argv, const char 
 				return 2;
 			}
 			st->fail_on_enforce = !missing && !strcmp(v, "enforce");
+		} else if (cmd_take(argc, argv, &i, "--jobs", "-j", &v, &missing)) {
+			if (!missing && (!parse_int(v, &st->jobs) || !st->jobs)) {
+				fprintf(stderr, "gavel apply: -j takes 1..255, not %s\n", v);
+				return 2;
+			}
 		} else if (cmd_take(argc, argv, &i, "--warn-exit-code", NULL, &v, &missing)) {
 			if (!missing && !parse_int(v, &st->warn_exit_code)) {
 				fprintf(stderr,
@@ -426,16 +447,6 @@ static void load_inputs(struct apply_state *st)
 	load_paths_release(&files);
 	if (st->pols.nerrors)
 		st->bad = true;
-
-	expand_all(st, &st->resource_paths, &files);
-	for (size_t i = 0; i < files.n; i++) {
-		if (!check_stdin(st, files.v[i]))
-			continue;
-		gv_err_clear(&e);
-		if (load_resources_file(&st->res, files.v[i], stderr, &e))
-			st->bad = true;
-	}
-	load_paths_release(&files);
 }
 
 static void load_namespace_labels(struct apply_state *st, const char **specs, size_t n)
@@ -494,26 +505,41 @@ static void load_namespaces_file(struct apply_state *st, const char *file)
 
 /* ---- evaluation ---- */
 
-static void evaluate_all(struct apply_state *st)
-{
-	struct engine_policyset **sets = gv_xcalloc(st->pols.n ? st->pols.n : 1, sizeof(*sets));
+/* The results of evaluating resources [r0, r1) of the batch (one worker's share). */
+struct apply_part {
+	const struct apply_state *st;
+	size_t r0, r1;
+	struct apply_result *v; /* owned */
+	size_t n;
+	char *errs; /* owned: error lines, or NULL */
+	size_t errs_len;
+	bool bad;
+};
 
-	for (size_t p = 0; p < st->pols.n; p++)
-		if (st->pols.v[p].policy)
-			sets[p] = load_policyset_new(&st->pols, &st->pols.v[p].policy, 1);
-	for (size_t r = 0; r < st->res.n; r++) {
+static struct apply_result *part_add(struct apply_part *pt)
+{
+	if ((pt->n & (pt->n - 1)) == 0)
+		pt->v = gv_xrealloc(pt->v, (pt->n ? 2 * pt->n : 1) * sizeof(*pt->v));
+	return &pt->v[pt->n++];
+}
+
+static void *evaluate_range(void *arg)
+{
+	struct apply_part *pt = arg;
+	const struct apply_state *st = pt->st;
+	FILE *errs = open_memstream(&pt->errs, &pt->errs_len);
+
+	for (size_t r = pt->r0; r < pt->r1; r++) {
 		for (size_t p = 0; p < st->pols.n; p++) {
 			struct engine_policy *pol = st->pols.v[p].policy;
 			struct values_eval ev;
 			struct engine_report rep = {0};
 			struct gv_err e = {0};
+			char buf[2200];
 
 			if (!pol && st->pols.v[p].unsupported) {
 				/* Never no result: a policy gavel does not evaluate is an error. */
-				struct apply_result *a;
-				st->results = gv_xrealloc(st->results, (st->nresults + 1) *
-									   sizeof(*st->results));
-				a = &st->results[st->nresults++];
+				struct apply_result *a = part_add(pt);
 				a->resource = r;
 				a->policy = p;
 				a->rule = gv_xstrdup("");
@@ -526,27 +552,25 @@ static void evaluate_all(struct apply_state *st)
 				continue;
 			if (values_eval_init(&ev, &st->values, st->has_ui ? &st->ui : NULL,
 					     engine_policy_name(pol), st->res.v[r].obj, NULL, &e)) {
-				print_err("gavel apply: ", &e);
-				st->bad = true;
+				fprintf(errs, "gavel apply: %s\n",
+					gv_err_str(&e, buf, sizeof(buf)));
+				pt->bad = true;
 				continue;
 			}
-			if (engine_evaluate(sets[p], &ev.in, ENGINE_ADMISSION, &rep, &e)) {
+			if (engine_evaluate(st->sets[p], &ev.in, ENGINE_ADMISSION, &rep, &e)) {
 				gv_err_prefix(&e, "%s:%d: %s %s: policy %s: ", st->res.v[r].file,
 					      st->res.v[r].line, load_res_kind(st->res.v[r].obj),
 					      load_res_name(st->res.v[r].obj),
 					      engine_policy_name(pol));
-				print_err("", &e);
-				st->bad = true;
+				fprintf(errs, "%s\n", gv_err_str(&e, buf, sizeof(buf)));
+				pt->bad = true;
 			}
 			for (size_t i = 0; i < rep.n; i++) {
 				if (rep.v[i].policy != pol)
 					continue;
 				for (size_t j = 0; j < rep.v[i].nrules; j++) {
 					const struct engine_rule_result *rr = &rep.v[i].rules[j];
-					struct apply_result *a;
-					st->results = gv_xrealloc(
-					    st->results, (st->nresults + 1) * sizeof(*st->results));
-					a = &st->results[st->nresults++];
+					struct apply_result *a = part_add(pt);
 					a->resource = r;
 					a->policy = p;
 					a->rule = gv_xstrdup(rr->rule ? rr->rule : "");
@@ -559,10 +583,45 @@ static void evaluate_all(struct apply_state *st)
 			values_eval_release(&ev);
 		}
 	}
-	for (size_t p = 0; p < st->pols.n; p++)
-		if (sets[p])
-			engine_policyset_unref(sets[p]);
-	free(sets);
+	fclose(errs);
+	return NULL;
+}
+
+/* Evaluates the resources of st->res into st->results, with st->jobs threads. */
+static void evaluate_batch(struct apply_state *st)
+{
+	size_t nparts = st->jobs > 1 ? (size_t)st->jobs : 1, per;
+	struct apply_part *parts;
+	pthread_t *th;
+
+	if (nparts > st->res.n)
+		nparts = st->res.n ? st->res.n : 1;
+	per = (st->res.n + nparts - 1) / nparts;
+	parts = gv_xcalloc(nparts, sizeof(*parts));
+	th = gv_xcalloc(nparts, sizeof(*th));
+	for (size_t k = 0; k < nparts; k++) {
+		parts[k].st = st;
+		parts[k].r0 = k * per < st->res.n ? k * per : st->res.n;
+		parts[k].r1 = (k + 1) * per < st->res.n ? (k + 1) * per : st->res.n;
+		if (k && pthread_create(&th[k], NULL, evaluate_range, &parts[k]))
+			evaluate_range(&parts[k]), th[k] = 0;
+	}
+	evaluate_range(&parts[0]);
+	for (size_t k = 0; k < nparts; k++) {
+		if (k && th[k])
+			pthread_join(th[k], NULL);
+		if (parts[k].errs_len)
+			fwrite(parts[k].errs, 1, parts[k].errs_len, stderr);
+		free(parts[k].errs);
+		st->bad = st->bad || parts[k].bad;
+		st->results = gv_xrealloc(st->results,
+					  (st->nresults + parts[k].n + 1) * sizeof(*st->results));
+		memcpy(st->results + st->nresults, parts[k].v, parts[k].n * sizeof(*parts[k].v));
+		st->nresults += parts[k].n;
+		free(parts[k].v);
+	}
+	free(parts);
+	free(th);
 }
 
 /* ---- output ---- */
@@ -612,16 +671,20 @@ static char *kyverno_res_path(const json_t *o)
 	return gv_xasprintf("%s/%s/%s", load_res_namespace(o), load_res_kind(o), load_res_name(o));
 }
 
-static void print_table(const struct apply_state *st)
+/* Keeps the table rows of this batch (the column widths need every row). */
+static void table_collect(struct apply_state *st)
 {
-	size_t ncols = st->detailed ? 6 : 5, nrows = 1, id = 0;
+	size_t ncols = st->detailed ? 6 : 5;
 	/* -o table and --detailed-results show every result; -t those that did not pass. */
 	bool all = st->detailed || !st->kyverno_table;
-	char **cells = gv_xcalloc((st->nresults + 1) * ncols, sizeof(char *));
 	static const char *const head[] = {"ID", "POLICY", "RULE", "RESOURCE", "RESULT", "MESSAGE"};
 
-	for (size_t c = 0; c < ncols; c++)
-		cells[c] = gv_xstrdup(head[c]);
+	if (!st->trows) {
+		st->tcells = gv_xcalloc(ncols, sizeof(char *));
+		for (size_t c = 0; c < ncols; c++)
+			st->tcells[c] = gv_xstrdup(head[c]);
+		st->trows = 1;
+	}
 	for (size_t i = 0; i < st->nresults; i++) {
 		const struct apply_result *a = &st->results[i];
 		enum engine_status s = counted_status(st, a);
@@ -629,19 +692,26 @@ static void print_table(const struct apply_state *st)
 
 		if (!all && (s == ENGINE_PASS || s == ENGINE_SKIP))
 			continue;
-		row = &cells[nrows++ * ncols];
-		row[0] = gv_xasprintf("%zu", ++id);
+		st->tcells = gv_xrealloc(st->tcells, (st->trows + 1) * ncols * sizeof(char *));
+		row = &st->tcells[st->trows * ncols];
+		row[0] = gv_xasprintf("%zu", st->trows);
 		row[1] = policy_ref(&st->pols.v[a->policy]);
 		row[2] = gv_xstrdup(a->rule);
 		row[3] = kyverno_res_path(st->res.v[a->resource].obj);
 		row[4] = gv_xstrdup(status_title(s));
 		if (ncols == 6)
 			row[5] = table_one_line(a->message);
+		st->trows++;
 	}
-	table_print(stdout, cells, nrows, ncols);
-	for (size_t i = 0; i < nrows * ncols; i++)
-		free(cells[i]);
-	free(cells);
+}
+
+static void table_flush(struct apply_state *st)
+{
+	size_t ncols = st->detailed ? 6 : 5;
+
+	if (!st->trows)
+		table_collect(st); /* the header alone */
+	table_print(stdout, st->tcells, st->trows, ncols);
 }
 
 /* Kyverno's default output: the failed rules of each resource and policy. */
@@ -779,23 +849,20 @@ static json_t *report_result(const struct apply_state *st, const struct apply_re
 	return o;
 }
 
-static void print_reports(const struct apply_state *st)
+static void reports_collect(struct apply_state *st)
 {
-	json_t *reports = json_object(); /* namespace -> report, in first-seen order */
-	const char *ns;
-	json_t *rep;
-	bool first = true;
-
+	if (!st->reports)
+		st->reports = json_object(); /* namespace -> report, in first-seen order */
 	for (size_t i = 0; i < st->nresults; i++) {
 		const struct apply_result *a = &st->results[i];
 		const char *rns = load_res_namespace(st->res.v[a->resource].obj);
-		json_t *sum;
+		json_t *sum, *rep;
 		const char *status;
 
-		rep = json_object_get(reports, rns);
+		rep = json_object_get(st->reports, rns);
 		if (!rep) {
 			rep = report_new(rns);
-			json_object_set_new(reports, rns, rep);
+			json_object_set_new(st->reports, rns, rep);
 		}
 		json_array_append_new(json_object_get(rep, "results"), report_result(st, a));
 		sum = json_object_get(rep, "summary");
@@ -804,7 +871,15 @@ static void print_reports(const struct apply_state *st)
 		    sum, status,
 		    json_integer(json_integer_value(json_object_get(sum, status)) + 1));
 	}
-	json_object_foreach(reports, ns, rep)
+}
+
+static void reports_print(const struct apply_state *st)
+{
+	const char *ns;
+	json_t *rep;
+	bool first = true;
+
+	json_object_foreach(st->reports, ns, rep)
 	{
 		struct gv_buf b = {0};
 		if (st->report_json) {
@@ -820,46 +895,372 @@ static void print_reports(const struct apply_state *st)
 		fputs(gv_buf_str(&b), stdout);
 		gv_buf_release(&b);
 	}
-	json_decref(reports);
 }
 
-static void print_results(const struct apply_state *st)
+/* Prints (or keeps, where the output needs every result) the results of one batch. */
+static void print_batch(struct apply_state *st)
 {
 	json_t *list;
 
 	switch (st->out) {
 	case OUT_KYVERNO:
 		print_failures(st);
-		print_summary(st);
 		return;
 	case OUT_TABLE:
-		print_table(st);
-		print_summary(st);
+		table_collect(st);
 		return;
 	case OUT_REPORT:
-		if (st->policy_report)
-			printf("%s\nPOLICY REPORT:\n%s\n", DIVIDER, DIVIDER);
-		print_reports(st);
+		reports_collect(st);
 		return;
 	case OUT_JSON: {
+		/* The batch's list, dumped as the whole list would be, without its brackets. */
 		char *s;
+		size_t len;
 		list = results_json(st);
 		s = json_dumps(list, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-		printf("%s\n", s ? s : "[]");
+		len = s ? strlen(s) : 0;
+		if (json_array_size(list) && len > 4) {
+			fputs(st->nprinted ? ",\n" : "[\n", stdout);
+			fwrite(s + 2, 1, len - 4, stdout); /* "[\n" ... "\n]" */
+			st->nprinted += json_array_size(list);
+		}
 		free(s);
 		json_decref(list);
 		return;
 	}
 	case OUT_YAML: {
-		struct gv_buf b = {0};
+		size_t i;
+		json_t *o;
 		list = results_json(st);
-		gv_yaml_dump(list, &b);
-		fputs(gv_buf_str(&b), stdout);
-		gv_buf_release(&b);
+		json_array_foreach(list, i, o)
+		{
+			struct gv_buf b = {0};
+			json_t *one = json_array();
+			json_array_append(one, o);
+			gv_yaml_dump(one, &b);
+			fputs(gv_buf_str(&b), stdout);
+			gv_buf_release(&b);
+			json_decref(one);
+			st->nprinted++;
+		}
 		json_decref(list);
 		return;
 	}
 	}
+}
+
+/* Ends the output once every batch was printed. */
+static void print_end(struct apply_state *st)
+{
+	switch (st->out) {
+	case OUT_KYVERNO:
+		print_summary(st);
+		return;
+	case OUT_TABLE:
+		table_flush(st);
+		print_summary(st);
+		return;
+	case OUT_REPORT:
+		if (st->policy_report)
+			printf("%s\nPOLICY REPORT:\n%s\n", DIVIDER, DIVIDER);
+		if (st->reports)
+			reports_print(st);
+		return;
+	case OUT_JSON:
+		fputs(st->nprinted ? "\n]\n" : "[]\n", stdout);
+		return;
+	case OUT_YAML:
+		if (!st->nprinted) {
+			struct gv_buf b = {0};
+			json_t *none = json_array();
+			gv_yaml_dump(none, &b);
+			fputs(gv_buf_str(&b), stdout);
+			gv_buf_release(&b);
+			json_decref(none);
+		}
+		return;
+	}
+}
+
+/* ---- streaming ---- */
+
+/*
+ * The keys of the resources evaluated so far, for de-duplication without
+ * keeping the objects: a 64-bit hash of "group/kind/namespace/name" with
+ * the file and line where it was first seen (open addressing).
+ */
+struct apply_seen_slot {
+	uint64_t hash; /* 0 = empty */
+	uint32_t file; /* index into apply_state.seen_files */
+	int32_t line;
+};
+
+struct apply_seen {
+	struct apply_seen_slot *v;
+	size_t cap, n;
+};
+
+static uint64_t key_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a, then a final mix */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h ? h : 1;
+}
+
+/* Returns the slot of hash: its first sighting (inserted now, *found false) or the earlier one. */
+static struct apply_seen_slot *seen_find(struct apply_seen *set, uint64_t hash, bool *found)
+{
+	size_t i;
+
+	if (2 * (set->n + 1) > set->cap) {
+		struct apply_seen old = *set;
+		set->cap = old.cap ? 2 * old.cap : 1024;
+		set->v = gv_xcalloc(set->cap, sizeof(*set->v));
+		set->n = 0;
+		for (size_t k = 0; k < old.cap; k++)
+			if (old.v[k].hash) {
+				bool f;
+				*seen_find(set, old.v[k].hash, &f) = old.v[k];
+			}
+		free(old.v);
+	}
+	for (i = hash & (set->cap - 1); set->v[i].hash; i = (i + 1) & (set->cap - 1))
+		if (set->v[i].hash == hash) {
+			*found = true;
+			return &set->v[i];
+		}
+	*found = false;
+	set->v[i].hash = hash;
+	set->n++;
+	return &set->v[i];
+}
+
+static void seen_free(struct apply_seen *set)
+{
+	if (set)
+		free(set->v);
+	free(set);
+}
+
+/* Frees the resources and results of the batch just printed. */
+static void batch_release(struct apply_state *st)
+{
+	for (size_t i = 0; i < st->nresults; i++) {
+		free(st->results[i].rule);
+		free(st->results[i].message);
+	}
+	free(st->results);
+	st->results = NULL;
+	st->nresults = 0;
+	load_resources_release(&st->res);
+}
+
+/* One document's text. */
+struct apply_chunk {
+	char *text; /* owned */
+	size_t len;
+	int line; /* first line in the file */
+	const char *file;
+};
+
+struct apply_batch_part {
+	struct apply_chunk *chunks;
+	size_t n;
+	struct load_resources res;
+	char *errs;
+	size_t errs_len;
+	bool bad;
+};
+
+static void *parse_part(void *arg)
+{
+	struct apply_batch_part *bp = arg;
+	FILE *errs = open_memstream(&bp->errs, &bp->errs_len);
+
+	bp->res.no_dedup = true;
+	for (size_t i = 0; i < bp->n; i++) {
+		struct gv_err e = {0};
+		if (load_resources_buf(&bp->res, bp->chunks[i].text, bp->chunks[i].len,
+				       bp->chunks[i].file, bp->chunks[i].line, errs, &e))
+			bp->bad = true;
+	}
+	fclose(errs);
+	return NULL;
+}
+
+/*
+ * Parses chunks (with st->jobs threads), de-duplicates in input order,
+ * evaluates, prints, and frees everything of the batch. Returns the
+ * number of resources evaluated.
+ */
+static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size_t n)
+{
+	size_t nparts = st->jobs > 1 ? (size_t)st->jobs : 1, per, nres = 0;
+	struct apply_batch_part *parts;
+	pthread_t *th;
+	bool *started;
+
+	if (nparts > n)
+		nparts = n ? n : 1;
+	per = (n + nparts - 1) / nparts;
+	parts = gv_xcalloc(nparts, sizeof(*parts));
+	th = gv_xcalloc(nparts, sizeof(*th));
+	started = gv_xcalloc(nparts, sizeof(*started));
+	for (size_t k = 0; k < nparts; k++) {
+		size_t c0 = k * per < n ? k * per : n, c1 = (k + 1) * per < n ? (k + 1) * per : n;
+		parts[k].chunks = chunks + c0;
+		parts[k].n = c1 - c0;
+		if (k)
+			started[k] = !pthread_create(&th[k], NULL, parse_part, &parts[k]);
+		if (k && !started[k])
+			parse_part(&parts[k]);
+	}
+	parse_part(&parts[0]);
+	for (size_t k = 0; k < nparts; k++) {
+		if (started[k])
+			pthread_join(th[k], NULL);
+		if (parts[k].errs_len)
+			fwrite(parts[k].errs, 1, parts[k].errs_len, stderr);
+		free(parts[k].errs);
+		st->bad = st->bad || parts[k].bad;
+		for (size_t i = 0; i < parts[k].res.n; i++) {
+			struct load_resource *lr = &parts[k].res.v[i];
+			char *key = load_resource_key(lr->obj);
+			bool found;
+			struct apply_seen_slot *slot = seen_find(st->seen, key_hash(key), &found);
+
+			free(key);
+			if (found) {
+				const json_t *o = lr->obj;
+				fprintf(stderr,
+					"%s:%d: warning: duplicate %s %s/%s ignored (first loaded "
+					"from %s:%d)\n",
+					lr->file, lr->line, load_res_kind(o), load_res_namespace(o),
+					load_res_name(o), st->seen_files.v[slot->file], slot->line);
+				json_decref(lr->obj);
+				free(lr->file);
+				continue;
+			}
+			if (!load_paths_has(&st->seen_files, lr->file))
+				load_paths_add(&st->seen_files, lr->file);
+			for (size_t f = st->seen_files.n; f-- > 0;)
+				if (!strcmp(st->seen_files.v[f], lr->file)) {
+					slot->file = (uint32_t)f;
+					break;
+				}
+			slot->line = lr->line;
+			if ((st->res.n & (st->res.n - 1)) == 0)
+				st->res.v = gv_xrealloc(st->res.v, (st->res.n ? 2 * st->res.n : 1) *
+								       sizeof(*st->res.v));
+			st->res.v[st->res.n++] = *lr;
+		}
+		free(parts[k].res.v);
+		json_decref(parts[k].res.index);
+	}
+	free(parts);
+	free(th);
+	free(started);
+	for (size_t i = 0; i < n; i++)
+		free(chunks[i].text);
+	nres = st->res.n;
+	evaluate_batch(st);
+	for (size_t i = 0; i < st->nresults; i++) {
+		const struct apply_result *a = &st->results[i];
+		st->counts[counted_status(st, a)]++;
+		if (a->status == ENGINE_FAIL && a->action == ENGINE_ENFORCE)
+			st->enforce_failed = true;
+	}
+	print_batch(st);
+	batch_release(st);
+	return nres;
+}
+
+/* A line that starts a YAML document ("---" alone or followed by a space). */
+static bool doc_start(const char *line)
+{
+	return !strncmp(line, "---", 3) && (!line[3] || strchr(" \t\r\n", line[3]));
+}
+
+#define BATCH_DOCS  256	       /* documents per batch */
+#define BATCH_BYTES (8u << 20) /* or bytes */
+
+/*
+ * Reads every resource file document by document (a line "---" starts a
+ * document: YAML forbids it inside a scalar) and runs them in batches, so
+ * that memory holds one batch, not the input. Returns the number of
+ * resources evaluated.
+ */
+static size_t process_resources(struct apply_state *st)
+{
+	struct load_paths files = {0};
+	struct apply_chunk *chunks = gv_xcalloc(BATCH_DOCS, sizeof(*chunks));
+	size_t n = 0, bytes = 0, total = 0;
+
+	st->seen = gv_xcalloc(1, sizeof(*st->seen));
+	st->sets = gv_xcalloc(st->pols.n ? st->pols.n : 1, sizeof(*st->sets));
+	for (size_t p = 0; p < st->pols.n; p++)
+		if (st->pols.v[p].policy)
+			st->sets[p] = load_policyset_new(&st->pols, &st->pols.v[p].policy, 1);
+	expand_all(st, &st->resource_paths, &files);
+	for (size_t fi = 0; fi < files.n; fi++) {
+		const char *file = files.v[fi];
+		FILE *f;
+		char *line = NULL;
+		size_t cap = 0;
+		ssize_t got;
+		int lineno = 0;
+		struct gv_buf cur = {0};
+		int cur_line = 1;
+
+		if (!check_stdin(st, file))
+			continue;
+		f = strcmp(file, "-") ? fopen(file, "r") : stdin;
+		if (!f) {
+			fprintf(stderr, "%s: %s\n", file, strerror(errno));
+			st->bad = true;
+			continue;
+		}
+		for (;;) {
+			got = getline(&line, &cap, f);
+			if (got >= 0)
+				lineno++;
+			if (got < 0 || (doc_start(line) && cur.len)) {
+				if (cur.len) {
+					chunks[n].len = cur.len;
+					chunks[n].text = gv_buf_detach(&cur);
+					chunks[n].line = cur_line;
+					chunks[n].file = file;
+					bytes += chunks[n].len;
+					n++;
+				}
+				cur_line = lineno;
+				if (n == BATCH_DOCS || bytes >= BATCH_BYTES || (got < 0 && n)) {
+					total += run_batch(st, chunks, n);
+					n = 0;
+					bytes = 0;
+				}
+			}
+			if (got < 0)
+				break;
+			gv_buf_add(&cur, line, (size_t)got);
+		}
+		if (ferror(f)) {
+			fprintf(stderr, "%s: %s\n", file, strerror(errno));
+			st->bad = true;
+		}
+		if (f != stdin)
+			fclose(f);
+		free(line);
+		gv_buf_release(&cur);
+	}
+	free(chunks);
+	load_paths_release(&files);
+	return total;
 }
 
 /* Policies loaded, valid or not, including the kinds gavel does not evaluate. */
@@ -871,14 +1272,8 @@ static size_t count_policies(const struct apply_state *st)
 /* Kyverno's exit code (or gavel's earlier one with --fail-on enforce). */
 static int exit_code(const struct apply_state *st)
 {
-	if (st->fail_on_enforce) {
-		for (size_t i = 0; i < st->nresults; i++)
-			if ((st->results[i].status == ENGINE_FAIL &&
-			     st->results[i].action == ENGINE_ENFORCE) ||
-			    st->results[i].status == ENGINE_ERROR)
-				return 1;
-		return 0;
-	}
+	if (st->fail_on_enforce)
+		return st->enforce_failed || st->counts[ENGINE_ERROR] ? 1 : 0;
 	if (st->counts[ENGINE_FAIL] || st->counts[ENGINE_ERROR])
 		return 1;
 	if (st->counts[ENGINE_WARN] && st->warn_exit_code)
@@ -955,6 +1350,12 @@ int cmd_apply(int argc, char **argv)
 		load_namespaces_file(&st, st.namespaces_file);
 	load_namespace_labels(&st, ns_labels, nns_labels);
 	load_set_variables(&st, sets, nsets);
+	if (!st.jobs) {
+		cpu_set_t cpus;
+		st.jobs = sched_getaffinity(0, sizeof(cpus), &cpus) ? 1 : CPU_COUNT(&cpus);
+		if (st.jobs > 64)
+			st.jobs = 64;
+	}
 	load_inputs(&st);
 	if (!st.bad && !count_policies(&st)) {
 		fputs("gavel apply: no policy found in the given paths (ClusterPolicy, Policy or a "
@@ -962,22 +1363,29 @@ int cmd_apply(int argc, char **argv)
 		      stderr);
 		st.bad = true;
 	}
-	if (!st.bad && !st.res.n) {
-		fputs("gavel apply: no resource found in the given paths\n", stderr);
-		st.bad = true;
-	}
 	/* Bad input: the rest is still evaluated and printed, and the exit code is 2. */
-	evaluate_all(&st);
-	for (size_t i = 0; i < st.nresults; i++)
-		st.counts[counted_status(&st, &st.results[i])]++;
-	print_results(&st);
+	{
+		bool bad_before = st.bad;
+		size_t nres = process_resources(&st);
+		if (!bad_before && !st.bad && !nres) {
+			fputs("gavel apply: no resource found in the given paths\n", stderr);
+			st.bad = true;
+		}
+	}
+	print_end(&st);
 	rc = st.bad ? 2 : exit_code(&st);
 out:
-	for (size_t i = 0; i < st.nresults; i++) {
-		free(st.results[i].rule);
-		free(st.results[i].message);
-	}
-	free(st.results);
+	batch_release(&st);
+	for (size_t p = 0; st.sets && p < st.pols.n; p++)
+		if (st.sets[p])
+			engine_policyset_unref(st.sets[p]);
+	free(st.sets);
+	for (size_t i = 0; i < st.trows * (st.detailed ? 6 : 5); i++)
+		free(st.tcells[i]);
+	free(st.tcells);
+	json_decref(st.reports);
+	seen_free(st.seen);
+	load_paths_release(&st.seen_files);
 	free(ns_labels);
 	free(sets);
 	load_paths_release(&st.policy_paths);

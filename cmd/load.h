@@ -138,6 +138,7 @@ struct load_resources {
 	struct load_resource *v; /* owned array */
 	size_t n;
 	json_t *index; /* owned: "group/kind/namespace/name" -> index in v, for de-duplication */
+	bool no_dedup; /* set by the caller: keep duplicates (the caller de-duplicates) */
 };
 
 /*
@@ -152,7 +153,17 @@ struct load_resources {
 enum gv_code load_resources_file(struct load_resources *lr, const char *file, FILE *errs,
 				 struct gv_err *err);
 
+/*
+ * load_resources_file on len bytes of buf: a piece of file whose first
+ * line is first_line (positions in messages are the file's).
+ */
+enum gv_code load_resources_buf(struct load_resources *lr, const char *buf, size_t len,
+				const char *file, int first_line, FILE *errs, struct gv_err *err);
+
 void load_resources_release(struct load_resources *lr);
+
+/* The de-duplication key of a resource: "group/kind/namespace/name" (owned). */
+char *load_resource_key(const json_t *obj);
 
 /* Whether a kind is cluster-scoped in the built-in table (Namespace, Node, ClusterRole, ...). */
 bool load_kind_cluster_scoped(const char *kind);

@@ -25,7 +25,9 @@ TIER1_FLOOR=902
 TIER2_FLOOR=526
 TIER3_FLOOR=39
 PSS_FLOOR=11
-CEL1_FLOOR=6
+# CEL1 was 6: two of those were result entries naming jsonPayloads files that
+# gavel does not load, counted as passed over no resource; they are unsupported.
+CEL1_FLOOR=4
 CEL2_FLOOR=3
 JMESPATH_FLOOR=892
 TIERS="TIER1 TIER2 TIER3 PSS CEL1 CEL2"
