@@ -126,7 +126,26 @@ struct apply_state {
 	size_t nprinted;		/* list elements printed (-o json|yaml) */
 	char **tcells;			/* owned: table rows kept for the column widths */
 	size_t trows;
-	json_t *reports; /* owned: namespace -> report (-o report) */
+	json_t *reports;	    /* owned: namespace -> report (-o report with JSON output) */
+	struct apply_nsrep *nsreps; /* owned: the YAML reports being built, first-seen order */
+	size_t nnsreps;
+	json_t *nsindex; /* owned: namespace -> index in nsreps */
+	FILE *spool;	 /* owned: temporary file holding the reports' results */
+	size_t buffered; /* bytes in the nsreps' buffers */
+};
+
+/* One namespace's report (-o report): counts, and its results as YAML list items. */
+struct apply_nsrep {
+	char *ns;		      /* owned */
+	size_t sum[5];		      /* by reported status */
+	struct gv_buf buf;	      /* results not yet in the spool file */
+	struct apply_spooled *chunks; /* owned: results written to the spool file, in order */
+	size_t nchunks;
+};
+
+struct apply_spooled {
+	long off;
+	size_t len;
 };
 
 struct apply_seen;
@@ -849,7 +868,7 @@ static json_t *report_result(const struct apply_state *st, const struct apply_re
 	return o;
 }
 
-static void reports_collect(struct apply_state *st)
+static void reports_collect_json(struct apply_state *st)
 {
 	if (!st->reports)
 		st->reports = json_object(); /* namespace -> report, in first-seen order */
@@ -871,6 +890,137 @@ static void reports_collect(struct apply_state *st)
 		    sum, status,
 		    json_integer(json_integer_value(json_object_get(sum, status)) + 1));
 	}
+}
+
+#define NSREP_FLUSH    (64u << 10) /* a namespace's buffer goes to the spool file at this size */
+#define NSREP_BUFFERED (4u << 20)  /* and every buffer when they hold this much together */
+
+static void nsrep_flush(struct apply_state *st, struct apply_nsrep *r)
+{
+	if (!r->buf.len)
+		return;
+	if (!st->spool)
+		st->spool = tmpfile();
+	if (!st->spool || fseek(st->spool, 0, SEEK_END)) {
+		fprintf(stderr, "gavel apply: temporary file for the reports: %s\n",
+			strerror(errno));
+		exit(2);
+	}
+	r->chunks = gv_xrealloc(r->chunks, (r->nchunks + 1) * sizeof(*r->chunks));
+	r->chunks[r->nchunks].off = ftell(st->spool);
+	r->chunks[r->nchunks].len = r->buf.len;
+	r->nchunks++;
+	if (fwrite(gv_buf_str(&r->buf), 1, r->buf.len, st->spool) != r->buf.len) {
+		fprintf(stderr, "gavel apply: temporary file for the reports: %s\n",
+			strerror(errno));
+		exit(2);
+	}
+	st->buffered -= r->buf.len;
+	gv_buf_reset(&r->buf);
+}
+
+/*
+ * Adds the batch's results to the reports. YAML reports keep each
+ * namespace's results as text, spooled to a temporary file, so memory
+ * holds counts, not results; JSON reports (-p --output-format json) are
+ * built as documents.
+ */
+static void reports_collect(struct apply_state *st)
+{
+	if (st->report_json) {
+		reports_collect_json(st);
+		return;
+	}
+	if (!st->nsindex)
+		st->nsindex = json_object();
+	for (size_t i = 0; i < st->nresults; i++) {
+		const struct apply_result *a = &st->results[i];
+		const char *rns = load_res_namespace(st->res.v[a->resource].obj);
+		const json_t *idx = json_object_get(st->nsindex, rns);
+		struct apply_nsrep *r;
+		json_t *one = json_array();
+		size_t before;
+
+		if (!idx) {
+			st->nsreps =
+			    gv_xrealloc(st->nsreps, (st->nnsreps + 1) * sizeof(*st->nsreps));
+			memset(&st->nsreps[st->nnsreps], 0, sizeof(*st->nsreps));
+			st->nsreps[st->nnsreps].ns = gv_xstrdup(rns);
+			json_object_set_new(st->nsindex, rns,
+					    json_integer((json_int_t)st->nnsreps));
+			r = &st->nsreps[st->nnsreps++];
+		} else {
+			r = &st->nsreps[json_integer_value(idx)];
+		}
+		r->sum[reported_status(st, a)]++;
+		json_array_append_new(one, report_result(st, a));
+		before = r->buf.len;
+		gv_yaml_dump(one, &r->buf);
+		json_decref(one);
+		st->buffered += r->buf.len - before;
+		if (r->buf.len >= NSREP_FLUSH)
+			nsrep_flush(st, r);
+		if (st->buffered >= NSREP_BUFFERED)
+			for (size_t k = 0; k < st->nnsreps; k++)
+				nsrep_flush(st, &st->nsreps[k]);
+	}
+}
+
+static void reports_print_yaml(struct apply_state *st)
+{
+	static const char *const keys[] = {"pass", "fail", "warn", "error", "skip"};
+	char copy[65536];
+
+	for (size_t k = 0; k < st->nnsreps; k++) {
+		struct apply_nsrep *r = &st->nsreps[k];
+		json_t *rep = report_new(r->ns), *sum = json_object_get(rep, "summary");
+		struct gv_buf b = {0};
+
+		for (int i = 0; i < 5; i++)
+			json_object_set_new(sum, keys[i], json_integer((json_int_t)r->sum[i]));
+		json_object_del(rep, "results");
+		gv_yaml_dump(rep, &b);
+		if (k)
+			fputs("---\n", stdout);
+		fputs(gv_buf_str(&b), stdout);
+		fputs("results:\n", stdout);
+		gv_buf_release(&b);
+		json_decref(rep);
+		for (size_t c = 0; c < r->nchunks; c++) {
+			size_t left = r->chunks[c].len;
+			if (fseek(st->spool, r->chunks[c].off, SEEK_SET)) {
+				fprintf(stderr, "gavel apply: temporary file for the reports: %s\n",
+					strerror(errno));
+				exit(2);
+			}
+			while (left) {
+				size_t n = fread(copy, 1, left < sizeof(copy) ? left : sizeof(copy),
+						 st->spool);
+				if (!n) {
+					fputs("gavel apply: temporary file for the reports: short "
+					      "read\n",
+					      stderr);
+					exit(2);
+				}
+				fwrite(copy, 1, n, stdout);
+				left -= n;
+			}
+		}
+		fputs(gv_buf_str(&r->buf), stdout);
+	}
+}
+
+static void reports_release(struct apply_state *st)
+{
+	for (size_t k = 0; k < st->nnsreps; k++) {
+		free(st->nsreps[k].ns);
+		gv_buf_release(&st->nsreps[k].buf);
+		free(st->nsreps[k].chunks);
+	}
+	free(st->nsreps);
+	json_decref(st->nsindex);
+	if (st->spool)
+		fclose(st->spool);
 }
 
 static void reports_print(const struct apply_state *st)
@@ -963,8 +1113,10 @@ static void print_end(struct apply_state *st)
 	case OUT_REPORT:
 		if (st->policy_report)
 			printf("%s\nPOLICY REPORT:\n%s\n", DIVIDER, DIVIDER);
-		if (st->reports)
+		if (st->report_json && st->reports)
 			reports_print(st);
+		else if (!st->report_json)
+			reports_print_yaml(st);
 		return;
 	case OUT_JSON:
 		fputs(st->nprinted ? "\n]\n" : "[]\n", stdout);
@@ -1384,6 +1536,7 @@ out:
 		free(st.tcells[i]);
 	free(st.tcells);
 	json_decref(st.reports);
+	reports_release(&st);
 	seen_free(st.seen);
 	load_paths_release(&st.seen_files);
 	free(ns_labels);
