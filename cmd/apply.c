@@ -454,6 +454,23 @@ static void load_inputs(struct apply_state *st)
 			st->bad = true; /* already reported on stderr */
 	}
 	load_paths_release(&files);
+	/* Two policies of one name would give rows nobody can tell apart. */
+	for (size_t i = 0; i < st->pols.n; i++)
+		for (size_t j = i + 1; j < st->pols.n; j++) {
+			const struct load_policy *a = &st->pols.v[i], *b = &st->pols.v[j];
+			if (*a->name && !strcmp(a->name, b->name) && !strcmp(a->kind, b->kind) &&
+			    !strcmp(a->namespace, b->namespace)) {
+				fprintf(stderr, "gavel apply: duplicate %s %s%s%s in %s and %s\n",
+					a->kind, a->namespace, *a->namespace ? "/" : "", a->name,
+					a->file, b->file);
+				st->bad = true;
+			}
+		}
+	if (st->pols.nnonk8s)
+		fprintf(stderr,
+			"gavel apply: skipped %zu file(s) without Kubernetes documents (no kind), "
+			"such as %s\n",
+			st->pols.nnonk8s, st->pols.first_nonk8s);
 
 	expand_all(st, &st->exception_paths, &files);
 	for (size_t i = 0; i < files.n; i++) {

@@ -400,6 +400,7 @@ static void add_policy(struct load_policies *lp, const json_t *doc, struct engin
 	e->policy = p;
 	e->error = error;
 	e->unsupported = NULL;
+	e->file = gv_xstrdup(lp->loading ? lp->loading : "");
 }
 
 /* Compiles a PolicyException to check it; keeps the document. */
@@ -451,7 +452,7 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 	struct gv_docs docs;
 	struct gv_err lerr = {0};
 	enum gv_code rc;
-	size_t nother = 0, nfound = 0, first_other = 0;
+	size_t nother = 0, nfound = 0, first_other = 0, nnokind = 0;
 	int other_line = 0;
 	char *other_desc = NULL;
 
@@ -527,6 +528,7 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 			continue;
 		}
 		/* Other kinds: remembered, then one warning per file. */
+		nnokind += !*kind;
 		if (!nother++) {
 			first_other = i;
 			int col = 0;
@@ -539,6 +541,10 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 	}
 	if (nother && !nfound && require_policy && policies) {
 		not_a_policy(lp, &docs, first_other, errs);
+	} else if (nother && nnokind == nother && !nfound && !require_policy) {
+		/* Not Kubernetes YAML at all (artifacthub-pkg.yml...): counted, not warned. */
+		if (!lp->nnonk8s++)
+			lp->first_nonk8s = gv_xstrdup(docs.file);
 	} else if (nother && errs) {
 		if (nother == 1)
 			fprintf(errs, "%s:%d: warning: ignoring %s (not a %s)\n", docs.file,
@@ -563,7 +569,12 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 enum gv_code load_policies_file(struct load_policies *lp, const char *file, bool require_policy,
 				FILE *errs, struct gv_err *err)
 {
-	return load_policy_docs(lp, file, true, require_policy, errs, err);
+	enum gv_code rc;
+
+	lp->loading = file;
+	rc = load_policy_docs(lp, file, true, require_policy, errs, err);
+	lp->loading = NULL;
+	return rc;
 }
 
 enum gv_code load_exceptions_file(struct load_policies *lp, const char *file, FILE *errs,
@@ -574,7 +585,9 @@ enum gv_code load_exceptions_file(struct load_policies *lp, const char *file, FI
 
 void load_policies_release(struct load_policies *lp)
 {
+	free(lp->first_nonk8s);
 	for (size_t i = 0; i < lp->n; i++) {
+		free(lp->v[i].file);
 		free(lp->v[i].name);
 		free(lp->v[i].namespace);
 		free(lp->v[i].kind);

@@ -80,6 +80,7 @@ struct load_policy {
 	 * ValidatingAdmissionPolicy), or NULL; policy and error are then NULL.
 	 */
 	char *unsupported;
+	char *file; /* owned: the file it was loaded from */
 };
 
 /* Policies and PolicyExceptions loaded from any number of files. */
@@ -89,6 +90,14 @@ struct load_policies {
 	json_t **exceptions; /* owned references: valid PolicyException documents */
 	size_t nexceptions;
 	size_t nerrors; /* invalid documents (policies and exceptions) seen */
+	/*
+	 * Files found in a directory whose documents all lack a kind (not
+	 * Kubernetes YAML): skipped without a warning each; the caller says
+	 * so once. first_nonk8s (owned) names the first.
+	 */
+	size_t nnonk8s;
+	char *first_nonk8s;
+	const char *loading; /* borrowed: the file being loaded (internal) */
 };
 
 /*

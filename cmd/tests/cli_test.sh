@@ -72,6 +72,14 @@ code 2 "no resource flag" apply $d/policies.yaml
 code 2 "unknown flag" apply $d/policies.yaml -r $d/good.yaml --no-such-flag
 code 2 "--cluster refused" apply $d/policies.yaml --cluster
 code 2 "-o PATH (mutate output) refused" apply $d/policies.yaml -r $d/good.yaml -o out/
+code 2 "duplicate policy names" apply $d/dupdir -r $d/good.yaml
+if grep -q "duplicate ClusterPolicy require-team in $d/dupdir/a.yaml and $d/dupdir/b.yaml" "$tmp/err"; then
+	ok "duplicate names both files"
+else ko "duplicate names both files"; fi
+code 0 "non-Kubernetes YAML in a policy folder" apply $d/policydir -r $d/good.yaml
+if [ "$(grep -c . "$tmp/err")" = 1 ] && grep -q 'skipped 1 file(s) without Kubernetes documents' "$tmp/err"; then
+	ok "non-Kubernetes YAML: one summary line"
+else ko "non-Kubernetes YAML: one summary line"; fi
 if grep -q 'gavel scan' "$tmp/err" 2>/dev/null || "$gavel" apply --cluster 2>&1 | grep -q 'gavel scan'; then
 	ok "--cluster says what to use"
 else ko "--cluster says what to use"; fi
