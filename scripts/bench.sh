@@ -147,12 +147,13 @@ bench_apply() {
 			done
 		fi
 		for o in table json report; do
-			/usr/bin/time -f '%e %M' -o "$out/apply.time" \
+			/usr/bin/time -f '%e %M %U %S' -o "$out/apply.time" \
 				./gavel apply "$pss" --resource "$f" -o "$o" >/dev/null 2>&1
 			# time -o also holds "Command exited with non-zero status 1": the last line
 			tail -n 1 "$out/apply.time" | awk -v n="$n" -v o="$o" '{
-				printf "gavel apply -o %-6s %6d Pods: %7.2f s wall, %7.0f Pods/s, %6.1f MiB peak RSS\n",
-				    o, n, $1, ($1 > 0 ? n / $1 : 0), $2 / 1024
+				cpu = $3 + $4
+				printf "gavel apply -o %-6s %6d Pods: %7.2f s wall, %7.0f Pods/s, %6.1f MiB peak RSS, %7.2f s CPU (%.0f Pods per CPU-second)\n",
+				    o, n, $1, ($1 > 0 ? n / $1 : 0), $2 / 1024, cpu, (cpu > 0 ? n / cpu : 0)
 			}'
 		done
 		[ "$f" = "$out/pods.yaml" ] || rm -f "$f"
