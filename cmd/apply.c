@@ -652,7 +652,9 @@ static void evaluate_batch(struct apply_state *st)
 		st->bad = st->bad || parts[k].bad;
 		st->results = gv_xrealloc(st->results,
 					  (st->nresults + parts[k].n + 1) * sizeof(*st->results));
-		memcpy(st->results + st->nresults, parts[k].v, parts[k].n * sizeof(*parts[k].v));
+		if (parts[k].n)
+			memcpy(st->results + st->nresults, parts[k].v,
+			       parts[k].n * sizeof(*parts[k].v));
 		st->nresults += parts[k].n;
 		free(parts[k].v);
 	}
