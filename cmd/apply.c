@@ -6,18 +6,31 @@
  *
  *   gavel apply POLICY... --resource R... [--values-file F] [--userinfo F]
  *         [--exception F]... [--namespace-labels NS=KEY=VALUE,...]
- *         [--namespaces F] [-o table|json|yaml|report]
+ *         [--namespaces F] [-o table|json|yaml|report] [-t] [-p]
+ *         [--detailed-results] [--audit-warn] [--fail-on any|enforce]
+ *         [--warn-exit-code N] [--warn-no-pass] [--remove-color]
  *
+ * The flags are `kyverno apply`'s, with its meaning (the table in
+ * README.md "gavel apply" lists each one and what gavel does with it).
  * POLICY and R are files, directories (recursive: *.yaml, *.yml, *.json,
- * hidden entries skipped) or "-" for stdin. Every argument after --resource
- * up to the next option is a resource too; --resource also takes
- * comma-separated lists. Documents of other kinds in a policy file are
- * ignored with a warning, but a policy file named on the command line that
- * holds no policy at all is an invalid policy (the engine's "not a policy"
- * error).
+ * hidden entries skipped) or "-" for stdin. --resource (-r) takes one
+ * value, as Kyverno's: a path or a comma-separated list of paths; it may
+ * be repeated, and a positional argument after it is a policy. Documents of other kinds in a policy
+ * file are ignored with a warning, but a policy file named on the command line that holds no policy
+ * at all is an invalid policy (the engine's "not a policy" error).
  *
  * Output (stdout):
- *   table   one line per rule result: policy, rule, Kind/namespace/name,
+ *   (none)  Kyverno's: for each resource and policy with failed rules,
+ *           "policy P -> resource NS/KIND/NAME failed:" and one numbered
+ *           line per failed rule ("1 - RULE MESSAGE"), then the summary
+ *           line "pass: N, fail: N, warn: N, error: N, skip: N ".
+ *           --detailed-results prints the table of every result instead.
+ *   -t      Kyverno's table (ID POLICY RULE RESOURCE RESULT REASON) of the
+ *           results that did not pass (every result with
+ *           --detailed-results, adding MESSAGE), then the summary line
+ *   -p      "POLICY REPORT:" between dividers, then the reports as with
+ *           -o report (as JSON with --output-format json)
+ *   table   the table of every rule result: policy, rule, Kind/namespace/name,
  *           result, message (the header line comes first)
  *   json    a list of {policy, rule, resource: {apiVersion, kind, namespace,
  *           name}, result, action, scored, message}
@@ -37,27 +50,42 @@
  *           value Kyverno writes, "admission review", would claim a request
  *           was made). The summary counts equal the results.
  *
+ * Counting is Kyverno's: a failed rule of an unscored policy
+ * (policies.kyverno.io/scored: "false"), or with --audit-warn of an Audit
+ * policy, counts as warn.
+ *
  * Exit status: 2 when any input was bad (an invalid policy or exception,
- * an unreadable or malformed file, a bad flag): each invalid policy is one
- * line "file:line:col: /json/pointer: message" on stderr and the others
- * are still evaluated; otherwise 1 when a rule whose failure action is
- * Enforce failed or any rule gave an error (a rule or policy gavel does not
- * evaluate included: never a silent pass), else 0.
+ * an unreadable, malformed or empty file, no policy or no resource at all,
+ * a bad flag): each invalid policy is one line
+ * "file:line:col: /json/pointer: message" on stderr and the others are
+ * still evaluated; otherwise, as `kyverno apply`, 1 when any rule failed
+ * or gave an error (a rule or policy gavel does not evaluate included:
+ * never a silent pass); else --warn-exit-code N when some rule warned (or
+ * when nothing passed, with --warn-no-pass); else 0. With
+ * --fail-on enforce, 1 only when a rule whose failure action is Enforce
+ * failed or a rule gave an error (gavel's earlier default).
  */
 #include "cmd/cmd.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd/load.h"
+#include "cmd/table.h"
 #include "cmd/values.h"
 #include "common/yaml.h"
 #include "engine/engine.h"
 #include "engine/vpolicy.h"
 #include "common/banned.h"
 
-enum apply_output { OUT_TABLE, OUT_JSON, OUT_YAML, OUT_REPORT };
+#define DIVIDER "----------------------------------------------------------------------"
+
+enum apply_output { OUT_KYVERNO, OUT_TABLE, OUT_JSON, OUT_YAML, OUT_REPORT };
 
 /* One rule result of one (resource, policy) evaluation. */
 struct apply_result {
@@ -82,24 +110,76 @@ struct apply_state {
 	size_t nresults;
 	bool bad;
 	bool stdin_used;
+	bool kyverno_table;		/* -t: Kyverno's table, results that did not pass */
+	bool policy_report;		/* -p */
+	bool report_json;		/* --output-format json with -p */
+	bool detailed;			/* --detailed-results */
+	bool audit_warn;		/* --audit-warn */
+	bool fail_on_enforce;		/* --fail-on enforce */
+	bool warn_no_pass;		/* --warn-no-pass */
+	int warn_exit_code;		/* --warn-exit-code */
+	size_t counts[5];		/* pass, fail, warn, error, skip as Kyverno counts them */
+	int jobs;			/* -j: threads that parse and evaluate */
+	bool enforce_failed;		/* a rule of an Enforce policy failed */
+	struct engine_policyset **sets; /* owned: one set per valid policy */
+	struct apply_seen *seen;	/* owned: keys of the resources evaluated so far */
+	struct load_paths seen_files;	/* files named in seen */
+	size_t nprinted;		/* list elements printed (-o json|yaml) */
+	char **tcells;			/* owned: table rows kept for the column widths */
+	size_t trows;
+	json_t *reports;	    /* owned: namespace -> report (-o report with JSON output) */
+	struct apply_nsrep *nsreps; /* owned: the YAML reports being built, first-seen order */
+	size_t nnsreps;
+	json_t *nsindex; /* owned: namespace -> index in nsreps */
+	FILE *spool;	 /* owned: temporary file holding the reports' results */
+	size_t buffered; /* bytes in the nsreps' buffers */
 };
+
+/* One namespace's report (-o report): counts, and its results as YAML list items. */
+struct apply_nsrep {
+	char *ns;		      /* owned */
+	size_t sum[5];		      /* by reported status */
+	struct gv_buf buf;	      /* results not yet in the spool file */
+	struct apply_spooled *chunks; /* owned: results written to the spool file, in order */
+	size_t nchunks;
+};
+
+struct apply_spooled {
+	long off;
+	size_t len;
+};
+
+struct apply_seen;
 
 static void apply_usage(FILE *f)
 {
-	fputs("usage: gavel apply POLICY... --resource R... [options]\n"
+	fputs("usage: gavel apply POLICY... --resource R [options]\n"
 	      "\n"
-	      "Evaluates policies (files, directories, or - for stdin) against resources.\n"
+	      "Evaluates policies (files, directories, or - for stdin) against resources,\n"
+	      "with the flags and outputs of `kyverno apply`.\n"
 	      "\n"
-	      "  -r, --resource R...        resource files or directories (also R1,R2)\n"
+	      "  -r, --resource R           resource file or directory (also R1,R2; repeatable)\n"
 	      "  -f, --values-file F        values file (kind: Values)\n"
+	      "  -s, --set K=V,...          variables (as in a values file's globalValues)\n"
 	      "  -u, --userinfo F           admission user info (kind: UserInfo)\n"
 	      "  -e, --exception F          PolicyException file or directory (repeatable)\n"
 	      "      --namespace-labels L   namespace labels: NS=KEY=VALUE[,NS=KEY=VALUE...]\n"
 	      "      --namespaces F         Namespace manifests whose labels to use\n"
-	      "  -o, --output FORMAT        table (default), json, yaml or report\n"
+	      "  -o, --output FORMAT        table, json, yaml or report (every result)\n"
+	      "  -t, --table                Kyverno's table of the results that did not pass\n"
+	      "  -p, --policy-report        print the results as policy reports\n"
+	      "      --output-format F      json or yaml (with -p: the reports; else as -o)\n"
+	      "      --detailed-results     every result, with its message\n"
+	      "      --audit-warn           failures of Audit policies count as warnings\n"
+	      "      --warn-exit-code N     exit code when rules warned and none failed\n"
+	      "      --warn-no-pass         ... and also when no rule passed\n"
+	      "      --fail-on any|enforce  exit 1 on any failure (default) or only Enforce ones\n"
+	      "  -j, --jobs N               evaluation threads (default: the CPUs gavel may use)\n"
+	      "      --remove-color         accepted: gavel never colours its output\n"
+	      "      --continue-on-fail     accepted: gavel always evaluates every resource\n"
 	      "\n"
-	      "Exit status: 0 no Enforce rule failed and no rule gave an error, 1 one did,\n"
-	      "2 bad input.\n",
+	      "Exit status: 0 nothing failed, 1 a rule failed or gave an error, 2 bad input\n"
+	      "(or the --warn-exit-code).\n",
 	      f);
 }
 
@@ -125,10 +205,93 @@ static void add_list(struct load_paths *p, const char *arg)
 	}
 }
 
-static int parse_args(struct apply_state *st, int argc, char **argv, const char ***ns_labels,
-		      size_t *nns_labels)
+/*
+ * `kyverno apply` flags gavel refuses, and why: each names what to use
+ * instead. A flag here is never silently ignored.
+ */
+static const struct {
+	const char *name, *shrt;
+	bool takes_value;
+	const char *why;
+} refused[] = {
+    {"--cluster", "-c", false,
+     "evaluates the objects of a live cluster: use `gavel scan --kubeconfig F --dry-run`"},
+    {"--kubeconfig", NULL, true,
+     "is for --cluster: use `gavel scan --kubeconfig F --dry-run` for a live cluster"},
+    {"--context", NULL, true, "is for --cluster: gavel scan uses the kubeconfig's context"},
+    {"--namespace", "-n", true,
+     "is for --cluster: use `gavel scan --kubeconfig F --dry-run --namespace NS`"},
+    {"--stdin", "-i", false,
+     "pipes mutated resources to kubectl; gavel evaluates validate rules only "
+     "(a - argument reads policies or resources from stdin)"},
+    {"--registry", NULL, false,
+     "reads image registries; offline, gavel answers imageRegistry context entries from "
+     "--values-file"},
+    {"--git-branch", "-b", true,
+     "reads policies from a git repository: clone it and pass the folder"},
+    {"--generate-exceptions", NULL, false,
+     "writes PolicyExceptions for failures; gavel does not generate resources"},
+    {"--exception-ttl", NULL, true, "is for --generate-exceptions"},
+    {"--mutate-log-path", NULL, true,
+     "writes mutated resources; gavel evaluates validate rules only"},
+    {"--context-path", NULL, true, "is for ValidatingPolicy context; use --values-file"},
+};
+
+static bool take_refused(int argc, char **argv, int *i)
 {
-	bool in_resources = false;
+	for (size_t k = 0; k < GV_ARRAY_LEN(refused); k++) {
+		const char *a = argv[*i];
+		size_t n = strlen(refused[k].name);
+		if (strncmp(a, refused[k].name, n) || (a[n] && a[n] != '=')) {
+			if (!refused[k].shrt || strcmp(a, refused[k].shrt))
+				continue;
+		}
+		fprintf(stderr, "gavel apply: %s %s\n", refused[k].name, refused[k].why);
+		return true;
+	}
+	(void)argc;
+	return false;
+}
+
+static bool set_output(struct apply_state *st, const char *v, bool format_flag)
+{
+	if (!strcmp(v, "table") && !format_flag)
+		st->out = OUT_TABLE;
+	else if (!strcmp(v, "json"))
+		st->out = OUT_JSON;
+	else if (!strcmp(v, "yaml"))
+		st->out = OUT_YAML;
+	else if (!strcmp(v, "report") && !format_flag)
+		st->out = OUT_REPORT;
+	else if (format_flag) {
+		fprintf(stderr, "gavel apply: --output-format is json or yaml, not %s\n", v);
+		return false;
+	} else {
+		/* Kyverno's -o names a file or folder for mutated resources. */
+		fprintf(stderr,
+			"gavel apply: unknown output format %s (table, json, yaml or report); "
+			"kyverno's -o PATH writes mutated resources, which gavel does not make\n",
+			v);
+		return false;
+	}
+	return true;
+}
+
+static bool parse_int(const char *v, int *out)
+{
+	char *end;
+	long n = strtol(v, &end, 10);
+
+	if (!*v || *end || n < 0 || n > 255)
+		return false;
+	*out = (int)n;
+	return true;
+}
+
+static int parse_args(struct apply_state *st, int argc, char **argv, const char ***ns_labels,
+		      size_t *nns_labels, const char ***sets, size_t *nsets)
+{
+	const char *output_format = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = NULL;
@@ -138,52 +301,72 @@ static int parse_args(struct apply_state *st, int argc, char **argv, const char 
 			apply_usage(stdout);
 			return 0;
 		}
-		if (cmd_take(argc, argv, &i, "--resource", "-r", &v, &missing)) {
+		if (cmd_take(argc, argv, &i, "--resource", "-r", &v, &missing) ||
+		    cmd_take(argc, argv, &i, "--resources", NULL, &v, &missing)) {
 			if (!missing)
 				add_list(&st->resource_paths, v);
-			in_resources = true;
 		} else if (cmd_take(argc, argv, &i, "--values-file", "-f", &v, &missing)) {
 			st->values_file = v;
-			in_resources = false;
+		} else if (cmd_take(argc, argv, &i, "--set", "-s", &v, &missing)) {
+			if (!missing) {
+				*sets = gv_xrealloc(*sets, (*nsets + 1) * sizeof(char *));
+				(*sets)[(*nsets)++] = v;
+			}
 		} else if (cmd_take(argc, argv, &i, "--userinfo", "-u", &v, &missing)) {
 			st->userinfo_file = v;
-			in_resources = false;
-		} else if (cmd_take(argc, argv, &i, "--exception", "-e", &v, &missing)) {
+		} else if (cmd_take(argc, argv, &i, "--exception", "-e", &v, &missing) ||
+			   cmd_take(argc, argv, &i, "--exceptions", NULL, &v, &missing)) {
 			if (!missing)
 				add_list(&st->exception_paths, v);
-			in_resources = false;
 		} else if (cmd_take(argc, argv, &i, "--namespace-labels", NULL, &v, &missing)) {
 			if (!missing) {
 				*ns_labels =
 				    gv_xrealloc(*ns_labels, (*nns_labels + 1) * sizeof(char *));
 				(*ns_labels)[(*nns_labels)++] = v;
 			}
-			in_resources = false;
 		} else if (cmd_take(argc, argv, &i, "--namespaces", NULL, &v, &missing)) {
 			st->namespaces_file = v;
-			in_resources = false;
 		} else if (cmd_take(argc, argv, &i, "--output", "-o", &v, &missing)) {
-			in_resources = false;
-			if (missing)
-				;
-			else if (!strcmp(v, "table"))
-				st->out = OUT_TABLE;
-			else if (!strcmp(v, "json"))
-				st->out = OUT_JSON;
-			else if (!strcmp(v, "yaml"))
-				st->out = OUT_YAML;
-			else if (!strcmp(v, "report"))
-				st->out = OUT_REPORT;
-			else {
-				fprintf(stderr, "gavel apply: unknown output format %s\n", v);
+			if (!missing && !set_output(st, v, false))
+				return 2;
+		} else if (cmd_take(argc, argv, &i, "--output-format", NULL, &v, &missing)) {
+			output_format = v;
+		} else if (cmd_take(argc, argv, &i, "--fail-on", NULL, &v, &missing)) {
+			if (!missing && strcmp(v, "any") && strcmp(v, "enforce")) {
+				fprintf(stderr,
+					"gavel apply: --fail-on is any or enforce, not %s\n", v);
 				return 2;
 			}
+			st->fail_on_enforce = !missing && !strcmp(v, "enforce");
+		} else if (cmd_take(argc, argv, &i, "--jobs", "-j", &v, &missing)) {
+			if (!missing && (!parse_int(v, &st->jobs) || !st->jobs)) {
+				fprintf(stderr, "gavel apply: -j takes 1..255, not %s\n", v);
+				return 2;
+			}
+		} else if (cmd_take(argc, argv, &i, "--warn-exit-code", NULL, &v, &missing)) {
+			if (!missing && !parse_int(v, &st->warn_exit_code)) {
+				fprintf(stderr,
+					"gavel apply: --warn-exit-code takes 0..255, not %s\n", v);
+				return 2;
+			}
+		} else if (!strcmp(a, "-t") || !strcmp(a, "--table")) {
+			st->kyverno_table = true;
+		} else if (!strcmp(a, "-p") || !strcmp(a, "--policy-report")) {
+			st->policy_report = true;
+		} else if (!strcmp(a, "--detailed-results")) {
+			st->detailed = true;
+		} else if (!strcmp(a, "--audit-warn")) {
+			st->audit_warn = true;
+		} else if (!strcmp(a, "--warn-no-pass")) {
+			st->warn_no_pass = true;
+		} else if (!strcmp(a, "--remove-color") || !strcmp(a, "--continue-on-fail")) {
+			; /* gavel's output has no colour; it always evaluates everything */
+		} else if (take_refused(argc, argv, &i)) {
+			return 2;
 		} else if (a[0] == '-' && a[1]) {
 			fprintf(stderr, "gavel apply: unknown option %s\n", a);
 			apply_usage(stderr);
 			return 2;
-		} else if (in_resources) {
-			add_list(&st->resource_paths, a);
 		} else {
 			load_paths_add(&st->policy_paths, a);
 		}
@@ -192,9 +375,29 @@ static int parse_args(struct apply_state *st, int argc, char **argv, const char 
 			return 2;
 		}
 	}
+	if (output_format) {
+		if (st->policy_report) {
+			if (strcmp(output_format, "json") && strcmp(output_format, "yaml")) {
+				fprintf(stderr,
+					"gavel apply: --output-format is json or yaml, not %s\n",
+					output_format);
+				return 2;
+			}
+			st->report_json = !strcmp(output_format, "json");
+		} else if (!set_output(st, output_format, true)) {
+			return 2;
+		}
+	}
+	if (st->policy_report)
+		st->out = OUT_REPORT;
+	else if (st->kyverno_table && st->out == OUT_KYVERNO)
+		st->out = OUT_TABLE;
+	else if (st->detailed && st->out == OUT_KYVERNO)
+		st->out = OUT_TABLE;
 	if (!st->policy_paths.n || !st->resource_paths.n) {
 		fprintf(stderr, "gavel apply: %s\n",
-			!st->policy_paths.n ? "no policy given" : "no resource given (--resource)");
+			!st->policy_paths.n ? "no policy given"
+					    : "no resource given (--resource R)");
 		apply_usage(stderr);
 		return 2;
 	}
@@ -252,6 +455,23 @@ static void load_inputs(struct apply_state *st)
 			st->bad = true; /* already reported on stderr */
 	}
 	load_paths_release(&files);
+	/* Two policies of one name would give rows nobody can tell apart. */
+	for (size_t i = 0; i < st->pols.n; i++)
+		for (size_t j = i + 1; j < st->pols.n; j++) {
+			const struct load_policy *a = &st->pols.v[i], *b = &st->pols.v[j];
+			if (*a->name && !strcmp(a->name, b->name) && !strcmp(a->kind, b->kind) &&
+			    !strcmp(a->namespace, b->namespace)) {
+				fprintf(stderr, "gavel apply: duplicate %s %s%s%s in %s and %s\n",
+					a->kind, a->namespace, *a->namespace ? "/" : "", a->name,
+					a->file, b->file);
+				st->bad = true;
+			}
+		}
+	if (st->pols.nnonk8s)
+		fprintf(stderr,
+			"gavel apply: skipped %zu file(s) without Kubernetes documents (no kind), "
+			"such as %s\n",
+			st->pols.nnonk8s, st->pols.first_nonk8s);
 
 	expand_all(st, &st->exception_paths, &files);
 	for (size_t i = 0; i < files.n; i++) {
@@ -264,16 +484,6 @@ static void load_inputs(struct apply_state *st)
 	load_paths_release(&files);
 	if (st->pols.nerrors)
 		st->bad = true;
-
-	expand_all(st, &st->resource_paths, &files);
-	for (size_t i = 0; i < files.n; i++) {
-		if (!check_stdin(st, files.v[i]))
-			continue;
-		gv_err_clear(&e);
-		if (load_resources_file(&st->res, files.v[i], stderr, &e))
-			st->bad = true;
-	}
-	load_paths_release(&files);
 }
 
 static void load_namespace_labels(struct apply_state *st, const char **specs, size_t n)
@@ -332,9 +542,23 @@ static void load_namespaces_file(struct apply_state *st, const char *file)
 
 /* ---- evaluation ---- */
 
+/* The results of evaluating resources [r0, r1) of the batch (one worker's share). */
+struct apply_part {
+	const struct apply_state *st;
+	size_t r0, r1;
+	struct apply_result *v; /* owned */
+	size_t n;
+	char *errs; /* owned: error lines, or NULL */
+	size_t errs_len;
+	bool bad;
+};
+
+static struct apply_result *part_add(struct apply_part *pt);
+
 /* A CEL policy (engine/vpolicy.h) against resource r. */
-static void apply_cel(struct apply_state *st, size_t r, size_t p)
+static void apply_cel(struct apply_part *pt, FILE *errs, size_t r, size_t p)
 {
+	const struct apply_state *st = pt->st;
 	const struct load_policy *lp = &st->pols.v[p];
 	struct values_eval ev;
 	struct vpol_input in = {0};
@@ -346,8 +570,9 @@ static void apply_cel(struct apply_state *st, size_t r, size_t p)
 
 	if (values_eval_init(&ev, &st->values, st->has_ui ? &st->ui : NULL, lp->name,
 			     st->res.v[r].obj, NULL, &e)) {
-		print_err("gavel apply: ", &e);
-		st->bad = true;
+		char buf[2200];
+		fprintf(errs, "gavel apply: %s\n", gv_err_str(&e, buf, sizeof(buf)));
+		pt->bad = true;
 		return;
 	}
 	if (labels)
@@ -363,15 +588,14 @@ static void apply_cel(struct apply_state *st, size_t r, size_t p)
 	in.bindings = (const json_t *const *)st->pols.bindings;
 	in.nbindings = st->pols.nbindings;
 	if (vpol_evaluate(lp->vpol, &in, &rep, &e)) {
-		print_err("gavel apply: ", &e);
-		st->bad = true;
+		char buf[2200];
+		fprintf(errs, "gavel apply: %s\n", gv_err_str(&e, buf, sizeof(buf)));
+		pt->bad = true;
 	}
 	for (size_t i = 0; i < rep.n; i++) {
 		for (size_t j = 0; j < rep.v[i].n; j++) {
 			struct apply_result *a;
-			st->results =
-			    gv_xrealloc(st->results, (st->nresults + 1) * sizeof(*st->results));
-			a = &st->results[st->nresults++];
+			a = part_add(pt);
 			a->resource = r;
 			a->policy = p;
 			a->rule = gv_xstrdup(rep.v[i].rules[j].rule);
@@ -385,26 +609,31 @@ static void apply_cel(struct apply_state *st, size_t r, size_t p)
 	values_eval_release(&ev);
 }
 
-static void evaluate_all(struct apply_state *st)
-{
-	struct engine_policyset **sets = gv_xcalloc(st->pols.n ? st->pols.n : 1, sizeof(*sets));
 
-	for (size_t p = 0; p < st->pols.n; p++)
-		if (st->pols.v[p].policy)
-			sets[p] = load_policyset_new(&st->pols, &st->pols.v[p].policy, 1);
-	for (size_t r = 0; r < st->res.n; r++) {
+static struct apply_result *part_add(struct apply_part *pt)
+{
+	if ((pt->n & (pt->n - 1)) == 0)
+		pt->v = gv_xrealloc(pt->v, (pt->n ? 2 * pt->n : 1) * sizeof(*pt->v));
+	return &pt->v[pt->n++];
+}
+
+static void *evaluate_range(void *arg)
+{
+	struct apply_part *pt = arg;
+	const struct apply_state *st = pt->st;
+	FILE *errs = open_memstream(&pt->errs, &pt->errs_len);
+
+	for (size_t r = pt->r0; r < pt->r1; r++) {
 		for (size_t p = 0; p < st->pols.n; p++) {
 			struct engine_policy *pol = st->pols.v[p].policy;
 			struct values_eval ev;
 			struct engine_report rep = {0};
 			struct gv_err e = {0};
+			char buf[2200];
 
 			if (!pol && st->pols.v[p].unsupported) {
 				/* Never no result: a policy gavel does not evaluate is an error. */
-				struct apply_result *a;
-				st->results = gv_xrealloc(st->results, (st->nresults + 1) *
-									   sizeof(*st->results));
-				a = &st->results[st->nresults++];
+				struct apply_result *a = part_add(pt);
 				a->resource = r;
 				a->policy = p;
 				a->rule = gv_xstrdup("");
@@ -414,34 +643,32 @@ static void evaluate_all(struct apply_state *st)
 				continue;
 			}
 			if (st->pols.v[p].vpol) {
-				apply_cel(st, r, p);
+				apply_cel(pt, errs, r, p);
 				continue;
 			}
 			if (!pol)
 				continue;
 			if (values_eval_init(&ev, &st->values, st->has_ui ? &st->ui : NULL,
 					     engine_policy_name(pol), st->res.v[r].obj, NULL, &e)) {
-				print_err("gavel apply: ", &e);
-				st->bad = true;
+				fprintf(errs, "gavel apply: %s\n",
+					gv_err_str(&e, buf, sizeof(buf)));
+				pt->bad = true;
 				continue;
 			}
-			if (engine_evaluate(sets[p], &ev.in, ENGINE_ADMISSION, &rep, &e)) {
+			if (engine_evaluate(st->sets[p], &ev.in, ENGINE_ADMISSION, &rep, &e)) {
 				gv_err_prefix(&e, "%s:%d: %s %s: policy %s: ", st->res.v[r].file,
 					      st->res.v[r].line, load_res_kind(st->res.v[r].obj),
 					      load_res_name(st->res.v[r].obj),
 					      engine_policy_name(pol));
-				print_err("", &e);
-				st->bad = true;
+				fprintf(errs, "%s\n", gv_err_str(&e, buf, sizeof(buf)));
+				pt->bad = true;
 			}
 			for (size_t i = 0; i < rep.n; i++) {
 				if (rep.v[i].policy != pol)
 					continue;
 				for (size_t j = 0; j < rep.v[i].nrules; j++) {
 					const struct engine_rule_result *rr = &rep.v[i].rules[j];
-					struct apply_result *a;
-					st->results = gv_xrealloc(
-					    st->results, (st->nresults + 1) * sizeof(*st->results));
-					a = &st->results[st->nresults++];
+					struct apply_result *a = part_add(pt);
 					a->resource = r;
 					a->policy = p;
 					a->rule = gv_xstrdup(rr->rule ? rr->rule : "");
@@ -454,10 +681,47 @@ static void evaluate_all(struct apply_state *st)
 			values_eval_release(&ev);
 		}
 	}
-	for (size_t p = 0; p < st->pols.n; p++)
-		if (sets[p])
-			engine_policyset_unref(sets[p]);
-	free(sets);
+	fclose(errs);
+	return NULL;
+}
+
+/* Evaluates the resources of st->res into st->results, with st->jobs threads. */
+static void evaluate_batch(struct apply_state *st)
+{
+	size_t nparts = st->jobs > 1 ? (size_t)st->jobs : 1, per;
+	struct apply_part *parts;
+	pthread_t *th;
+
+	if (nparts > st->res.n)
+		nparts = st->res.n ? st->res.n : 1;
+	per = (st->res.n + nparts - 1) / nparts;
+	parts = gv_xcalloc(nparts, sizeof(*parts));
+	th = gv_xcalloc(nparts, sizeof(*th));
+	for (size_t k = 0; k < nparts; k++) {
+		parts[k].st = st;
+		parts[k].r0 = k * per < st->res.n ? k * per : st->res.n;
+		parts[k].r1 = (k + 1) * per < st->res.n ? (k + 1) * per : st->res.n;
+		if (k && pthread_create(&th[k], NULL, evaluate_range, &parts[k]))
+			evaluate_range(&parts[k]), th[k] = 0;
+	}
+	evaluate_range(&parts[0]);
+	for (size_t k = 0; k < nparts; k++) {
+		if (k && th[k])
+			pthread_join(th[k], NULL);
+		if (parts[k].errs_len)
+			fwrite(parts[k].errs, 1, parts[k].errs_len, stderr);
+		free(parts[k].errs);
+		st->bad = st->bad || parts[k].bad;
+		st->results = gv_xrealloc(st->results,
+					  (st->nresults + parts[k].n + 1) * sizeof(*st->results));
+		if (parts[k].n)
+			memcpy(st->results + st->nresults, parts[k].v,
+			       parts[k].n * sizeof(*parts[k].v));
+		st->nresults += parts[k].n;
+		free(parts[k].v);
+	}
+	free(parts);
+	free(th);
 }
 
 /* ---- output ---- */
@@ -485,50 +749,106 @@ static enum engine_status reported_status(const struct apply_state *st,
 	return a->status;
 }
 
-static char *one_line(const char *s)
+/* How Kyverno counts a result: an unscored or (--audit-warn) Audit failure is a warning. */
+static enum engine_status counted_status(const struct apply_state *st, const struct apply_result *a)
 {
-	char *o = gv_xstrdup(s);
-
-	for (char *p = o; *p; p++)
-		if (*p == '\n' || *p == '\r' || *p == '\t')
-			*p = ' ';
-	return o;
+	if (a->status == ENGINE_FAIL &&
+	    (unscored(&st->pols.v[a->policy]) || (st->audit_warn && a->action == ENGINE_AUDIT)))
+		return ENGINE_WARN;
+	return a->status;
 }
 
-static void print_table(const struct apply_state *st)
+static const char *status_title(enum engine_status s)
 {
-	size_t w[4] = {6, 4, 8, 6};
-	char **cols = gv_xcalloc(st->nresults * 3 + 1, sizeof(char *));
+	static const char *const t[] = {"Pass", "Fail", "Warn", "Error", "Skip"};
 
+	return t[s];
+}
+
+/* Kyverno's resource path in the apply output: NAMESPACE/KIND/NAME. */
+static char *kyverno_res_path(const json_t *o)
+{
+	return gv_xasprintf("%s/%s/%s", load_res_namespace(o), load_res_kind(o), load_res_name(o));
+}
+
+/* Keeps the table rows of this batch (the column widths need every row). */
+static void table_collect(struct apply_state *st)
+{
+	size_t ncols = st->detailed ? 6 : 5;
+	/* -o table and --detailed-results show every result; -t those that did not pass. */
+	bool all = st->detailed || !st->kyverno_table;
+	static const char *const head[] = {"ID", "POLICY", "RULE", "RESOURCE", "RESULT", "MESSAGE"};
+
+	if (!st->trows) {
+		st->tcells = gv_xcalloc(ncols, sizeof(char *));
+		for (size_t c = 0; c < ncols; c++)
+			st->tcells[c] = gv_xstrdup(head[c]);
+		st->trows = 1;
+	}
 	for (size_t i = 0; i < st->nresults; i++) {
 		const struct apply_result *a = &st->results[i];
-		const json_t *o = st->res.v[a->resource].obj;
-		const char *ns = load_res_namespace(o);
-		size_t l;
+		enum engine_status s = counted_status(st, a);
+		char **row;
 
-		cols[i * 3] = policy_ref(&st->pols.v[a->policy]);
-		cols[i * 3 + 1] = gv_xstrdup(a->rule);
-		cols[i * 3 + 2] = gv_xasprintf("%s/%s%s%s", load_res_kind(o), ns, *ns ? "/" : "",
-					       load_res_name(o));
-		for (int c = 0; c < 3; c++) {
-			l = strlen(cols[i * 3 + (size_t)c]);
-			if (l > w[c])
-				w[c] = l;
+		if (!all && (s == ENGINE_PASS || s == ENGINE_SKIP))
+			continue;
+		st->tcells = gv_xrealloc(st->tcells, (st->trows + 1) * ncols * sizeof(char *));
+		row = &st->tcells[st->trows * ncols];
+		row[0] = gv_xasprintf("%zu", st->trows);
+		row[1] = policy_ref(&st->pols.v[a->policy]);
+		row[2] = gv_xstrdup(a->rule);
+		row[3] = kyverno_res_path(st->res.v[a->resource].obj);
+		row[4] = gv_xstrdup(status_title(s));
+		if (ncols == 6)
+			row[5] = table_one_line(a->message);
+		st->trows++;
+	}
+}
+
+static void table_flush(struct apply_state *st)
+{
+	size_t ncols = st->detailed ? 6 : 5;
+
+	if (!st->trows)
+		table_collect(st); /* the header alone */
+	table_print(stdout, st->tcells, st->trows, ncols);
+}
+
+/* Kyverno's default output: the failed rules of each resource and policy. */
+static void print_failures(const struct apply_state *st)
+{
+	for (size_t i = 0; i < st->nresults;) {
+		size_t j = i, n = 0;
+		bool audit_warn = false;
+
+		while (j < st->nresults && st->results[j].resource == st->results[i].resource &&
+		       st->results[j].policy == st->results[i].policy)
+			j++;
+		for (size_t k = i; k < j; k++) {
+			const struct apply_result *a = &st->results[k];
+			if (a->status != ENGINE_FAIL)
+				continue;
+			if (!n++) {
+				char *path = kyverno_res_path(st->res.v[a->resource].obj);
+				char *ref = policy_ref(&st->pols.v[a->policy]);
+				audit_warn = st->audit_warn && a->action == ENGINE_AUDIT;
+				printf("policy %s -> resource %s failed%s:\n", ref, path,
+				       audit_warn ? " as audit warning" : "");
+				free(path);
+				free(ref);
+			}
+			printf("%zu - %s %s\n", n, a->rule, a->message);
 		}
+		if (n)
+			putchar('\n');
+		i = j;
 	}
-	printf("%-*s  %-*s  %-*s  %-*s  %s\n", (int)w[0], "POLICY", (int)w[1], "RULE", (int)w[2],
-	       "RESOURCE", (int)w[3], "RESULT", "MESSAGE");
-	for (size_t i = 0; i < st->nresults; i++) {
-		const struct apply_result *a = &st->results[i];
-		char *msg = one_line(a->message);
-		printf("%-*s  %-*s  %-*s  %-*s  %s\n", (int)w[0], cols[i * 3], (int)w[1],
-		       cols[i * 3 + 1], (int)w[2], cols[i * 3 + 2], (int)w[3],
-		       engine_status_name(a->status), msg);
-		free(msg);
-	}
-	for (size_t i = 0; i < st->nresults * 3; i++)
-		free(cols[i]);
-	free(cols);
+}
+
+static void print_summary(const struct apply_state *st)
+{
+	printf("\npass: %zu, fail: %zu, warn: %zu, error: %zu, skip: %zu \n", st->counts[0],
+	       st->counts[1], st->counts[2], st->counts[3], st->counts[4]);
 }
 
 static json_t *resource_ref(const json_t *o, bool with_uid)
@@ -629,23 +949,20 @@ static json_t *report_result(const struct apply_state *st, const struct apply_re
 	return o;
 }
 
-static void print_reports(const struct apply_state *st)
+static void reports_collect_json(struct apply_state *st)
 {
-	json_t *reports = json_object(); /* namespace -> report, in first-seen order */
-	const char *ns;
-	json_t *rep;
-	bool first = true;
-
+	if (!st->reports)
+		st->reports = json_object(); /* namespace -> report, in first-seen order */
 	for (size_t i = 0; i < st->nresults; i++) {
 		const struct apply_result *a = &st->results[i];
 		const char *rns = load_res_namespace(st->res.v[a->resource].obj);
-		json_t *sum;
+		json_t *sum, *rep;
 		const char *status;
 
-		rep = json_object_get(reports, rns);
+		rep = json_object_get(st->reports, rns);
 		if (!rep) {
 			rep = report_new(rns);
-			json_object_set_new(reports, rns, rep);
+			json_object_set_new(st->reports, rns, rep);
 		}
 		json_array_append_new(json_object_get(rep, "results"), report_result(st, a));
 		sum = json_object_get(rep, "summary");
@@ -654,9 +971,154 @@ static void print_reports(const struct apply_state *st)
 		    sum, status,
 		    json_integer(json_integer_value(json_object_get(sum, status)) + 1));
 	}
-	json_object_foreach(reports, ns, rep)
+}
+
+#define NSREP_FLUSH    (64u << 10) /* a namespace's buffer goes to the spool file at this size */
+#define NSREP_BUFFERED (4u << 20)  /* and every buffer when they hold this much together */
+
+static void nsrep_flush(struct apply_state *st, struct apply_nsrep *r)
+{
+	if (!r->buf.len)
+		return;
+	if (!st->spool)
+		st->spool = tmpfile();
+	if (!st->spool || fseek(st->spool, 0, SEEK_END)) {
+		fprintf(stderr, "gavel apply: temporary file for the reports: %s\n",
+			strerror(errno));
+		exit(2);
+	}
+	r->chunks = gv_xrealloc(r->chunks, (r->nchunks + 1) * sizeof(*r->chunks));
+	r->chunks[r->nchunks].off = ftell(st->spool);
+	r->chunks[r->nchunks].len = r->buf.len;
+	r->nchunks++;
+	if (fwrite(gv_buf_str(&r->buf), 1, r->buf.len, st->spool) != r->buf.len) {
+		fprintf(stderr, "gavel apply: temporary file for the reports: %s\n",
+			strerror(errno));
+		exit(2);
+	}
+	st->buffered -= r->buf.len;
+	gv_buf_reset(&r->buf);
+}
+
+/*
+ * Adds the batch's results to the reports. YAML reports keep each
+ * namespace's results as text, spooled to a temporary file, so memory
+ * holds counts, not results; JSON reports (-p --output-format json) are
+ * built as documents.
+ */
+static void reports_collect(struct apply_state *st)
+{
+	if (st->report_json) {
+		reports_collect_json(st);
+		return;
+	}
+	if (!st->nsindex)
+		st->nsindex = json_object();
+	for (size_t i = 0; i < st->nresults; i++) {
+		const struct apply_result *a = &st->results[i];
+		const char *rns = load_res_namespace(st->res.v[a->resource].obj);
+		const json_t *idx = json_object_get(st->nsindex, rns);
+		struct apply_nsrep *r;
+		json_t *one = json_array();
+		size_t before;
+
+		if (!idx) {
+			st->nsreps =
+			    gv_xrealloc(st->nsreps, (st->nnsreps + 1) * sizeof(*st->nsreps));
+			memset(&st->nsreps[st->nnsreps], 0, sizeof(*st->nsreps));
+			st->nsreps[st->nnsreps].ns = gv_xstrdup(rns);
+			json_object_set_new(st->nsindex, rns,
+					    json_integer((json_int_t)st->nnsreps));
+			r = &st->nsreps[st->nnsreps++];
+		} else {
+			r = &st->nsreps[json_integer_value(idx)];
+		}
+		r->sum[reported_status(st, a)]++;
+		json_array_append_new(one, report_result(st, a));
+		before = r->buf.len;
+		gv_yaml_dump(one, &r->buf);
+		json_decref(one);
+		st->buffered += r->buf.len - before;
+		if (r->buf.len >= NSREP_FLUSH)
+			nsrep_flush(st, r);
+		if (st->buffered >= NSREP_BUFFERED)
+			for (size_t k = 0; k < st->nnsreps; k++)
+				nsrep_flush(st, &st->nsreps[k]);
+	}
+}
+
+static void reports_print_yaml(struct apply_state *st)
+{
+	static const char *const keys[] = {"pass", "fail", "warn", "error", "skip"};
+	char copy[65536];
+
+	for (size_t k = 0; k < st->nnsreps; k++) {
+		struct apply_nsrep *r = &st->nsreps[k];
+		json_t *rep = report_new(r->ns), *sum = json_object_get(rep, "summary");
+		struct gv_buf b = {0};
+
+		for (int i = 0; i < 5; i++)
+			json_object_set_new(sum, keys[i], json_integer((json_int_t)r->sum[i]));
+		json_object_del(rep, "results");
+		gv_yaml_dump(rep, &b);
+		if (k)
+			fputs("---\n", stdout);
+		fputs(gv_buf_str(&b), stdout);
+		fputs("results:\n", stdout);
+		gv_buf_release(&b);
+		json_decref(rep);
+		for (size_t c = 0; c < r->nchunks; c++) {
+			size_t left = r->chunks[c].len;
+			if (fseek(st->spool, r->chunks[c].off, SEEK_SET)) {
+				fprintf(stderr, "gavel apply: temporary file for the reports: %s\n",
+					strerror(errno));
+				exit(2);
+			}
+			while (left) {
+				size_t n = fread(copy, 1, left < sizeof(copy) ? left : sizeof(copy),
+						 st->spool);
+				if (!n) {
+					fputs("gavel apply: temporary file for the reports: short "
+					      "read\n",
+					      stderr);
+					exit(2);
+				}
+				fwrite(copy, 1, n, stdout);
+				left -= n;
+			}
+		}
+		fputs(gv_buf_str(&r->buf), stdout);
+	}
+}
+
+static void reports_release(struct apply_state *st)
+{
+	for (size_t k = 0; k < st->nnsreps; k++) {
+		free(st->nsreps[k].ns);
+		gv_buf_release(&st->nsreps[k].buf);
+		free(st->nsreps[k].chunks);
+	}
+	free(st->nsreps);
+	json_decref(st->nsindex);
+	if (st->spool)
+		fclose(st->spool);
+}
+
+static void reports_print(const struct apply_state *st)
+{
+	const char *ns;
+	json_t *rep;
+	bool first = true;
+
+	json_object_foreach(st->reports, ns, rep)
 	{
 		struct gv_buf b = {0};
+		if (st->report_json) {
+			char *s = json_dumps(rep, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+			printf("%s\n", s);
+			free(s);
+			continue;
+		}
 		gv_yaml_dump(rep, &b);
 		if (!first)
 			fputs("---\n", stdout);
@@ -664,51 +1126,439 @@ static void print_reports(const struct apply_state *st)
 		fputs(gv_buf_str(&b), stdout);
 		gv_buf_release(&b);
 	}
-	json_decref(reports);
 }
 
-static void print_results(const struct apply_state *st)
+/* Prints (or keeps, where the output needs every result) the results of one batch. */
+static void print_batch(struct apply_state *st)
 {
 	json_t *list;
 
 	switch (st->out) {
+	case OUT_KYVERNO:
+		print_failures(st);
+		return;
 	case OUT_TABLE:
-		print_table(st);
+		table_collect(st);
 		return;
 	case OUT_REPORT:
-		print_reports(st);
+		reports_collect(st);
 		return;
 	case OUT_JSON: {
+		/* The batch's list, dumped as the whole list would be, without its brackets. */
 		char *s;
+		size_t len;
 		list = results_json(st);
 		s = json_dumps(list, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-		printf("%s\n", s ? s : "[]");
+		len = s ? strlen(s) : 0;
+		if (json_array_size(list) && len > 4) {
+			fputs(st->nprinted ? ",\n" : "[\n", stdout);
+			fwrite(s + 2, 1, len - 4, stdout); /* "[\n" ... "\n]" */
+			st->nprinted += json_array_size(list);
+		}
 		free(s);
 		json_decref(list);
 		return;
 	}
 	case OUT_YAML: {
-		struct gv_buf b = {0};
+		size_t i;
+		json_t *o;
 		list = results_json(st);
-		gv_yaml_dump(list, &b);
-		fputs(gv_buf_str(&b), stdout);
-		gv_buf_release(&b);
+		json_array_foreach(list, i, o)
+		{
+			struct gv_buf b = {0};
+			json_t *one = json_array();
+			json_array_append(one, o);
+			gv_yaml_dump(one, &b);
+			fputs(gv_buf_str(&b), stdout);
+			gv_buf_release(&b);
+			json_decref(one);
+			st->nprinted++;
+		}
 		json_decref(list);
 		return;
 	}
+	}
+}
+
+/* Ends the output once every batch was printed. */
+static void print_end(struct apply_state *st)
+{
+	switch (st->out) {
+	case OUT_KYVERNO:
+		print_summary(st);
+		return;
+	case OUT_TABLE:
+		table_flush(st);
+		print_summary(st);
+		return;
+	case OUT_REPORT:
+		if (st->policy_report)
+			printf("%s\nPOLICY REPORT:\n%s\n", DIVIDER, DIVIDER);
+		if (st->report_json && st->reports)
+			reports_print(st);
+		else if (!st->report_json)
+			reports_print_yaml(st);
+		return;
+	case OUT_JSON:
+		fputs(st->nprinted ? "\n]\n" : "[]\n", stdout);
+		return;
+	case OUT_YAML:
+		if (!st->nprinted) {
+			struct gv_buf b = {0};
+			json_t *none = json_array();
+			gv_yaml_dump(none, &b);
+			fputs(gv_buf_str(&b), stdout);
+			gv_buf_release(&b);
+			json_decref(none);
+		}
+		return;
+	}
+}
+
+/* ---- streaming ---- */
+
+/*
+ * The keys of the resources evaluated so far, for de-duplication without
+ * keeping the objects: a 64-bit hash of "group/kind/namespace/name" with
+ * the file and line where it was first seen (open addressing).
+ */
+struct apply_seen_slot {
+	uint64_t hash; /* 0 = empty */
+	uint32_t file; /* index into apply_state.seen_files */
+	int32_t line;
+};
+
+struct apply_seen {
+	struct apply_seen_slot *v;
+	size_t cap, n;
+};
+
+static uint64_t key_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a, then a final mix */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h ? h : 1;
+}
+
+/* Returns the slot of hash: its first sighting (inserted now, *found false) or the earlier one. */
+static struct apply_seen_slot *seen_find(struct apply_seen *set, uint64_t hash, bool *found)
+{
+	size_t i;
+
+	if (2 * (set->n + 1) > set->cap) {
+		struct apply_seen old = *set;
+		set->cap = old.cap ? 2 * old.cap : 1024;
+		set->v = gv_xcalloc(set->cap, sizeof(*set->v));
+		set->n = 0;
+		for (size_t k = 0; k < old.cap; k++)
+			if (old.v[k].hash) {
+				bool f;
+				*seen_find(set, old.v[k].hash, &f) = old.v[k];
+			}
+		free(old.v);
+	}
+	for (i = hash & (set->cap - 1); set->v[i].hash; i = (i + 1) & (set->cap - 1))
+		if (set->v[i].hash == hash) {
+			*found = true;
+			return &set->v[i];
+		}
+	*found = false;
+	set->v[i].hash = hash;
+	set->n++;
+	return &set->v[i];
+}
+
+static void seen_free(struct apply_seen *set)
+{
+	if (set)
+		free(set->v);
+	free(set);
+}
+
+/* Frees the resources and results of the batch just printed. */
+static void batch_release(struct apply_state *st)
+{
+	for (size_t i = 0; i < st->nresults; i++) {
+		free(st->results[i].rule);
+		free(st->results[i].message);
+	}
+	free(st->results);
+	st->results = NULL;
+	st->nresults = 0;
+	load_resources_release(&st->res);
+}
+
+/* One document's text. */
+struct apply_chunk {
+	char *text; /* owned */
+	size_t len;
+	int line; /* first line in the file */
+	const char *file;
+};
+
+struct apply_batch_part {
+	struct apply_chunk *chunks;
+	size_t n;
+	struct load_resources res;
+	char *errs;
+	size_t errs_len;
+	bool bad;
+};
+
+static void *parse_part(void *arg)
+{
+	struct apply_batch_part *bp = arg;
+	FILE *errs = open_memstream(&bp->errs, &bp->errs_len);
+
+	bp->res.no_dedup = true;
+	for (size_t i = 0; i < bp->n; i++) {
+		struct gv_err e = {0};
+		if (load_resources_buf(&bp->res, bp->chunks[i].text, bp->chunks[i].len,
+				       bp->chunks[i].file, bp->chunks[i].line, errs, &e))
+			bp->bad = true;
+	}
+	fclose(errs);
+	return NULL;
+}
+
+/*
+ * Parses chunks (with st->jobs threads), de-duplicates in input order,
+ * evaluates, prints, and frees everything of the batch. Returns the
+ * number of resources evaluated.
+ */
+static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size_t n)
+{
+	size_t nparts = st->jobs > 1 ? (size_t)st->jobs : 1, per, nres = 0;
+	struct apply_batch_part *parts;
+	pthread_t *th;
+	bool *started;
+
+	if (nparts > n)
+		nparts = n ? n : 1;
+	per = (n + nparts - 1) / nparts;
+	parts = gv_xcalloc(nparts, sizeof(*parts));
+	th = gv_xcalloc(nparts, sizeof(*th));
+	started = gv_xcalloc(nparts, sizeof(*started));
+	for (size_t k = 0; k < nparts; k++) {
+		size_t c0 = k * per < n ? k * per : n, c1 = (k + 1) * per < n ? (k + 1) * per : n;
+		parts[k].chunks = chunks + c0;
+		parts[k].n = c1 - c0;
+		if (k)
+			started[k] = !pthread_create(&th[k], NULL, parse_part, &parts[k]);
+		if (k && !started[k])
+			parse_part(&parts[k]);
+	}
+	parse_part(&parts[0]);
+	for (size_t k = 0; k < nparts; k++) {
+		if (started[k])
+			pthread_join(th[k], NULL);
+		if (parts[k].errs_len)
+			fwrite(parts[k].errs, 1, parts[k].errs_len, stderr);
+		free(parts[k].errs);
+		st->bad = st->bad || parts[k].bad;
+		for (size_t i = 0; i < parts[k].res.n; i++) {
+			struct load_resource *lr = &parts[k].res.v[i];
+			char *key = load_resource_key(lr->obj);
+			bool found;
+			struct apply_seen_slot *slot = seen_find(st->seen, key_hash(key), &found);
+
+			free(key);
+			if (found) {
+				const json_t *o = lr->obj;
+				fprintf(stderr,
+					"%s:%d: warning: duplicate %s %s/%s ignored (first loaded "
+					"from %s:%d)\n",
+					lr->file, lr->line, load_res_kind(o), load_res_namespace(o),
+					load_res_name(o), st->seen_files.v[slot->file], slot->line);
+				json_decref(lr->obj);
+				free(lr->file);
+				continue;
+			}
+			if (!load_paths_has(&st->seen_files, lr->file))
+				load_paths_add(&st->seen_files, lr->file);
+			for (size_t f = st->seen_files.n; f-- > 0;)
+				if (!strcmp(st->seen_files.v[f], lr->file)) {
+					slot->file = (uint32_t)f;
+					break;
+				}
+			slot->line = lr->line;
+			if ((st->res.n & (st->res.n - 1)) == 0)
+				st->res.v = gv_xrealloc(st->res.v, (st->res.n ? 2 * st->res.n : 1) *
+								       sizeof(*st->res.v));
+			st->res.v[st->res.n++] = *lr;
+		}
+		free(parts[k].res.v);
+		json_decref(parts[k].res.index);
+	}
+	free(parts);
+	free(th);
+	free(started);
+	for (size_t i = 0; i < n; i++)
+		free(chunks[i].text);
+	nres = st->res.n;
+	evaluate_batch(st);
+	for (size_t i = 0; i < st->nresults; i++) {
+		const struct apply_result *a = &st->results[i];
+		st->counts[counted_status(st, a)]++;
+		if (a->status == ENGINE_FAIL && a->action == ENGINE_ENFORCE)
+			st->enforce_failed = true;
+	}
+	print_batch(st);
+	batch_release(st);
+	return nres;
+}
+
+/* A line that starts a YAML document ("---" alone or followed by a space). */
+static bool doc_start(const char *line)
+{
+	return !strncmp(line, "---", 3) && (!line[3] || strchr(" \t\r\n", line[3]));
+}
+
+#define BATCH_DOCS  256	       /* documents per batch */
+#define BATCH_BYTES (8u << 20) /* or bytes */
+
+/*
+ * Reads every resource file document by document (a line "---" starts a
+ * document: YAML forbids it inside a scalar) and runs them in batches, so
+ * that memory holds one batch, not the input. Returns the number of
+ * resources evaluated.
+ */
+static size_t process_resources(struct apply_state *st)
+{
+	struct load_paths files = {0};
+	struct apply_chunk *chunks = gv_xcalloc(BATCH_DOCS, sizeof(*chunks));
+	size_t n = 0, bytes = 0, total = 0;
+
+	st->seen = gv_xcalloc(1, sizeof(*st->seen));
+	st->sets = gv_xcalloc(st->pols.n ? st->pols.n : 1, sizeof(*st->sets));
+	for (size_t p = 0; p < st->pols.n; p++)
+		if (st->pols.v[p].policy)
+			st->sets[p] = load_policyset_new(&st->pols, &st->pols.v[p].policy, 1);
+	expand_all(st, &st->resource_paths, &files);
+	for (size_t fi = 0; fi < files.n; fi++) {
+		const char *file = files.v[fi];
+		FILE *f;
+		char *line = NULL;
+		size_t cap = 0;
+		ssize_t got;
+		int lineno = 0;
+		struct gv_buf cur = {0};
+		int cur_line = 1;
+
+		if (!check_stdin(st, file))
+			continue;
+		f = strcmp(file, "-") ? fopen(file, "r") : stdin;
+		if (!f) {
+			fprintf(stderr, "%s: %s\n", file, strerror(errno));
+			st->bad = true;
+			continue;
+		}
+		for (;;) {
+			got = getline(&line, &cap, f);
+			if (got >= 0)
+				lineno++;
+			if (got < 0 || (doc_start(line) && cur.len)) {
+				if (cur.len) {
+					chunks[n].len = cur.len;
+					chunks[n].text = gv_buf_detach(&cur);
+					chunks[n].line = cur_line;
+					chunks[n].file = file;
+					bytes += chunks[n].len;
+					n++;
+				}
+				cur_line = lineno;
+				if (n == BATCH_DOCS || bytes >= BATCH_BYTES || (got < 0 && n)) {
+					total += run_batch(st, chunks, n);
+					n = 0;
+					bytes = 0;
+				}
+			}
+			if (got < 0)
+				break;
+			gv_buf_add(&cur, line, (size_t)got);
+		}
+		if (ferror(f)) {
+			fprintf(stderr, "%s: %s\n", file, strerror(errno));
+			st->bad = true;
+		}
+		if (f != stdin)
+			fclose(f);
+		free(line);
+		gv_buf_release(&cur);
+	}
+	free(chunks);
+	load_paths_release(&files);
+	return total;
+}
+
+/* Policies loaded, valid or not, including the kinds gavel does not evaluate. */
+static size_t count_policies(const struct apply_state *st)
+{
+	return st->pols.n;
+}
+
+/* Kyverno's exit code (or gavel's earlier one with --fail-on enforce). */
+static int exit_code(const struct apply_state *st)
+{
+	if (st->fail_on_enforce)
+		return st->enforce_failed || st->counts[ENGINE_ERROR] ? 1 : 0;
+	if (st->counts[ENGINE_FAIL] || st->counts[ENGINE_ERROR])
+		return 1;
+	if (st->counts[ENGINE_WARN] && st->warn_exit_code)
+		return st->warn_exit_code;
+	if (!st->counts[ENGINE_PASS] && st->warn_no_pass)
+		return st->warn_exit_code;
+	return 0;
+}
+
+/* --set K=V,...: variables for every policy and resource (a values file's globalValues). */
+static void load_set_variables(struct apply_state *st, const char **specs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *s = specs[i];
+		while (*s) {
+			const char *comma = strchr(s, ',');
+			size_t len = comma ? (size_t)(comma - s) : strlen(s);
+			char *item = gv_xstrndup(s, len);
+			char *eq = strchr(item, '=');
+
+			if (!eq || eq == item) {
+				fprintf(stderr, "gavel apply: --set: \"%s\" is not NAME=VALUE\n",
+					item);
+				st->bad = true;
+			} else {
+				json_t *g;
+				*eq = '\0';
+				if (!st->values.doc)
+					st->values.doc = json_object();
+				g = json_object_get(st->values.doc, "globalValues");
+				if (!json_is_object(g)) {
+					g = json_object();
+					json_object_set_new(st->values.doc, "globalValues", g);
+				}
+				json_object_set_new(g, item, json_string(eq + 1));
+			}
+			free(item);
+			s += len + (comma ? 1 : 0);
+		}
 	}
 }
 
 int cmd_apply(int argc, char **argv)
 {
 	struct apply_state st;
-	const char **ns_labels = NULL;
-	size_t nns_labels = 0;
+	const char **ns_labels = NULL, **sets = NULL;
+	size_t nns_labels = 0, nsets = 0;
 	struct gv_err e = {0};
 	int rc;
 
 	memset(&st, 0, sizeof(st));
-	rc = parse_args(&st, argc, argv, &ns_labels, &nns_labels);
+	rc = parse_args(&st, argc, argv, &ns_labels, &nns_labels, &sets, &nsets);
 	if (rc >= 0)
 		goto out;
 	if (st.values_file) {
@@ -732,25 +1582,46 @@ int cmd_apply(int argc, char **argv)
 	if (st.namespaces_file && check_stdin(&st, st.namespaces_file))
 		load_namespaces_file(&st, st.namespaces_file);
 	load_namespace_labels(&st, ns_labels, nns_labels);
-	load_inputs(&st);
-	evaluate_all(&st);
-	print_results(&st);
-
-	rc = 0;
-	for (size_t i = 0; i < st.nresults; i++)
-		if ((st.results[i].status == ENGINE_FAIL &&
-		     st.results[i].action == ENGINE_ENFORCE) ||
-		    st.results[i].status == ENGINE_ERROR)
-			rc = 1;
-	if (st.bad)
-		rc = 2;
-out:
-	for (size_t i = 0; i < st.nresults; i++) {
-		free(st.results[i].rule);
-		free(st.results[i].message);
+	load_set_variables(&st, sets, nsets);
+	if (!st.jobs) {
+		cpu_set_t cpus;
+		st.jobs = sched_getaffinity(0, sizeof(cpus), &cpus) ? 1 : CPU_COUNT(&cpus);
+		if (st.jobs > 64)
+			st.jobs = 64;
 	}
-	free(st.results);
+	load_inputs(&st);
+	if (!st.bad && !count_policies(&st)) {
+		fputs("gavel apply: no policy found in the given paths (ClusterPolicy, Policy or a "
+		      "CEL policy kind)\n",
+		      stderr);
+		st.bad = true;
+	}
+	/* Bad input: the rest is still evaluated and printed, and the exit code is 2. */
+	{
+		bool bad_before = st.bad;
+		size_t nres = process_resources(&st);
+		if (!bad_before && !st.bad && !nres) {
+			fputs("gavel apply: no resource found in the given paths\n", stderr);
+			st.bad = true;
+		}
+	}
+	print_end(&st);
+	rc = st.bad ? 2 : exit_code(&st);
+out:
+	batch_release(&st);
+	for (size_t p = 0; st.sets && p < st.pols.n; p++)
+		if (st.sets[p])
+			engine_policyset_unref(st.sets[p]);
+	free(st.sets);
+	for (size_t i = 0; i < st.trows * (st.detailed ? 6 : 5); i++)
+		free(st.tcells[i]);
+	free(st.tcells);
+	json_decref(st.reports);
+	reports_release(&st);
+	seen_free(st.seen);
+	load_paths_release(&st.seen_files);
 	free(ns_labels);
+	free(sets);
 	load_paths_release(&st.policy_paths);
 	load_paths_release(&st.resource_paths);
 	load_paths_release(&st.exception_paths);

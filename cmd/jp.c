@@ -22,12 +22,14 @@
 static void usage(FILE *f)
 {
 	fputs("usage: gavel jp query EXPRESSION [-i FILE] [--plain]\n"
-	      "       gavel jp functions [--plain]\n"
+	      "       gavel jp functions [--plain] [NAME...]   (also: function)\n"
+	      "       gavel jp parse EXPRESSION...\n"
 	      "       gavel jp compliance [-v] FILE.json...\n"
 	      "\n"
 	      "query       evaluates EXPRESSION on a JSON or YAML document (stdin by default)\n"
 	      "            and prints the result as one line of JSON\n"
-	      "functions   lists the functions with their signatures\n"
+	      "functions   lists the functions (or the named ones) with their signatures\n"
+	      "parse       checks that each expression compiles\n"
 	      "compliance  runs JMESPath compliance-suite files in plain JMESPath mode\n"
 	      "--plain     plain JMESPath: missing keys are null, no Kyverno functions\n",
 	      f);
@@ -161,12 +163,81 @@ static void print_function(const char *name, const char *signature, void *ud)
 	printf("%s\n", signature);
 }
 
+struct fn_filter {
+	char **names; /* borrowed from argv; NULL = every function */
+	int n;
+	int found;
+};
+
+static void print_function_named(const char *name, const char *signature, void *ud)
+{
+	struct fn_filter *f = ud;
+
+	for (int i = 0; i < f->n; i++)
+		if (!strcmp(f->names[i], name)) {
+			printf("%s\n", signature);
+			f->found++;
+		}
+}
+
+/*
+ * `functions [--plain]`, and Kyverno's `function [NAME...]`: every
+ * function, or the named ones (exit 1 when a name is unknown).
+ */
 static int jp_functions(int argc, char **argv)
 {
-	bool kyverno = !(argc > 1 && strcmp(argv[1], "--plain") == 0);
+	bool kyverno = true;
+	struct fn_filter f = {.names = gv_xcalloc((size_t)argc, sizeof(char *))};
+	int rc = 0;
 
-	jp_list_functions(kyverno, print_function, NULL);
-	return 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--plain"))
+			kyverno = false;
+		else
+			f.names[f.n++] = argv[i];
+	}
+	if (!f.n) {
+		jp_list_functions(kyverno, print_function, NULL);
+	} else {
+		jp_list_functions(kyverno, print_function_named, &f);
+		if (f.found < f.n) {
+			fprintf(stderr,
+				"gavel jp function: unknown function among the names given\n");
+			rc = 1;
+		}
+	}
+	free(f.names);
+	return rc;
+}
+
+/*
+ * Kyverno's `jp parse EXPRESSION...`: checks that each expression
+ * compiles (with Kyverno's functions) and prints it back after "# ";
+ * a syntax error is printed on stderr and makes the exit code 1. gavel
+ * does not print go-jmespath's AST: its compiled form is not that tree.
+ */
+static int jp_parse(int argc, char **argv)
+{
+	struct jp_options opt = {.kyverno = true};
+	int rc = 0;
+
+	if (argc < 2) {
+		fputs("usage: gavel jp parse EXPRESSION...\n", stderr);
+		return 2;
+	}
+	for (int i = 1; i < argc; i++) {
+		struct jp_error e;
+		struct jp_expr *x = jp_compile(argv[i], &opt, &e);
+		printf("# %s\n", argv[i]);
+		if (!x) {
+			print_error(&e);
+			rc = 1;
+			continue;
+		}
+		printf("ok\n");
+		jp_free(x);
+	}
+	return rc;
 }
 
 /* Runs one case; returns true when it passes. *got is what happened (owned text). */
@@ -275,7 +346,9 @@ int cmd_jp(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "query") == 0)
 		return jp_query(argc - 1, argv + 1);
-	if (strcmp(argv[1], "functions") == 0)
+	if (strcmp(argv[1], "parse") == 0)
+		return jp_parse(argc - 1, argv + 1);
+	if (strcmp(argv[1], "functions") == 0 || strcmp(argv[1], "function") == 0)
 		return jp_functions(argc - 1, argv + 1);
 	if (strcmp(argv[1], "compliance") == 0)
 		return jp_compliance(argc - 1, argv + 1);

@@ -217,20 +217,14 @@ enum gv_code load_docs_shallow(const char *path, struct gv_docs *docs, struct gv
 	return load_docs_depth(path, 2, docs, err);
 }
 
-static enum gv_code load_docs_depth(const char *path, int map_depth, struct gv_docs *docs,
-				    struct gv_err *err)
+/* Parses buf as YAML documents, or as a JSON stream when that fails and it looks like JSON. */
+static enum gv_code load_docs_buf(const char *buf, size_t len, const char *name, int map_depth,
+				  struct gv_docs *docs, struct gv_err *err)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
 	struct gv_err yerr = {0};
 	enum gv_code rc;
 	const char *first;
 
-	memset(docs, 0, sizeof(*docs));
-	rc = gv_read_file(path, &buf, &len, err);
-	if (rc)
-		return rc;
 	rc = gv_yaml_load_ex(buf, len, name, map_depth, docs, &yerr);
 	first = skip_space(buf, buf + len);
 	if (rc && first < buf + len && (*first == '{' || *first == '[')) {
@@ -247,6 +241,22 @@ static enum gv_code load_docs_depth(const char *path, int map_depth, struct gv_d
 	}
 	if (rc && err && !err->code)
 		*err = yerr;
+	return rc;
+}
+
+static enum gv_code load_docs_depth(const char *path, int map_depth, struct gv_docs *docs,
+				    struct gv_err *err)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+	enum gv_code rc;
+
+	memset(docs, 0, sizeof(*docs));
+	rc = gv_read_file(path, &buf, &len, err);
+	if (rc)
+		return rc;
+	rc = load_docs_buf(buf, len, name, map_depth, docs, err);
 	free(buf);
 	return rc;
 }
@@ -391,6 +401,7 @@ static void add_policy(struct load_policies *lp, const json_t *doc, struct engin
 	e->error = error;
 	e->unsupported = NULL;
 	e->vpol = NULL;
+	e->file = gv_xstrdup(lp->loading ? lp->loading : "");
 }
 
 /* Compiles a PolicyException to check it; keeps the document. */
@@ -496,7 +507,7 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 	struct gv_docs docs;
 	struct gv_err lerr = {0};
 	enum gv_code rc;
-	size_t nother = 0, nfound = 0, first_other = 0;
+	size_t nother = 0, nfound = 0, first_other = 0, nnokind = 0;
 	int other_line = 0;
 	char *other_desc = NULL;
 
@@ -589,6 +600,7 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 			continue;
 		}
 		/* Other kinds: remembered, then one warning per file. */
+		nnokind += !*kind;
 		if (!nother++) {
 			first_other = i;
 			int col = 0;
@@ -601,6 +613,10 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 	}
 	if (nother && !nfound && require_policy && policies) {
 		not_a_policy(lp, &docs, first_other, errs);
+	} else if (nother && nnokind == nother && !nfound && !require_policy) {
+		/* Not Kubernetes YAML at all (artifacthub-pkg.yml...): counted, not warned. */
+		if (!lp->nnonk8s++)
+			lp->first_nonk8s = gv_xstrdup(docs.file);
 	} else if (nother && errs) {
 		if (nother == 1)
 			fprintf(errs, "%s:%d: warning: ignoring %s (not a %s)\n", docs.file,
@@ -625,7 +641,12 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 enum gv_code load_policies_file(struct load_policies *lp, const char *file, bool require_policy,
 				FILE *errs, struct gv_err *err)
 {
-	return load_policy_docs(lp, file, true, require_policy, errs, err);
+	enum gv_code rc;
+
+	lp->loading = file;
+	rc = load_policy_docs(lp, file, true, require_policy, errs, err);
+	lp->loading = NULL;
+	return rc;
 }
 
 enum gv_code load_exceptions_file(struct load_policies *lp, const char *file, FILE *errs,
@@ -636,7 +657,9 @@ enum gv_code load_exceptions_file(struct load_policies *lp, const char *file, FI
 
 void load_policies_release(struct load_policies *lp)
 {
+	free(lp->first_nonk8s);
 	for (size_t i = 0; i < lp->n; i++) {
+		free(lp->v[i].file);
 		free(lp->v[i].name);
 		free(lp->v[i].namespace);
 		free(lp->v[i].kind);
@@ -762,7 +785,7 @@ static void group_of(const char *api_version, char *out, size_t n)
 }
 
 /* The de-duplication key: group/kind/namespace/name. Caller frees. */
-static char *resource_key(const json_t *obj)
+char *load_resource_key(const json_t *obj)
 {
 	char g[256];
 
@@ -780,9 +803,11 @@ static void add_resource(struct load_resources *lr, const json_t *src, const cha
 	const json_t *seen;
 
 	load_resource_prepare(obj);
+	if (lr->no_dedup)
+		goto add;
 	if (!lr->index)
 		lr->index = json_object();
-	key = resource_key(obj);
+	key = load_resource_key(obj);
 	seen = json_object_get(lr->index, key);
 	if (seen) {
 		size_t i = (size_t)json_integer_value(seen);
@@ -798,6 +823,7 @@ static void add_resource(struct load_resources *lr, const json_t *src, const cha
 	}
 	json_object_set_new(lr->index, key, json_integer((json_int_t)lr->n));
 	free(key);
+add:
 	if ((lr->n & (lr->n - 1)) == 0) /* grow geometrically: n is 0 or a power of two */
 		lr->v = gv_xrealloc(lr->v, (lr->n ? 2 * lr->n : 1) * sizeof(*lr->v));
 	lr->v[lr->n].obj = obj;
@@ -813,28 +839,33 @@ static bool is_list_kind(const char *kind)
 	return n >= 4 && !strcmp(kind + n - 4, "List");
 }
 
-enum gv_code load_resources_file(struct load_resources *lr, const char *file, FILE *errs,
-				 struct gv_err *err)
+/* Loads the documents (docs, rc from parsing them) into lr; lines are shifted by first_line - 1. */
+static enum gv_code add_docs(struct load_resources *lr, struct gv_docs *docs, enum gv_code rc,
+			     struct gv_err *lerr_in, int first_line, FILE *errs, struct gv_err *err)
 {
-	struct gv_docs docs;
-	struct gv_err lerr = {0};
-	enum gv_code rc, first = GV_OK;
+	struct gv_docs d = *docs;
+	struct gv_err lerr = *lerr_in;
+	enum gv_code first = GV_OK;
+	int shift = first_line > 1 ? first_line - 1 : 0;
 
-	rc = load_docs_shallow(file, &docs, &lerr);
+	if (rc && lerr.line)
+		lerr.line += shift;
 	if (rc) {
 		report_err(errs, &lerr);
 		if (err && !err->code)
 			*err = lerr;
 	}
-	for (size_t i = 0; i < docs.n; i++) {
-		const json_t *doc = docs.v[i].value;
+	for (size_t i = 0; i < d.n; i++) {
+		const json_t *doc = d.v[i].value;
 		const char *kind = load_str(doc, "kind", NULL);
 		int line = 0, col = 0;
 		struct gv_err e = {0};
 
-		gv_srcmap_find(docs.v[i].map, "", &line, &col);
+		gv_srcmap_find(d.v[i].map, "", &line, &col);
 		if (!line)
-			line = docs.v[i].line;
+			line = d.v[i].line;
+		if (line)
+			line += shift;
 		if (!json_is_object(doc) || !*kind) {
 			gv_err_setp(&e, GV_EINVAL, "",
 				    json_is_object(doc) ? "resource has no kind"
@@ -852,14 +883,18 @@ enum gv_code load_resources_file(struct load_resources *lr, const char *file, FI
 					break;
 				}
 				snprintf(ptr, sizeof(ptr), "/items/%zu", j);
-				gv_srcmap_find(docs.v[i].map, ptr, &il, &ic);
-				add_resource(lr, item, docs.file, il ? il : line, errs);
+				gv_srcmap_find(d.v[i].map, ptr, &il, &ic);
+				if (il)
+					il += shift;
+				add_resource(lr, item, d.file, il ? il : line, errs);
 			}
 		} else {
-			add_resource(lr, doc, docs.file, line, errs);
+			add_resource(lr, doc, d.file, line, errs);
 		}
 		if (e.code) {
-			gv_err_locate(&e, docs.file, docs.v[i].map);
+			gv_err_locate(&e, d.file, d.v[i].map);
+			if (e.line)
+				e.line += shift;
 			report_err(errs, &e);
 			if (!first) {
 				first = e.code;
@@ -868,8 +903,31 @@ enum gv_code load_resources_file(struct load_resources *lr, const char *file, FI
 			}
 		}
 	}
-	gv_docs_release(&docs);
+	gv_docs_release(&d);
+	memset(docs, 0, sizeof(*docs));
 	return rc ? rc : first;
+}
+
+enum gv_code load_resources_file(struct load_resources *lr, const char *file, FILE *errs,
+				 struct gv_err *err)
+{
+	struct gv_docs docs;
+	struct gv_err lerr = {0};
+	enum gv_code rc = load_docs_shallow(file, &docs, &lerr);
+
+	return add_docs(lr, &docs, rc, &lerr, 1, errs, err);
+}
+
+enum gv_code load_resources_buf(struct load_resources *lr, const char *buf, size_t len,
+				const char *file, int first_line, FILE *errs, struct gv_err *err)
+{
+	struct gv_docs docs;
+	struct gv_err lerr = {0};
+	enum gv_code rc;
+
+	memset(&docs, 0, sizeof(docs));
+	rc = load_docs_buf(buf, len, strcmp(file, "-") ? file : "<stdin>", 2, &docs, &lerr);
+	return add_docs(lr, &docs, rc, &lerr, first_line, errs, err);
 }
 
 void load_resources_release(struct load_resources *lr)

@@ -84,6 +84,7 @@ struct load_policy {
 	char *unsupported;
 	/* owned: a compiled CEL policy (engine/vpolicy.h), or NULL; policy is then NULL */
 	struct vpol_policy *vpol;
+	char *file; /* owned: the file it was loaded from */
 };
 
 /* Policies and PolicyExceptions loaded from any number of files. */
@@ -98,6 +99,14 @@ struct load_policies {
 	/* owned: CEL PolicyExceptions of exceptions files (policies files' are not used) */
 	struct vpol_exception **cel_exceptions;
 	size_t ncel_exceptions;
+	/*
+	 * Files found in a directory whose documents all lack a kind (not
+	 * Kubernetes YAML): skipped without a warning each; the caller says
+	 * so once. first_nonk8s (owned) names the first.
+	 */
+	size_t nnonk8s;
+	char *first_nonk8s;
+	const char *loading; /* borrowed: the file being loaded (internal) */
 };
 
 /*
@@ -147,6 +156,7 @@ struct load_resources {
 	struct load_resource *v; /* owned array */
 	size_t n;
 	json_t *index; /* owned: "group/kind/namespace/name" -> index in v, for de-duplication */
+	bool no_dedup; /* set by the caller: keep duplicates (the caller de-duplicates) */
 };
 
 /*
@@ -161,7 +171,17 @@ struct load_resources {
 enum gv_code load_resources_file(struct load_resources *lr, const char *file, FILE *errs,
 				 struct gv_err *err);
 
+/*
+ * load_resources_file on len bytes of buf: a piece of file whose first
+ * line is first_line (positions in messages are the file's).
+ */
+enum gv_code load_resources_buf(struct load_resources *lr, const char *buf, size_t len,
+				const char *file, int first_line, FILE *errs, struct gv_err *err);
+
 void load_resources_release(struct load_resources *lr);
+
+/* The de-duplication key of a resource: "group/kind/namespace/name" (owned). */
+char *load_resource_key(const json_t *obj);
 
 /* Whether a kind is cluster-scoped in the built-in table (Namespace, Node, ClusterRole, ...). */
 bool load_kind_cluster_scoped(const char *kind);

@@ -33,9 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fnmatch.h>
 
 #include "cmd/celctx.h"
 #include "cmd/load.h"
+#include "cmd/table.h"
 #include "cmd/values.h"
 #include "common/yaml.h"
 #include "engine/engine.h"
@@ -98,6 +100,65 @@ struct test_case {
 	size_t nops;
 	struct test_cell *cells; /* owned: nops * res.n * pols.n */
 };
+
+static const char *test_file_name = TEST_FILE_NAME;
+
+/* --test-case-selector: wildcard patterns (owned), "*" by default. */
+static char *sel_policy, *sel_rule, *sel_resource;
+
+static bool selector_parse(const char *v)
+{
+	char *dup = gv_xstrdup(v), *s = dup;
+	bool ok = true;
+
+	while (ok && *s) {
+		char *comma = strchr(s, ','), *eq;
+		if (comma)
+			*comma = '\0';
+		while (*s == ' ')
+			s++;
+		eq = strchr(s, '=');
+		if (!eq) {
+			ok = false;
+			break;
+		}
+		*eq = '\0';
+		if (!strcmp(s, "policy")) {
+			free(sel_policy);
+			sel_policy = gv_xstrdup(eq + 1);
+		} else if (!strcmp(s, "rule")) {
+			free(sel_rule);
+			sel_rule = gv_xstrdup(eq + 1);
+		} else if (!strcmp(s, "resource")) {
+			free(sel_resource);
+			sel_resource = gv_xstrdup(eq + 1);
+		} else {
+			ok = false;
+		}
+		s = comma ? comma + 1 : s + strlen(s);
+	}
+	free(dup);
+	return ok;
+}
+
+static bool sel_match(const char *pattern, const char *s)
+{
+	return !pattern || !fnmatch(pattern, s, 0);
+}
+
+/* Whether result entry e is selected by --test-case-selector. */
+static bool selector_selects(const struct test_entry *e)
+{
+	bool any = !sel_resource || !e->nnames;
+
+	if (!sel_match(sel_policy, e->policy) || !sel_match(sel_rule, e->rule))
+		return false;
+	for (size_t i = 0; !any && i < e->nnames; i++) {
+		const char *slash = strrchr(e->names[i], '/');
+		any = sel_match(sel_resource, slash ? slash + 1 : e->names[i]);
+	}
+	return any;
+}
 
 struct test_totals {
 	size_t passed, failed, skipped;
@@ -179,6 +240,10 @@ static const char *const test_keys[] = {
 static const char *const test_unsupported[] = {
     "targetResources", "httpPayloads", "envoyPayloads", "jsonPayload", "checks",
 };
+
+/* Test keys naming payloads that result entries may name like resources. */
+static const char *const payload_keys[] = {"jsonPayloads", "httpPayloads", "envoyPayloads",
+					   "jsonPayload"};
 
 static const char *const result_keys[] = {
     "policy",
@@ -880,9 +945,103 @@ static bool rule_candidate(const char *want, const char *got)
 	return !strncmp(got, "autogen-", 8) && !strcmp(got + 8, want);
 }
 
-static void print_row(const char *tag, const char *policy, const char *rule, const char *res,
-		      const struct test_entry *e, const char *got, const char *note)
+/*
+ * The rows of Kyverno's table for the test being run (one per print_row),
+ * printed by run_case. Only this file's single-threaded runner uses it.
+ */
+static struct {
+	char **cells; /* owned: KROW_COLS strings per row */
+	size_t n, cap;
+	size_t passed, failed; /* Kyverno's "Test Summary" counts over every test */
+	bool fail_only, detailed, verbose;
+} krows;
+
+#define KROW_COLS 7 /* ID POLICY RULE RESOURCE RESULT REASON MESSAGE */
+
+static void krow_add(const char *policy, const char *rule, const json_t *obj, bool pass,
+		     const char *result, const char *reason, const char *message)
 {
+	char **row;
+	const char *ns = load_res_namespace(obj);
+
+	if (pass)
+		krows.passed++;
+	else
+		krows.failed++;
+	if (krows.fail_only && pass)
+		return;
+	if (krows.n == krows.cap) {
+		krows.cap = krows.cap ? 2 * krows.cap : 16;
+		krows.cells = gv_xrealloc(krows.cells, krows.cap * KROW_COLS * sizeof(char *));
+	}
+	row = &krows.cells[krows.n++ * KROW_COLS];
+	row[0] = NULL; /* numbered when printed */
+	row[1] = gv_xstrdup(policy);
+	row[2] = gv_xstrdup(rule);
+	if (*load_res_kind(obj))
+		row[3] = gv_xasprintf("%s/%s/%s/%s", load_res_api_version(obj), load_res_kind(obj),
+				      ns, load_res_name(obj));
+	else /* a resource named by a result entry that was not loaded */
+		row[3] = gv_xstrdup(load_res_name(obj));
+	row[4] = gv_xstrdup(result);
+	row[5] = gv_xstrdup(reason);
+	row[6] = table_one_line(message ? message : "");
+}
+
+/* Prints Kyverno's table of the rows collected and forgets them. */
+static void krows_flush(void)
+{
+	size_t ncols = krows.detailed ? KROW_COLS : KROW_COLS - 1;
+	char **cells = gv_xcalloc((krows.n + 1) * ncols, sizeof(char *));
+	static const char *const head[] = {"ID",     "POLICY", "RULE",	 "RESOURCE",
+					   "RESULT", "REASON", "MESSAGE"};
+
+	for (size_t c = 0; c < ncols; c++)
+		cells[c] = gv_xstrdup(head[c]);
+	for (size_t r = 0; r < krows.n; r++) {
+		krows.cells[r * KROW_COLS] = gv_xasprintf("%zu", r + 1);
+		for (size_t c = 0; c < ncols; c++)
+			cells[(r + 1) * ncols + c] = krows.cells[r * KROW_COLS + c];
+	}
+	if (krows.n)
+		table_print(stdout, cells, krows.n + 1, ncols);
+	for (size_t i = 0; i < krows.n * KROW_COLS; i++)
+		free(krows.cells[i]);
+	for (size_t c = 0; c < ncols; c++)
+		free(cells[c]);
+	free(cells);
+	krows.n = 0;
+}
+
+static void print_row(const char *tag, const char *policy, const char *rule, const char *res,
+		      const json_t *obj, const struct test_entry *e, const char *got,
+		      const char *note, const char *message)
+{
+	{
+		bool pass =
+		    !strcmp(tag, "PASS") || !strcmp(tag, "EXCLUDED") || !strcmp(tag, "INVALID");
+		char *reason;
+		if (!strcmp(tag, "PASS"))
+			reason = gv_xstrdup("Ok");
+		else if (!strcmp(tag, "EXCLUDED"))
+			reason = gv_xstrdup("Excluded");
+		else if (!strcmp(tag, "INVALID"))
+			reason = gv_xstrdup("Invalid policy");
+		else if (!strcmp(tag, "NOTFOUND"))
+			reason = gv_xstrdup("Not found");
+		else if (!strcmp(tag, "UNSUPPORTED"))
+			reason = gv_xasprintf("Unsupported: %s", note ? note : "");
+		else
+			reason = gv_xasprintf("Want %s, got %s", e->result, got ? got : "none");
+		krow_add(policy, *rule ? rule : e->rule, obj, pass,
+			 pass			       ? "Pass"
+			 : !strcmp(tag, "UNSUPPORTED") ? "Skip"
+						       : "Fail",
+			 reason, message);
+		free(reason);
+	}
+	if (!krows.verbose)
+		return;
 	printf("  %-8s %s/%s %s want=%s", tag, policy, *rule ? rule : "*", res, e->result);
 	if (got)
 		printf(" got=%s", got);
@@ -895,6 +1054,8 @@ static void print_row(const char *tag, const char *policy, const char *rule, con
 
 static void print_message(const char *label, const char *msg)
 {
+	if (!krows.verbose)
+		return;
 	printf("           %s: ", label);
 	for (const char *p = msg; *p; p++) {
 		putchar(*p);
@@ -946,10 +1107,12 @@ static enum check check_resource(struct test_case *tc, const struct test_entry *
 	bool ok = true, any_response = false, invalid = false, unsupported = false;
 	const char *invalid_msg = NULL;
 
+	const json_t *obj = tc->res.v[r].obj;
+
 	if (is_payload(tc, r))
 		snprintf(id, sizeof(id), "JSON/%s", tc->payload_names[r - tc->payload_base]);
 	else
-		res_id(tc->res.v[r].obj, id, sizeof(id));
+		res_id(obj, id, sizeof(id));
 	for (size_t p = 0; p < tc->pols.n; p++) {
 		const struct load_policy *lp = &tc->pols.v[p];
 		struct test_cell *c;
@@ -960,7 +1123,8 @@ static enum check check_resource(struct test_case *tc, const struct test_entry *
 		if (lp->unsupported) {
 			any_response = true;
 			unsupported = true;
-			print_row("UNSUPPORTED", e->policy, e->rule, id, e, NULL, lp->unsupported);
+			print_row("UNSUPPORTED", e->policy, e->rule, id, obj, e, NULL,
+				  lp->unsupported, NULL);
 			continue;
 		}
 		if (!lp->policy && !lp->vpol) {
@@ -972,7 +1136,8 @@ static enum check check_resource(struct test_case *tc, const struct test_entry *
 		if (c->error) {
 			any_response = true;
 			ok = false;
-			print_row("FAIL", e->policy, e->rule, id, e, "error", "evaluation failed");
+			print_row("FAIL", e->policy, e->rule, id, obj, e, "error",
+				  "evaluation failed", c->error);
 			print_message("error", c->error);
 			continue;
 		}
@@ -984,7 +1149,8 @@ static enum check check_resource(struct test_case *tc, const struct test_entry *
 				    what);
 				any_response = true;
 				unsupported = true;
-				print_row("UNSUPPORTED", e->policy, e->rule, id, e, NULL, why);
+				print_row("UNSUPPORTED", e->policy, e->rule, id, obj, e, NULL, why,
+					  NULL);
 				free(why);
 				continue;
 			}
@@ -1003,29 +1169,30 @@ static enum check check_resource(struct test_case *tc, const struct test_entry *
 			matched++;
 			if (t->unsupported) {
 				unsupported = true;
-				print_row("UNSUPPORTED", e->policy, t->name, id, e, NULL,
-					  t->message);
+				print_row("UNSUPPORTED", e->policy, t->name, id, obj, e, NULL,
+					  t->message, NULL);
 				continue;
 			}
 			pass = !strcmp(got, e->result);
-			print_row(pass ? "PASS" : "FAIL", e->policy, t->name, id, e, got, NULL);
+			print_row(pass ? "PASS" : "FAIL", e->policy, t->name, id, obj, e, got, NULL,
+				  t->message);
 			if (!pass || verbose)
 				print_message("message", t->message);
 			ok = ok && pass;
 		}
 		if (!matched)
-			print_row("EXCLUDED", e->policy, e->rule, id, e, NULL,
-				  "no rule response; counted as passed");
+			print_row("EXCLUDED", e->policy, e->rule, id, obj, e, NULL,
+				  "no rule response; counted as passed", NULL);
 	}
 	if (!any_response) {
 		if (invalid) {
-			print_row("INVALID", e->policy, e->rule, id, e, NULL,
-				  "the policy is invalid; counted as passed");
+			print_row("INVALID", e->policy, e->rule, id, obj, e, NULL,
+				  "the policy is invalid; counted as passed", NULL);
 			if (verbose && invalid_msg)
 				print_message("error", invalid_msg);
 		} else {
-			print_row("NOTFOUND", e->policy, e->rule, id, e, NULL,
-				  "no response from this policy");
+			print_row("NOTFOUND", e->policy, e->rule, id, obj, e, NULL,
+				  "no response from this policy", NULL);
 			ok = false;
 		}
 	}
@@ -1070,11 +1237,45 @@ static void score_entry(struct test_case *tc, const struct test_entry *e, bool v
 		for (size_t r = 0; r < nres; r++)
 			widened = widened && !sel[r];
 	}
+	if (widened && e->has_resources && (e->nnames || nspecs)) {
+		/*
+		 * Kyverno fails a result entry whose resources were not loaded
+		 * ("Not found"): it never applies to some other resource. A
+		 * test whose payloads gavel does not load (jsonPayloads...)
+		 * may name them: unsupported, neither passed nor failed.
+		 */
+		bool payloads = false;
+		for (size_t k = 0; k < GV_ARRAY_LEN(payload_keys); k++)
+			payloads = payloads || get_ci(tc->doc, payload_keys[k]);
+		for (size_t i = 0; i < e->nnames + nspecs; i++) {
+			const char *name =
+			    i < e->nnames
+				? e->names[i]
+				: load_str(json_array_get(e->specs, i - e->nnames), "name", NULL);
+			json_t *ghost = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "", "kind",
+						  "", "metadata", "name", name);
+			if (payloads) {
+				krow_add(e->policy, e->rule, ghost, false, "Skip",
+					 "Unsupported: the test's payloads are not loaded", NULL);
+				s->skipped++;
+				s->unsupported++;
+			} else {
+				krow_add(e->policy, e->rule, ghost, false, "Fail", "Not found",
+					 NULL);
+				s->failed++;
+			}
+			json_decref(ghost);
+			if (verbose)
+				printf("  NOTFOUND %s/%s %s (line %d: no loaded resource is named "
+				       "so)\n",
+				       e->policy, *e->rule ? e->rule : "*", name, e->line);
+			s->expected++;
+		}
+		free(sel);
+		free(ok);
+		return;
+	}
 	if (widened) {
-		if (verbose && e->has_resources)
-			printf("  note: results entry at line %d names no loaded resource; it "
-			       "applies to every resource\n",
-			       e->line);
 		for (size_t r = 0; r < nres; r++)
 			sel[r] = true;
 	}
@@ -1163,8 +1364,10 @@ static int run_case(const char *file, const struct gv_docs *docs, size_t di,
 	if (!tc.nentries)
 		printf("  (no results to check)\n");
 	for (size_t i = 0; i < tc.nentries; i++)
-		score_entry(&tc, &tc.entries[i], tot->verbose, &s);
+		if (selector_selects(&tc.entries[i]))
+			score_entry(&tc, &tc.entries[i], tot->verbose, &s);
 	rc = s.failed || s.skipped ? 1 : 0;
+	krows_flush();
 	printf("RESULT %s passed=%zu failed=%zu skipped=%zu expected=%zu reproduced=%zu "
 	       "unsupported=%zu file=%s\n",
 	       s.failed	   ? "FAIL"
@@ -1206,14 +1409,20 @@ static int run_file(const char *file, struct test_totals *tot)
 
 static void test_usage(FILE *f)
 {
-	fputs("usage: gavel test DIR... [-v]\n"
+	fputs("usage: gavel test DIR... [-v] [--fail-only] [--detailed-results]\n"
+	      "                  [--test-case-selector S] [--file-name F]\n"
 	      "\n"
 	      "Runs every " TEST_FILE_NAME " found below each DIR (or the named file) and\n"
 	      "scores it as `kyverno test` does. Prints one row per rule response checked,\n"
 	      "a RESULT line per test and \"N passed, N failed\" (outcomes) at the end.\n"
 	      "Exit status: 0 all passed, 1 some outcome failed, 2 a test could not be loaded.\n"
 	      "\n"
-	      "  -v, --verbose   show rule messages of passing rows and selection notes\n",
+	      "  -v, --verbose                gavel's rows: messages and selection notes\n"
+	      "      --fail-only              only the rows that failed in the table\n"
+	      "      --detailed-results       the table with each rule's message\n"
+	      "  -t, --test-case-selector S   \"policy=P,rule=R,resource=N\" (wildcards)\n"
+	      "  -f, --file-name F            test file name (default " TEST_FILE_NAME ")\n"
+	      "      --remove-color           accepted: gavel never colours its output\n",
 	      f);
 }
 
@@ -1226,8 +1435,33 @@ int cmd_test(int argc, char **argv)
 	int worst = 0, ndirs = 0;
 
 	for (int i = 1; i < argc; i++) {
+		const char *v = NULL;
+		bool missing = false;
+
 		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
 			tot.verbose = true;
+			krows.verbose = true;
+		} else if (!strcmp(argv[i], "--fail-only")) {
+			krows.fail_only = true;
+		} else if (!strcmp(argv[i], "--detailed-results")) {
+			krows.detailed = true;
+		} else if (!strcmp(argv[i], "--remove-color") ||
+			   !strcmp(argv[i], "--require-tests")) {
+			; /* no colour in gavel's output; a folder without tests is always an error
+			   */
+		} else if (cmd_take(argc, argv, &i, "--test-case-selector", "-t", &v, &missing)) {
+			if (missing || !selector_parse(v)) {
+				fprintf(stderr,
+					"gavel test: --test-case-selector takes "
+					"\"policy=P,rule=R,resource=N\" (wildcards * and ?)\n");
+				return 2;
+			}
+		} else if (cmd_take(argc, argv, &i, "--file-name", "-f", &v, &missing)) {
+			if (missing) {
+				fprintf(stderr, "gavel test: --file-name needs a value\n");
+				return 2;
+			}
+			test_file_name = v;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			test_usage(stdout);
 			return 0;
@@ -1239,12 +1473,12 @@ int cmd_test(int argc, char **argv)
 			size_t before = files.n;
 			ndirs++;
 			gv_err_clear(&err);
-			if (load_find(argv[i], TEST_FILE_NAME, &files, &err)) {
+			if (load_find(argv[i], test_file_name, &files, &err)) {
 				fprintf(stderr, "gavel test: %s\n",
 					gv_err_str(&err, buf, sizeof(buf)));
 				worst = 2;
 			} else if (files.n == before) {
-				fprintf(stderr, "gavel test: no %s below %s\n", TEST_FILE_NAME,
+				fprintf(stderr, "gavel test: no %s below %s\n", test_file_name,
 					argv[i]);
 				worst = 2;
 			}
@@ -1260,6 +1494,9 @@ int cmd_test(int argc, char **argv)
 			worst = rc;
 	}
 	load_paths_release(&files);
+	printf("\nTest Summary: %zu tests passed and %zu tests failed\n\n", krows.passed,
+	       krows.failed);
+	free(krows.cells);
 	if (tot.load_errors)
 		printf("%d test file(s) could not be loaded\n", tot.load_errors);
 	printf("%zu passed, %zu failed, %zu skipped\n", tot.passed, tot.failed, tot.skipped);

@@ -83,7 +83,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 want() {
-	case " ${BENCH_ONLY:-engine direct apiserver scan} " in
+	case " ${BENCH_ONLY:-engine apply direct apiserver scan} " in
 	*" $1 "*) return 0 ;;
 	esac
 	return 1
@@ -121,6 +121,46 @@ bench_engine() {
 	else
 		echo "bench: $pss not found: the engine benchmarks need the conformance corpus; skipped"
 	fi
+}
+
+# ---- gavel apply: whole process, streaming ------------------------------------
+
+# gavel apply on 10,000 and 100,000 generated Pods (one YAML file each; the
+# 100,000 are the 10,000 renamed ten times) against the pod-security set,
+# for -o table, json and report: wall time, Pods/s, peak RSS. gavel uses
+# every core (-j default); the figures are those of this machine as it is
+# (say how busy it was when quoting them). BENCH_APPLY_SIZES="10000" skips
+# the large file.
+bench_apply() {
+	if [ ! -d "$pss" ]; then
+		echo "bench: $pss not found: the apply benchmark needs the conformance corpus; skipped"
+		return
+	fi
+	[ -f "$out/pods.yaml" ] || build/engine/bench/bench_engine -n 10000 --emit "$out/pods.yaml" "$pss" >/dev/null
+	echo "== whole process: gavel apply, pod-security set, $cores cores, -j default"
+	for n in ${BENCH_APPLY_SIZES:-10000 100000}; do
+		f=$out/pods.yaml
+		if [ "$n" != 10000 ]; then
+			f=$out/pods-$n.yaml
+			i=0
+			: >"$f"
+			while [ $((i * 10000)) -lt "$n" ]; do
+				sed "s/\"name\":\"pod-\([0-9]*\)\"/\"name\":\"pod-\1-$i\"/" "$out/pods.yaml" >>"$f"
+				i=$((i + 1))
+			done
+		fi
+		for o in table json report; do
+			/usr/bin/time -f '%e %M %U %S' -o "$out/apply.time" \
+				./gavel apply "$pss" --resource "$f" -o "$o" >/dev/null 2>&1
+			# time -o also holds "Command exited with non-zero status 1": the last line
+			tail -n 1 "$out/apply.time" | awk -v n="$n" -v o="$o" '{
+				cpu = $3 + $4
+				printf "gavel apply -o %-6s %6d Pods: %7.2f s wall, %7.0f Pods/s, %6.1f MiB peak RSS, %7.2f s CPU (%.0f Pods per CPU-second)\n",
+				    o, n, $1, ($1 > 0 ? n / $1 : 0), $2 / 1024, cpu, (cpu > 0 ? n / cpu : 0)
+			}'
+		done
+		[ "$f" = "$out/pods.yaml" ] || rm -f "$f"
+	done
 }
 
 # ---- admission: helpers -------------------------------------------------------
@@ -441,6 +481,7 @@ bench_scan() {
 }
 
 if want engine; then bench_engine; fi
+if want apply; then bench_apply; fi
 if want direct; then bench_direct; fi
 if want apiserver; then bench_apiserver; fi
 if want scan; then bench_scan; fi

@@ -1,0 +1,65 @@
+/*
+ * table.c - Kyverno's CLI tables.
+ */
+#include "cmd/table.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/gv.h"
+#include "common/banned.h"
+
+static size_t width(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		if (((unsigned char)*s & 0xC0) != 0x80)
+			n++;
+	return n;
+}
+
+static void border(FILE *f, const size_t *w, size_t ncols)
+{
+	fputs("\u2502", f);
+	for (size_t c = 0; c < ncols; c++) {
+		for (size_t k = 0; k < w[c] + 2; k++)
+			fputs("\u2500", f);
+		fputs("\u2502", f);
+	}
+	fputc('\n', f);
+}
+
+void table_print(FILE *f, char *const *cells, size_t nrows, size_t ncols)
+{
+	size_t *w = gv_xcalloc(ncols ? ncols : 1, sizeof(size_t));
+
+	for (size_t r = 0; r < nrows; r++)
+		for (size_t c = 0; c < ncols; c++) {
+			size_t l = width(cells[r * ncols + c]);
+			if (l > w[c])
+				w[c] = l;
+		}
+	for (size_t r = 0; r < nrows; r++) {
+		if (r <= 1)
+			border(f, w, ncols);
+		fputs("\u2502", f);
+		for (size_t c = 0; c < ncols; c++) {
+			const char *cell = cells[r * ncols + c];
+			fprintf(f, " %s%*s \u2502", cell, (int)(w[c] - width(cell)), "");
+		}
+		fputc('\n', f);
+	}
+	border(f, w, ncols);
+	free(w);
+}
+
+char *table_one_line(const char *s)
+{
+	char *o = gv_xstrdup(s);
+
+	for (char *p = o; *p; p++)
+		if (*p == '\n' || *p == '\r' || *p == '\t')
+			*p = ' ';
+	return o;
+}

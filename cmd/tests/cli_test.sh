@@ -1,0 +1,105 @@
+#!/bin/sh
+# gavel apply / gavel test as drop-ins for kyverno apply / kyverno test:
+# the outputs in Kyverno's formats (golden files in cmd/testdata/cli/*.out)
+# and the exit-code matrix. Ends with "N passed, N failed".
+#
+#   sh cmd/tests/cli_test.sh          check
+#   sh cmd/tests/cli_test.sh update   rewrite the .out files (review the diff)
+set -u
+gavel=${GAVEL:-./gavel}
+d=cmd/testdata/cli
+mode=${1:-check}
+passed=0
+failed=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { passed=$((passed + 1)); echo "PASS $1"; }
+ko() { failed=$((failed + 1)); echo "FAIL $1${2:+: $2}"; }
+
+# golden NAME ARGS...: stdout of gavel ARGS against $d/NAME.out
+golden() {
+	name=$1
+	shift
+	"$gavel" "$@" >"$tmp/out" 2>"$tmp/err"
+	if [ "$mode" = update ]; then
+		cp "$tmp/out" "$d/$name.out"
+		echo "updated $d/$name.out"
+		return
+	fi
+	if diff -u "$d/$name.out" "$tmp/out" >"$tmp/diff"; then ok "golden $name"; else
+		ko "golden $name"
+		head -n 20 "$tmp/diff"
+	fi
+}
+
+# code WANT NAME ARGS...: the exit code of gavel ARGS
+code() {
+	want=$1 name=$2
+	shift 2
+	"$gavel" "$@" >"$tmp/out" 2>"$tmp/err"
+	got=$?
+	if [ "$got" = "$want" ]; then ok "exit $want $name"; else
+		ko "exit $want $name" "got $got"
+		head -n 5 "$tmp/err"
+	fi
+}
+
+golden apply-default apply $d/policies.yaml -r $d/resources.yaml
+golden apply-table apply -r $d/resources.yaml $d/policies.yaml -t
+golden apply-detailed apply $d/policies.yaml -r $d/resources.yaml --detailed-results
+golden apply-audit-warn apply $d/policies.yaml -r $d/resources.yaml --audit-warn
+golden apply-policy-report apply $d/policies.yaml -r $d/resources.yaml --policy-report
+golden test-pass test $d/test-pass
+golden test-fail test $d/test-fail
+golden test-fail-only test $d/test-fail --fail-only --detailed-results
+golden test-selector test $d/test-pass --test-case-selector "policy=disallow-*,rule=*,resource=*"
+[ "$mode" = update ] && exit 0
+
+# apply: Kyverno's codes by default, the Enforce-only rule on request.
+code 0 "all pass" apply $d/policies.yaml -r $d/good.yaml
+code 1 "Audit failure" apply $d/audit.yaml -r $d/nolabel.yaml
+code 0 "Audit failure, --fail-on enforce" apply $d/audit.yaml -r $d/nolabel.yaml --fail-on enforce
+code 1 "Enforce failure, --fail-on enforce" apply $d/policies.yaml -r $d/resources.yaml --fail-on enforce
+code 0 "Audit failure, --audit-warn" apply $d/audit.yaml -r $d/nolabel.yaml --audit-warn
+code 3 "Audit failure, --audit-warn --warn-exit-code 3" apply $d/audit.yaml -r $d/nolabel.yaml \
+	--audit-warn --warn-exit-code 3
+code 1 "Audit failure, -o json" apply $d/audit.yaml -r $d/nolabel.yaml -o json
+: >"$tmp/empty.yaml"
+code 2 "empty resource file" apply $d/policies.yaml -r "$tmp/empty.yaml"
+code 2 "policy file without a policy" apply $d/good.yaml -r $d/good.yaml
+code 2 "no resource flag" apply $d/policies.yaml
+code 2 "unknown flag" apply $d/policies.yaml -r $d/good.yaml --no-such-flag
+code 2 "--cluster refused" apply $d/policies.yaml --cluster
+code 2 "-o PATH (mutate output) refused" apply $d/policies.yaml -r $d/good.yaml -o out/
+code 2 "duplicate policy names" apply $d/dupdir -r $d/good.yaml
+if grep -q "duplicate ClusterPolicy require-team in $d/dupdir/a.yaml and $d/dupdir/b.yaml" "$tmp/err"; then
+	ok "duplicate names both files"
+else ko "duplicate names both files"; fi
+code 0 "non-Kubernetes YAML in a policy folder" apply $d/policydir -r $d/good.yaml
+if [ "$(grep -c . "$tmp/err")" = 1 ] && grep -q 'skipped 1 file(s) without Kubernetes documents' "$tmp/err"; then
+	ok "non-Kubernetes YAML: one summary line"
+else ko "non-Kubernetes YAML: one summary line"; fi
+if grep -q 'gavel scan' "$tmp/err" 2>/dev/null || "$gavel" apply --cluster 2>&1 | grep -q 'gavel scan'; then
+	ok "--cluster says what to use"
+else ko "--cluster says what to use"; fi
+
+# test
+code 0 "test passes" test $d/test-pass
+code 1 "test fails (wrong result, missing resource)" test $d/test-fail
+mkdir "$tmp/none"
+code 2 "no test below the folder" test "$tmp/none"
+"$gavel" test $d/test-fail >"$tmp/out" 2>&1
+if grep -q '^Test Summary: 1 tests passed and 2 tests failed$' "$tmp/out" &&
+	grep -q '^1 passed, 2 failed' "$tmp/out"; then ok "test summary lines"; else
+	ko "test summary lines"
+fi
+
+# jp
+code 0 "jp parse" jp parse 'a.b[0]'
+code 1 "jp parse syntax error" jp parse 'a['
+code 0 "jp function NAME" jp function to_upper
+code 0 "--version" --version
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
