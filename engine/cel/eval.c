@@ -500,6 +500,10 @@ static struct cel_value select_field(struct cel_eval *ev, const struct cel_value
 	if (o->kind == CEL_OPTIONAL) {
 		if (!o->v.opt)
 			return *o;
+		/* A present value that has no fields: no presence test here (cel-spec optionals). */
+		if (o->v.opt->kind != CEL_MAP && o->v.opt->kind != CEL_ERROR &&
+		    o->v.opt->kind != CEL_OPTIONAL)
+			return cel_err(ev, pos, "no such key: %s", name);
 		r = select_field(ev, o->v.opt, name, true, pos);
 		return r;
 	}
@@ -510,6 +514,14 @@ static struct cel_value select_field(struct cel_eval *ev, const struct cel_value
 			return cel_opt(ev, NULL);
 		return cel_err(ev, pos, "no such key: %s", name);
 	}
+	/*
+	 * cel-go qualifies an optional selection as a presence test: a value
+	 * that is neither a map nor a message (a JSON null above all, as in
+	 * `metadata:` left empty) has no such field, so `x.?f` is
+	 * optional.none() where `x.f` is an error.
+	 */
+	if (opt && o->kind != CEL_ERROR)
+		return cel_opt(ev, NULL);
 	return cel_err(ev, pos, "type '%s' does not support field selection", cel_type_name(o));
 }
 
