@@ -609,7 +609,6 @@ static void apply_cel(struct apply_part *pt, FILE *errs, size_t r, size_t p)
 	values_eval_release(&ev);
 }
 
-
 static struct apply_result *part_add(struct apply_part *pt)
 {
 	if ((pt->n & (pt->n - 1)) == 0)

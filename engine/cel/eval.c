@@ -500,7 +500,8 @@ static struct cel_value select_field(struct cel_eval *ev, const struct cel_value
 	if (o->kind == CEL_OPTIONAL) {
 		if (!o->v.opt)
 			return *o;
-		/* A present value that has no fields: no presence test here (cel-spec optionals). */
+		/* A present value that has no fields: no presence test here (cel-spec optionals).
+		 */
 		if (o->v.opt->kind != CEL_MAP && o->v.opt->kind != CEL_ERROR &&
 		    o->v.opt->kind != CEL_OPTIONAL)
 			return cel_err(ev, pos, "no such key: %s", name);
