@@ -53,6 +53,7 @@
 #include "admission/admission.h"
 #include "admission/metrics.h"
 #include "background/context.h"
+#include "background/policystatus.h"
 #include "background/reconciler.h"
 #include "background/schedule.h"
 #include "background/rbac.h"
@@ -715,6 +716,7 @@ int cmd_serve(int argc, char **argv)
 			       .incremental = 1};
 	struct metrics_registry *metrics = NULL;
 	struct reconciler *recon = NULL;
+	struct policystatus *pstatus = NULL;
 	struct admission_queue *queue = NULL;
 	struct admission_handler *handler = NULL;
 	struct admission_server *server = NULL;
@@ -854,6 +856,13 @@ int cmd_serve(int argc, char **argv)
 			code = fail("background: ", &err);
 			goto out;
 		}
+		pstatus = policystatus_start(&(struct policystatus_config){
+		    .client = client,
+		    .snapshot = snap,
+		    .leader = recon,
+		    .namespace = o.namespace,
+		    .interval = o.scan_interval,
+		});
 	}
 	if (*o.metrics_listen)
 		gv_info(
@@ -899,6 +908,8 @@ int cmd_serve(int argc, char **argv)
 	gv_info("serve: %s: stopping (finishing requests in flight)",
 		sig == SIGTERM ? "SIGTERM" : "SIGINT");
 	/* The reconciler finishes its write and releases the Lease first. */
+	policystatus_stop(pstatus);
+	pstatus = NULL;
 	reconciler_stop(recon);
 	recon = NULL;
 	admission_server_stop(server, GRACE_MS);
@@ -906,6 +917,7 @@ int cmd_serve(int argc, char **argv)
 	gv_info("serve: stopped");
 	code = 0;
 out:
+	policystatus_stop(pstatus);
 	reconciler_stop(recon);
 	admission_server_stop(server, 0);
 	admission_handler_free(handler);

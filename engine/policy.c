@@ -1377,6 +1377,11 @@ json_t *autogen_rules(const json_t *doc)
 	return out;
 }
 
+json_t *engine_autogen_rules(const json_t *doc)
+{
+	return autogen_rules(doc);
+}
+
 /* ---- policy admission checks (sections 1.8, 7.1) ---- */
 
 /* Pattern metadata.labels / metadata.annotations values must be strings. */
