@@ -348,6 +348,16 @@ void admission_handle(struct admission_handler *h, const char *body, size_t len,
 		      struct admission_reply *out);
 
 /*
+ * POST /validate/fail and /validate/ignore (the two webhooks of the
+ * generated configuration, background/webhookconfig.h, as Kyverno's
+ * validate.kyverno.svc-fail/-ignore): admission_handle() judging only the
+ * policies whose spec.failurePolicy is `only` (an enum
+ * engine_failure_policy; -1 = every policy, as admission_handle()).
+ */
+void admission_handle_only(struct admission_handler *h, const char *body, size_t len, int only,
+			   struct admission_reply *out);
+
+/*
  * POST /validate-policy: an AdmissionReview whose object is a kyverno.io
  * ClusterPolicy or Policy, or a kyverno.io/v2, v2beta1 or v2alpha1
  * PolicyException. A policy that does not compile is denied (403) with

@@ -335,7 +335,7 @@ static struct admission_report_item *report_item(const struct review *rv, const 
 }
 
 static void judge(struct admission_handler *h, const struct review *rv,
-		  struct admission_state *state, struct admission_reply *out)
+		  struct admission_state *state, int only, struct admission_reply *out)
 {
 	const json_t *judged = !strcmp(rv->operation, "DELETE") ? rv->old_object : rv->object;
 	const struct admission_config *cfg = admission_state_config(state);
@@ -401,6 +401,8 @@ static void judge(struct admission_handler *h, const struct review *rv,
 	for (size_t i = 0; i < rep.n; i++) {
 		const struct engine_response *resp = &rep.v[i];
 		const char *pname = engine_policy_name(resp->policy);
+		if (only >= 0 && (int)engine_policy_failure_policy(resp->policy) != only)
+			continue; /* the other failure policy's webhook judges this one */
 		for (size_t j = 0; j < resp->nrules; j++) {
 			const struct engine_rule_result *r = &resp->rules[j];
 			struct engine_decision d = engine_decide(resp->policy, r, ENGINE_ADMISSION);
@@ -457,6 +459,12 @@ out:
 void admission_handle(struct admission_handler *h, const char *body, size_t len,
 		      struct admission_reply *out)
 {
+	admission_handle_only(h, body, len, -1, out);
+}
+
+void admission_handle_only(struct admission_handler *h, const char *body, size_t len, int only,
+			   struct admission_reply *out)
+{
 	struct timespec t0;
 	struct review rv;
 	struct admission_state *state;
@@ -470,7 +478,7 @@ void admission_handle(struct admission_handler *h, const char *body, size_t len,
 		reply_text(out, 503, "not ready: no policy snapshot loaded yet");
 		goto out;
 	}
-	judge(h, &rv, state, out);
+	judge(h, &rv, state, only, out);
 	admission_state_unref(state);
 	{
 		const char *const labels[] = {rv.kind, rv.namespace, op_label(rv.operation),

@@ -194,8 +194,8 @@ static char *status_path(const json_t *doc)
 static const json_t *compiled_entry(struct policystatus *ps, const char *key, const json_t *doc)
 {
 	json_t *e = json_object_get(ps->compiled, key);
-	json_int_t gen = json_integer_value(
-	    json_object_get(json_object_get(doc, "metadata"), "generation"));
+	json_int_t gen =
+	    json_integer_value(json_object_get(json_object_get(doc, "metadata"), "generation"));
 	struct gv_err err = {0};
 	struct engine_policy *p;
 	char fp[32];

@@ -51,9 +51,9 @@
 struct policystatus_scan {
 	bool present;		   /* false: no BackgroundScan condition */
 	enum reconciler_when when; /* reconciler_when() of the policy */
-	const char *suspended_by;  /* "spec.scanSuspend" or "backgroundScanSuspend" when suspended */
-	const char *error;	   /* the schedule's error (RECONCILER_INVALID) */
-	time_t last, next;	   /* 0 = never / unknown */
+	const char *suspended_by; /* "spec.scanSuspend" or "backgroundScanSuspend" when suspended */
+	const char *error;	  /* the schedule's error (RECONCILER_INVALID) */
+	time_t last, next;	  /* 0 = never / unknown */
 };
 
 /*
@@ -68,12 +68,12 @@ json_t *policystatus_build(const json_t *doc, const char *compile_error,
 			   const struct policystatus_scan *scan, const json_t *current, time_t now);
 
 struct policystatus_config {
-	struct kube_client *client;	    /* borrowed, required */
-	struct snapshot *snapshot;	    /* borrowed, required */
-	const struct reconciler *leader;    /* borrowed; NULL = this replica always writes */
-	const char *namespace;		    /* gavel's (scan state ConfigMap); NULL = "gavel" */
-	const char *interval;		    /* --background-scan-interval; NULL = 1h */
-	long period_ms;			    /* 0 = POLICYSTATUS_PERIOD_MS */
+	struct kube_client *client;	 /* borrowed, required */
+	struct snapshot *snapshot;	 /* borrowed, required */
+	const struct reconciler *leader; /* borrowed; NULL = this replica always writes */
+	const char *namespace;		 /* gavel's (scan state ConfigMap); NULL = "gavel" */
+	const char *interval;		 /* --background-scan-interval; NULL = 1h */
+	long period_ms;			 /* 0 = POLICYSTATUS_PERIOD_MS */
 };
 
 struct policystatus;

@@ -58,6 +58,7 @@
 #include "background/schedule.h"
 #include "background/rbac.h"
 #include "background/snapshot.h"
+#include "background/webhookconfig.h"
 #include "certs/certs.h"
 #include "cmd/load.h"
 #include "common/gv.h"
@@ -89,7 +90,8 @@ struct serve_opts {
 	bool background;		   /* run the background reconciler (cluster mode) */
 	const char *scan_interval;	   /* --background-scan-interval */
 	int scan_batch, scan_workers;
-	int incremental; /* 1 on (default), 0 off */
+	int incremental;   /* 1 on (default), 0 off */
+	int auto_webhooks; /* --auto-update-webhooks: 1 on (default), 0 off */
 	long scan_limit;
 	bool split_reports;
 	int log_level;
@@ -142,6 +144,9 @@ static void serve_usage(FILE *f)
 	    "  --background-scan-resource-limit N  objects per scan cycle (default: no limit)\n"
 	    "  --incremental-scan=BOOL        skip unchanged objects (default true)\n"
 	    "  --split-policy-report          one report per policy and namespace\n"
+	    "  --auto-update-webhooks=BOOL    generate the resource webhooks of --webhook-config\n"
+	    "                        from the policies (default true; false: leave them as\n"
+	    "                        installed)\n"
 	    "  --threads N           worker threads (default: CPUs gavel may run on)\n"
 	    "  --log-level L         debug, info, warn, error (default info)\n"
 	    "  --log-format F        text or json (default text)\n"
@@ -289,6 +294,15 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 			if ((o->incremental = parse_bool(argv[i] + 19)) < 0) {
 				fprintf(stderr,
 					"gavel serve: --incremental-scan: want true or false\n");
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--auto-update-webhooks")) {
+			o->auto_webhooks = 1;
+		} else if (!strncmp(argv[i], "--auto-update-webhooks=", 23)) {
+			if ((o->auto_webhooks = parse_bool(argv[i] + 23)) < 0) {
+				fprintf(
+				    stderr,
+				    "gavel serve: --auto-update-webhooks: want true or false\n");
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--split-policy-report")) {
@@ -713,10 +727,12 @@ int cmd_serve(int argc, char **argv)
 			       .tls_secret = DEFAULT_TLS_SECRET,
 			       .service = DEFAULT_SERVICE,
 			       .background = true,
-			       .incremental = 1};
+			       .incremental = 1,
+			       .auto_webhooks = 1};
 	struct metrics_registry *metrics = NULL;
 	struct reconciler *recon = NULL;
 	struct policystatus *pstatus = NULL;
+	struct webhookconfig *whconf = NULL;
 	struct admission_queue *queue = NULL;
 	struct admission_handler *handler = NULL;
 	struct admission_server *server = NULL;
@@ -863,6 +879,14 @@ int cmd_serve(int argc, char **argv)
 		    .namespace = o.namespace,
 		    .interval = o.scan_interval,
 		});
+		if (o.auto_webhooks && *o.webhook_config)
+			whconf = webhookconfig_start(&(struct webhookconfig_config){
+			    .client = client,
+			    .snapshot = snap,
+			    .leader = recon,
+			    .name = o.webhook_config,
+			    .namespace = o.namespace,
+			});
 	}
 	if (*o.metrics_listen)
 		gv_info(
@@ -910,6 +934,8 @@ int cmd_serve(int argc, char **argv)
 	/* The reconciler finishes its write and releases the Lease first. */
 	policystatus_stop(pstatus);
 	pstatus = NULL;
+	webhookconfig_stop(whconf);
+	whconf = NULL;
 	reconciler_stop(recon);
 	recon = NULL;
 	admission_server_stop(server, GRACE_MS);
@@ -918,6 +944,7 @@ int cmd_serve(int argc, char **argv)
 	code = 0;
 out:
 	policystatus_stop(pstatus);
+	webhookconfig_stop(whconf);
 	reconciler_stop(recon);
 	admission_server_stop(server, 0);
 	admission_handler_free(handler);

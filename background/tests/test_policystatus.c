@@ -35,7 +35,8 @@ static const char *POD_POLICY =
     "{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\","
     "\"metadata\":{\"name\":\"p\"},\"spec\":{\"rules\":["
     "{\"name\":\"tag\",\"match\":{\"any\":[{\"resources\":{\"kinds\":[\"Pod\"]}}]},"
-    "\"validate\":{\"message\":\"m\",\"pattern\":{\"spec\":{\"containers\":[{\"image\":\"*:*\"}]}}}},"
+    "\"validate\":{\"message\":\"m\",\"pattern\":{\"spec\":{\"containers\":[{\"image\":\"*:*\"}]}}}"
+    "},"
     "{\"name\":\"mut\",\"match\":{\"any\":[{\"resources\":{\"kinds\":[\"ConfigMap\"]}}]},"
     "\"mutate\":{\"patchStrategicMerge\":{}}}]}}";
 
@@ -113,8 +114,8 @@ static void test_autogen_and_failed(void **state)
 static void test_background_scan(void **state)
 {
 	json_t *doc = doc_of(POD_POLICY), *st;
-	struct policystatus_scan s = {.present = true, .when = RECONCILER_WAITING,
-				      .last = T0, .next = T0 + 3600};
+	struct policystatus_scan s = {
+	    .present = true, .when = RECONCILER_WAITING, .last = T0, .next = T0 + 3600};
 	const json_t *c;
 
 	(void)state;
