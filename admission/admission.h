@@ -39,6 +39,7 @@
 #include "common/gv.h"
 #include "engine/engine.h"
 #include "admission/metrics.h"
+#include "kube/events.h"
 
 /* Largest AdmissionReview body accepted (bytes); larger ones get HTTP 413. */
 #define ADMISSION_MAX_BODY (3u << 20)
@@ -288,6 +289,8 @@ struct admission_handler_config {
 	 * empty lists)
 	 */
 	const struct admission_roles_source *roles;
+	/* borrowed, may be NULL (no Events): admission_events_emit() of each judged request */
+	struct kube_events *events;
 };
 
 struct admission_handler;

@@ -26,6 +26,7 @@ struct admission_handler {
 	struct metrics_family *results;		 /* kyverno_policy_results_total */
 
 	const struct admission_roles_source *roles; /* borrowed, or NULL */
+	struct kube_events *events;		    /* borrowed, or NULL */
 };
 
 static const char *const request_labels[] = {"resource_kind", "resource_namespace",
@@ -50,6 +51,7 @@ struct admission_handler *admission_handler_new(const struct admission_handler_c
 	h->queue = cfg->queue;
 	h->roles = cfg->roles;
 	h->context = cfg->context;
+	h->events = cfg->events;
 	if (cfg->metrics) {
 		h->requests = metrics_counter_new(cfg->metrics, "kyverno_admission_requests_total",
 						  "Admission requests judged by the webhook.",
@@ -429,6 +431,18 @@ static void judge(struct admission_handler *h, const struct review *rv,
 						  r->action == ENGINE_ENFORCE ? "enforce" : "audit",
 						  rv->kind, rv->namespace, op});
 		}
+	}
+	if (h->events) {
+		const json_t *md = obj_field(judged, "metadata");
+		struct admission_event_request erq = {
+		    .api_version = str_field(judged, "apiVersion"),
+		    .kind = str_field(judged, "kind") ? str_field(judged, "kind") : rv->kind,
+		    .namespace = rv->namespace,
+		    .name = str_field(md, "name") ? str_field(md, "name") : rv->name,
+		    .uid = str_field(md, "uid"),
+		    .dry_run = rv->dry_run,
+		};
+		admission_events_emit(h->events, &erq, &rep, only);
 	}
 	if (blocked) {
 		const json_t *meta = obj_field(judged, "metadata");

@@ -20,6 +20,9 @@
 #              Pods are refused (Fail); the policy made failurePolicy Ignore:
 #              only validate.gavel.svc-ignore, and with gavel stopped writes
 #              succeed; policy deleted: the webhooks go
+#   events     a blocked Pod gives PolicyViolation Events on the Pod and on the
+#              ClusterPolicy, with Kyverno's messages and component; no
+#              PolicyApplied Event by default
 # Ends with "N passed, N failed"; exit 1 when a case failed, 2 when the
 # environment could not be set up.
 #
@@ -264,6 +267,45 @@ EOF
 		test "$(hooks '{.webhooks[*].name}')" = validate-policy.gavel.svc
 }
 
+case_events() {
+	local f bad
+	f=$(manifest pod-events <<'EOF'
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: pod-events}
+spec:
+  background: false
+  rules:
+    - name: image-tag
+      match: {any: [{resources: {kinds: [Pod]}}]}
+      validate:
+        failureAction: Enforce
+        message: An image tag is required.
+        pattern: {spec: {containers: [{image: "*:*"}]}}
+EOF
+)
+	k apply -f "$f" >/dev/null
+	bad=$(pod_manifest blocked nginx)
+	eventually 20 expect_denied "events: a Pod without a tag is blocked" \
+		k create -f "$bad" -- "An image tag is required"
+	eventually 10 expect_output "events: PolicyViolation on the blocked Pod" \
+		k -n e2e-hooks get events --field-selector involvedObject.name=blocked,reason=PolicyViolation \
+		-o 'jsonpath={range .items[*]}{.type}|{.involvedObject.kind}|{.reportingComponent}|{.message}{"\n"}{end}' \
+		-- "Warning|Pod|kyverno-admission|policy pod-events/image-tag fail: validation error: An image tag is required."
+	eventually 10 expect_output "events: PolicyViolation on the ClusterPolicy" \
+		k -n default get events --field-selector involvedObject.name=pod-events,reason=PolicyViolation \
+		-o 'jsonpath={range .items[*]}{.involvedObject.kind}|{.source.component}|{.action}|{.message}{"\n"}{end}' \
+		-- "ClusterPolicy|kyverno-admission|Resource Blocked|Pod e2e-hooks/blocked: [image-tag] fail (blocked)"
+	k -n e2e-hooks get events --field-selector involvedObject.name=blocked -o yaml >"$E2E_DIR/events.yaml"
+	k create -f "$(pod_manifest tagged nginx:1.25)" >/dev/null
+	sleep 2
+	expect_success "events: no PolicyApplied Event by default" \
+		test -z "$(k get events -A --field-selector reason=PolicyApplied -o name)"
+	expect_success "events: none at all for the allowed Pod" \
+		test -z "$(k -n e2e-hooks get events --field-selector involvedObject.name=tagged -o name)"
+	k delete clusterpolicy pod-events >/dev/null
+}
+
 main() {
 	e2e_setup || exit 2
 	e2e_apply_crds || exit 2
@@ -274,6 +316,7 @@ main() {
 	log "API server on port $APISERVER_PORT; gavel on $GAVEL_PORT"
 	case_status
 	case_webhooks
+	case_events
 	summary
 }
 
