@@ -33,6 +33,7 @@
 #include "common/metrics.h"
 #include "engine/engine.h"
 #include "view/view.h"
+#include "kube/events.h"
 
 /* Largest AdmissionReview body accepted (bytes); larger ones get HTTP 413. */
 #define ADMISSION_MAX_BODY (3u << 20)
@@ -84,6 +85,8 @@ struct admission_handler_config {
 	 * empty lists)
 	 */
 	const struct view_roles_source *roles;
+	/* borrowed, may be NULL (no Events): admission_events_emit() of each judged request */
+	struct kube_events *events;
 };
 
 struct admission_handler;
@@ -142,6 +145,16 @@ void admission_reply_release(struct admission_reply *r);
  */
 void admission_handle(struct admission_handler *h, const char *body, size_t len,
 		      struct admission_reply *out);
+
+/*
+ * POST /validate/fail and /validate/ignore (the two webhooks of the
+ * generated configuration, background/webhookconfig.h, as Kyverno's
+ * validate.kyverno.svc-fail/-ignore): admission_handle() judging only the
+ * policies whose spec.failurePolicy is `only` (an enum
+ * engine_failure_policy; -1 = every policy, as admission_handle()).
+ */
+void admission_handle_only(struct admission_handler *h, const char *body, size_t len, int only,
+			   struct admission_reply *out);
 
 /*
  * POST /validate-policy: an AdmissionReview whose object is a kyverno.io

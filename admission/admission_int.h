@@ -13,6 +13,7 @@
 #include "admission/admission.h"
 #include "common/gv.h"
 #include "common/json.h"
+#include "kube/events.h"
 
 /* ---- message.c: the denial message (kyverno-semantics.md section 8.2) ---- */
 
@@ -90,5 +91,25 @@ void admission_warnings_release(struct admission_warnings *w);
 
 /* Appends s as a JSON string literal (quotes included). */
 void admission_json_str(struct gv_buf *out, const char *s);
+
+/* The judged object of a request, for its Events. Strings borrowed. */
+struct admission_event_request {
+	const char *api_version, *kind, *namespace, *name, *uid;
+	bool dry_run; /* no Event for a dry run */
+};
+
+/*
+ * Queues the Events of one judged request on ev (NULL: none), as Kyverno:
+ * for each fail / error / pass / skip rule result, PolicyViolation /
+ * PolicyError / PolicyApplied / PolicySkipped on the policy, message
+ * "<Kind> [<ns>/]<name>: [<rule>] <status>[ (blocked)][; <error message>]",
+ * and (not for skip) on the resource, message "policy <policy>/<rule>
+ * <status>: <message>"; reportingComponent kyverno-admission (the
+ * component name tools filter on), action "Resource Blocked" or "Resource
+ * Passed". only: the failure policy judged (admission_handle_only), -1 all.
+ * Omitted reasons are the recorder's business (kube/events.h).
+ */
+void admission_events_emit(struct kube_events *ev, const struct admission_event_request *rq,
+			   const struct engine_report *rep, int only);
 
 #endif

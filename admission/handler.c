@@ -27,6 +27,7 @@ struct admission_handler {
 	struct metrics_family *results;	    /* kyverno_policy_results_total */
 
 	const struct view_roles_source *roles; /* borrowed, or NULL */
+	struct kube_events *events;	       /* borrowed, or NULL */
 };
 
 static const char *const request_labels[] = {"resource_kind", "resource_namespace",
@@ -52,6 +53,7 @@ struct admission_handler *admission_handler_new(const struct admission_handler_c
 	h->emit_ud = cfg->emit_ud;
 	h->roles = cfg->roles;
 	h->context = cfg->context;
+	h->events = cfg->events;
 	if (cfg->metrics) {
 		h->requests = metrics_counter_new(cfg->metrics, "kyverno_admission_requests_total",
 						  "Admission requests judged by the webhook.",
@@ -337,7 +339,7 @@ static struct view_audit_item *report_item(const struct review *rv, const json_t
 }
 
 static void judge(struct admission_handler *h, const struct review *rv, struct view_state *state,
-		  struct admission_reply *out)
+		  int only, struct admission_reply *out)
 {
 	const json_t *judged = !strcmp(rv->operation, "DELETE") ? rv->old_object : rv->object;
 	const struct view_config *cfg = view_state_config(state);
@@ -403,6 +405,8 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 	for (size_t i = 0; i < rep.n; i++) {
 		const struct engine_response *resp = &rep.v[i];
 		const char *pname = engine_policy_name(resp->policy);
+		if (only >= 0 && (int)engine_policy_failure_policy(resp->policy) != only)
+			continue; /* the other failure policy's webhook judges this one */
 		for (size_t j = 0; j < resp->nrules; j++) {
 			const struct engine_rule_result *r = &resp->rules[j];
 			struct engine_decision d = engine_decide(resp->policy, r, ENGINE_ADMISSION);
@@ -429,6 +433,18 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 						  r->action == ENGINE_ENFORCE ? "enforce" : "audit",
 						  rv->kind, rv->namespace, op});
 		}
+	}
+	if (h->events) {
+		const json_t *md = obj_field(judged, "metadata");
+		struct admission_event_request erq = {
+		    .api_version = str_field(judged, "apiVersion"),
+		    .kind = str_field(judged, "kind") ? str_field(judged, "kind") : rv->kind,
+		    .namespace = rv->namespace,
+		    .name = str_field(md, "name") ? str_field(md, "name") : rv->name,
+		    .uid = str_field(md, "uid"),
+		    .dry_run = rv->dry_run,
+		};
+		admission_events_emit(h->events, &erq, &rep, only);
 	}
 	if (blocked) {
 		const json_t *meta = obj_field(judged, "metadata");
@@ -459,6 +475,12 @@ out:
 void admission_handle(struct admission_handler *h, const char *body, size_t len,
 		      struct admission_reply *out)
 {
+	admission_handle_only(h, body, len, -1, out);
+}
+
+void admission_handle_only(struct admission_handler *h, const char *body, size_t len, int only,
+			   struct admission_reply *out)
+{
 	struct timespec t0;
 	struct review rv;
 	struct view_state *state;
@@ -472,7 +494,7 @@ void admission_handle(struct admission_handler *h, const char *body, size_t len,
 		reply_text(out, 503, "not ready: no policy snapshot loaded yet");
 		goto out;
 	}
-	judge(h, &rv, state, out);
+	judge(h, &rv, state, only, out);
 	view_state_unref(state);
 	{
 		const char *const labels[] = {rv.kind, rv.namespace, op_label(rv.operation),

@@ -268,7 +268,15 @@ static bool stamp_eq(const struct file_stamp *a, const struct file_stamp *b)
 
 /* ---- the server ---- */
 
-enum route { ROUTE_NONE, ROUTE_VALIDATE, ROUTE_VALIDATE_POLICY, ROUTE_HEALTHZ, ROUTE_READYZ };
+enum route {
+	ROUTE_NONE,
+	ROUTE_VALIDATE,
+	ROUTE_VALIDATE_FAIL,   /* /validate/fail: policies with failurePolicy Fail only */
+	ROUTE_VALIDATE_IGNORE, /* /validate/ignore: failurePolicy Ignore only */
+	ROUTE_VALIDATE_POLICY,
+	ROUTE_HEALTHZ,
+	ROUTE_READYZ
+};
 
 /* One listening port and the rules of its connections. */
 struct listener {
@@ -644,6 +652,10 @@ static enum route route_of(const char *url)
 {
 	if (!strcmp(url, "/validate"))
 		return ROUTE_VALIDATE;
+	if (!strcmp(url, "/validate/fail"))
+		return ROUTE_VALIDATE_FAIL;
+	if (!strcmp(url, "/validate/ignore"))
+		return ROUTE_VALIDATE_IGNORE;
 	if (!strcmp(url, "/validate-policy"))
 		return ROUTE_VALIDATE_POLICY;
 	if (!strcmp(url, "/healthz"))
@@ -703,6 +715,8 @@ static enum MHD_Result request_begin(struct admission_server *s, struct MHD_Conn
 	case ROUTE_READYZ:
 		return health(s, c, route, method);
 	case ROUTE_VALIDATE:
+	case ROUTE_VALIDATE_FAIL:
+	case ROUTE_VALIDATE_IGNORE:
 	case ROUTE_VALIDATE_POLICY:
 		break;
 	}
@@ -790,6 +804,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	conn_enter(conn_of(c), CONN_HANDLING, 0);
 	if (r->route == ROUTE_VALIDATE)
 		admission_handle(s->handler, r->body.data ? r->body.data : "", r->body.len, &reply);
+	else if (r->route == ROUTE_VALIDATE_FAIL || r->route == ROUTE_VALIDATE_IGNORE)
+		admission_handle_only(s->handler, r->body.data ? r->body.data : "", r->body.len,
+				      r->route == ROUTE_VALIDATE_FAIL ? ENGINE_FAILURE_FAIL
+								      : ENGINE_FAILURE_IGNORE,
+				      &reply);
 	else
 		admission_handle_policy(s->handler, r->body.data ? r->body.data : "", r->body.len,
 					&reply);

@@ -59,6 +59,7 @@ struct snapshot {
 	struct view_state *state; /* owned reference, NULL until the first build */
 	json_t *config_data;	  /* owned */
 	json_t *exceptions_pub;	  /* owned: the exception documents of state's policy set */
+	json_t *policy_docs;	  /* owned: ClusterPolicies then Policies as listed */
 	uint64_t generation;
 	pthread_t thread;
 
@@ -428,7 +429,7 @@ static json_t *find_configmap(struct snapshot *s)
 static void rebuild(struct snapshot *s)
 {
 	struct view_state *st, *old;
-	json_t *data = NULL;
+	json_t *data = NULL, *docs = NULL;
 	bool first = s->set == NULL;
 
 	if (!all_synced(s))
@@ -446,6 +447,9 @@ static void rebuild(struct snapshot *s)
 			"exceptions",
 			n, json_array_size(cpols) + json_array_size(pols), s->nstatic,
 			json_array_size(excs));
+		docs = json_array();
+		json_array_extend(docs, cpols);
+		json_array_extend(docs, pols);
 		json_decref(cpols);
 		json_decref(pols);
 		json_decref(s->exceptions);
@@ -473,6 +477,10 @@ static void rebuild(struct snapshot *s)
 		json_decref(s->config_data);
 		s->config_data = data;
 		data = NULL;
+	}
+	if (docs) {
+		json_decref(s->policy_docs);
+		s->policy_docs = docs;
 	}
 	s->generation++;
 	pthread_mutex_unlock(&s->mu);
@@ -552,6 +560,7 @@ static void snapshot_free(struct snapshot *s)
 	free(s->statics);
 	view_state_unref(s->state);
 	json_decref(s->config_data);
+	json_decref(s->policy_docs);
 	if (s->set)
 		engine_policyset_unref(s->set);
 	json_decref(s->namespaces);
@@ -667,6 +676,16 @@ json_t *snapshot_config_data(struct snapshot *s)
 
 	pthread_mutex_lock(&s->mu);
 	d = json_incref(s->config_data);
+	pthread_mutex_unlock(&s->mu);
+	return d;
+}
+
+json_t *snapshot_policy_docs(struct snapshot *s)
+{
+	json_t *d;
+
+	pthread_mutex_lock(&s->mu);
+	d = s->policy_docs ? json_incref(s->policy_docs) : json_array();
 	pthread_mutex_unlock(&s->mu);
 	return d;
 }

@@ -78,6 +78,14 @@ struct view_state *snapshot_state_exceptions(struct snapshot *s, json_t **except
  */
 json_t *snapshot_config_data(struct snapshot *s);
 
+/*
+ * A new reference to an array of the ClusterPolicy and Policy documents
+ * of the last published state, as listed (shared: read only), those that
+ * did not compile included; [] before the first state. For the policy
+ * status and webhook configuration writers.
+ */
+json_t *snapshot_policy_docs(struct snapshot *s);
+
 /* Increases each time a new state is published (0 before the first). */
 uint64_t snapshot_generation(struct snapshot *s);
 

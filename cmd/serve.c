@@ -53,10 +53,13 @@
 #include "admission/admission.h"
 #include "common/metrics.h"
 #include "background/context.h"
+#include "background/policystatus.h"
 #include "background/reconciler.h"
 #include "background/schedule.h"
 #include "background/rbac.h"
 #include "background/snapshot.h"
+#include "background/webhookconfig.h"
+#include "kube/events.h"
 #include "certs/certs.h"
 #include "cmd/load.h"
 #include "common/gv.h"
@@ -88,7 +91,9 @@ struct serve_opts {
 	bool background;		   /* run the background reconciler (cluster mode) */
 	const char *scan_interval;	   /* --background-scan-interval */
 	int scan_batch, scan_workers;
-	int incremental; /* 1 on (default), 0 off */
+	int incremental;	 /* 1 on (default), 0 off */
+	int auto_webhooks;	 /* --auto-update-webhooks: 1 on (default), 0 off */
+	const char *omit_events; /* --omit-events: NULL = PolicyApplied,PolicySkipped */
 	long scan_limit;
 	bool split_reports;
 	int log_level;
@@ -141,6 +146,12 @@ static void serve_usage(FILE *f)
 	    "  --background-scan-resource-limit N  objects per scan cycle (default: no limit)\n"
 	    "  --incremental-scan=BOOL        skip unchanged objects (default true)\n"
 	    "  --split-policy-report          one report per policy and namespace\n"
+	    "  --omit-events LIST    Event reasons not written (default\n"
+	    "                        PolicyApplied,PolicySkipped; \"\" = none); the ConfigMap\n"
+	    "                        key omitEvents overrides it\n"
+	    "  --auto-update-webhooks=BOOL    generate the resource webhooks of --webhook-config\n"
+	    "                        from the policies (default true; false: leave them as\n"
+	    "                        installed)\n"
 	    "  --threads N           worker threads (default: CPUs gavel may run on)\n"
 	    "  --log-level L         debug, info, warn, error (default info)\n"
 	    "  --log-format F        text or json (default text)\n"
@@ -288,6 +299,24 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 			if ((o->incremental = parse_bool(argv[i] + 19)) < 0) {
 				fprintf(stderr,
 					"gavel serve: --incremental-scan: want true or false\n");
+				return 2;
+			}
+		} else if (cmd_take(argc, argv, &i, "--omit-events", "--omitEvents", &v,
+				    &missing)) {
+			unsigned mask;
+			struct gv_err e = {0};
+			if (v && !kube_events_parse_omit(v, &mask, &e)) {
+				fprintf(stderr, "gavel serve: --omit-events: %s\n", e.msg);
+				return 2;
+			}
+			o->omit_events = v;
+		} else if (!strcmp(argv[i], "--auto-update-webhooks")) {
+			o->auto_webhooks = 1;
+		} else if (!strncmp(argv[i], "--auto-update-webhooks=", 23)) {
+			if ((o->auto_webhooks = parse_bool(argv[i] + 23)) < 0) {
+				fprintf(
+				    stderr,
+				    "gavel serve: --auto-update-webhooks: want true or false\n");
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--split-policy-report")) {
@@ -728,9 +757,16 @@ int cmd_serve(int argc, char **argv)
 			       .tls_secret = DEFAULT_TLS_SECRET,
 			       .service = DEFAULT_SERVICE,
 			       .background = true,
-			       .incremental = 1};
+			       .incremental = 1,
+			       .auto_webhooks = 1};
 	struct metrics_registry *metrics = NULL;
 	struct reconciler *recon = NULL;
+	struct policystatus *pstatus = NULL;
+	struct webhookconfig *whconf = NULL;
+	struct kube_events *events = NULL;
+	struct metrics_family *events_dropped = NULL;
+	uint64_t dropped_seen = 0;
+	unsigned omit_flag = KUBE_EVENTS_OMIT_DEFAULT;
 	struct audit_queue *queue = NULL;
 	struct admission_handler *handler = NULL;
 	struct admission_server *server = NULL;
@@ -818,6 +854,9 @@ int cmd_serve(int argc, char **argv)
 			code = fail("certs: ", &err);
 			goto out;
 		}
+		if (o.omit_events)
+			kube_events_parse_omit(o.omit_events, &omit_flag, NULL);
+		events = kube_events_start(client, omit_flag);
 		/* The report writer of the background reconciler drains this queue. */
 		queue = audit_queue_new(1024, AUDIT_QUEUE_DROP_OLDEST);
 	}
@@ -834,7 +873,13 @@ int cmd_serve(int argc, char **argv)
 		}
 		hc.roles = rbac ? rbac_cache_source(rbac) : NULL;
 		hc.context = ctxl ? context_loader_source(ctxl) : NULL;
+		hc.events = events;
 		handler = admission_handler_new(&hc);
+		if (events)
+			events_dropped =
+			    metrics_counter_new(metrics, "gavel_events_dropped_total",
+						"Events not written because the queue was full.",
+						(const char *const[]){NULL});
 	}
 	{
 		struct admission_server_config cfg = {
@@ -876,6 +921,21 @@ int cmd_serve(int argc, char **argv)
 			code = fail("background: ", &err);
 			goto out;
 		}
+		pstatus = policystatus_start(&(struct policystatus_config){
+		    .client = client,
+		    .snapshot = snap,
+		    .leader = recon,
+		    .namespace = o.namespace,
+		    .interval = o.scan_interval,
+		});
+		if (o.auto_webhooks && *o.webhook_config)
+			whconf = webhookconfig_start(&(struct webhookconfig_config){
+			    .client = client,
+			    .snapshot = snap,
+			    .leader = recon,
+			    .name = o.webhook_config,
+			    .namespace = o.namespace,
+			});
 	}
 	if (*o.metrics_listen)
 		gv_info(
@@ -911,6 +971,21 @@ int cmd_serve(int argc, char **argv)
 				gv_info("serve: SIGHUP: policies reloaded");
 			}
 		}
+		if (events) {
+			/* ConfigMap key omitEvents over the flag; the drop counter. */
+			json_t *data = snapshot_config_data(snap);
+			const char *cm = json_string_value(json_object_get(data, "omitEvents"));
+			unsigned mask = omit_flag;
+			uint64_t d = kube_events_dropped(events);
+			if (cm && !kube_events_parse_omit(cm, &mask, NULL))
+				mask = omit_flag;
+			kube_events_set_omit(events, mask);
+			json_decref(data);
+			if (d > dropped_seen)
+				metrics_add(events_dropped, (const char *const[]){NULL},
+					    (double)(d - dropped_seen));
+			dropped_seen = d;
+		}
 		if (manage_certs && certmgr_tick(&certs, time(NULL)))
 			admission_server_reload_tls(server);
 		if (time(NULL) - last_tls_check >= TLS_CHECK_EVERY) {
@@ -921,13 +996,24 @@ int cmd_serve(int argc, char **argv)
 	gv_info("serve: %s: stopping (finishing requests in flight)",
 		sig == SIGTERM ? "SIGTERM" : "SIGINT");
 	/* The reconciler finishes its write and releases the Lease first. */
+	policystatus_stop(pstatus);
+	pstatus = NULL;
+	webhookconfig_stop(whconf);
+	whconf = NULL;
 	reconciler_stop(recon);
 	recon = NULL;
 	admission_server_stop(server, GRACE_MS);
 	server = NULL;
+	kube_events_stop(events);
+	events = NULL;
 	gv_info("serve: stopped");
 	code = 0;
 out:
+	policystatus_stop(pstatus);
+	admission_server_stop(server, 0);
+	server = NULL;
+	kube_events_stop(events);
+	webhookconfig_stop(whconf);
 	reconciler_stop(recon);
 	admission_server_stop(server, 0);
 	admission_handler_free(handler);

@@ -34,7 +34,9 @@
 #                            $GAVEL_METRICS_PORT (free ports below the ephemeral range,
 #                            picked on the first start and kept on restarts); waits
 #                            for /readyz. Call it directly, not through expect_*
-#                            (they run commands in a subshell)
+#                            (they run commands in a subshell). The resource webhooks
+#                            are those of webhook_register unless GAVEL_AUTO_WEBHOOKS=true
+#                            (then gavel generates them from the policies)
 #   gavel_stop               SIGTERM, wait for the exit
 #   webhook_register [FAILURE_POLICY]
 #                            ValidatingWebhookConfiguration $GAVEL_WEBHOOK with
@@ -345,7 +347,7 @@ gavel_start_once() {
 	"$GAVEL" serve --kubeconfig "$KUBECONFIG" --namespace "$GAVEL_NAMESPACE" \
 		--tls-dir "$E2E_TLS" --listen "127.0.0.1:$GAVEL_PORT" \
 		--metrics-listen "127.0.0.1:$GAVEL_METRICS_PORT" \
-		--webhook-config "$GAVEL_WEBHOOK" "$@" </dev/null >>"$log" 2>&1 &
+		--webhook-config "$GAVEL_WEBHOOK" --auto-update-webhooks="${GAVEL_AUTO_WEBHOOKS:-false}" "$@" </dev/null >>"$log" 2>&1 &
 	GAVEL_PID=$!
 	for _ in $(seq 1 100); do
 		if tail -n "+$from" "$log" | grep -q 'webhook listening on'; then

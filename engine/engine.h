@@ -75,6 +75,14 @@ const char *engine_policy_annotation(const struct engine_policy *p, const char *
  * background reports (kyverno-semantics.md 8.6).
  */
 const char *engine_report_severity(const char *annotation);
+/*
+ * The rules autogen adds to a policy document (section 9), in Kyverno's
+ * order (per rule: the controllers' rule, then the CronJob rule): what
+ * Kyverno writes in status.autogen.rules. New reference; [] when none.
+ * doc is borrowed and need not compile.
+ */
+json_t *engine_autogen_rules(const json_t *doc);
+
 /* Number of rules after autogen, and their names. */
 size_t engine_policy_rule_count(const struct engine_policy *p);
 const char *engine_policy_rule_name(const struct engine_policy *p, size_t i);

@@ -321,3 +321,8 @@ json_t *autogen_rules(const json_t *doc)
 	}
 	return out;
 }
+
+json_t *engine_autogen_rules(const json_t *doc)
+{
+	return autogen_rules(doc);
+}

@@ -116,8 +116,8 @@ static bool run_case(const char *dir, bool update)
 	json_t *cfg_data = load_json(dir, "config.json", false);
 	json_t *ns = load_json(dir, "namespaces.json", false);
 	char *request = read_file(dir, "request.json", true);
-	struct admission_config *cfg = admission_config_new(cfg_data);
-	struct admission_state *state = admission_state_new(set, ns, cfg);
+	struct view_config *cfg = view_config_new(cfg_data);
+	struct view_state *state = view_state_new(set, ns, cfg);
 	struct admission_fixed_source src;
 	struct admission_handler_config hc = {0};
 	struct admission_handler *h;
@@ -157,8 +157,8 @@ out:
 	admission_reply_release(&r);
 	admission_handler_free(h);
 	admission_fixed_source_release(&src);
-	admission_state_unref(state);
-	admission_config_unref(cfg);
+	view_state_unref(state);
+	view_config_unref(cfg);
 	engine_policyset_unref(set);
 	json_decref(cfg_data);
 	json_decref(ns);

@@ -171,17 +171,27 @@ def policy_schema(kind, scope_word):
     return obj({
         "apiVersion": s(), "kind": s(), "metadata": {"type": "object"},
         "spec": spec,
-        "status": free("Status (not written by gavel).", "object"),
+        "status": free("Status written by gavel's leader: conditions (Ready, BackgroundScan), "
+                       "ready, rulecount, autogen.rules.", "object"),
     }, desc=f"{kind}: Kyverno-compatible {scope_word} policy with validate rules.", required=["spec"])
 
+# Kyverno's columns (its kubebuilder printcolumn markers), then gavel's scan columns.
+READY = '.status.conditions[?(@.type == "Ready")]'
 POLICY_COLUMNS = [
-    {"name": "Admission", "type": "boolean", "jsonPath": ".spec.admission"},
-    {"name": "Background", "type": "boolean", "jsonPath": ".spec.background"},
-    {"name": "Action", "type": "string", "jsonPath": ".spec.validationFailureAction"},
-    {"name": "Scan-Interval", "type": "string", "jsonPath": ".spec.scanInterval", "priority": 1},
-    {"name": "Scan-Schedule", "type": "string", "jsonPath": ".spec.scanSchedule", "priority": 1},
-    {"name": "Scan-Suspend", "type": "boolean", "jsonPath": ".spec.scanSuspend", "priority": 1},
-    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    {"name": "ADMISSION", "type": "boolean", "jsonPath": ".spec.admission"},
+    {"name": "BACKGROUND", "type": "boolean", "jsonPath": ".spec.background"},
+    {"name": "READY", "type": "string", "jsonPath": READY + ".status"},
+    {"name": "AGE", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    {"name": "FAILURE POLICY", "type": "string", "jsonPath": ".spec.failurePolicy", "priority": 1},
+    {"name": "VALIDATE", "type": "integer", "jsonPath": ".status.rulecount.validate", "priority": 1},
+    {"name": "MUTATE", "type": "integer", "jsonPath": ".status.rulecount.mutate", "priority": 1},
+    {"name": "GENERATE", "type": "integer", "jsonPath": ".status.rulecount.generate", "priority": 1},
+    {"name": "VERIFY IMAGES", "type": "integer", "jsonPath": ".status.rulecount.verifyimages", "priority": 1},
+    {"name": "MESSAGE", "type": "string", "jsonPath": READY + ".message", "priority": 1},
+    {"name": "SCAN", "type": "string",
+     "jsonPath": '.status.conditions[?(@.type == "BackgroundScan")].reason', "priority": 1},
+    {"name": "SCAN-INTERVAL", "type": "string", "jsonPath": ".spec.scanInterval", "priority": 1},
+    {"name": "SCAN-SCHEDULE", "type": "string", "jsonPath": ".spec.scanSchedule", "priority": 1},
 ]
 
 def crd(group, plural, singular, kind, scope, short, versions, categories):

@@ -1,0 +1,714 @@
+/*
+ * webhookconfig.c - gavel's resource webhooks generated from the policies
+ * (Kyverno's webhook controller), and the leader's writer of them.
+ */
+#include "background/webhookconfig.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/banned.h"
+
+static const char *const all_ops[WEBHOOKCONFIG_OPERATIONS_N] = {"CONNECT", "CREATE", "DELETE",
+								"UPDATE"};
+
+bool webhookconfig_owned(const char *name)
+{
+	static const char fail[] = WEBHOOKCONFIG_NAME "-fail", ign[] = WEBHOOKCONFIG_NAME "-ignore";
+
+	return name &&
+	       (!strncmp(name, fail, sizeof(fail) - 1) || !strncmp(name, ign, sizeof(ign) - 1));
+}
+
+/* ---- building (pure but for the resolver) ---- */
+
+static const json_t *spec_of(const json_t *doc)
+{
+	return json_object_get(doc, "spec");
+}
+
+static bool fails_closed(const json_t *doc)
+{
+	const json_t *spec = spec_of(doc);
+	const char *fp = json_string_value(
+	    json_object_get(json_object_get(spec, "webhookConfiguration"), "failurePolicy"));
+
+	if (!fp)
+		fp = json_string_value(json_object_get(spec, "failurePolicy"));
+	return !fp || strcmp(fp, "Ignore");
+}
+
+static int timeout_of(const json_t *doc, int def)
+{
+	const json_t *spec = spec_of(doc);
+	const json_t *t =
+	    json_object_get(json_object_get(spec, "webhookConfiguration"), "timeoutSeconds");
+
+	if (!json_is_integer(t))
+		t = json_object_get(spec, "webhookTimeoutSeconds");
+	return json_is_integer(t) ? (int)json_integer_value(t) : def;
+}
+
+/* Operations of exclude filters that name operations and nothing else. */
+static unsigned excluded_ops(const json_t *rule)
+{
+	const json_t *ex = json_object_get(rule, "exclude");
+	static const char *const lists[] = {"any", "all"};
+	unsigned mask = 0;
+
+	for (size_t l = 0; l < GV_ARRAY_LEN(lists); l++) {
+		size_t i;
+		const json_t *f;
+		json_array_foreach(json_object_get(ex, lists[l]), i, f)
+		{
+			const json_t *res = json_object_get(f, "resources");
+			size_t j;
+			const json_t *op;
+			if (json_object_size(f) != 1 || json_object_size(res) != 1 ||
+			    !json_object_get(res, "operations"))
+				continue;
+			json_array_foreach(json_object_get(res, "operations"), j, op)
+			{
+				for (size_t k = 0; k < WEBHOOKCONFIG_OPERATIONS_N; k++)
+					if (json_string_value(op) &&
+					    !strcmp(json_string_value(op), all_ops[k]))
+						mask |= 1u << k;
+			}
+		}
+	}
+	return mask;
+}
+
+struct hook {
+	char *name; /* owned */
+	json_t
+	    *rules; /* "group|version|scope|opsmask" -> {apiGroup, apiVersion, ops, resources{}} */
+	bool fail;
+	int timeout;
+	const json_t *conditions; /* borrowed: the policy's matchConditions, or NULL */
+};
+
+static void add_filter(struct hook *h, const json_t *res, unsigned exclude,
+		       const struct webhookconfig_resolver *r, json_t *cache)
+{
+	unsigned ops = 0;
+	size_t i;
+	const json_t *v;
+
+	json_array_foreach(json_object_get(res, "operations"), i, v)
+	{
+		for (size_t k = 0; k < WEBHOOKCONFIG_OPERATIONS_N; k++)
+			if (json_string_value(v) && !strcmp(json_string_value(v), all_ops[k]))
+				ops |= 1u << k;
+	}
+	if (!ops)
+		ops = (1u << WEBHOOKCONFIG_OPERATIONS_N) - 1;
+	ops &= ~exclude;
+	if (!ops)
+		return;
+	json_array_foreach(json_object_get(res, "kinds"), i, v)
+	{
+		const char *kind = json_string_value(v);
+		json_t *parts;
+		size_t j;
+		const json_t *p;
+		if (!kind)
+			continue;
+		parts = json_object_get(cache, kind);
+		if (!parts) {
+			parts = r->resolve(r->ud, kind);
+			json_object_set_new(cache, kind, parts ? parts : json_null());
+			parts = json_object_get(cache, kind);
+		}
+		json_array_foreach(parts, j, p)
+		{
+			const char *g = json_string_value(json_object_get(p, "apiGroup"));
+			const char *ver = json_string_value(json_object_get(p, "apiVersion"));
+			const char *scope = json_string_value(json_object_get(p, "scope"));
+			char *key = gv_xasprintf("%s|%s|%s|%u", g ? g : "", ver ? ver : "",
+						 scope ? scope : "*", ops);
+			json_t *rule = json_object_get(h->rules, key), *set;
+			size_t n;
+			const json_t *res_name;
+			if (!rule) {
+				json_t *opl = json_array();
+				for (size_t k = 0; k < WEBHOOKCONFIG_OPERATIONS_N; k++)
+					if (ops & (1u << k))
+						json_array_append_new(opl, json_string(all_ops[k]));
+				rule = json_pack("{s:[s], s:[s], s:o, s:{}, s:s}", "apiGroups",
+						 g ? g : "", "apiVersions", ver ? ver : "*",
+						 "operations", opl, "resources", "scope",
+						 scope ? scope : "*");
+				json_object_set_new(h->rules, key, rule);
+			}
+			set = json_object_get(rule, "resources");
+			json_array_foreach(json_object_get(p, "resources"), n, res_name)
+			{
+				if (json_string_value(res_name))
+					json_object_set_new(set, json_string_value(res_name),
+							    json_true());
+			}
+			free(key);
+		}
+	}
+}
+
+static void add_rule(struct hook *h, const json_t *rule, const struct webhookconfig_resolver *r,
+		     json_t *cache)
+{
+	const json_t *match = json_object_get(rule, "match");
+	unsigned exclude = excluded_ops(rule);
+	static const char *const lists[] = {"any", "all"};
+
+	if (!json_object_get(rule, "validate"))
+		return;
+	if (json_object_get(match, "resources"))
+		add_filter(h, json_object_get(match, "resources"), exclude, r, cache);
+	for (size_t l = 0; l < GV_ARRAY_LEN(lists); l++) {
+		size_t i;
+		const json_t *f;
+		json_array_foreach(json_object_get(match, lists[l]), i, f)
+		    add_filter(h, json_object_get(f, "resources"), exclude, r, cache);
+	}
+}
+
+static json_t *sorted_keys(const json_t *set)
+{
+	json_t *a = json_array();
+	const char *k;
+	json_t *v;
+	size_t n = json_object_size(set), i = 0;
+	const char **keys = gv_xcalloc(n + 1, sizeof(*keys));
+
+	json_object_foreach((json_t *)set, k, v) keys[i++] = k;
+	qsort(keys, n, sizeof(*keys), gv_strptr_cmp);
+	for (i = 0; i < n; i++)
+		json_array_append_new(a, json_string(keys[i]));
+	free(keys);
+	return a;
+}
+
+/* A copy of the clientConfig with its path replaced by path. */
+static json_t *client_config_for(const json_t *tmpl, const char *path)
+{
+	json_t *cc = tmpl ? json_deep_copy(tmpl) : json_object();
+	json_t *svc = json_object_get(cc, "service");
+	const char *url = json_string_value(json_object_get(cc, "url"));
+
+	if (svc) {
+		json_object_set_new(svc, "path", json_string(path));
+	} else if (url) {
+		const char *p = strstr(url, "://");
+		const char *slash = p ? strchr(p + 3, '/') : NULL;
+		size_t n = slash ? (size_t)(slash - url) : strlen(url);
+		char *nu = gv_xasprintf("%.*s%s", (int)n, url, path);
+		json_object_set_new(cc, "url", json_string(nu));
+		free(nu);
+	}
+	return cc;
+}
+
+/* {namespaceSelector, objectSelector} from the ConfigMap's `webhooks` key. */
+static json_t *selectors_of(const json_t *data, const char *ns)
+{
+	const char *text = json_string_value(json_object_get(data, "webhooks"));
+	json_t *parsed = text ? json_loads(text, 0, NULL) : NULL, *w, *out, *nsel, *exprs;
+
+	w = json_is_array(parsed) ? json_array_get(parsed, 0) : parsed;
+	out = json_object();
+	nsel = json_is_object(json_object_get(w, "namespaceSelector"))
+		   ? json_deep_copy(json_object_get(w, "namespaceSelector"))
+		   : json_object();
+	exprs = json_object_get(nsel, "matchExpressions");
+	if (!json_is_array(exprs)) {
+		exprs = json_array();
+		json_object_set_new(nsel, "matchExpressions", exprs);
+	}
+	json_array_append_new(exprs,
+			      json_pack("{s:s, s:s, s:[s]}", "key", "kubernetes.io/metadata.name",
+					"operator", "NotIn", "values", ns));
+	json_object_set_new(out, "namespaceSelector", nsel);
+	json_object_set_new(out, "objectSelector",
+			    json_is_object(json_object_get(w, "objectSelector"))
+				? json_deep_copy(json_object_get(w, "objectSelector"))
+				: json_object());
+	json_decref(parsed);
+	return out;
+}
+
+static int hook_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct hook *)a)->name, ((const struct hook *)b)->name);
+}
+
+json_t *webhookconfig_build(const json_t *docs, const json_t *config_data, const char *namespace,
+			    const json_t *client_config, int default_timeout,
+			    const struct webhookconfig_resolver *r)
+{
+	struct hook *hooks = NULL;
+	size_t nhooks = 0;
+	json_t *cache = json_object(), *out = json_array();
+	json_t *sel = selectors_of(config_data, namespace && *namespace ? namespace : "gavel");
+	const char *mc_text = json_string_value(json_object_get(config_data, "matchConditions"));
+	json_t *global_mc = mc_text ? json_loads(mc_text, 0, NULL) : NULL;
+	const json_t *doc;
+	size_t i;
+
+	if (default_timeout <= 0)
+		default_timeout = WEBHOOKCONFIG_TIMEOUT;
+	json_array_foreach(docs, i, doc)
+	{
+		const json_t *spec = spec_of(doc), *md = json_object_get(doc, "metadata");
+		const json_t *mc = json_object_get(json_object_get(spec, "webhookConfiguration"),
+						   "matchConditions");
+		bool fail = fails_closed(doc);
+		char *hname;
+		struct hook *h = NULL;
+		json_t *autogen;
+		size_t j;
+		const json_t *rule;
+
+		if (json_is_false(json_object_get(spec, "admission")))
+			continue;
+		if (json_array_size(mc)) {
+			const char *pns = json_string_value(json_object_get(md, "namespace"));
+			const char *pname = json_string_value(json_object_get(md, "name"));
+			hname = gv_xasprintf("%s-%s-finegrained-%s%s%s", WEBHOOKCONFIG_NAME,
+					     fail ? "fail" : "ignore", pns ? pns : "",
+					     pns ? "-" : "", pname ? pname : "");
+		} else {
+			hname = gv_xasprintf("%s-%s", WEBHOOKCONFIG_NAME, fail ? "fail" : "ignore");
+		}
+		for (size_t k = 0; k < nhooks && !h; k++)
+			if (!strcmp(hooks[k].name, hname))
+				h = &hooks[k];
+		if (!h) {
+			hooks = gv_xrealloc(hooks, (nhooks + 1) * sizeof(*hooks));
+			h = &hooks[nhooks++];
+			memset(h, 0, sizeof(*h));
+			h->name = hname;
+			hname = NULL;
+			h->rules = json_object();
+			h->fail = fail;
+			h->conditions = json_array_size(mc) ? mc : NULL;
+		}
+		{
+			int t = timeout_of(doc, default_timeout);
+			if (t > h->timeout)
+				h->timeout = t;
+		}
+		json_array_foreach(json_object_get(spec, "rules"), j, rule)
+		    add_rule(h, rule, r, cache);
+		autogen = engine_autogen_rules(doc);
+		json_array_foreach(autogen, j, rule) add_rule(h, rule, r, cache);
+		json_decref(autogen);
+		free(hname);
+	}
+	qsort(hooks, nhooks, sizeof(*hooks), hook_cmp);
+	for (i = 0; i < nhooks; i++) {
+		struct hook *h = &hooks[i];
+		const char *hname = h->name;
+		json_t *rules = json_array(), *wh, *conds, *r0;
+		const char *key;
+
+		/* In the order the policies and rules first name them, as Kyverno lists them. */
+		json_object_foreach(h->rules, key, r0)
+		{
+			json_t *rule = json_deep_copy(r0);
+			json_object_set_new(rule, "resources",
+					    sorted_keys(json_object_get(rule, "resources")));
+			json_array_append_new(rules, rule);
+		}
+		if (json_array_size(rules)) {
+			int t = h->timeout < 1 ? 1 : h->timeout > 30 ? 30 : h->timeout;
+			wh = json_object();
+			json_object_set_new(wh, "name", json_string(hname));
+			json_object_set_new(wh, "admissionReviewVersions", json_pack("[s]", "v1"));
+			json_object_set_new(
+			    wh, "clientConfig",
+			    client_config_for(client_config,
+					      h->fail ? "/validate/fail" : "/validate/ignore"));
+			json_object_set_new(wh, "failurePolicy",
+					    json_string(h->fail ? "Fail" : "Ignore"));
+			json_object_set_new(wh, "matchPolicy", json_string("Equivalent"));
+			json_object_set(wh, "namespaceSelector",
+					json_object_get(sel, "namespaceSelector"));
+			json_object_set(wh, "objectSelector",
+					json_object_get(sel, "objectSelector"));
+			json_object_set_new(wh, "rules", rules);
+			json_object_set_new(wh, "sideEffects", json_string("None"));
+			json_object_set_new(wh, "timeoutSeconds", json_integer(t));
+			conds = json_array();
+			if (json_is_array(global_mc))
+				json_array_extend(conds, global_mc);
+			if (h->conditions)
+				json_array_extend(conds, (json_t *)h->conditions);
+			if (json_array_size(conds))
+				json_object_set_new(wh, "matchConditions", conds);
+			else
+				json_decref(conds);
+			json_array_append_new(out, wh);
+		} else {
+			json_decref(rules);
+		}
+		json_decref(h->rules);
+		free(h->name);
+	}
+	free(hooks);
+	json_decref(cache);
+	json_decref(sel);
+	json_decref(global_mc);
+	return out;
+}
+
+/* ---- discovery ---- */
+
+static json_t *part(const char *group, const char *version, const char *scope, json_t *resources)
+{
+	return json_pack("{s:s, s:s, s:o, s:s}", "apiGroup", group, "apiVersion", version,
+			 "resources", resources, "scope", scope);
+}
+
+/* Every subresource "<plural>/<sub>" the group/version lists for plural. */
+static json_t *subresources(struct kube_client *c, const struct kube_resource *res)
+{
+	char *path = *res->group ? gv_xasprintf("/apis/%s/%s", res->group, res->version)
+				 : gv_xasprintf("/api/%s", res->version);
+	json_t *list = NULL, *out = json_array();
+	size_t plen = strlen(res->resource), i;
+	const json_t *r;
+
+	if (!kube_request(c, "GET", path, NULL, &list, NULL, NULL)) {
+		json_array_foreach(json_object_get(list, "resources"), i, r)
+		{
+			const char *n = json_string_value(json_object_get(r, "name"));
+			if (n && !strncmp(n, res->resource, plen) && n[plen] == '/')
+				json_array_append_new(out, json_string(n));
+		}
+	}
+	json_decref(list);
+	free(path);
+	return out;
+}
+
+json_t *webhookconfig_resolve_discovery(void *ud, const char *kind)
+{
+	struct kube_client *c = ud;
+	char *copy = gv_xstrdup(kind), *tok[5] = {0}, *p = copy, *sub = NULL;
+	const char *group = NULL, *version = NULL, *k;
+	struct kube_resource res = {0};
+	json_t *out = NULL, *resources;
+	size_t n = 0;
+
+	if (!strcmp(kind, "*")) {
+		out = json_pack("[o]", part("*", "*", "*",
+					    json_pack("[s, s]", "*", "pods/ephemeralcontainers")));
+		goto done;
+	}
+	if (!strncmp(kind, "*/", 2)) {
+		out = json_pack("[o]", part("*", "*", "*", json_pack("[s]", kind)));
+		goto done;
+	}
+	while (n < GV_ARRAY_LEN(tok)) {
+		tok[n++] = p;
+		p = strchr(p, '/');
+		if (!p)
+			break;
+		*p++ = '\0';
+	}
+	if (p)
+		goto done; /* too many parts */
+	/* A last part after the Kind (capitalized) is a subresource. */
+	if (n >= 2 && (islower((unsigned char)tok[n - 1][0]) || !strcmp(tok[n - 1], "*")) &&
+	    isupper((unsigned char)tok[n - 2][0]))
+		sub = tok[--n];
+	if (n == 1) {
+		k = tok[0];
+	} else if (n == 2) {
+		version = tok[0];
+		k = tok[1];
+	} else if (n == 3) {
+		group = tok[0];
+		version = tok[1];
+		k = tok[2];
+	} else {
+		goto done;
+	}
+	if (version && !strcmp(version, "*"))
+		version = NULL;
+	if (group && !strcmp(group, "*"))
+		group = NULL;
+	if (n == 2 && version && !strchr(version, '.'))
+		group = ""; /* "v1/Pod": the core group */
+	if (kube_discover(c, group, version, k, &res, NULL))
+		goto done;
+	if (sub && !strcmp(sub, "*")) {
+		resources = subresources(c, &res);
+	} else if (sub) {
+		char *name = gv_xasprintf("%s/%s", res.resource, sub);
+		resources = json_pack("[s]", name);
+		free(name);
+	} else {
+		resources = json_pack("[s]", res.resource);
+		if (!*res.group && !strcmp(res.resource, "pods"))
+			json_array_append_new(resources, json_string("pods/ephemeralcontainers"));
+	}
+	out = json_pack("[o]", part(res.group, res.version,
+				    res.namespaced ? "Namespaced" : "Cluster", resources));
+	kube_resource_release(&res);
+done:
+	free(copy);
+	return out;
+}
+
+/* ---- the writer ---- */
+
+struct webhookconfig {
+	struct webhookconfig_config cfg;
+	char *name, *namespace;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+
+	/* Owned by the thread: */
+	json_t *compiled;     /* "uid/generation" -> true (compiles) | false */
+	json_t *last_desired; /* the generated webhooks last written */
+	json_t *last_view;    /* the configuration's generated webhooks right after */
+};
+
+static const char *md_str(const json_t *doc, const char *key)
+{
+	const char *s = json_string_value(json_object_get(json_object_get(doc, "metadata"), key));
+
+	return s ? s : "";
+}
+
+/* The documents that compile (cached by uid and generation). */
+static json_t *good_docs(struct webhookconfig *w, const json_t *docs)
+{
+	json_t *out = json_array(), *fresh = json_object();
+	size_t i;
+	const json_t *doc;
+
+	json_array_foreach(docs, i, doc)
+	{
+		char *key = gv_xasprintf("%s/%" JSON_INTEGER_FORMAT, md_str(doc, "uid"),
+					 json_integer_value(json_object_get(
+					     json_object_get(doc, "metadata"), "generation")));
+		json_t *ok = json_object_get(w->compiled, key);
+		if (!ok) {
+			struct engine_policy *p = engine_policy_compile(doc, NULL);
+			ok = json_boolean(p != NULL);
+			if (p)
+				engine_policy_unref(p);
+		} else {
+			json_incref(ok);
+		}
+		if (json_is_true(ok))
+			json_array_append(out, (json_t *)doc);
+		json_object_set_new(fresh, key, ok);
+		free(key);
+	}
+	json_decref(w->compiled);
+	w->compiled = fresh;
+	return out;
+}
+
+static json_t *owned_view(const json_t *config)
+{
+	json_t *v = json_array();
+	size_t i;
+	const json_t *wh;
+
+	json_array_foreach(json_object_get(config, "webhooks"), i, wh)
+	{
+		if (webhookconfig_owned(json_string_value(json_object_get(wh, "name"))))
+			json_array_append(v, (json_t *)wh);
+	}
+	return v;
+}
+
+/* The clientConfig of validate-policy.gavel.svc (or of the first webhook not generated). */
+static const json_t *template_of(const json_t *config)
+{
+	size_t i;
+	const json_t *wh, *first = NULL;
+
+	json_array_foreach(json_object_get(config, "webhooks"), i, wh)
+	{
+		const char *n = json_string_value(json_object_get(wh, "name"));
+		if (webhookconfig_owned(n))
+			continue;
+		if (n && !strcmp(n, "validate-policy.gavel.svc"))
+			return json_object_get(wh, "clientConfig");
+		if (!first)
+			first = json_object_get(wh, "clientConfig");
+	}
+	return first;
+}
+
+static void sync_once(struct webhookconfig *w)
+{
+	char *ename = kube_escape(w->name);
+	char *path = gv_xasprintf(
+	    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/%s", ename);
+	json_t *docs = snapshot_policy_docs(w->cfg.snapshot), *good = good_docs(w, docs);
+	json_t *data = snapshot_config_data(w->cfg.snapshot);
+	struct webhookconfig_resolver r = {webhookconfig_resolve_discovery, w->cfg.client};
+
+	for (int attempt = 1; attempt <= WEBHOOKCONFIG_ATTEMPTS; attempt++) {
+		json_t *cur = NULL, *desired, *view, *hooks, *body, *resp = NULL;
+		struct kube_status st = {0};
+		struct gv_err err = {0};
+		const json_t *tmpl;
+		size_t i;
+		const json_t *wh;
+
+		if (kube_request(w->cfg.client, "GET", path, NULL, &cur, &st, &err)) {
+			if (st.http == 404)
+				gv_debug("webhookconfig: %s does not exist", w->name);
+			else
+				gv_warn("webhookconfig: %s", err.msg);
+			break;
+		}
+		tmpl = template_of(cur);
+		if (!tmpl) {
+			gv_warn("webhookconfig: %s has no webhook to take the clientConfig from "
+				"(validate-policy.gavel.svc)",
+				w->name);
+			json_decref(cur);
+			break;
+		}
+		desired = webhookconfig_build(good, data, w->namespace, tmpl, w->cfg.timeout, &r);
+		view = owned_view(cur);
+		if (json_equal(view, desired) ||
+		    (w->last_desired && json_equal(desired, w->last_desired) && w->last_view &&
+		     json_equal(view, w->last_view))) {
+			json_decref(view);
+			json_decref(desired);
+			json_decref(cur);
+			break;
+		}
+		json_decref(view);
+		hooks = json_array();
+		json_array_foreach(json_object_get(cur, "webhooks"), i, wh)
+		{
+			if (!webhookconfig_owned(json_string_value(json_object_get(wh, "name"))))
+				json_array_append(hooks, (json_t *)wh);
+		}
+		json_array_extend(hooks, desired);
+		body = json_deep_copy(cur);
+		json_object_set_new(body, "webhooks", hooks);
+		if (!kube_request(w->cfg.client, "PUT", path, body, &resp, &st, &err)) {
+			gv_info("webhookconfig: %s: %zu generated webhooks written", w->name,
+				json_array_size(desired));
+			json_decref(w->last_desired);
+			w->last_desired = json_incref(desired);
+			json_decref(w->last_view);
+			w->last_view = owned_view(resp);
+			attempt = WEBHOOKCONFIG_ATTEMPTS;
+		} else if (st.http != 409 || attempt == WEBHOOKCONFIG_ATTEMPTS) {
+			gv_warn("webhookconfig: %s not written: %s", w->name, err.msg);
+		}
+		json_decref(resp);
+		json_decref(body);
+		json_decref(desired);
+		json_decref(cur);
+	}
+	json_decref(data);
+	json_decref(good);
+	json_decref(docs);
+	free(path);
+	free(ename);
+}
+
+static void *thread_main(void *ud)
+{
+	struct webhookconfig *w = ud;
+	uint64_t seen = 0, pending = 0;
+	struct timespec changed = {0}, synced = {0};
+
+	pthread_mutex_lock(&w->mu);
+	while (!w->stop) {
+		struct timespec ts, now;
+		uint64_t gen;
+		long since_change, since_sync;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 250 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+		if (w->stop)
+			break;
+		pthread_mutex_unlock(&w->mu);
+		gen = snapshot_generation(w->cfg.snapshot);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (gen && gen != pending) {
+			pending = gen;
+			changed = now;
+		}
+		since_change = (now.tv_sec - changed.tv_sec) * 1000 +
+			       (now.tv_nsec - changed.tv_nsec) / 1000000;
+		since_sync = now.tv_sec - synced.tv_sec;
+		if (w->cfg.leader && !reconciler_leading(w->cfg.leader)) {
+			seen = 0;
+		} else if (gen && ((pending != seen && since_change >= WEBHOOKCONFIG_SETTLE_MS) ||
+				   (seen && since_sync >= WEBHOOKCONFIG_RESYNC_S))) {
+			seen = pending;
+			synced = now;
+			sync_once(w);
+		}
+		pthread_mutex_lock(&w->mu);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+struct webhookconfig *webhookconfig_start(const struct webhookconfig_config *cfg)
+{
+	struct webhookconfig *w = gv_xcalloc(1, sizeof(*w));
+
+	w->cfg = *cfg;
+	w->name = gv_xstrdup(cfg->name);
+	w->namespace = gv_xstrdup(cfg->namespace && *cfg->namespace ? cfg->namespace : "gavel");
+	w->compiled = json_object();
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	if (pthread_create(&w->thread, NULL, thread_main, w)) {
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+		json_decref(w->compiled);
+		free(w->name);
+		free(w->namespace);
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+void webhookconfig_stop(struct webhookconfig *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv);
+	json_decref(w->compiled);
+	json_decref(w->last_desired);
+	json_decref(w->last_view);
+	free(w->name);
+	free(w->namespace);
+	free(w);
+}

@@ -1,0 +1,115 @@
+/*
+ * webhookconfig.h - the resource webhooks of gavel's
+ * ValidatingWebhookConfiguration, generated from the loaded policies as
+ * Kyverno's webhook controller does (k8s-wire.md 2.2; DESIGN.md "gavel in
+ * the cluster"), so the API server calls gavel only for what some policy
+ * matches, and a gavel outage blocks only what a Fail policy guards.
+ *
+ * Webhooks (all in the configuration named by serve --webhook-config):
+ *   validate.gavel.svc-fail     -> /validate/fail, failurePolicy Fail
+ *   validate.gavel.svc-ignore   -> /validate/ignore, failurePolicy Ignore
+ *   validate.gavel.svc-<fail|ignore>-finegrained-<policy>
+ *       one per policy with spec.webhookConfiguration.matchConditions,
+ *       carrying them (Policy: <namespace>-<name>)
+ * A webhook is present only when some policy gives it a rule: with no
+ * policy, no rule and no resource webhook. Other webhooks of the
+ * configuration (validate-policy.gavel.svc, an installer's own) are left
+ * as they are; the clientConfig (service or url, caBundle) of the new ones
+ * is copied from validate-policy.gavel.svc with the path replaced.
+ *
+ * Which policies: every ClusterPolicy and Policy that compiles and has
+ * spec.admission not false. Failure policy:
+ * spec.webhookConfiguration.failurePolicy, else spec.failurePolicy, else
+ * Fail. timeoutSeconds: the largest of the webhook's policies'
+ * spec.webhookConfiguration.timeoutSeconds / spec.webhookTimeoutSeconds,
+ * else the default (10), within 1..30.
+ *
+ * Rules: for each validate rule (spec.rules and the autogen rules) and each
+ * resource filter of its match (any, all, or the legacy form), each kind
+ * resolved through discovery: "Pod" -> pods and pods/ephemeralcontainers,
+ * "apps/v1/Deployment", "Pod/exec" (a subresource), "Pod/<star>" (every
+ * subresource the server lists), "<star>" -> all groups, versions and
+ * resources plus pods/ephemeralcontainers, "<star>/<star>", "<star>/scale"
+ * (<star> is "*"). Kinds the
+ * server does not serve are left out. Operations: the filter's
+ * `operations`, else CONNECT, CREATE, DELETE, UPDATE, less those of
+ * exclude filters that name only operations; sorted. Rules are grouped by
+ * apiGroup, apiVersion, operations and scope (Namespaced, Cluster, or "*"
+ * for wildcards), in the order policies and rules first name them,
+ * resources sorted.
+ *
+ * Selectors: namespaceSelector and objectSelector from the ConfigMap key
+ * `webhooks` (Kyverno's: a JSON object, or an array whose first element is
+ * used, with namespaceSelector / objectSelector), gavel's own namespace
+ * always excluded (kubernetes.io/metadata.name NotIn); matchConditions
+ * from the ConfigMap key `matchConditions` (a JSON array) on every webhook
+ * (a 1.20-1.26 API server drops them).
+ *
+ * The writer (leader only) rebuilds when the policies or the ConfigMap
+ * changed and WEBHOOKCONFIG_SETTLE_MS passed without another change, and
+ * every WEBHOOKCONFIG_RESYNC_S; it PUTs the configuration only when its
+ * webhooks differ from what it last wrote or from what the server holds,
+ * with resourceVersion, retrying a 409 at most WEBHOOKCONFIG_ATTEMPTS
+ * times.
+ */
+#ifndef GV_BACKGROUND_WEBHOOKCONFIG_H
+#define GV_BACKGROUND_WEBHOOKCONFIG_H
+
+#include <stdbool.h>
+#include <jansson.h>
+
+#include "background/reconciler.h"
+#include "background/snapshot.h"
+#include "common/gv.h"
+#include "kube/kube.h"
+
+#define WEBHOOKCONFIG_NAME	   "validate.gavel.svc"
+#define WEBHOOKCONFIG_SETTLE_MS	   1000
+#define WEBHOOKCONFIG_RESYNC_S	   30
+#define WEBHOOKCONFIG_ATTEMPTS	   3
+#define WEBHOOKCONFIG_TIMEOUT	   10
+#define WEBHOOKCONFIG_OPERATIONS_N 4
+
+/*
+ * How a kind of a policy (the text in `kinds`) is served: a new reference
+ * to an array of {"apiGroup", "apiVersion", "resources": [...], "scope"},
+ * or NULL when the server does not serve it.
+ */
+struct webhookconfig_resolver {
+	json_t *(*resolve)(void *ud, const char *kind);
+	void *ud;
+};
+
+/*
+ * The generated webhooks (new reference to an array, sorted by name) for
+ * the policy documents `docs` (borrowed; every one is used: filter out the
+ * ones that do not compile first), the ConfigMap's data (borrowed, may be
+ * NULL), gavel's namespace, the clientConfig to copy (borrowed; its
+ * service.path or the path of its url is replaced), the default timeout.
+ */
+json_t *webhookconfig_build(const json_t *docs, const json_t *config_data, const char *namespace,
+			    const json_t *client_config, int default_timeout,
+			    const struct webhookconfig_resolver *r);
+
+/* Whether a webhook name is one of the generated ones. */
+bool webhookconfig_owned(const char *name);
+
+/* The resolver on a client's discovery (ud: the struct kube_client *). */
+json_t *webhookconfig_resolve_discovery(void *ud, const char *kind);
+
+struct webhookconfig_config {
+	struct kube_client *client;	 /* borrowed, required */
+	struct snapshot *snapshot;	 /* borrowed, required */
+	const struct reconciler *leader; /* borrowed; NULL = always */
+	const char *name;		 /* the ValidatingWebhookConfiguration, required */
+	const char *namespace;		 /* gavel's; NULL = "gavel" */
+	int timeout;			 /* default timeoutSeconds; <= 0: WEBHOOKCONFIG_TIMEOUT */
+};
+
+struct webhookconfig;
+
+/* Starts the writer's thread (NULL only when no thread can be made). */
+struct webhookconfig *webhookconfig_start(const struct webhookconfig_config *cfg);
+void webhookconfig_stop(struct webhookconfig *w);
+
+#endif
