@@ -26,7 +26,7 @@
 #                    behaviour, which the first pass measured already)
 #   E2E_KEEP=1       as e2e/lib.sh
 if [ -z "${BASH_VERSION:-}" ]; then exec bash "$0" "$@"; fi
-set -uo pipefail
+set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$HERE/lib.sh"

@@ -204,6 +204,30 @@ def classify_doc(doc, op):
     return None
 
 
+POLICY_API_KINDS = {"ClusterPolicy", "Policy", "PolicyException", "GlobalContextEntry"}
+
+
+def classify_write(obj):
+    """The class of a write whose outcome was not the expected one."""
+    if has_cel(obj):
+        return "CEL policies"
+    if isinstance(obj, dict) and obj.get("kind") in POLICY_API_KINDS:
+        return "policy validation at apply time"
+    return "admission verdict"
+
+
+def classify_script(content, workdir):
+    """A script applying one file (`kubectl apply -f F`): the class of F's write."""
+    m = re.search(r"kubectl\s+(?:apply|create)\s+-f\s+(\S+)", content or "")
+    if not m:
+        return None
+    try:
+        docs = load_docs(os.path.join(workdir, m.group(1)))
+    except (OSError, yaml.YAMLError):
+        return None
+    return classify_write(docs[0]) if docs else None
+
+
 def has_cel(doc):
     if not isinstance(doc, dict):
         return False
@@ -323,8 +347,7 @@ class Run:
                 err = str(e)
             why = self.expect(op, obj, err, bindings)
             if why is not None:
-                cls = "CEL policies" if has_cel(obj) else None
-                raise StepFailed(cls, "%s %s/%s: %s" % (verb, obj.get("kind"),
+                raise StepFailed(classify_write(obj), "%s %s/%s: %s" % (verb, obj.get("kind"),
                                                         obj.get("metadata", {}).get("name"), why))
 
     def wait_gone(self, api_version, kind, name, ns, timeout):
@@ -459,13 +482,14 @@ class Run:
         b = dict(bindings)
         b["stdout"], b["stderr"] = out, err
         b["error"] = None if rc == 0 else "exit status %d" % rc
+        cls = classify_script(op.get("content"), self.work) if verb == "script" else None
         if op.get("check"):
             errs = match(op["check"], None, b)
             if errs:
-                raise StepFailed(None, "%s check failed: %s | stdout: %s | stderr: %s" % (
+                raise StepFailed(cls, "%s check failed: %s | stdout: %s | stderr: %s" % (
                     verb, "; ".join(errs), out.strip()[-300:], err.strip()[-300:]))
         elif rc != 0:
-            raise StepFailed(None, "%s exited %d | stdout: %s | stderr: %s" % (
+            raise StepFailed(cls, "%s exited %d | stdout: %s | stderr: %s" % (
                 verb, rc, out.strip()[-300:], err.strip()[-300:]))
 
     def op_wait(self, op, bindings):
