@@ -63,8 +63,16 @@ def duration(s, default):
 
 
 def load_docs(path):
+    """The YAML documents of PATH; a list (`items`, with kind List or none) is its items."""
+    out = []
     with open(path) as f:
-        return [d for d in yaml.safe_load_all(f) if d]
+        for d in yaml.safe_load_all(f):
+            if isinstance(d, dict) and isinstance(d.get("items"), list) and \
+                    d.get("kind", "List").endswith("List"):
+                out += [i for i in d["items"] if i]
+            elif d:
+                out.append(d)
+    return out
 
 
 class StepFailed(Exception):
@@ -575,6 +583,24 @@ class Run:
         self.run_block(spec.get("cleanup"), bindings, True)
         return ok
 
+    # Kinds a script may create that would outlive the test and judge the next
+    # ones: what a test leaves of them is deleted after it (tests run one at
+    # a time only: a concurrent test's neighbours are running).
+    LEAKS = [("kyverno.io/v1", "ClusterPolicy"), ("kyverno.io/v1", "Policy"),
+             ("kyverno.io/v2", "PolicyException"), ("kyverno.io/v2alpha1", "GlobalContextEntry"),
+             ("v1", "Namespace")]
+
+    def snapshot(self):
+        seen = set()
+        for api_version, kind in self.LEAKS:
+            try:
+                for o in self.kube.list(api_version, kind):
+                    md = o["metadata"]
+                    seen.add((api_version, kind, md["name"], md.get("namespace")))
+            except KubeError:
+                pass
+        return seen
+
     def cleanup(self):
         for api_version, kind, name, ns in reversed(self.created):
             try:
@@ -590,9 +616,19 @@ class Run:
             except KubeError:
                 pass
             self.kube.finalize_namespace(self.own_ns)
+        if self.before is not None:
+            for api_version, kind, name, ns in sorted(self.snapshot() - self.before,
+                                                      key=lambda o: o[1] == "Namespace"):
+                try:
+                    self.kube.delete(api_version, kind, name, ns)
+                except KubeError:
+                    pass
+                if kind == "Namespace":
+                    self.kube.finalize_namespace(name)
         shutil.rmtree(self.work, ignore_errors=True)
 
     def run(self):
+        self.before = None if self.t.get("concurrent", True) else self.snapshot()
         try:
             try:
                 self.kube.get("v1", "Namespace", self.ns)
