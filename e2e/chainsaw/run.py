@@ -490,7 +490,7 @@ class Run:
         b = dict(bindings)
         b["stdout"], b["stderr"] = out, err
         b["error"] = None if rc == 0 else "exit status %d" % rc
-        cls = classify_script(op.get("content"), self.work) if verb == "script" else None
+        cls = classify_script(op.get("content") if verb == "script" else " ".join(argv), self.work)
         if op.get("check"):
             errs = match(op["check"], None, b)
             if errs:
