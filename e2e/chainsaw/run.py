@@ -262,6 +262,7 @@ class Run:
         self.work = tempfile.mkdtemp(prefix="chainsaw-")
         shutil.copytree(self.dir, self.work, dirs_exist_ok=True)
         self.created = []  # (apiVersion, kind, name, namespace)
+        self.exception_written = None  # monotonic time of the last PolicyException write
         self.failures = []  # (class, message)
         self.own_ns = None
         self.ns = t["spec"].get("namespace")
@@ -353,9 +354,15 @@ class Run:
                     self.kube.update(obj, ns)
             except KubeError as e:
                 err = str(e)
+            if obj.get("kind") == "PolicyException" and err is None:
+                self.exception_written = time.monotonic()
             why = self.expect(op, obj, err, bindings)
             if why is not None:
-                raise StepFailed(classify_write(obj), "%s %s/%s: %s" % (verb, obj.get("kind"),
+                cls = classify_write(obj)
+                if (cls == "admission verdict" and self.exception_written is not None and
+                        time.monotonic() - self.exception_written < 2):
+                    cls = "admission verdict just after a PolicyException was written"
+                raise StepFailed(cls, "%s %s/%s: %s" % (verb, obj.get("kind"),
                                                         obj.get("metadata", {}).get("name"), why))
 
     def wait_gone(self, api_version, kind, name, ns, timeout):
