@@ -120,8 +120,28 @@ def _needs_network(facts):
     return any(re.search(r"\bhelm\b|https?://(?!localhost|127\.)", s) for s in facts["scripts"])
 
 
+def _walk(node):
+    yield node
+    if isinstance(node, dict):
+        for v in node.values():
+            yield from _walk(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _walk(v)
+
+
+def _needs_registry(facts):
+    """A policy reading image metadata from a remote registry (imageRegistry context)."""
+    for d in facts["docs"]:
+        for n in _walk(d):
+            if isinstance(n, dict) and isinstance(n.get("imageRegistry"), dict):
+                return True
+    return False
+
+
 NA_RULES = [
     ("needs the internet (installs a Helm chart from a remote repository)", _needs_network),
+    ("needs the internet (reads images from a remote registry)", _needs_registry),
     ("needs a kubelet (asserts a Pod's runtime status)", _needs_kubelet),
     ("needs the workload controllers (asserts a workload's status)", _needs_workload_status),
     ("needs the controllers (asserts objects only a controller creates)", _needs_controller_objects),
@@ -129,17 +149,20 @@ NA_RULES = [
 
 
 def test_facts(t):
-    facts = {"scripts": [], "asserts": [], "applied": set()}
+    facts = {"scripts": [], "asserts": [], "applied": set(), "docs": []}
 
     def ops(spec):
         for blk in ("try", "catch", "finally", "cleanup"):
             for op in spec.get(blk) or []:
                 yield op
 
-    def files(d, op):
+    def files(d, op, bindings):
         out = []
-        if "file" in op and not is_expr(op["file"]):
-            for p in sorted(glob.glob(os.path.join(d, op["file"]))):
+        f = op.get("file")
+        if is_expr(f) and f[1:2] == "$" and f[2:-1] in bindings:
+            f = bindings[f[2:-1]]
+        if isinstance(f, str) and not is_expr(f):
+            for p in sorted(glob.glob(os.path.join(d, f))):
                 try:
                     out += load_docs(p)
                 except (OSError, yaml.YAMLError):
@@ -149,8 +172,11 @@ def test_facts(t):
         return out
 
     for step in t["steps"]:
-        spec = step
+        spec, bindings = step, {}
         if "use" in step:
+            for bd in ((step["use"].get("with") or {}).get("bindings") or []):
+                if isinstance(bd.get("value"), str):
+                    bindings[bd["name"]] = bd["value"]
             try:
                 spec = load_docs(os.path.join(t["dir"], step["use"]["template"]))[0]["spec"]
             except (OSError, IndexError, KeyError):
@@ -168,10 +194,12 @@ def test_facts(t):
                 elif k == "command":
                     facts["scripts"].append(" ".join([v.get("entrypoint", "")] + v.get("args", [])))
                 elif k in ("assert", "error"):
-                    facts["asserts"] += [(k, d) for d in files(t["dir"], v) if isinstance(d, dict)]
+                    facts["asserts"] += [(k, d) for d in files(t["dir"], v, bindings)
+                                         if isinstance(d, dict)]
                 elif k in ("apply", "create", "update", "patch"):
-                    for d in files(t["dir"], v):
+                    for d in files(t["dir"], v, bindings):
                         if isinstance(d, dict):
+                            facts["docs"].append(d)
                             facts["applied"].add((d.get("kind"), (d.get("metadata") or {}).get("name")))
     return facts
 
