@@ -43,7 +43,7 @@ BENCH_SRCS := $(wildcard */bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 CONFORMANCE ?= ../shared/conformance
 
-.PHONY: all test unit golden golden-update conformance bench fmt fmt-check clean demo test-valgrind
+.PHONY: all test unit golden golden-update conformance bench fmt fmt-check clean demo test-valgrind chainsaw
 
 all: gavel
 
@@ -80,7 +80,7 @@ $(BENCH_BINS): $(BUILD)/%: %.c $(BUILD)/libgavel.a
 ifeq ($(DEPS_FIRST),)
 test: gavel $(TEST_BINS)
 	@LIBGAVEL='$(CURDIR)/$(BUILD)/libgavel.a' \
-	CC='$(CC)$(if $(SANITIZE), -fsanitize=$(SANITIZE))' \
+	CC='$(CC)$(if $(SANITIZE), -fsanitize=$(SANITIZE))' SANITIZE='$(SANITIZE)' \
 	sh scripts/run-tests.sh $(TEST_BINS)
 endif
 
@@ -125,6 +125,11 @@ demo: gavel
 endif
 
 # valgrind --leak-check=full over the offline suites (apply, test, jp).
+# Kyverno's chainsaw end-to-end tests (e2e/chainsaw.sh): the table per folder
+# and "N passed, N failed"; `make test` runs them with a floor.
+chainsaw: gavel
+	@CHAINSAW_FLOOR= bash e2e/chainsaw.sh
+
 test-valgrind: gavel
 	@sh scripts/valgrind.sh $(CONFORMANCE)
 
