@@ -824,7 +824,11 @@ case_storm() {
 	rm -f "$E2E_DIR/flip.stop"
 	flip_loop &
 	FLIP_PID=$!
-	sleep 8
+	# Each writer reads the report just before it writes (one scan path,
+	# background/nsscan.c), so conflicts are rarer than when the
+	# reconciler wrote from a cached copy: a longer storm, and one 409
+	# re-read and merged is what this case needs to see.
+	sleep 12
 	touch "$E2E_DIR/flip.stop"
 	wait "$FLIP_PID" || true
 	FLIP_PID=
@@ -834,7 +838,7 @@ case_storm() {
 		gv_since g4 "$m4"
 	} | grep -c 'report fd-storm/polr-ns-fd-storm: .*409 Conflict, reading it again' || true)
 	OUT="$n conflicts"
-	if [ "$n" -ge 3 ]; then ok "409 storm: $n writes answered 409, each re-read and merged"; else
+	if [ "$n" -ge 1 ]; then ok "409 storm: $n writes answered 409, each re-read and merged"; else
 		fail "409 storm: the writers conflicted" "$n 409s"
 	fi
 	reports_exact "409 storm" 30
