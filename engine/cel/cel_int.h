@@ -74,6 +74,9 @@ struct cel_node {
 	uint64_t optmask;     /* N_LIST/N_MAP: bit i = element/entry i is optional (first 64) */
 	struct cel_value lit; /* N_LIT */
 	void *aux;	      /* N_CALL: a compiled literal regex (owned by the program) */
+	size_t nlen;	      /* strlen(name) (cel_resolve) */
+	int slot; /* N_IDENT: 1 + the index of the comprehension or cel.bind variable it names on
+		     the locals stack (cel_resolve), 0: not such a variable */
 };
 
 /* ---- arena ---- */
@@ -155,8 +158,8 @@ struct cel_value cel_opt(struct cel_eval *ev, const struct cel_value *v);
 /* Copies n bytes into the arena (charged to the cost). */
 char *cel_eval_strdup(struct cel_eval *ev, const char *s, size_t n);
 void *cel_eval_alloc(struct cel_eval *ev, size_t n);
-/* Charges cost; false (and the context aborted) once over the limit. */
-bool cel_charge(struct cel_eval *ev, uint64_t c);
+/* The limit checks of cel_charge() (value.c): false (and the context aborted) once over. */
+bool cel_charge_check(struct cel_eval *ev);
 
 size_t cel_list_size(const struct cel_value *l);
 struct cel_value cel_list_get(const struct cel_value *l, size_t i);
@@ -191,7 +194,27 @@ bool cel_tz_lookup(const char *name, size_t n, int64_t t, int64_t *off);
 /* Calendar fields of a Unix time. */
 void cel_civil(int64_t sec, int64_t *year, int *month, int *day, int *yday, int *wday);
 
+/* Charges cost; false (and the context aborted) once over the limit (or either limit was
+ * already exceeded). */
+static inline bool cel_charge(struct cel_eval *ev, uint64_t c)
+{
+	ev->cost += c;
+	if (__builtin_expect(ev->cost <= ev->limit && ev->arena.used <= ev->mem_limit &&
+				 !ev->aborted,
+			     1))
+		return true;
+	return cel_charge_check(ev);
+}
+
 /* Evaluation (eval.c) */
+/*
+ * Resolves what can be resolved once per program (called by cel_compile on
+ * a parsed tree): the name lengths, and each identifier naming a
+ * comprehension or cel.bind variable to its index on the locals stack
+ * (scoping is static: a macro's range and a bind's value are outside the
+ * variables' scope, the other arguments inside).
+ */
+void cel_resolve(struct cel_node *root);
 struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n);
 struct cel_value cel_arith(struct cel_eval *ev, enum cel_op op, const struct cel_value *a,
 			   const struct cel_value *b, int pos);

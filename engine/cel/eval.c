@@ -93,6 +93,34 @@ static void push_local(struct cel_eval *ev, const char *name, const struct cel_v
 	ev->nlocals++;
 }
 
+/* A bound (not comprehension) variable. */
+static bool lookup_var(struct cel_eval *ev, const char *name, struct cel_value *out)
+{
+	size_t i;
+
+	for (i = 0; i < ev->nvars; i++) {
+		if (ev->vars[i].name[0] == name[0] && strcmp(ev->vars[i].name, name) == 0) {
+			*out = ev->vars[i].v;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The variable an identifier names: a comprehension or cel.bind variable by
+ * its resolved slot (cel_resolve), else a bound one.
+ */
+static inline bool lookup_ident(struct cel_eval *ev, const struct cel_node *n,
+				struct cel_value *out)
+{
+	if (n->slot) {
+		*out = ev->locals[n->slot - 1].v;
+		return true;
+	}
+	return lookup_var(ev, n->name, out);
+}
+
 static bool lookup(struct cel_eval *ev, const char *name, struct cel_value *out)
 {
 	size_t i;
@@ -480,13 +508,13 @@ static const struct cel_node *chain_root(const struct cel_node *n)
 }
 
 static struct cel_value select_field(struct cel_eval *ev, const struct cel_value *o,
-				     const char *name, bool opt, int pos)
+				     const char *name, size_t nlen, bool opt, int pos)
 {
 	struct cel_value key, r;
 
 	if (o->kind == CEL_MAP && o->json) {
 		/* a JSON object: one lookup, no key value (the hot path of policies) */
-		const json_t *j = json_object_get(o->v.json, name);
+		const json_t *j = json_object_getn(o->v.json, name, nlen);
 
 		if (j) {
 			r = cel_from_json(j);
@@ -496,7 +524,7 @@ static struct cel_value select_field(struct cel_eval *ev, const struct cel_value
 			return cel_opt(ev, NULL);
 		return cel_err(ev, pos, "no such key: %s", name);
 	}
-	key = cel_str(name, strlen(name));
+	key = cel_str(name, nlen);
 	if (o->kind == CEL_OPTIONAL) {
 		if (!o->v.opt)
 			return *o;
@@ -505,7 +533,7 @@ static struct cel_value select_field(struct cel_eval *ev, const struct cel_value
 		if (o->v.opt->kind != CEL_MAP && o->v.opt->kind != CEL_ERROR &&
 		    o->v.opt->kind != CEL_OPTIONAL)
 			return cel_err(ev, pos, "no such key: %s", name);
-		r = select_field(ev, o->v.opt, name, true, pos);
+		r = select_field(ev, o->v.opt, name, nlen, true, pos);
 		return r;
 	}
 	if (o->kind == CEL_MAP) {
@@ -559,7 +587,7 @@ static __attribute__((noinline)) bool resolve_chain(struct cel_eval *ev, const s
 		if (!found)
 			continue;
 		for (j = k - 1; j >= 0 && v.kind != CEL_ERROR; j--)
-			v = select_field(ev, &v, parts[j]->name, false, parts[j]->pos);
+			v = select_field(ev, &v, parts[j]->name, parts[j]->nlen, false, parts[j]->pos);
 		*out = v;
 		return true;
 	}
@@ -574,20 +602,20 @@ static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *
 		/* a chain a.b.c whose root is unbound: dotted variables and type names */
 		const struct cel_node *root = chain_root(n);
 
-		if (root->kind == N_IDENT && !lookup(ev, root->name, &tmp)) {
+		if (root->kind == N_IDENT && !lookup_ident(ev, root, &tmp)) {
 			if (resolve_chain(ev, n, &tmp))
 				return tmp;
 		} else if (root == n->a[0]) {
 			/* x.f: the variable was just looked up */
 			if (!cel_charge(ev, 1))
 				return aborted(ev);
-			return select_field(ev, &tmp, n->name, n->opt, n->pos);
+			return select_field(ev, &tmp, n->name, n->nlen, n->opt, n->pos);
 		}
 	}
 	o = cel_eval_node(ev, n->a[0]);
 	if (o.kind == CEL_ERROR)
 		return o;
-	return select_field(ev, &o, n->name, n->opt, n->pos);
+	return select_field(ev, &o, n->name, n->nlen, n->opt, n->pos);
 }
 
 /* An integral list index from int, uint or an integral double; false otherwise. */
@@ -679,7 +707,7 @@ static struct cel_value eval_index(struct cel_eval *ev, const struct cel_node *n
 static struct cel_value eval_has(struct cel_eval *ev, const struct cel_node *n)
 {
 	struct cel_value o = cel_eval_node(ev, n->a[0]), r;
-	struct cel_value key = cel_str(n->name, strlen(n->name));
+	struct cel_value key = cel_str(n->name, n->nlen);
 
 	if (o.kind == CEL_ERROR)
 		return o;
@@ -1097,7 +1125,7 @@ struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n)
 	case N_LIT:
 		return n->lit;
 	case N_IDENT:
-		if (lookup(ev, n->name, &v) || type_ident(n->name, &v))
+		if (lookup_ident(ev, n, &v) || type_ident(n->name, &v))
 			return v;
 		return cel_err(ev, n->pos, "undeclared reference to '%s' (in container '')",
 			       n->name);
@@ -1141,6 +1169,56 @@ struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n)
 	}
 	}
 	return cel_err(ev, n->pos, "internal error: unknown node");
+}
+
+/* ---- resolution (once per program) ---- */
+
+struct scope {
+	const char *names[2 * CEL_MAX_DEPTH + 8];
+	int n;
+};
+
+static void resolve_node(struct cel_node *n, struct scope *sc)
+{
+	int i, base = sc->n;
+
+	if (!n)
+		return;
+	if (n->name)
+		n->nlen = strlen(n->name);
+	if (n->kind == N_IDENT) {
+		for (i = sc->n; i > 0; i--) {
+			if (strcmp(sc->names[i - 1], n->name) == 0) {
+				n->slot = i;
+				break;
+			}
+		}
+		return;
+	}
+	if ((n->kind != N_COMPR && n->kind != N_BIND) || n->n < 1) {
+		for (i = 0; i < n->n; i++)
+			resolve_node(n->a[i], sc);
+		return;
+	}
+	/* the range (or the bound value) is outside the variables' scope */
+	resolve_node(n->a[0], sc);
+	if (sc->n + 2 > (int)GV_ARRAY_LEN(sc->names))
+		return; /* deeper than the parser allows: left to lookup() */
+	sc->names[sc->n++] = n->name;
+	if (n->kind == N_COMPR && n->name2 && n->op != M_SORT_BY && n->op != M_OPT_MAP &&
+	    n->op != M_OPT_FLAT_MAP)
+		sc->names[sc->n++] = n->name2;
+	for (i = 1; i < n->n; i++)
+		resolve_node(n->a[i], sc);
+	sc->n = base;
+}
+
+void cel_resolve(struct cel_node *root)
+{
+	struct scope sc;
+
+	sc.n = 0;
+	resolve_node(root, &sc);
 }
 
 uint64_t cel_eval_run(struct cel_eval *ev, const struct cel_program *p, struct cel_value *out)

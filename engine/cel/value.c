@@ -207,9 +207,8 @@ void *cel_eval_alloc(struct cel_eval *ev, size_t n)
 	return cel_arena_alloc(&ev->arena, n);
 }
 
-bool cel_charge(struct cel_eval *ev, uint64_t c)
+bool cel_charge_check(struct cel_eval *ev)
 {
-	ev->cost += c;
 	if (ev->limit && ev->cost > ev->limit && !ev->aborted) {
 		ev->aborted = true;
 		ev->abort_err.msg = "operation cancelled: actual cost limit exceeded";
