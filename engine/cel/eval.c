@@ -1153,6 +1153,12 @@ struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n)
 			return no_overload(ev, n->pos, "_?_:_", &c, NULL);
 		return cel_eval_node(ev, n->a[c.v.b ? 1 : 2]);
 	case N_LIST:
+		if (n->konst) {
+			/* folded (cel_resolve): the cost of evaluating each element literal */
+			if (!cel_charge(ev, (uint64_t)n->n))
+				return aborted(ev);
+			return n->lit;
+		}
 		return eval_list(ev, n);
 	case N_MAP:
 		return eval_map(ev, n);
@@ -1178,7 +1184,31 @@ struct scope {
 	int n;
 };
 
-static void resolve_node(struct cel_node *n, struct scope *sc)
+/* A list literal of literals only: its value, made once in the program's arena. */
+static void fold_list(struct cel_program *p, struct cel_node *n)
+{
+	struct cel_value *items;
+	struct cel_list *l;
+	int i;
+
+	if (n->n < 1 || n->optmask)
+		return;
+	for (i = 0; i < n->n; i++)
+		if (n->a[i]->kind != N_LIT)
+			return;
+	items = cel_arena_alloc(&p->arena, sizeof(*items) * (size_t)n->n);
+	for (i = 0; i < n->n; i++)
+		items[i] = n->a[i]->lit;
+	l = cel_arena_alloc(&p->arena, sizeof(*l));
+	l->n = (size_t)n->n;
+	l->v = items;
+	memset(&n->lit, 0, sizeof(n->lit));
+	n->lit.kind = CEL_LIST;
+	n->lit.v.list = l;
+	n->konst = true;
+}
+
+static void resolve_node(struct cel_program *p, struct cel_node *n, struct scope *sc)
 {
 	int i, base = sc->n;
 
@@ -1197,11 +1227,13 @@ static void resolve_node(struct cel_node *n, struct scope *sc)
 	}
 	if ((n->kind != N_COMPR && n->kind != N_BIND) || n->n < 1) {
 		for (i = 0; i < n->n; i++)
-			resolve_node(n->a[i], sc);
+			resolve_node(p, n->a[i], sc);
+		if (n->kind == N_LIST)
+			fold_list(p, n);
 		return;
 	}
 	/* the range (or the bound value) is outside the variables' scope */
-	resolve_node(n->a[0], sc);
+	resolve_node(p, n->a[0], sc);
 	if (sc->n + 2 > (int)GV_ARRAY_LEN(sc->names))
 		return; /* deeper than the parser allows: left to lookup() */
 	sc->names[sc->n++] = n->name;
@@ -1209,16 +1241,16 @@ static void resolve_node(struct cel_node *n, struct scope *sc)
 	    n->op != M_OPT_FLAT_MAP)
 		sc->names[sc->n++] = n->name2;
 	for (i = 1; i < n->n; i++)
-		resolve_node(n->a[i], sc);
+		resolve_node(p, n->a[i], sc);
 	sc->n = base;
 }
 
-void cel_resolve(struct cel_node *root)
+void cel_resolve(struct cel_program *p)
 {
 	struct scope sc;
 
 	sc.n = 0;
-	resolve_node(root, &sc);
+	resolve_node(p, p->root, &sc);
 }
 
 uint64_t cel_eval_run(struct cel_eval *ev, const struct cel_program *p, struct cel_value *out)

@@ -17,15 +17,9 @@
 
 /* ---- arena ---- */
 
-struct cel_arena_block {
-	struct cel_arena_block *next;
-	size_t used, cap;
-	_Alignas(16) unsigned char data[];
-};
-
 #define ARENA_BLOCK 8192
 
-void *cel_arena_alloc(struct cel_arena *a, size_t n)
+void *cel_arena_alloc_slow(struct cel_arena *a, size_t n)
 {
 	struct cel_arena_block *b = a->head;
 	void *r;
@@ -161,51 +155,6 @@ struct cel_value cel_type(const char *name)
 	return v;
 }
 
-/*
- * JSON numbers (cel-semantics.md 1.3): integral ones are int, others double.
- * jansson reads a number with a fraction or exponent as a real, and an
- * integer beyond int64 fails to load unless JSON_DECODE_INT_AS_REAL.
- */
-struct cel_value cel_from_json(const json_t *j)
-{
-	struct cel_value v = {.kind = CEL_NULL};
-
-	switch (json_typeof(j)) {
-	case JSON_OBJECT:
-		v.kind = CEL_MAP;
-		v.json = 1;
-		v.v.json = j;
-		break;
-	case JSON_ARRAY:
-		v.kind = CEL_LIST;
-		v.json = 1;
-		v.v.json = j;
-		break;
-	case JSON_STRING:
-		v = cel_str(json_string_value(j), json_string_length(j));
-		break;
-	case JSON_INTEGER:
-		v = cel_int((int64_t)json_integer_value(j));
-		break;
-	case JSON_REAL:
-		v = cel_double(json_real_value(j));
-		break;
-	case JSON_TRUE:
-		v = cel_bool(true);
-		break;
-	case JSON_FALSE:
-		v = cel_bool(false);
-		break;
-	default:
-		break;
-	}
-	return v;
-}
-
-void *cel_eval_alloc(struct cel_eval *ev, size_t n)
-{
-	return cel_arena_alloc(&ev->arena, n);
-}
 
 bool cel_charge_check(struct cel_eval *ev)
 {
@@ -282,19 +231,6 @@ struct cel_value cel_map_new(struct cel_eval *ev, const struct cel_value *k,
 	m->k = kc;
 	m->v = vc;
 	v.v.map = m;
-	return v;
-}
-
-struct cel_value cel_opt(struct cel_eval *ev, const struct cel_value *inner)
-{
-	struct cel_value v = {.kind = CEL_OPTIONAL};
-
-	if (inner) {
-		struct cel_value *c = cel_arena_alloc(&ev->arena, sizeof(*c));
-
-		*c = *inner;
-		v.v.opt = c;
-	}
 	return v;
 }
 
