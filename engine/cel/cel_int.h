@@ -286,9 +286,8 @@ static inline struct cel_value cel_opt(struct cel_eval *ev, const struct cel_val
 static inline bool cel_charge(struct cel_eval *ev, uint64_t c)
 {
 	ev->cost += c;
-	if (__builtin_expect(ev->cost <= ev->limit && ev->arena.used <= ev->mem_limit &&
-				 !ev->aborted,
-			     1))
+	if (__builtin_expect(
+		ev->cost <= ev->limit && ev->arena.used <= ev->mem_limit && !ev->aborted, 1))
 		return true;
 	return cel_charge_check(ev);
 }

@@ -587,7 +587,8 @@ static __attribute__((noinline)) bool resolve_chain(struct cel_eval *ev, const s
 		if (!found)
 			continue;
 		for (j = k - 1; j >= 0 && v.kind != CEL_ERROR; j--)
-			v = select_field(ev, &v, parts[j]->name, parts[j]->nlen, false, parts[j]->pos);
+			v = select_field(ev, &v, parts[j]->name, parts[j]->nlen, false,
+					 parts[j]->pos);
 		*out = v;
 		return true;
 	}

@@ -155,7 +155,6 @@ struct cel_value cel_type(const char *name)
 	return v;
 }
 
-
 bool cel_charge_check(struct cel_eval *ev)
 {
 	if (ev->limit && ev->cost > ev->limit && !ev->aborted) {
