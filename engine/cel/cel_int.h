@@ -159,6 +159,7 @@ struct cel_eval {
 	size_t nlocals, caplocals;
 	const struct cel_program *prog;
 	const struct cel_host *host; /* borrowed, or NULL (host.c) */
+	void *re_md; /* owned: a pcre2 match data of one pair for matches() (lib.c), or NULL */
 };
 
 /* Values */
@@ -309,6 +310,8 @@ struct cel_value cel_arith(struct cel_eval *ev, enum cel_op op, const struct cel
 /* Regular expressions (lib.c): NULL and the reason in err when pattern is not one. */
 void *cel_regex_compile(const char *pattern, size_t n, char *err, size_t errlen);
 void cel_regex_free(void *re);
+/* Frees a context's re_md (NULL is fine). */
+void cel_regex_md_free(void *md);
 
 /* Functions (lib.c) */
 typedef struct cel_value (*cel_fn)(struct cel_eval *ev, const struct cel_node *n,

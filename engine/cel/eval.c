@@ -51,6 +51,7 @@ void cel_eval_free(struct cel_eval *ev)
 	if (!ev)
 		return;
 	cel_eval_reset(ev);
+	cel_regex_md_free(ev->re_md);
 	free(ev->vars);
 	free(ev->locals);
 	free(ev);
