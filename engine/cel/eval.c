@@ -83,7 +83,7 @@ void cel_bind_json(struct cel_eval *ev, const char *name, const json_t *doc)
 	cel_bind_value(ev, name, &v);
 }
 
-static void push_local(struct cel_eval *ev, const char *name, const struct cel_value *v)
+static inline void push_local(struct cel_eval *ev, const char *name, const struct cel_value *v)
 {
 	if (ev->nlocals == ev->caplocals) {
 		ev->caplocals = ev->caplocals ? ev->caplocals * 2 : 16;
@@ -835,7 +835,7 @@ static void iter_init(struct iter *it, const struct cel_value *range)
 }
 
 /* Next (index or key, element or value); false at the end. */
-static bool iter_next(struct iter *it, struct cel_value *k, struct cel_value *v)
+static inline bool iter_next(struct iter *it, struct cel_value *k, struct cel_value *v)
 {
 	if (it->i >= it->n)
 		return false;

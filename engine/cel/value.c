@@ -567,6 +567,21 @@ static int equal3(const struct cel_value *a, const struct cel_value *b, bool str
 struct cel_value cel_equals(struct cel_eval *ev, const struct cel_value *a,
 			    const struct cel_value *b, int pos)
 {
+	/* scalars of one kind: no budget to share out (nothing charged) */
+	if (a->kind == b->kind && cel_charge(ev, 0)) {
+		switch (a->kind) {
+		case CEL_BOOL:
+			return cel_bool(a->v.b == b->v.b);
+		case CEL_INT:
+			return cel_bool(a->v.i == b->v.i);
+		case CEL_STRING:
+			return cel_bool(
+			    a->v.s.n == b->v.s.n &&
+			    (a->v.s.n == 0 || memcmp(a->v.s.p, b->v.s.p, a->v.s.n) == 0));
+		default:
+			break;
+		}
+	}
 	/* a quarter per element compared, within what is left of the budget */
 	uint64_t left = ev->limit ? (ev->limit > ev->cost ? (ev->limit - ev->cost) * 4 + 4 : 4)
 				  : UINT64_MAX,
