@@ -718,6 +718,8 @@ static struct cel_value eval_has(struct cel_eval *ev, const struct cel_node *n)
 			return cel_bool(false);
 		o = *o.v.opt;
 	}
+	if (o.kind == CEL_MAP && o.json) /* a presence check, the value is not needed */
+		return cel_bool(json_object_getn(o.v.json, n->name, n->nlen) != NULL);
 	if (o.kind == CEL_MAP)
 		return cel_bool(cel_map_find(&o, &key, &r));
 	return cel_err(ev, n->pos, "invalid type for field selection: %s", cel_type_name(&o));
