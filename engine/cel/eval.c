@@ -225,6 +225,11 @@ static struct cel_value concat_list(struct cel_eval *ev, const struct cel_value 
 
 	if (!cel_charge(ev, (na + nb) / 4 + 1))
 		return aborted(ev);
+	/* values are immutable: l + [] is l */
+	if (!nb)
+		return *a;
+	if (!na)
+		return *b;
 	items = cel_eval_alloc(ev, sizeof(*items) * (na + nb + 1));
 	for (i = 0; i < na; i++)
 		items[i] = cel_list_get(a, i);
@@ -1188,19 +1193,19 @@ struct scope {
 	int n;
 };
 
-/* A list literal of literals only: its value, made once in the program's arena. */
+/* A list literal of literals only ([] too): its value, made once in the program's arena. */
 static void fold_list(struct cel_program *p, struct cel_node *n)
 {
 	struct cel_value *items;
 	struct cel_list *l;
 	int i;
 
-	if (n->n < 1 || n->optmask)
+	if (n->optmask)
 		return;
 	for (i = 0; i < n->n; i++)
 		if (n->a[i]->kind != N_LIT)
 			return;
-	items = cel_arena_alloc(&p->arena, sizeof(*items) * (size_t)n->n);
+	items = cel_arena_alloc(&p->arena, sizeof(*items) * (size_t)(n->n + 1));
 	for (i = 0; i < n->n; i++)
 		items[i] = n->a[i]->lit;
 	l = cel_arena_alloc(&p->arena, sizeof(*l));
