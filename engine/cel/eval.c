@@ -613,9 +613,11 @@ static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *
 			if (resolve_chain(ev, n, &tmp))
 				return tmp;
 		} else if (root == n->a[0]) {
-			/* x.f: the variable was just looked up */
+			/* x.f: the variable was just looked up (an error value is the result) */
 			if (!cel_charge(ev, 1))
 				return aborted(ev);
+			if (tmp.kind == CEL_ERROR)
+				return tmp;
 			return select_field(ev, &tmp, n->name, n->nlen, n->opt, n->pos);
 		}
 	}
