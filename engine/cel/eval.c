@@ -612,13 +612,25 @@ static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *
 		if (root->kind == N_IDENT && !lookup_ident(ev, root, &tmp)) {
 			if (resolve_chain(ev, n, &tmp))
 				return tmp;
-		} else if (root == n->a[0]) {
+		} else if (root->kind == N_IDENT && root == n->a[0]) {
 			/* x.f: the variable was just looked up (an error value is the result) */
 			if (!cel_charge(ev, 1))
 				return aborted(ev);
 			if (tmp.kind == CEL_ERROR)
 				return tmp;
 			return select_field(ev, &tmp, n->name, n->nlen, n->opt, n->pos);
+		} else if (root->kind == N_IDENT && root == n->a[0]->a[0]) {
+			/* x.a.f (object.spec.f): both names on the variable just looked up */
+			const struct cel_node *m = n->a[0];
+
+			if (!cel_charge(ev, 1) || !cel_charge(ev, 1))
+				return aborted(ev);
+			if (tmp.kind == CEL_ERROR)
+				return tmp;
+			o = select_field(ev, &tmp, m->name, m->nlen, m->opt, m->pos);
+			if (o.kind == CEL_ERROR)
+				return o;
+			return select_field(ev, &o, n->name, n->nlen, n->opt, n->pos);
 		}
 	}
 	o = cel_eval_node(ev, n->a[0]);
