@@ -74,6 +74,10 @@ struct cel_node {
 	uint64_t optmask;     /* N_LIST/N_MAP: bit i = element/entry i is optional (first 64) */
 	struct cel_value lit; /* N_LIT */
 	void *aux;	      /* N_CALL: a compiled literal regex (owned by the program) */
+	size_t nlen;	      /* strlen(name) (cel_resolve) */
+	bool konst;	      /* N_LIST: lit holds its value (cel_resolve) */
+	int slot; /* N_IDENT: 1 + the index of the comprehension or cel.bind variable it names on
+		     the locals stack (cel_resolve), 0: not such a variable */
 };
 
 /* ---- arena ---- */
@@ -84,7 +88,28 @@ struct cel_arena {
 	size_t used; /* bytes handed out, for the memory bound */
 };
 
-void *cel_arena_alloc(struct cel_arena *a, size_t n);
+struct cel_arena_block {
+	struct cel_arena_block *next;
+	size_t used, cap;
+	_Alignas(16) unsigned char data[];
+};
+
+/* cel_arena_alloc() when the head block has no room (value.c). */
+void *cel_arena_alloc_slow(struct cel_arena *a, size_t n);
+/* n bytes, 16-aligned, valid until the arena is cleared or released. */
+static inline void *cel_arena_alloc(struct cel_arena *a, size_t n)
+{
+	struct cel_arena_block *b = a->head;
+	void *r;
+
+	n = (n + 15) & ~(size_t)15;
+	if (__builtin_expect(!b || b->cap - b->used < n, 0))
+		return cel_arena_alloc_slow(a, n);
+	r = b->data + b->used;
+	b->used += n;
+	a->used += n;
+	return r;
+}
 void cel_arena_release(struct cel_arena *a);
 /* Frees everything allocated but keeps one block for reuse. */
 void cel_arena_clear(struct cel_arena *a);
@@ -134,6 +159,7 @@ struct cel_eval {
 	size_t nlocals, caplocals;
 	const struct cel_program *prog;
 	const struct cel_host *host; /* borrowed, or NULL (host.c) */
+	void *re_md; /* owned: a pcre2 match data of one pair for matches() (lib.c), or NULL */
 };
 
 /* Values */
@@ -145,18 +171,64 @@ struct cel_value cel_double(double d);
 struct cel_value cel_str(const char *p, size_t n);
 struct cel_value cel_bytes(const char *p, size_t n);
 struct cel_value cel_type(const char *name);
-struct cel_value cel_from_json(const json_t *j);
+/*
+ * A JSON value seen as a CEL value, borrowed. JSON numbers
+ * (cel-semantics.md 1.3): integral ones are int, others double. jansson
+ * reads a number with a fraction or exponent as a real, and an integer
+ * beyond int64 fails to load unless JSON_DECODE_INT_AS_REAL.
+ */
+static inline struct cel_value cel_from_json(const json_t *j)
+{
+	struct cel_value v = {.kind = CEL_NULL};
+
+	switch (json_typeof(j)) {
+	case JSON_OBJECT:
+		v.kind = CEL_MAP;
+		v.json = 1;
+		v.v.json = j;
+		break;
+	case JSON_ARRAY:
+		v.kind = CEL_LIST;
+		v.json = 1;
+		v.v.json = j;
+		break;
+	case JSON_STRING:
+		v.kind = CEL_STRING;
+		v.v.s.p = json_string_value(j);
+		v.v.s.n = json_string_length(j);
+		break;
+	case JSON_INTEGER:
+		v.kind = CEL_INT;
+		v.v.i = (int64_t)json_integer_value(j);
+		break;
+	case JSON_REAL:
+		v.kind = CEL_DOUBLE;
+		v.v.d = json_real_value(j);
+		break;
+	case JSON_TRUE:
+		v.kind = CEL_BOOL;
+		v.v.b = true;
+		break;
+	case JSON_FALSE:
+		v.kind = CEL_BOOL;
+		v.v.b = false;
+		break;
+	default:
+		break;
+	}
+	return v;
+}
 struct cel_value cel_err(struct cel_eval *ev, int pos, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 struct cel_value cel_list_new(struct cel_eval *ev, const struct cel_value *v, size_t n);
 struct cel_value cel_map_new(struct cel_eval *ev, const struct cel_value *k,
 			     const struct cel_value *v, size_t n);
-struct cel_value cel_opt(struct cel_eval *ev, const struct cel_value *v);
+
 /* Copies n bytes into the arena (charged to the cost). */
 char *cel_eval_strdup(struct cel_eval *ev, const char *s, size_t n);
-void *cel_eval_alloc(struct cel_eval *ev, size_t n);
-/* Charges cost; false (and the context aborted) once over the limit. */
-bool cel_charge(struct cel_eval *ev, uint64_t c);
+
+/* The limit checks of cel_charge() (value.c): false (and the context aborted) once over. */
+bool cel_charge_check(struct cel_eval *ev);
 
 size_t cel_list_size(const struct cel_value *l);
 struct cel_value cel_list_get(const struct cel_value *l, size_t i);
@@ -191,7 +263,46 @@ bool cel_tz_lookup(const char *name, size_t n, int64_t t, int64_t *off);
 /* Calendar fields of a Unix time. */
 void cel_civil(int64_t sec, int64_t *year, int *month, int *day, int *yday, int *wday);
 
+static inline void *cel_eval_alloc(struct cel_eval *ev, size_t n)
+{
+	return cel_arena_alloc(&ev->arena, n);
+}
+
+/* optional.of(*v), or optional.none() when v is NULL. */
+static inline struct cel_value cel_opt(struct cel_eval *ev, const struct cel_value *inner)
+{
+	struct cel_value v = {.kind = CEL_OPTIONAL};
+
+	if (inner) {
+		struct cel_value *c = cel_arena_alloc(&ev->arena, sizeof(*c));
+
+		*c = *inner;
+		v.v.opt = c;
+	}
+	return v;
+}
+
+/* Charges cost; false (and the context aborted) once over the limit (or either limit was
+ * already exceeded). */
+static inline bool cel_charge(struct cel_eval *ev, uint64_t c)
+{
+	ev->cost += c;
+	if (__builtin_expect(
+		ev->cost <= ev->limit && ev->arena.used <= ev->mem_limit && !ev->aborted, 1))
+		return true;
+	return cel_charge_check(ev);
+}
+
 /* Evaluation (eval.c) */
+/*
+ * Resolves what can be resolved once per program (called by cel_compile on
+ * a parsed tree): the name lengths, and each identifier naming a
+ * comprehension or cel.bind variable to its index on the locals stack
+ * (scoping is static: a macro's range and a bind's value are outside the
+ * variables' scope, the other arguments inside); and folds each list literal
+ * of literals into its value (N_LIST konst), charged as if evaluated.
+ */
+void cel_resolve(struct cel_program *p);
 struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n);
 struct cel_value cel_arith(struct cel_eval *ev, enum cel_op op, const struct cel_value *a,
 			   const struct cel_value *b, int pos);
@@ -199,6 +310,8 @@ struct cel_value cel_arith(struct cel_eval *ev, enum cel_op op, const struct cel
 /* Regular expressions (lib.c): NULL and the reason in err when pattern is not one. */
 void *cel_regex_compile(const char *pattern, size_t n, char *err, size_t errlen);
 void cel_regex_free(void *re);
+/* Frees a context's re_md (NULL is fine). */
+void cel_regex_md_free(void *md);
 
 /* Functions (lib.c) */
 typedef struct cel_value (*cel_fn)(struct cel_eval *ev, const struct cel_node *n,

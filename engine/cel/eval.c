@@ -51,6 +51,7 @@ void cel_eval_free(struct cel_eval *ev)
 	if (!ev)
 		return;
 	cel_eval_reset(ev);
+	cel_regex_md_free(ev->re_md);
 	free(ev->vars);
 	free(ev->locals);
 	free(ev);
@@ -82,7 +83,7 @@ void cel_bind_json(struct cel_eval *ev, const char *name, const json_t *doc)
 	cel_bind_value(ev, name, &v);
 }
 
-static void push_local(struct cel_eval *ev, const char *name, const struct cel_value *v)
+static inline void push_local(struct cel_eval *ev, const char *name, const struct cel_value *v)
 {
 	if (ev->nlocals == ev->caplocals) {
 		ev->caplocals = ev->caplocals ? ev->caplocals * 2 : 16;
@@ -91,6 +92,34 @@ static void push_local(struct cel_eval *ev, const char *name, const struct cel_v
 	ev->locals[ev->nlocals].name = name;
 	ev->locals[ev->nlocals].v = *v;
 	ev->nlocals++;
+}
+
+/* A bound (not comprehension) variable. */
+static bool lookup_var(struct cel_eval *ev, const char *name, struct cel_value *out)
+{
+	size_t i;
+
+	for (i = 0; i < ev->nvars; i++) {
+		if (ev->vars[i].name[0] == name[0] && strcmp(ev->vars[i].name, name) == 0) {
+			*out = ev->vars[i].v;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The variable an identifier names: a comprehension or cel.bind variable by
+ * its resolved slot (cel_resolve), else a bound one.
+ */
+static inline bool lookup_ident(struct cel_eval *ev, const struct cel_node *n,
+				struct cel_value *out)
+{
+	if (n->slot) {
+		*out = ev->locals[n->slot - 1].v;
+		return true;
+	}
+	return lookup_var(ev, n->name, out);
 }
 
 static bool lookup(struct cel_eval *ev, const char *name, struct cel_value *out)
@@ -196,6 +225,11 @@ static struct cel_value concat_list(struct cel_eval *ev, const struct cel_value 
 
 	if (!cel_charge(ev, (na + nb) / 4 + 1))
 		return aborted(ev);
+	/* values are immutable: l + [] is l */
+	if (!nb)
+		return *a;
+	if (!na)
+		return *b;
 	items = cel_eval_alloc(ev, sizeof(*items) * (na + nb + 1));
 	for (i = 0; i < na; i++)
 		items[i] = cel_list_get(a, i);
@@ -480,13 +514,13 @@ static const struct cel_node *chain_root(const struct cel_node *n)
 }
 
 static struct cel_value select_field(struct cel_eval *ev, const struct cel_value *o,
-				     const char *name, bool opt, int pos)
+				     const char *name, size_t nlen, bool opt, int pos)
 {
 	struct cel_value key, r;
 
 	if (o->kind == CEL_MAP && o->json) {
 		/* a JSON object: one lookup, no key value (the hot path of policies) */
-		const json_t *j = json_object_get(o->v.json, name);
+		const json_t *j = json_object_getn(o->v.json, name, nlen);
 
 		if (j) {
 			r = cel_from_json(j);
@@ -496,7 +530,7 @@ static struct cel_value select_field(struct cel_eval *ev, const struct cel_value
 			return cel_opt(ev, NULL);
 		return cel_err(ev, pos, "no such key: %s", name);
 	}
-	key = cel_str(name, strlen(name));
+	key = cel_str(name, nlen);
 	if (o->kind == CEL_OPTIONAL) {
 		if (!o->v.opt)
 			return *o;
@@ -505,7 +539,7 @@ static struct cel_value select_field(struct cel_eval *ev, const struct cel_value
 		if (o->v.opt->kind != CEL_MAP && o->v.opt->kind != CEL_ERROR &&
 		    o->v.opt->kind != CEL_OPTIONAL)
 			return cel_err(ev, pos, "no such key: %s", name);
-		r = select_field(ev, o->v.opt, name, true, pos);
+		r = select_field(ev, o->v.opt, name, nlen, true, pos);
 		return r;
 	}
 	if (o->kind == CEL_MAP) {
@@ -559,7 +593,8 @@ static __attribute__((noinline)) bool resolve_chain(struct cel_eval *ev, const s
 		if (!found)
 			continue;
 		for (j = k - 1; j >= 0 && v.kind != CEL_ERROR; j--)
-			v = select_field(ev, &v, parts[j]->name, false, parts[j]->pos);
+			v = select_field(ev, &v, parts[j]->name, parts[j]->nlen, false,
+					 parts[j]->pos);
 		*out = v;
 		return true;
 	}
@@ -574,20 +609,34 @@ static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *
 		/* a chain a.b.c whose root is unbound: dotted variables and type names */
 		const struct cel_node *root = chain_root(n);
 
-		if (root->kind == N_IDENT && !lookup(ev, root->name, &tmp)) {
+		if (root->kind == N_IDENT && !lookup_ident(ev, root, &tmp)) {
 			if (resolve_chain(ev, n, &tmp))
 				return tmp;
-		} else if (root == n->a[0]) {
-			/* x.f: the variable was just looked up */
+		} else if (root->kind == N_IDENT && root == n->a[0]) {
+			/* x.f: the variable was just looked up (an error value is the result) */
 			if (!cel_charge(ev, 1))
 				return aborted(ev);
-			return select_field(ev, &tmp, n->name, n->opt, n->pos);
+			if (tmp.kind == CEL_ERROR)
+				return tmp;
+			return select_field(ev, &tmp, n->name, n->nlen, n->opt, n->pos);
+		} else if (root->kind == N_IDENT && root == n->a[0]->a[0]) {
+			/* x.a.f (object.spec.f): both names on the variable just looked up */
+			const struct cel_node *m = n->a[0];
+
+			if (!cel_charge(ev, 1) || !cel_charge(ev, 1))
+				return aborted(ev);
+			if (tmp.kind == CEL_ERROR)
+				return tmp;
+			o = select_field(ev, &tmp, m->name, m->nlen, m->opt, m->pos);
+			if (o.kind == CEL_ERROR)
+				return o;
+			return select_field(ev, &o, n->name, n->nlen, n->opt, n->pos);
 		}
 	}
 	o = cel_eval_node(ev, n->a[0]);
 	if (o.kind == CEL_ERROR)
 		return o;
-	return select_field(ev, &o, n->name, n->opt, n->pos);
+	return select_field(ev, &o, n->name, n->nlen, n->opt, n->pos);
 }
 
 /* An integral list index from int, uint or an integral double; false otherwise. */
@@ -679,7 +728,7 @@ static struct cel_value eval_index(struct cel_eval *ev, const struct cel_node *n
 static struct cel_value eval_has(struct cel_eval *ev, const struct cel_node *n)
 {
 	struct cel_value o = cel_eval_node(ev, n->a[0]), r;
-	struct cel_value key = cel_str(n->name, strlen(n->name));
+	struct cel_value key = cel_str(n->name, n->nlen);
 
 	if (o.kind == CEL_ERROR)
 		return o;
@@ -688,6 +737,8 @@ static struct cel_value eval_has(struct cel_eval *ev, const struct cel_node *n)
 			return cel_bool(false);
 		o = *o.v.opt;
 	}
+	if (o.kind == CEL_MAP && o.json) /* a presence check, the value is not needed */
+		return cel_bool(json_object_getn(o.v.json, n->name, n->nlen) != NULL);
 	if (o.kind == CEL_MAP)
 		return cel_bool(cel_map_find(&o, &key, &r));
 	return cel_err(ev, n->pos, "invalid type for field selection: %s", cel_type_name(&o));
@@ -805,7 +856,7 @@ static void iter_init(struct iter *it, const struct cel_value *range)
 }
 
 /* Next (index or key, element or value); false at the end. */
-static bool iter_next(struct iter *it, struct cel_value *k, struct cel_value *v)
+static inline bool iter_next(struct iter *it, struct cel_value *k, struct cel_value *v)
 {
 	if (it->i >= it->n)
 		return false;
@@ -1097,7 +1148,7 @@ struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n)
 	case N_LIT:
 		return n->lit;
 	case N_IDENT:
-		if (lookup(ev, n->name, &v) || type_ident(n->name, &v))
+		if (lookup_ident(ev, n, &v) || type_ident(n->name, &v))
 			return v;
 		return cel_err(ev, n->pos, "undeclared reference to '%s' (in container '')",
 			       n->name);
@@ -1125,6 +1176,12 @@ struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n)
 			return no_overload(ev, n->pos, "_?_:_", &c, NULL);
 		return cel_eval_node(ev, n->a[c.v.b ? 1 : 2]);
 	case N_LIST:
+		if (n->konst) {
+			/* folded (cel_resolve): the cost of evaluating each element literal */
+			if (!cel_charge(ev, (uint64_t)n->n))
+				return aborted(ev);
+			return n->lit;
+		}
 		return eval_list(ev, n);
 	case N_MAP:
 		return eval_map(ev, n);
@@ -1141,6 +1198,82 @@ struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n)
 	}
 	}
 	return cel_err(ev, n->pos, "internal error: unknown node");
+}
+
+/* ---- resolution (once per program) ---- */
+
+struct scope {
+	const char *names[2 * CEL_MAX_DEPTH + 8];
+	int n;
+};
+
+/* A list literal of literals only ([] too): its value, made once in the program's arena. */
+static void fold_list(struct cel_program *p, struct cel_node *n)
+{
+	struct cel_value *items;
+	struct cel_list *l;
+	int i;
+
+	if (n->optmask)
+		return;
+	for (i = 0; i < n->n; i++)
+		if (n->a[i]->kind != N_LIT)
+			return;
+	items = cel_arena_alloc(&p->arena, sizeof(*items) * (size_t)(n->n + 1));
+	for (i = 0; i < n->n; i++)
+		items[i] = n->a[i]->lit;
+	l = cel_arena_alloc(&p->arena, sizeof(*l));
+	l->n = (size_t)n->n;
+	l->v = items;
+	memset(&n->lit, 0, sizeof(n->lit));
+	n->lit.kind = CEL_LIST;
+	n->lit.v.list = l;
+	n->konst = true;
+}
+
+static void resolve_node(struct cel_program *p, struct cel_node *n, struct scope *sc)
+{
+	int i, base = sc->n;
+
+	if (!n)
+		return;
+	if (n->name)
+		n->nlen = strlen(n->name);
+	if (n->kind == N_IDENT) {
+		for (i = sc->n; i > 0; i--) {
+			if (strcmp(sc->names[i - 1], n->name) == 0) {
+				n->slot = i;
+				break;
+			}
+		}
+		return;
+	}
+	if ((n->kind != N_COMPR && n->kind != N_BIND) || n->n < 1) {
+		for (i = 0; i < n->n; i++)
+			resolve_node(p, n->a[i], sc);
+		if (n->kind == N_LIST)
+			fold_list(p, n);
+		return;
+	}
+	/* the range (or the bound value) is outside the variables' scope */
+	resolve_node(p, n->a[0], sc);
+	if (sc->n + 2 > (int)GV_ARRAY_LEN(sc->names))
+		return; /* deeper than the parser allows: left to lookup() */
+	sc->names[sc->n++] = n->name;
+	if (n->kind == N_COMPR && n->name2 && n->op != M_SORT_BY && n->op != M_OPT_MAP &&
+	    n->op != M_OPT_FLAT_MAP)
+		sc->names[sc->n++] = n->name2;
+	for (i = 1; i < n->n; i++)
+		resolve_node(p, n->a[i], sc);
+	sc->n = base;
+}
+
+void cel_resolve(struct cel_program *p)
+{
+	struct scope sc;
+
+	sc.n = 0;
+	resolve_node(p, p->root, &sc);
 }
 
 uint64_t cel_eval_run(struct cel_eval *ev, const struct cel_program *p, struct cel_value *out)

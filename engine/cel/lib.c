@@ -107,7 +107,16 @@ static bool utf8_valid(const char *s, size_t n)
 	while (i < n) {
 		uint32_t c;
 		size_t l, k;
+		uint64_t w;
 
+		if (i + 8 <= n) {
+			/* eight ASCII bytes at a time */
+			memcpy(&w, u + i, 8);
+			if (!(w & 0x8080808080808080ULL)) {
+				i += 8;
+				continue;
+			}
+		}
 		if (u[i] < 0x80) {
 			i++;
 			continue;
@@ -320,21 +329,35 @@ static void re_init(void)
 }
 
 /* 1 match, 0 none, -1 error (in *err). Capture offsets in md when given. */
+void cel_regex_md_free(void *md)
+{
+	pcre2_match_data_free(md);
+}
+
+/*
+ * Callers have checked that s is valid UTF-8 (utf8_valid), so a match from
+ * the start skips pcre2's own check. md NULL: whether it matches only (a
+ * match data of one pair kept in the context).
+ */
 static int re_exec(struct cel_eval *ev, const struct cel_node *n, pcre2_code *re, const char *s,
 		   size_t len, size_t start, pcre2_match_data *md, struct cel_value *err)
 {
-	pcre2_match_data *own = md ? NULL : pcre2_match_data_create_from_pattern(re, NULL);
+	uint32_t opts = start == 0 ? PCRE2_NO_UTF_CHECK : 0;
 	int rc;
 
 	pthread_once(&re_once, re_init);
+	if (!md) {
+		if (!ev->re_md)
+			ev->re_md = pcre2_match_data_create(1, NULL);
+		md = ev->re_md; /* NULL: pcre2_match fails, an error below */
+	}
 	cel_charge(ev, len / 16 + 1);
-	rc = pcre2_match(re, (PCRE2_SPTR)s, len, start, 0, md ? md : own, re_mctx_first);
+	rc = pcre2_match(re, (PCRE2_SPTR)s, len, start, opts, md, re_mctx_first);
 	if (rc == PCRE2_ERROR_MATCHLIMIT && cel_charge(ev, RE_FIRST_LIMIT / RE_STEPS_PER_COST)) {
-		rc = pcre2_match(re, (PCRE2_SPTR)s, len, start, 0, md ? md : own, re_mctx);
+		rc = pcre2_match(re, (PCRE2_SPTR)s, len, start, opts, md, re_mctx);
 		if (rc == PCRE2_ERROR_MATCHLIMIT)
 			cel_charge(ev, RE_MATCH_LIMIT / RE_STEPS_PER_COST);
 	}
-	pcre2_match_data_free(own);
 	if (rc >= 0)
 		return 1;
 	if (rc == PCRE2_ERROR_NOMATCH)

@@ -1487,6 +1487,8 @@ struct cel_program *cel_compile(const char *src, size_t len, unsigned flags,
 	if (!p.failed && p.t != T_EOF)
 		fail(&p, p.tpos, "Syntax error: extraneous input '%.*s' expecting <EOF>",
 		     (int)(p.tend - p.tpos), p.src + p.tpos);
+	if (!p.failed)
+		cel_resolve(prog);
 	snprintf(prog->type, sizeof(prog->type), "dyn");
 	if (!p.failed && !(flags & (CEL_COMPILE_NO_CHECK | CEL_COMPILE_NO_TYPES))) {
 		char msg[256];

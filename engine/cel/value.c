@@ -17,15 +17,9 @@
 
 /* ---- arena ---- */
 
-struct cel_arena_block {
-	struct cel_arena_block *next;
-	size_t used, cap;
-	_Alignas(16) unsigned char data[];
-};
-
 #define ARENA_BLOCK 8192
 
-void *cel_arena_alloc(struct cel_arena *a, size_t n)
+void *cel_arena_alloc_slow(struct cel_arena *a, size_t n)
 {
 	struct cel_arena_block *b = a->head;
 	void *r;
@@ -161,55 +155,8 @@ struct cel_value cel_type(const char *name)
 	return v;
 }
 
-/*
- * JSON numbers (cel-semantics.md 1.3): integral ones are int, others double.
- * jansson reads a number with a fraction or exponent as a real, and an
- * integer beyond int64 fails to load unless JSON_DECODE_INT_AS_REAL.
- */
-struct cel_value cel_from_json(const json_t *j)
+bool cel_charge_check(struct cel_eval *ev)
 {
-	struct cel_value v = {.kind = CEL_NULL};
-
-	switch (json_typeof(j)) {
-	case JSON_OBJECT:
-		v.kind = CEL_MAP;
-		v.json = 1;
-		v.v.json = j;
-		break;
-	case JSON_ARRAY:
-		v.kind = CEL_LIST;
-		v.json = 1;
-		v.v.json = j;
-		break;
-	case JSON_STRING:
-		v = cel_str(json_string_value(j), json_string_length(j));
-		break;
-	case JSON_INTEGER:
-		v = cel_int((int64_t)json_integer_value(j));
-		break;
-	case JSON_REAL:
-		v = cel_double(json_real_value(j));
-		break;
-	case JSON_TRUE:
-		v = cel_bool(true);
-		break;
-	case JSON_FALSE:
-		v = cel_bool(false);
-		break;
-	default:
-		break;
-	}
-	return v;
-}
-
-void *cel_eval_alloc(struct cel_eval *ev, size_t n)
-{
-	return cel_arena_alloc(&ev->arena, n);
-}
-
-bool cel_charge(struct cel_eval *ev, uint64_t c)
-{
-	ev->cost += c;
 	if (ev->limit && ev->cost > ev->limit && !ev->aborted) {
 		ev->aborted = true;
 		ev->abort_err.msg = "operation cancelled: actual cost limit exceeded";
@@ -283,19 +230,6 @@ struct cel_value cel_map_new(struct cel_eval *ev, const struct cel_value *k,
 	m->k = kc;
 	m->v = vc;
 	v.v.map = m;
-	return v;
-}
-
-struct cel_value cel_opt(struct cel_eval *ev, const struct cel_value *inner)
-{
-	struct cel_value v = {.kind = CEL_OPTIONAL};
-
-	if (inner) {
-		struct cel_value *c = cel_arena_alloc(&ev->arena, sizeof(*c));
-
-		*c = *inner;
-		v.v.opt = c;
-	}
 	return v;
 }
 
@@ -633,6 +567,21 @@ static int equal3(const struct cel_value *a, const struct cel_value *b, bool str
 struct cel_value cel_equals(struct cel_eval *ev, const struct cel_value *a,
 			    const struct cel_value *b, int pos)
 {
+	/* scalars of one kind: no budget to share out (nothing charged) */
+	if (a->kind == b->kind && cel_charge(ev, 0)) {
+		switch (a->kind) {
+		case CEL_BOOL:
+			return cel_bool(a->v.b == b->v.b);
+		case CEL_INT:
+			return cel_bool(a->v.i == b->v.i);
+		case CEL_STRING:
+			return cel_bool(
+			    a->v.s.n == b->v.s.n &&
+			    (a->v.s.n == 0 || memcmp(a->v.s.p, b->v.s.p, a->v.s.n) == 0));
+		default:
+			break;
+		}
+	}
 	/* a quarter per element compared, within what is left of the budget */
 	uint64_t left = ev->limit ? (ev->limit > ev->cost ? (ev->limit - ev->cost) * 4 + 4 : 4)
 				  : UINT64_MAX,

@@ -324,6 +324,12 @@ static void test_macros(void **state)
 	    {"cel.bind(x, 2, x * x)", NULL, "4", NULL},
 	    {"cel.bind(a, [1, 2], a.map(x, x + a.size()))", NULL, "[3, 4]", NULL},
 	    {"cel.bind(x, 1, cel.bind(x, x + 1, x))", NULL, "2", NULL},
+	    {"cel.bind(x, {'a': 1/0}, x.a)", NULL, NULL, "division by zero"},
+	    {"cel.bind(x, {'a': 1/0}, x.a.b)", NULL, NULL, "division by zero"},
+	    {"cel.bind(y, 5, [1, 2].map(x, cel.bind(y, x * 10, y) + y))", NULL, "[15, 25]", NULL},
+	    {"[1, 2].exists(x, cel.bind(x, 3, x) == 3 && x == 2)", NULL, "true", NULL},
+	    {"{'a': 1}.transformMap(k, v, [k].map(k, k + '!')[0] + string(v))", NULL,
+	     "{\"a\": \"a!1\"}", NULL},
 	    /* has() */
 	    {"has(object.spec)", pod, "true", NULL},
 	    {"has(object.nope)", pod, "false", NULL},
