@@ -13,7 +13,7 @@
  *       reason: Succeeded           Failed
  *       message: Ready              the compile error ("/spec/rules/0/...: ...")
  *       lastTransitionTime: "2026-01-01T10:00:00Z"
- *     - type: BackgroundScan        only for a compiled policy with background scans
+ *     - type: BackgroundScan        only for a compiled policy with a schedule of its own
  *       status: "True"              "False" when suspended or not scheduled
  *       reason: Scheduled           Suspended | InvalidSchedule
  *       message: "last scan 2026-01-01T10:00:00Z, next scan 2026-01-01T11:00:00Z"
@@ -49,7 +49,12 @@
 
 /* A policy's background scan, for the BackgroundScan condition. */
 struct policystatus_scan {
-	bool present;		   /* false: no BackgroundScan condition */
+	/*
+	 * false: no BackgroundScan condition. True for a background policy
+	 * with its own scanInterval/scanSchedule/scanSuspend, or while the
+	 * global backgroundScanSuspend holds (policystatus.c says why).
+	 */
+	bool present;
 	enum reconciler_when when; /* reconciler_when() of the policy */
 	const char *suspended_by; /* "spec.scanSuspend" or "backgroundScanSuspend" when suspended */
 	const char *error;	  /* the schedule's error (RECONCILER_INVALID) */

@@ -53,6 +53,7 @@ kind: ClusterPolicy
 metadata: {name: require-tag}
 spec:
   background: true
+  scanInterval: 1h
   rules:
     - name: image-tag
       match: {any: [{resources: {kinds: [Pod]}}]}
@@ -157,6 +158,9 @@ EOF
 		>/dev/null
 	expect_success "status: fixed policy becomes Ready" \
 		k wait --for=condition=Ready --timeout=20s clusterpolicy/broken
+	# No scan schedule of its own: Ready alone, as Kyverno writes it.
+	expect_success "status: without a schedule of its own, the Ready condition alone" \
+		test "$(jp clusterpolicy/broken '{.status.conditions[*].type}')" = "Ready"
 }
 
 # The configuration as an installer leaves it: only validate-policy.gavel.svc.
