@@ -498,7 +498,8 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	sc.s = scanner;
 	*fatal = true;
 	due = gv_xcalloc(w->ndue + 1, sizeof(*due));
-	memcpy(due, w->due, w->ndue * sizeof(*due));
+	if (w->ndue)
+		memcpy(due, w->due, w->ndue * sizeof(*due));
 	ndue = w->ndue;
 	if (w->inputs_salt) {
 		/* reports written from the same inputs: nothing to evaluate */

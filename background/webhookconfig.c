@@ -308,7 +308,8 @@ json_t *webhookconfig_build(const json_t *docs, const json_t *config_data, const
 		json_decref(autogen);
 		free(hname);
 	}
-	qsort(hooks, nhooks, sizeof(*hooks), hook_cmp);
+	if (nhooks) /* qsort must not be given NULL, even for no element */
+		qsort(hooks, nhooks, sizeof(*hooks), hook_cmp);
 	for (i = 0; i < nhooks; i++) {
 		struct hook *h = &hooks[i];
 		const char *hname = h->name;
