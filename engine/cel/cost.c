@@ -94,6 +94,9 @@ static struct est compr(struct coster *c, const struct cel_node *n)
 	size_t base = c->nvars;
 	uint64_t iters_min, per_min, per_max;
 	bool safe = r.safe;
+	bool filtered = (m == M_MAP || m == M_TRANSFORM_LIST || m == M_TRANSFORM_MAP ||
+			 m == M_TRANSFORM_ENTRY) &&
+			n->n == 3;
 	int i;
 
 	var.smax = UNKNOWN_SIZE;
@@ -106,7 +109,9 @@ static struct est compr(struct coster *c, const struct cel_node *n)
 	body.safe = true;
 	for (i = 1; i < n->n; i++) {
 		e = walk(c, n->a[i]);
-		body.cmin = add(body.cmin, e.cmin);
+		/* with a filter (x, p, t), t runs only where p holds: at least p */
+		if (!(filtered && i == 2))
+			body.cmin = add(body.cmin, e.cmin);
 		body.cmax = add(body.cmax, e.cmax);
 		body.safe &= e.safe;
 		body.smin = e.smin;

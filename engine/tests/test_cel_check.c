@@ -262,6 +262,10 @@ static void test_cost_estimate(void **state)
 	    {"true ? lists.range(10).size() : lists.range(1000).size()", "{}"},
 	    {"false && lists.range(10000).size() > 0", "{}"},
 	    {"object.s.startsWith('a') || object.s.endsWith('b')", "{\"s\": \"abc\"}"},
+	    /* fuzz_cel crash-b2d2c28d: the transform of a filtered form need not run */
+	    {"[3].transformList(i, v, i == 0 && 6 == 3, v * v + i)", "{}"},
+	    {"[1, 2].map(x, x > 5, x * x * x)", "{}"},
+	    {"{'a': 1}.transformMap(k, v, false, v + v + v)", "{}"},
 	};
 	size_t i;
 
