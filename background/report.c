@@ -17,6 +17,7 @@
 #include <string.h>
 #include <openssl/evp.h>
 
+#include "common/hash.h"
 #include "view/view.h"
 #include "common/log.h"
 #include "common/banned.h"
@@ -29,25 +30,6 @@
 #define LABEL_CUT	 50  /* characters of a long base name kept in the group label */
 
 /* ---- small helpers ---- */
-
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-#define FNV_PRIME  0x100000001b3ULL
-
-static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *s = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= FNV_PRIME;
-	}
-	return h;
-}
-
-static uint64_t hash_str(const char *s)
-{
-	return fnv1a(s, strlen(s), FNV_OFFSET);
-}
 
 static const char *str_or(const char *s, const char *def)
 {
@@ -93,100 +75,6 @@ static json_t *jstring(const char *s)
 	return v;
 }
 
-/* ---- a string-keyed hash map (linear probing, backward-shift deletion) ---- */
-
-struct map_slot {
-	const char *key; /* borrowed (usually owned by val); NULL = empty */
-	uint64_t h;
-	void *val;
-};
-
-struct map {
-	struct map_slot *v; /* owned */
-	size_t cap, n;	    /* cap: 0 or a power of two */
-};
-
-static size_t map_find(const struct map *m, const char *key, uint64_t h)
-{
-	size_t mask = m->cap - 1;
-
-	for (size_t i = h & mask;; i = (i + 1) & mask) {
-		if (!m->v[i].key || (m->v[i].h == h && !strcmp(m->v[i].key, key)))
-			return i;
-	}
-}
-
-static void *map_get(const struct map *m, const char *key)
-{
-	size_t i;
-
-	if (!m->cap)
-		return NULL;
-	i = map_find(m, key, hash_str(key));
-	return m->v[i].key ? m->v[i].val : NULL;
-}
-
-static void map_grow(struct map *m)
-{
-	struct map old = *m;
-
-	m->cap = old.cap ? old.cap * 2 : 16;
-	m->v = gv_xcalloc(m->cap, sizeof(*m->v));
-	for (size_t i = 0; i < old.cap; i++) {
-		if (old.v[i].key)
-			m->v[map_find(m, old.v[i].key, old.v[i].h)] = old.v[i];
-	}
-	free(old.v);
-}
-
-/* Sets key -> val (key must stay valid while it is in the map). */
-static void map_put(struct map *m, const char *key, void *val)
-{
-	uint64_t h = hash_str(key);
-	size_t i;
-
-	if ((m->n + 1) * 4 > m->cap * 3)
-		map_grow(m);
-	i = map_find(m, key, h);
-	if (!m->v[i].key)
-		m->n++;
-	m->v[i] = (struct map_slot){key, h, val};
-}
-
-/* Removes key; returns its value or NULL. Invalidates iteration positions. */
-static void *map_del(struct map *m, const char *key)
-{
-	size_t mask, i, j;
-	void *val;
-
-	if (!m->cap)
-		return NULL;
-	mask = m->cap - 1;
-	i = map_find(m, key, hash_str(key));
-	if (!m->v[i].key)
-		return NULL;
-	val = m->v[i].val;
-	m->v[i].key = NULL;
-	m->n--;
-	for (j = (i + 1) & mask; m->v[j].key; j = (j + 1) & mask) {
-		size_t k = m->v[j].h & mask;
-		bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-
-		if (stays)
-			continue;
-		m->v[i] = m->v[j];
-		m->v[j].key = NULL;
-		i = j;
-	}
-	return val;
-}
-
-static void map_release(struct map *m)
-{
-	free(m->v);
-	memset(m, 0, sizeof(*m));
-}
-
 /* ---- the model ---- */
 
 /* One result. Interned strings belong to the set's pool. */
@@ -214,7 +102,7 @@ struct rnode {
 };
 
 struct gstate {
-	struct map nodes; /* uid -> struct rnode */
+	struct gv_map nodes; /* uid -> struct rnode */
 	size_t nresults;
 };
 
@@ -260,10 +148,10 @@ struct report_set {
 	size_t njournal, capjournal;
 	char *digest; /* owned: REPORT_ANNOTATION_SCAN_DIGEST of written objects, NULL = none */
 	char *inputs; /* owned: report_set_inputs(), NULL = none */
-	struct map groups;  /* key -> struct rgroup */
-	struct map strings; /* interned strings (key == val, owned) */
-	bool loaded;	    /* report_load ran: groups it did not see do not exist */
-	char **obsolete;    /* owned paths of objects to delete after the next full flush */
+	struct gv_map groups;  /* key -> struct rgroup */
+	struct gv_map strings; /* interned strings (key == val, owned) */
+	bool loaded;	       /* report_load ran: groups it did not see do not exist */
+	char **obsolete;       /* owned paths of objects to delete after the next full flush */
 	size_t nobsolete;
 	size_t nresults;
 };
@@ -274,11 +162,11 @@ static const char *intern(struct report_set *rs, const char *s)
 
 	if (!s)
 		return NULL;
-	v = map_get(&rs->strings, s);
+	v = gv_map_get(&rs->strings, s);
 	if (v)
 		return v;
 	v = gv_xstrdup(s);
-	map_put(&rs->strings, v, v);
+	gv_map_put(&rs->strings, v, v);
 	return v;
 }
 
@@ -366,7 +254,7 @@ static void gstate_release(struct gstate *s)
 	for (size_t i = 0; i < s->nodes.cap; i++)
 		if (s->nodes.v[i].key)
 			rnode_free(s->nodes.v[i].val);
-	map_release(&s->nodes);
+	gv_map_release(&s->nodes);
 	s->nresults = 0;
 }
 
@@ -396,7 +284,7 @@ static struct gstate *gstate_copy(const struct gstate *s)
 		cn->v = gv_xcalloc(nd->n ? nd->n : 1, sizeof(*cn->v));
 		for (size_t j = 0; j < nd->n; j++)
 			rentry_copy(&cn->v[j], &nd->v[j]);
-		map_put(&c->nodes, cn->uid, cn);
+		gv_map_put(&c->nodes, cn->uid, cn);
 	}
 	c->nresults = s->nresults;
 	return c;
@@ -404,7 +292,7 @@ static struct gstate *gstate_copy(const struct gstate *s)
 
 static struct rnode *gstate_node(struct gstate *s, const struct rinfo *ri, bool create)
 {
-	struct rnode *nd = map_get(&s->nodes, ri->uid);
+	struct rnode *nd = gv_map_get(&s->nodes, ri->uid);
 
 	if (nd || !create)
 		return nd;
@@ -414,14 +302,14 @@ static struct rnode *gstate_node(struct gstate *s, const struct rinfo *ri, bool 
 	nd->api_version = ri->api_version;
 	nd->kind = ri->kind;
 	nd->namespace = ri->namespace;
-	map_put(&s->nodes, nd->uid, nd);
+	gv_map_put(&s->nodes, nd->uid, nd);
 	return nd;
 }
 
 static void gstate_drop_if_empty(struct gstate *s, struct rnode *nd)
 {
 	if (nd && !nd->n)
-		rnode_free(map_del(&s->nodes, nd->uid));
+		rnode_free(gv_map_del(&s->nodes, nd->uid));
 }
 
 /* Sets e (ownership moves here) for its key, freeing a result it replaces; ri becomes the node's.
@@ -456,7 +344,7 @@ static void rnode_remove(struct gstate *s, struct rnode *nd, size_t i)
 
 static bool gstate_remove(struct gstate *s, const char *uid, const char *policy, const char *rule)
 {
-	struct rnode *nd = map_get(&s->nodes, uid);
+	struct rnode *nd = gv_map_get(&s->nodes, uid);
 
 	if (!nd)
 		return false;
@@ -493,7 +381,7 @@ static char *group_key(const char *ns, const char *base)
 static struct rgroup *group_find(const struct report_set *rs, const char *ns, const char *base)
 {
 	char *key = group_key(ns, base);
-	struct rgroup *g = map_get(&rs->groups, key);
+	struct rgroup *g = gv_map_get(&rs->groups, key);
 
 	free(key);
 	return g;
@@ -510,7 +398,7 @@ static struct rgroup *group_get(struct report_set *rs, const char *ns, const cha
 	g->ns = gv_xstrdup(ns ? ns : "");
 	g->base = gv_xstrdup(base);
 	g->known = rs->loaded;
-	map_put(&rs->groups, g->key, g);
+	gv_map_put(&rs->groups, g->key, g);
 	return g;
 }
 
@@ -734,11 +622,11 @@ void report_set_free(struct report_set *rs)
 	for (size_t i = 0; i < rs->groups.cap; i++)
 		if (rs->groups.v[i].key)
 			group_free(rs->groups.v[i].val);
-	map_release(&rs->groups);
+	gv_map_release(&rs->groups);
 	for (size_t i = 0; i < rs->strings.cap; i++)
 		if (rs->strings.v[i].key)
 			free(rs->strings.v[i].val);
-	map_release(&rs->strings);
+	gv_map_release(&rs->strings);
 	for (size_t i = 0; i < rs->nobsolete; i++)
 		free(rs->obsolete[i]);
 	free(rs->obsolete);
@@ -792,7 +680,7 @@ static char *cut_hashed(const char *s, size_t n, int hex)
 	while (len > 0 && (s[len - 1] == '-' || s[len - 1] == '.'))
 		len--;
 	return gv_xasprintf("%.*s-%0*llx", (int)len, s, hex,
-			    (unsigned long long)(hash_str(s) >> (64 - 4 * hex)));
+			    (unsigned long long)(gv_hash_str(s) >> (64 - 4 * hex)));
 }
 
 char *report_base_name(bool split, const char *ns, const char *policy)
@@ -1067,7 +955,7 @@ static json_t *entry_render(const struct rnode *nd, const struct rentry *e)
 static void model_replace(struct report_set *rs, struct rgroup *g, const struct rinfo *ri,
 			  const char *policy, struct rentry *e, size_t n)
 {
-	struct rnode *nd = map_get(&g->model.nodes, ri->uid);
+	struct rnode *nd = gv_map_get(&g->model.nodes, ri->uid);
 	size_t old = 0, same = 0;
 
 	for (size_t i = 0; nd && i < nd->n; i++)
@@ -1122,7 +1010,7 @@ static void model_replace(struct report_set *rs, struct rgroup *g, const struct 
 static void model_upsert(struct report_set *rs, struct rgroup *g, const struct rinfo *ri,
 			 struct rentry *e, bool newer_wins)
 {
-	struct rnode *nd = map_get(&g->model.nodes, ri->uid);
+	struct rnode *nd = gv_map_get(&g->model.nodes, ri->uid);
 	struct rentry *o = rnode_find(nd, e->policy, e->rule);
 
 	if (o &&
@@ -1348,8 +1236,8 @@ struct sweep_arg {
 	const char *policy; /* interned */
 	const char *rule;   /* interned */
 	const char *process;
-	const struct map *keep; /* report_retain: uids */
-	int64_t since;		/* report_retain_since: results this new are kept */
+	const struct gv_map *keep; /* report_retain: uids */
+	int64_t since;		   /* report_retain_since: results this new are kept */
 };
 
 /* Split layout: only the groups of that policy can hold its results. */
@@ -1380,7 +1268,7 @@ static bool match_not_kept(const struct rnode *nd, const struct rentry *e, const
 {
 	const struct sweep_arg *a = arg;
 
-	return e->policy == a->policy && !map_get(a->keep, nd->uid) &&
+	return e->policy == a->policy && !gv_map_get(a->keep, nd->uid) &&
 	       !(a->since && e->seconds > a->since);
 }
 
@@ -1400,11 +1288,11 @@ void report_delete_object(struct report_set *rs, const char *ns, const char *uid
 
 		if (!rs->groups.v[i].key || (ns && strcmp(ns, g->ns)))
 			continue;
-		if (!(nd = map_get(&g->model.nodes, uid)))
+		if (!(nd = gv_map_get(&g->model.nodes, uid)))
 			continue;
 		group_touch(g);
 		g->model.nresults -= nd->n;
-		rnode_free(map_del(&g->model.nodes, uid));
+		rnode_free(gv_map_del(&g->model.nodes, uid));
 	}
 }
 
@@ -1444,7 +1332,7 @@ void report_retain(struct report_set *rs, const char *policy, const char *const 
 void report_retain_since(struct report_set *rs, const char *policy, const char *const *uids,
 			 size_t n, int64_t since)
 {
-	struct map keep = {0};
+	struct gv_map keep = {0};
 	struct sweep_arg a = {.policy = intern(rs, policy), .keep = &keep, .since = since};
 	struct sweep sw = {applies_policy, match_not_kept, &a};
 	struct jrec *j;
@@ -1461,20 +1349,20 @@ void report_retain_since(struct report_set *rs, const char *policy, const char *
 	}
 	for (size_t i = 0; i < n; i++)
 		if (uids[i])
-			map_put(&keep, uids[i], (void *)uids[i]);
+			gv_map_put(&keep, uids[i], (void *)uids[i]);
 	sweep_all(rs, &sw);
-	map_release(&keep);
+	gv_map_release(&keep);
 }
 
 struct prune_arg {
-	struct map policies; /* interned ref -> const struct engine_policy */
+	struct gv_map policies; /* interned ref -> const struct engine_policy */
 	const char *background;
 };
 
 static bool match_pruned(const struct rnode *nd, const struct rentry *e, const void *arg)
 {
 	const struct prune_arg *a = arg;
-	const struct engine_policy *p = map_get(&a->policies, e->policy);
+	const struct engine_policy *p = gv_map_get(&a->policies, e->policy);
 	size_t nr;
 
 	(void)nd;
@@ -1500,11 +1388,11 @@ size_t report_prune(struct report_set *rs, const struct engine_policyset *set)
 		const struct engine_policy *p = engine_policyset_get(set, i);
 		char *ref = report_policy_ref(p);
 
-		map_put(&a.policies, intern(rs, ref), (void *)p);
+		gv_map_put(&a.policies, intern(rs, ref), (void *)p);
 		free(ref);
 	}
 	hits = sweep_all(rs, &sw);
-	map_release(&a.policies);
+	gv_map_release(&a.policies);
 	return hits;
 }
 
@@ -1577,7 +1465,7 @@ static json_t *summary_of(const json_t *results)
  */
 static uint64_t entry_hash(uint64_t h, const char *dump)
 {
-	return fnv1a(dump ? dump : "", strlen(dump ? dump : "") + 1, h);
+	return gv_fnv1a64(dump ? dump : "", strlen(dump ? dump : "") + 1, h);
 }
 
 static char *entry_dump(const json_t *r)
@@ -1599,7 +1487,7 @@ static uint64_t content_hash_finish(uint64_t h, const json_t *labels, const json
 
 static uint64_t content_hash(const json_t *labels, const json_t *summary, const json_t *results)
 {
-	uint64_t h = FNV_OFFSET;
+	uint64_t h = GV_FNV1A64_OFFSET;
 	const json_t *r;
 	size_t i;
 
@@ -1739,7 +1627,7 @@ static enum gv_code group_cut(const struct report_set *rs, const struct rgroup *
 	struct cplan *c =
 	    gv_xcalloc(n / (rs->opt.chunk_results ? rs->opt.chunk_results : 1) + n + 1, sizeof(*c));
 	json_t *cur = NULL;
-	uint64_t eh = FNV_OFFSET; /* entry_hash of the results of cur */
+	uint64_t eh = GV_FNV1A64_OFFSET; /* entry_hash of the results of cur */
 
 	for (size_t i = 0; i <= n; i++) {
 		json_t *r = NULL;
@@ -1783,7 +1671,7 @@ static enum gv_code group_cut(const struct report_set *rs, const struct rgroup *
 			count = 0;
 			bytes = 0;
 			start = i;
-			eh = FNV_OFFSET;
+			eh = GV_FNV1A64_OFFSET;
 		}
 		json_array_append_new(cur, r);
 		eh = entry_hash(eh, t);
@@ -1976,7 +1864,7 @@ static uint64_t fold_object(struct report_set *rs, struct gstate *st, const char
 			free(want);
 		}
 		rentry_copy(&e2, &e);
-		nd = map_get(&own.nodes, ri.uid);
+		nd = gv_map_get(&own.nodes, ri.uid);
 		o = rnode_find(nd, e2.policy, e2.rule);
 		if (!o || ts_newer(&e2, o))
 			gstate_set(&own, &ri, &e2);
@@ -1989,7 +1877,7 @@ static uint64_t fold_object(struct report_set *rs, struct gstate *st, const char
 				rentry_release(&e);
 			continue;
 		}
-		nd = map_get(&st->nodes, ri.uid);
+		nd = gv_map_get(&st->nodes, ri.uid);
 		o = rnode_find(nd, e.policy, e.rule);
 		if (!o || ts_newer(&e, o))
 			gstate_set(st, &ri, &e);
@@ -2045,7 +1933,7 @@ static void group_rebase(struct report_set *rs, struct rgroup *g, struct fresh *
 		nodes = gstate_nodes(&g->model, &nn);
 		for (size_t i = 0; i < nn; i++) {
 			const struct rnode *m = nodes[i];
-			const struct rnode *s = map_get(&g->synced->nodes, m->uid);
+			const struct rnode *s = gv_map_get(&g->synced->nodes, m->uid);
 			struct rinfo ri = {m->uid, m->api_version, m->kind, m->namespace, m->name};
 
 			for (size_t j = 0; j < m->n; j++) {
@@ -2056,7 +1944,7 @@ static void group_rebase(struct report_set *rs, struct rgroup *g, struct fresh *
 
 				if (se && rentry_identical(se, &m->v[j]) && rnode_same_info(s, &ri))
 					continue;
-				fn = map_get(&f->st.nodes, m->uid);
+				fn = gv_map_get(&f->st.nodes, m->uid);
 				fe = rnode_find(fn, m->v[j].policy, m->v[j].rule);
 				if (fe && rentry_same(fe, &m->v[j]) && rnode_same_info(fn, &ri))
 					continue;
@@ -2070,7 +1958,7 @@ static void group_rebase(struct report_set *rs, struct rgroup *g, struct fresh *
 		nodes = gstate_nodes(g->synced, &nn);
 		for (size_t i = 0; i < nn; i++) {
 			const struct rnode *s = nodes[i];
-			const struct rnode *m = map_get(&g->model.nodes, s->uid);
+			const struct rnode *m = gv_map_get(&g->model.nodes, s->uid);
 
 			for (size_t j = 0; j < s->n; j++)
 				if (!rnode_find(m, s->v[j].policy, s->v[j].rule))
@@ -2423,15 +2311,15 @@ static bool written_by_gavel_only(const json_t *md)
  * Marks chunk idx of group base seen (the group made on first sight, with
  * max = idx). False when it was seen already: not a list of one moment.
  */
-static bool seen_chunk(struct map *seen, const char *base, size_t idx, struct seen_group **out)
+static bool seen_chunk(struct gv_map *seen, const char *base, size_t idx, struct seen_group **out)
 {
-	struct seen_group *sg = map_get(seen, base);
+	struct seen_group *sg = gv_map_get(seen, base);
 
 	if (!sg) {
 		sg = gv_xcalloc(1, sizeof(*sg));
 		sg->bits = gv_xcalloc(REPORT_MAX_CHUNKS / 8 + 1, 1);
 		sg->max = idx;
-		map_put(seen, gv_xstrdup(base), sg);
+		gv_map_put(seen, gv_xstrdup(base), sg);
 	}
 	*out = sg;
 	if (sg->bits[idx / 8] & (1u << (idx % 8)))
@@ -2444,7 +2332,7 @@ static bool seen_chunk(struct map *seen, const char *base, size_t idx, struct se
 }
 
 /* Whether every group seen has its chunks 0 .. max, none missing (and as many as it wants). */
-static bool seen_complete(const struct map *seen)
+static bool seen_complete(const struct gv_map *seen)
 {
 	for (size_t i = 0; i < seen->cap; i++) {
 		const struct seen_group *sg = seen->v[i].val;
@@ -2455,7 +2343,7 @@ static bool seen_complete(const struct map *seen)
 	return true;
 }
 
-static void seen_release(struct map *seen)
+static void seen_release(struct gv_map *seen)
 {
 	for (size_t i = 0; i < seen->cap; i++) {
 		struct seen_group *sg = seen->v[i].val;
@@ -2466,13 +2354,13 @@ static void seen_release(struct map *seen)
 		free(sg);
 		free((char *)seen->v[i].key);
 	}
-	map_release(seen);
+	gv_map_release(seen);
 }
 
 bool report_scan_unchanged(const struct report_set *scan, const char *ns, const json_t *items,
 			   const char *digest)
 {
-	struct map seen = {0};
+	struct gv_map seen = {0};
 	const json_t *item;
 	bool ok = digest != NULL;
 	size_t i;
@@ -2506,7 +2394,7 @@ bool report_scan_unchanged(const struct report_set *scan, const char *ns, const 
 	for (i = 0; ok && i < scan->groups.cap; i++) {
 		const struct rgroup *g = scan->groups.v[i].val;
 
-		if (scan->groups.v[i].key && g->model.nresults && !map_get(&seen, g->base))
+		if (scan->groups.v[i].key && g->model.nresults && !gv_map_get(&seen, g->base))
 			ok = false;
 	}
 	seen_release(&seen);
@@ -2566,7 +2454,7 @@ static bool parse_stamp(const char *v, const char *inputs, size_t *groups, size_
 bool report_inputs_unchanged(const char *ns, const json_t *items, const char *inputs,
 			     size_t *results)
 {
-	struct map seen = {0};
+	struct gv_map seen = {0};
 	const json_t *item;
 	size_t i, groups = 0;
 	bool ok = inputs != NULL;
@@ -3013,7 +2901,7 @@ enum gv_code report_flush(struct report_set *rs, const struct report_api *api,
 			}
 		} else if (!g->dirty && !g->model.nresults && !g->nchunks && !g->synced) {
 			/* an empty group with no objects: forget it */
-			group_free(map_del(&rs->groups, g->key));
+			group_free(gv_map_del(&rs->groups, g->key));
 		}
 	}
 	free(gs);
@@ -3059,7 +2947,7 @@ static void obsolete_add(struct report_set *rs, const char *ns, const char *name
 }
 
 struct loading {
-	struct map groups; /* group key -> struct fresh */
+	struct gv_map groups; /* group key -> struct fresh */
 	struct strays strays;
 };
 
@@ -3086,11 +2974,11 @@ static void load_item(struct report_set *rs, struct loading *ld, const json_t *i
 		return;
 	}
 	key = group_key(ns, base);
-	f = map_get(&ld->groups, key);
+	f = gv_map_get(&ld->groups, key);
 	if (!f) {
 		f = gv_xcalloc(1, sizeof(*f));
 		f->chunks = NULL;
-		map_put(&ld->groups, gv_xstrdup(key), f);
+		gv_map_put(&ld->groups, gv_xstrdup(key), f);
 	}
 	fresh_add(rs, f, ns, base, item, &ld->strays);
 	free(key);
@@ -3200,7 +3088,7 @@ out:
 		free(ld.groups.v[i].val);
 		free((char *)ld.groups.v[i].key);
 	}
-	map_release(&ld.groups);
+	gv_map_release(&ld.groups);
 	strays_release(&ld.strays);
 	free(pr);
 	free(cpr);
