@@ -742,17 +742,43 @@ EOF
 		ok "watch cut: the watches resumed from their resourceVersion"
 	fi
 
+	# The precondition of a 410: the clusterpolicies watch resumes below the
+	# compaction revision. A ClusterPolicy write landing between the compaction
+	# and the cut (the leader's status of a scheduled policy carries its last
+	# scan time) moves the watch past it, and the resume is legitimately fine;
+	# so compact and cut again, at most three times, until the watch is refused.
+	local try gone=''
 	mark=$(gv_lines g1)
-	if rev=$(etcd_compact); then
-		ok "watch cut: etcd compacted at revision $rev"
+	for try in 1 2 3; do
+		if rev=$(etcd_compact); then
+			[ "$try" = 1 ] && ok "watch cut: etcd compacted at revision $rev"
+		else
+			fail "watch cut: etcd compacted" "the etcd gateway refused"
+			break
+		fi
+		if [ "$try" = 1 ]; then
+			cut_or_restart "watch cut again"
+			k delete clusterpolicy adm-extra >/dev/null
+			data_policy fd-watch fd-token 2
+		else
+			cut_or_restart "watch cut, compaction $try"
+		fi
+		WHY=
+		for _ in $(seq 60); do
+			if check_log g1 "$mark" 'clusterpolicies: resourceVersion too old, relisting'; then
+				gone=yes
+				break
+			fi
+			sleep 0.25
+		done
+		[ -n "$gone" ] && break
+		log "watch cut: no 410 after compaction $try (a write moved the watch past it): again"
+	done
+	if [ -n "$gone" ]; then
+		ok "watch cut: resumed from a compacted resourceVersion: 410 Gone, relisted"
 	else
-		fail "watch cut: etcd compacted" "the etcd gateway refused"
+		fail "watch cut: resumed from a compacted resourceVersion: 410 Gone, relisted" "${WHY:-cut failed}"
 	fi
-	cut_or_restart "watch cut again"
-	k delete clusterpolicy adm-extra >/dev/null
-	data_policy fd-watch fd-token 2
-	eventually 40 expect_log "watch cut: resumed from a compacted resourceVersion: 410 Gone, relisted" \
-		g1 "$mark" 'clusterpolicies: resourceVersion too old, relisting'
 	eventually 20 expect_allowed "watch cut: the policy deleted meanwhile is gone after the relist" \
 		k create --dry-run=server -f "$f"
 	reports_exact "watch cut: the policy created meanwhile is scanned" 30
