@@ -1,0 +1,146 @@
+/*
+ * vpolicy_admit.c - ValidatingPolicy and NamespacedValidatingPolicy in the
+ * admission answer (admission_int.h "CEL policies"; cel-semantics.md 2.6).
+ */
+#include "admission/admission_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/banned.h"
+
+/* {apiVersion: v1, kind: Namespace, metadata: {name, labels}}, or NULL when cluster-scoped. */
+static json_t *namespace_object(const struct view_state *state, const char *ns)
+{
+	const json_t *labels;
+
+	if (!ns || !*ns)
+		return NULL;
+	labels = view_state_namespace_labels(state, ns);
+	return json_pack("{s:s, s:s, s:{s:s, s:O}}", "apiVersion", "v1", "kind", "Namespace",
+			 "metadata", "name", ns, "labels",
+			 json_is_object(labels) ? labels : json_object());
+}
+
+/* Whether p judges this request (section 2.1 scope, 2.6, failure policy webhook). */
+static bool routed(const struct vpol_policy *p, const struct admission_vpol_request *rq)
+{
+	if (vpol_kind(p) == VPOL_VAP || vpol_json_mode(p) || !view_vpol_admission(p))
+		return false;
+	if (vpol_kind(p) == VPOL_NAMESPACED && strcmp(vpol_namespace(p), rq->namespace))
+		return false;
+	return rq->only < 0 || (int)view_vpol_failure_policy(p) == rq->only;
+}
+
+bool admission_vpol_judge(const struct view_state *state, const struct admission_vpol_request *rq,
+			  struct admission_warnings *warnings, struct gv_buf *deny)
+{
+	struct view_vpolset *set = view_state_vpols(state);
+	size_t nx = 0;
+	struct vpol_exception *const *xs = view_vpolset_exceptions(set, &nx);
+	json_t *nso = NULL;
+	bool blocked = false;
+	struct vpol_input in = {0};
+	const json_t *res = json_object_get(rq->request, "resource");
+
+	if (!view_vpolset_count(set))
+		return false;
+	nso = namespace_object(state, rq->namespace);
+	in.object = rq->object;
+	in.old_object = rq->old_object;
+	in.operation = rq->operation;
+	in.resource = json_string_value(json_object_get(res, "resource"));
+	in.subresource = json_string_value(json_object_get(rq->request, "subResource"));
+	if (in.subresource && !*in.subresource)
+		in.subresource = NULL;
+	in.user_info = json_object_get(rq->request, "userInfo");
+	in.namespace_object = nso;
+	in.exceptions = xs;
+	in.nexceptions = nx;
+	in.host = rq->host;
+	for (size_t i = 0; i < view_vpolset_count(set); i++) {
+		const struct vpol_policy *p = view_vpolset_policy(set, i);
+		unsigned acts = view_vpol_actions(p);
+		struct vpol_report rep = {0};
+		struct gv_err err = {0};
+		if (!routed(p, rq))
+			continue;
+		if (vpol_evaluate(p, &in, &rep, &err)) {
+			gv_warn("admission: %s %s: %s", vpol_kind_name(p), vpol_name(p), err.msg);
+			continue;
+		}
+		for (size_t r = 0; r < rep.n; r++) {
+			for (size_t j = 0; j < rep.v[r].n; j++) {
+				const struct vpol_rule_result *rr = &rep.v[r].rules[j];
+				bool bad = rr->status == ENGINE_FAIL || rr->status == ENGINE_ERROR;
+				char *text;
+				if (rq->results)
+					metrics_inc(rq->results,
+						    (const char *const[]){
+							vpol_name(p), rr->rule,
+							engine_status_name(rr->status),
+							acts & VIEW_VPOL_DENY ? "enforce" : "audit",
+							rq->kind, rq->namespace, rq->op_label});
+				if (!bad)
+					continue;
+				/* Kyverno's vpol handler: "Policy <name> failed|error: <message>"
+				 */
+				text = gv_xasprintf("Policy %s %s: %s", vpol_name(p),
+						    rr->status == ENGINE_FAIL ? "failed" : "error",
+						    rr->message);
+				if (acts & VIEW_VPOL_DENY) {
+					if (deny->len)
+						gv_buf_adds(deny, "; ");
+					gv_buf_adds(deny, text);
+					blocked = true;
+				}
+				if (acts & VIEW_VPOL_WARN)
+					admission_warnings_add(warnings, text);
+				free(text);
+			}
+		}
+		vpol_report_release(&rep);
+	}
+	json_decref(nso);
+	return blocked;
+}
+
+bool admission_vpol_valid(const json_t *doc, struct gv_err *err)
+{
+	const char *kind = json_string_value(json_object_get(doc, "kind"));
+	const json_t *spec = json_object_get(doc, "spec");
+
+	if (!kind)
+		return true;
+	if (!strcmp(kind, "PolicyException")) {
+		struct vpol_exception *x = vpol_exception_compile(doc, err);
+		vpol_exception_free(x);
+		return x != NULL;
+	}
+	if (vpol_is_policy_doc(doc)) {
+		struct vpol_policy *p;
+		const json_t *mc = json_object_get(spec, "matchConstraints");
+		bool json_mode = !strcmp(
+		    json_string_value(json_object_get(json_object_get(spec, "evaluation"), "mode"))
+			? json_string_value(
+			      json_object_get(json_object_get(spec, "evaluation"), "mode"))
+			: "",
+		    "JSON");
+		p = vpol_compile(doc, err);
+		if (!p) {
+			gv_err_prefix(err,
+				      "validating policy compiler 1.0 error: failed to compile "
+				      "policy: ");
+			return false;
+		}
+		vpol_free(p);
+		if (!json_mode && !json_array_size(json_object_get(mc, "resourceRules"))) {
+			gv_err_setp(err, GV_EINVAL, "/spec/matchConstraints",
+				    "matchConstraints with at least one resourceRules entry is "
+				    "required");
+			return false;
+		}
+	}
+	return true;
+}
