@@ -91,14 +91,20 @@ void admission_warnings_release(struct admission_warnings *w);
 
 /* One judged request, for the CEL policies. Everything borrowed. */
 struct admission_vpol_request {
-	const json_t *request;		/* AdmissionReview.request */
-	const json_t *object;		/* NULL when absent (DELETE) */
-	const json_t *old_object;	/* NULL when absent (CREATE) */
-	const char *operation;		/* CREATE, UPDATE, DELETE, CONNECT */
-	const char *kind, *namespace;	/* request.kind.kind, request.namespace ("" cluster) */
-	const char *op_label;		/* metrics label: create, update, ... */
-	int only;			/* the failure policy judged, -1 all */
-	const struct cel_host *host;	/* Kyverno's CEL libraries, or NULL: calls are errors */
+	const json_t *request;	      /* AdmissionReview.request */
+	const json_t *object;	      /* NULL when absent (DELETE) */
+	const json_t *old_object;     /* NULL when absent (CREATE) */
+	const char *operation;	      /* CREATE, UPDATE, DELETE, CONNECT */
+	const char *kind, *namespace; /* request.kind.kind, request.namespace ("" cluster) */
+	const char *op_label;	      /* metrics label: create, update, ... */
+	int only;		      /* the failure policy judged, -1 all */
+	/*
+	 * The context loader's hooks of this request (view_context), or NULL:
+	 * resource.Get/List (apiCall GETs) and globalContext.Get
+	 * (globalReference) go through them; without them, and for the other
+	 * Kyverno libraries, a call is an evaluation error.
+	 */
+	const struct engine_hooks *hooks;
 	struct metrics_family *results; /* kyverno_policy_results_total, or NULL */
 };
 

@@ -460,7 +460,12 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 		    .only = only,
 		    .results = h->results,
 		};
+		if (h->context && view_vpolset_count(view_state_vpols(state)))
+			vrq.hooks =
+			    h->context->open(h->context->ud, view_state_policyset(state), 0);
 		vblocked = admission_vpol_judge(state, &vrq, &vwarnings, &vdeny);
+		if (vrq.hooks)
+			h->context->close(h->context->ud, vrq.hooks);
 	}
 	if (h->events) {
 		const json_t *md = obj_field(judged, "metadata");

@@ -90,6 +90,57 @@ static void fixture_init(struct fixture *f, const char *policies, const char *ex
 	json_decref(xs);
 }
 
+/* ---- a cluster behind the context loader's hooks ---- */
+
+static enum gv_code fake_load(void *ud, const json_t *entry, const json_t *ctx, json_t **out,
+			      struct gv_err *err)
+{
+	const char *path =
+	    json_string_value(json_object_get(json_object_get(entry, "apiCall"), "urlPath"));
+	const char *global =
+	    json_string_value(json_object_get(json_object_get(entry, "globalReference"), "name"));
+
+	(void)ud;
+	(void)ctx;
+	if (path && !strcmp(path, "/api/v1/namespaces/team-a/configmaps/allowed")) {
+		*out = json_pack("{s:{s:s}, s:{s:s}}", "metadata", "name", "allowed", "data",
+				 "hostNetwork", "yes");
+		return GV_OK;
+	}
+	if (path &&
+	    !strcmp(path, "/apis/apps/v1/namespaces/team-a/deployments?labelSelector=app%3Dx")) {
+		*out = json_pack("{s:[{s:{s:s}}]}", "items", "metadata", "name", "d1");
+		return GV_OK;
+	}
+	if (global && !strcmp(global, "limits")) {
+		*out = json_pack("{s:i}", "max", 3);
+		return GV_OK;
+	}
+	if (global)
+		return gv_err_set(err, GV_ENET, "failed to find globalcontext entry %s", global);
+	return gv_err_set(err, GV_EEVAL, "failed to fetch data for APICall cel: %s \"x\" not found",
+			  path ? path : "?");
+}
+
+static const struct engine_hooks fake_hooks = {.load_context = fake_load};
+
+static const struct engine_hooks *fake_open(void *ud, const struct engine_policyset *set,
+					    long deadline_ms)
+{
+	(void)ud;
+	(void)set;
+	(void)deadline_ms;
+	return &fake_hooks;
+}
+
+static void fake_close(void *ud, const struct engine_hooks *hooks)
+{
+	(void)ud;
+	(void)hooks;
+}
+
+static const struct view_context fake_context = {fake_open, fake_close, NULL};
+
 static void fixture_release(struct fixture *f)
 {
 	admission_handler_free(f->h);
@@ -332,6 +383,55 @@ static char *policy_answer(struct fixture *f, const char *object, bool *ok)
 	return msg;
 }
 
+static void test_libraries_from_cluster(void **state)
+{
+	struct fixture f;
+	char *pols = array_of(
+	    4,
+	    vp("ValidatingPolicy", NULL, "cm-allows", "[\"Deny\"]",
+	       "resource.Get('v1', 'configmaps', object.metadata.namespace, 'allowed') != null",
+	       NULL),
+	    vp("ValidatingPolicy", NULL, "cm-missing-null", "[\"Deny\"]",
+	       "resource.Get('v1', 'configmaps', 'team-a', 'gone') == null", NULL),
+	    vp("ValidatingPolicy", NULL, "list", "[\"Deny\"]",
+	       "size(resource.List('apps/v1', 'deployments', 'team-a', {'app': 'x'}).items) == 1",
+	       NULL),
+	    vp("ValidatingPolicy", NULL, "global", "[\"Deny\"]",
+	       "globalContext.Get('limits').max == 3 && globalContext.Get('nope') == null", NULL));
+	char *img = array_of(1, vp("ValidatingPolicy", NULL, "img", "[\"Deny\"]",
+				   "image.GetMetadata('nginx') != null", NULL));
+	struct admission_handler_config hc = {0};
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, pols, "[]", NULL);
+	/* without the loader: every call is an error, and Deny blocks on it */
+	j = judge(&f, "team-a", POD_GOOD);
+	assert_false(allowed(j));
+	assert_non_null(strstr(message(j), "Policy cm-allows error: "));
+	json_decref(j);
+	admission_handler_free(f.h);
+	hc.source = &f.src.source;
+	hc.context = &fake_context;
+	f.h = admission_handler_new(&hc);
+	j = judge(&f, "team-a", POD_GOOD);
+	assert_true(allowed(j));
+	json_decref(j);
+	fixture_release(&f);
+	/* a library gavel serve does not answer: an error, never a pass */
+	fixture_init(&f, img, "[]", NULL);
+	admission_handler_free(f.h);
+	f.h = admission_handler_new(&hc);
+	j = judge(&f, "team-a", POD_GOOD);
+	assert_false(allowed(j));
+	assert_non_null(strstr(message(j), "Policy img error: "));
+	assert_non_null(strstr(message(j), "not evaluated by gavel serve"));
+	json_decref(j);
+	fixture_release(&f);
+	free(pols);
+	free(img);
+}
+
 static void test_validate_policy(void **state)
 {
 	struct fixture f;
@@ -403,6 +503,7 @@ int main(void)
 	    cmocka_unit_test(test_namespaced_and_admission_disabled),
 	    cmocka_unit_test(test_exception),
 	    cmocka_unit_test(test_with_legacy_denial),
+	    cmocka_unit_test(test_libraries_from_cluster),
 	    cmocka_unit_test(test_validate_policy),
 	    cmocka_unit_test(test_compile_error_left_out),
 	};
