@@ -14,7 +14,7 @@
 # from admission; a CEL PolicyException lets one Pod through; a policy that
 # does not compile is refused at `kubectl apply` (validate-policy webhook),
 # and one already stored is logged and left out while the others keep
-# working.
+# working; resource.Get answered from the cluster (NotFound is null).
 # Ends with "N passed, N failed"; exit status 1 when a case failed, 2 when
 # the environment could not be set up.
 #
@@ -213,6 +213,21 @@ EOF
 		"Policy vpol-deny-hostnet failed"
 }
 
+case_libraries() {
+	local f
+	log "Kyverno CEL libraries from the cluster"
+	f=$(vpol ValidatingPolicy vpol-needs-cm "" "[Deny]" \
+		"!has(object.metadata.labels) || !('needs-cm' in object.metadata.labels) || resource.Get('v1', 'configmaps', object.metadata.namespace, 'vpol-allow') != null" \
+		"ConfigMap vpol-allow is required" | manifest vpol-needs-cm)
+	expect_allowed "resource.Get ValidatingPolicy created" k apply -f "$f"
+	f=$(pod needs-cm "$NS" '{team: e2e, needs-cm: "yes"}' registry.example.com/web:1.0 false |
+		manifest pod-needs-cm)
+	eventually 10 expect_denied "resource.Get of a missing ConfigMap is null: Pod blocked" \
+		k create -f "$f" -- "Policy vpol-needs-cm failed: ConfigMap vpol-allow is required"
+	expect_allowed "the ConfigMap created" k -n "$NS" create configmap vpol-allow
+	expect_allowed "resource.Get finds the ConfigMap: Pod admitted" k create -f "$f"
+}
+
 case_compile_errors() {
 	local f
 	log "policies that do not compile"
@@ -246,6 +261,7 @@ main() {
 	case_actions
 	case_namespaced
 	case_exception
+	case_libraries
 	case_compile_errors
 	summary
 }
