@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "engine/cel/cel.h"
 #include "kube/kube.h"
@@ -193,7 +194,7 @@ bool admission_vpol_judge(const struct view_state *state, const struct admission
 {
 	struct view_vpolset *set = view_state_vpols(state);
 	size_t nx = 0;
-	struct vpol_exception *const *xs = view_vpolset_exceptions(set, &nx);
+	struct vpol_exception **xs;
 	json_t *nso = NULL;
 	bool blocked = false;
 	struct vpol_input in = {0};
@@ -202,6 +203,9 @@ bool admission_vpol_judge(const struct view_state *state, const struct admission
 
 	if (!view_vpolset_count(set))
 		return false;
+	view_vpolset_exceptions(set, &nx);
+	xs = gv_xcalloc(nx + 1, sizeof(*xs));
+	nx = view_vpolset_exceptions_at(set, (int64_t)time(NULL), xs);
 	nso = namespace_object(state, rq->namespace);
 	in.object = rq->object;
 	in.old_object = rq->old_object;
@@ -265,6 +269,7 @@ bool admission_vpol_judge(const struct view_state *state, const struct admission
 	}
 	json_decref(nso);
 	json_decref(vh.keep);
+	free(xs);
 	return blocked;
 }
 

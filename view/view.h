@@ -149,6 +149,14 @@ void view_vpolset_unref(struct view_vpolset *s);
 size_t view_vpolset_count(const struct view_vpolset *s);
 const struct vpol_policy *view_vpolset_policy(const struct view_vpolset *s, size_t i);
 struct vpol_exception *const *view_vpolset_exceptions(const struct view_vpolset *s, size_t *n);
+/*
+ * The exceptions in force at `now` (Unix seconds): those without
+ * spec.expiresAt or expiring later (cel-semantics.md section 3; one whose
+ * expiresAt cannot be read is never in force). out has room for every
+ * exception (view_vpolset_exceptions' n); returns how many were written.
+ */
+size_t view_vpolset_exceptions_at(const struct view_vpolset *s, int64_t now,
+				  struct vpol_exception **out);
 /* [{kind, namespace, name, pointer, message}] of the documents left out. */
 const json_t *view_vpolset_errors(const struct view_vpolset *s);
 

@@ -7,8 +7,10 @@
 #include "view/view.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
 #include "common/banned.h"
@@ -18,6 +20,7 @@ struct view_vpolset {
 	struct vpol_policy **v; /* owned */
 	size_t n;
 	struct vpol_exception **x; /* owned */
+	int64_t *xexp;		   /* spec.expiresAt of x[i], Unix seconds; INT64_MAX = none */
 	size_t nx;
 	json_t *errors; /* owned: [{kind, namespace, name, pointer, message}] */
 };
@@ -27,6 +30,49 @@ static const char *meta(const json_t *doc, const char *key)
 	const char *s = json_string_value(json_object_get(json_object_get(doc, "metadata"), key));
 
 	return s ? s : "";
+}
+
+/*
+ * spec.expiresAt (RFC 3339: date, time, fraction, Z or +hh:mm) in Unix
+ * seconds; INT64_MAX when absent; INT64_MIN when unreadable (the exception
+ * is then never applied).
+ */
+static int64_t expires_at(const json_t *doc)
+{
+	const char *s =
+	    json_string_value(json_object_get(json_object_get(doc, "spec"), "expiresAt"));
+	struct tm tm = {0};
+	int Y, M, D, h, m, sec, n = 0, oh = 0, om = 0;
+	const char *z;
+	char sign;
+
+	if (!s)
+		return INT64_MAX;
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &n) != 6 || !n)
+		return INT64_MIN;
+	z = s + n;
+	if (*z == '.')
+		for (z++; *z >= '0' && *z <= '9'; z++)
+			;
+	if (*z == 'Z' || *z == 'z') {
+		if (z[1])
+			return INT64_MIN;
+	} else if ((*z == '+' || *z == '-') && sscanf(z, "%c%2d:%2d", &sign, &oh, &om) == 3 &&
+		   strlen(z) == 6) {
+		if (sign == '-') {
+			oh = -oh;
+			om = -om;
+		}
+	} else {
+		return INT64_MIN;
+	}
+	tm.tm_year = Y - 1900;
+	tm.tm_mon = M - 1;
+	tm.tm_mday = D;
+	tm.tm_hour = h;
+	tm.tm_min = m;
+	tm.tm_sec = sec;
+	return (int64_t)timegm(&tm) - (int64_t)oh * 3600 - (int64_t)om * 60;
 }
 
 static void add_error(json_t *errors, const json_t *doc, const struct gv_err *err)
@@ -66,6 +112,7 @@ struct view_vpolset *view_vpolset_new(const json_t *policies, const json_t *exce
 		s->v[s->n++] = p;
 	}
 	s->x = gv_xcalloc(json_array_size(exceptions) + 1, sizeof(*s->x));
+	s->xexp = gv_xcalloc(json_array_size(exceptions) + 1, sizeof(*s->xexp));
 	json_array_foreach(exceptions, i, d)
 	{
 		struct gv_err err = {0};
@@ -77,6 +124,14 @@ struct view_vpolset *view_vpolset_new(const json_t *policies, const json_t *exce
 			add_error(s->errors, d, &err);
 			continue;
 		}
+		s->xexp[s->nx] = expires_at(d);
+		if (s->xexp[s->nx] == INT64_MIN)
+			gv_warn(
+			    "snapshot: CEL PolicyException %s/%s: spec.expiresAt %s is not an RFC "
+			    "3339 time: the exception is not applied",
+			    meta(d, "namespace"), meta(d, "name"),
+			    json_string_value(
+				json_object_get(json_object_get(d, "spec"), "expiresAt")));
 		s->x[s->nx++] = x;
 	}
 	return s;
@@ -99,6 +154,7 @@ void view_vpolset_unref(struct view_vpolset *s)
 		vpol_exception_free(s->x[i]);
 	free(s->v);
 	free(s->x);
+	free(s->xexp);
 	json_decref(s->errors);
 	free(s);
 }
@@ -117,6 +173,17 @@ struct vpol_exception *const *view_vpolset_exceptions(const struct view_vpolset 
 {
 	*n = s ? s->nx : 0;
 	return s ? s->x : NULL;
+}
+
+size_t view_vpolset_exceptions_at(const struct view_vpolset *s, int64_t now,
+				  struct vpol_exception **out)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; s && i < s->nx; i++)
+		if (s->xexp[i] > now)
+			out[k++] = s->x[i];
+	return k;
 }
 
 const json_t *view_vpolset_errors(const struct view_vpolset *s)

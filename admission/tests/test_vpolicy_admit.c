@@ -337,6 +337,38 @@ static void test_exception(void **state)
 	free(pols);
 }
 
+/* An exception that expired (or whose expiresAt cannot be read) is not applied. */
+static void test_exception_expiry(void **state)
+{
+	static const char *const cases[][2] = {
+	    {"2001-01-01T00:00:00Z", "denied"},
+	    {"2999-01-01T00:00:00.5+02:00", "allowed"},
+	    {"tomorrow", "denied"},
+	};
+	char *pols = array_of(
+	    1, vp("ValidatingPolicy", NULL, "deny-hostnet", "[\"Deny\"]", NO_HOST_NET, NULL));
+
+	(void)state;
+	for (size_t i = 0; i < GV_ARRAY_LEN(cases); i++) {
+		struct fixture f;
+		char *xs = gv_xasprintf(
+		    "[{\"apiVersion\":\"policies.kyverno.io/v1\",\"kind\":\"PolicyException\","
+		    "\"metadata\":{\"name\":\"x\",\"namespace\":\"team-a\"},\"spec\":{"
+		    "\"expiresAt\":\"%s\",\"policyRefs\":[{\"name\":\"deny-hostnet\",\"kind\":"
+		    "\"ValidatingPolicy\"}]}}]",
+		    cases[i][0]);
+		json_t *j;
+		fixture_init(&f, pols, xs, NULL);
+		j = judge(&f, "team-a", POD_BAD);
+		if (allowed(j) != !strcmp(cases[i][1], "allowed"))
+			fail_msg("expiresAt %s: want %s", cases[i][0], cases[i][1]);
+		json_decref(j);
+		fixture_release(&f);
+		free(xs);
+	}
+	free(pols);
+}
+
 static void test_with_legacy_denial(void **state)
 {
 	struct fixture f;
@@ -502,6 +534,7 @@ int main(void)
 	    cmocka_unit_test(test_error_denies),
 	    cmocka_unit_test(test_namespaced_and_admission_disabled),
 	    cmocka_unit_test(test_exception),
+	    cmocka_unit_test(test_exception_expiry),
 	    cmocka_unit_test(test_with_legacy_denial),
 	    cmocka_unit_test(test_libraries_from_cluster),
 	    cmocka_unit_test(test_validate_policy),
