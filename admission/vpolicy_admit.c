@@ -39,12 +39,13 @@ static const char *arg_str(const json_t *args, size_t i)
 /* GET urlPath through the hooks: GV_OK with *out, else err (n bytes) filled. */
 static enum gv_code vhost_get(struct vhost *h, const char *path, json_t **out, struct gv_err *e)
 {
-	json_t *entry, *ctx = json_object();
+	json_t *entry, *ctx;
 	enum gv_code rc;
 
 	*out = NULL;
 	if (!h->hooks || !h->hooks->load_context)
 		return gv_err_set(e, GV_EINVAL, "no cluster connection");
+	ctx = json_object();
 	entry = json_pack("{s:s, s:{s:s, s:s}}", "name", "cel", "apiCall", "urlPath", path,
 			  "method", "GET");
 	rc = h->hooks->load_context(h->hooks->ud, entry, ctx, out, e);
@@ -174,9 +175,9 @@ static json_t *namespace_object(const struct view_state *state, const char *ns)
 	if (!ns || !*ns)
 		return NULL;
 	labels = view_state_namespace_labels(state, ns);
-	return json_pack("{s:s, s:s, s:{s:s, s:O}}", "apiVersion", "v1", "kind", "Namespace",
+	return json_pack("{s:s, s:s, s:{s:s, s:o}}", "apiVersion", "v1", "kind", "Namespace",
 			 "metadata", "name", ns, "labels",
-			 json_is_object(labels) ? labels : json_object());
+			 json_is_object(labels) ? json_incref((json_t *)labels) : json_object());
 }
 
 /* Whether p judges this request (section 2.1 scope, 2.6, failure policy webhook). */
