@@ -87,6 +87,51 @@ struct admission_warnings {
 void admission_warnings_add(struct admission_warnings *w, const char *text);
 void admission_warnings_release(struct admission_warnings *w);
 
+/* ---- vpolicy_admit.c: CEL policies (cel-semantics.md sections 2.6, 3) ---- */
+
+/* One judged request, for the CEL policies. Everything borrowed. */
+struct admission_vpol_request {
+	const json_t *request;	      /* AdmissionReview.request */
+	const json_t *object;	      /* NULL when absent (DELETE) */
+	const json_t *old_object;     /* NULL when absent (CREATE) */
+	const char *operation;	      /* CREATE, UPDATE, DELETE, CONNECT */
+	const char *kind, *namespace; /* request.kind.kind, request.namespace ("" cluster) */
+	const char *op_label;	      /* metrics label: create, update, ... */
+	int only;		      /* the failure policy judged, -1 all */
+	/*
+	 * The context loader's hooks of this request (view_context), or NULL:
+	 * resource.Get/List (apiCall GETs) and globalContext.Get
+	 * (globalReference) go through them; without them, and for the other
+	 * Kyverno libraries, a call is an evaluation error.
+	 */
+	const struct engine_hooks *hooks;
+	struct metrics_family *results; /* kyverno_policy_results_total, or NULL */
+};
+
+/*
+ * Evaluates the ValidatingPolicies and NamespacedValidatingPolicies of
+ * state routed to the request: admission enabled (evaluation.admission),
+ * a NamespacedValidatingPolicy only for requests in its namespace, the
+ * failure policy of the webhook called (`only`), CEL PolicyExceptions
+ * applied. Every fail and every error gives "Policy <name> failed: <msg>"
+ * / "Policy <name> error: <msg>": appended to deny (joined by "; ") when
+ * validationActions has Deny, added to warnings when it has Warn. Audit
+ * results only count in the metrics here (reports come from the background
+ * scans). Returns whether a Deny policy failed or erred.
+ */
+bool admission_vpol_judge(const struct view_state *state, const struct admission_vpol_request *rq,
+			  struct admission_warnings *warnings, struct gv_buf *deny);
+
+/*
+ * /validate-policy for policies.kyverno.io documents: a ValidatingPolicy or
+ * NamespacedValidatingPolicy must compile and have matchConstraints with at
+ * least one resourceRules entry (cel-semantics.md 2.1); a PolicyException
+ * must compile. Other kinds of the group are accepted. False with err set
+ * (the JSON pointer and the compiler's message, "validating policy compiler
+ * 1.0 error: failed to compile policy" in front of a compile error).
+ */
+bool admission_vpol_valid(const json_t *doc, struct gv_err *err);
+
 /* ---- JSON writing ---- */
 
 /* Appends s as a JSON string literal (quotes included). */

@@ -247,33 +247,46 @@ static void reply_json(struct admission_reply *out, struct gv_buf *b, bool allow
 	out->body = gv_buf_detach(b);
 }
 
+static void add_warnings(struct gv_buf *b, const struct admission_warnings *w)
+{
+	if (w && w->n) {
+		gv_buf_adds(b, ",\"warnings\":[");
+		for (size_t i = 0; i < w->n; i++) {
+			if (i)
+				gv_buf_addc(b, ',');
+			admission_json_str(b, w->v[i]);
+		}
+		gv_buf_addc(b, ']');
+	}
+}
+
 static void reply_allowed(struct admission_reply *out, const struct review *rv,
 			  const struct admission_warnings *w)
 {
 	struct gv_buf b = {0};
 
 	response_start(&b, rv, true);
-	if (w && w->n) {
-		gv_buf_adds(&b, ",\"warnings\":[");
-		for (size_t i = 0; i < w->n; i++) {
-			if (i)
-				gv_buf_addc(&b, ',');
-			admission_json_str(&b, w->v[i]);
-		}
-		gv_buf_addc(&b, ']');
-	}
+	add_warnings(&b, w);
 	reply_json(out, &b, true);
 }
 
-static void reply_denied(struct admission_reply *out, const struct review *rv, const char *msg)
+/* w: the warnings a denial carries (those of CEL policies with Warn), or NULL. */
+static void reply_denied_w(struct admission_reply *out, const struct review *rv, const char *msg,
+			   const struct admission_warnings *w)
 {
 	struct gv_buf b = {0};
 
 	response_start(&b, rv, false);
+	add_warnings(&b, w);
 	gv_buf_adds(&b, ",\"status\":{\"code\":403,\"message\":");
 	admission_json_str(&b, msg);
 	gv_buf_adds(&b, ",\"reason\":\"Forbidden\",\"status\":\"Failure\"}");
 	reply_json(out, &b, false);
+}
+
+static void reply_denied(struct admission_reply *out, const struct review *rv, const char *msg)
+{
+	reply_denied_w(out, rv, msg, NULL);
 }
 
 /* ---- judging ---- */
@@ -348,9 +361,10 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 	struct engine_report rep = {0};
 	json_t *roles = NULL, *cluster_roles = NULL;
 	struct admission_msg_entry *entries = NULL;
-	struct admission_warnings warnings = {0};
+	struct admission_warnings warnings = {0}, vwarnings = {0};
+	struct gv_buf vdeny = {0};
 	size_t nentries = 0, nreported = 0;
-	bool blocked = false;
+	bool blocked = false, vblocked;
 	struct gv_err err = {0};
 	enum gv_code rc;
 
@@ -434,6 +448,25 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 						  rv->kind, rv->namespace, op});
 		}
 	}
+	{
+		struct admission_vpol_request vrq = {
+		    .request = rv->req,
+		    .object = in.object,
+		    .old_object = rv->old_object,
+		    .operation = rv->operation,
+		    .kind = rv->kind,
+		    .namespace = rv->namespace,
+		    .op_label = op,
+		    .only = only,
+		    .results = h->results,
+		};
+		if (h->context && view_vpolset_count(view_state_vpols(state)))
+			vrq.hooks =
+			    h->context->open(h->context->ud, view_state_policyset(state), 0);
+		vblocked = admission_vpol_judge(state, &vrq, &vwarnings, &vdeny);
+		if (vrq.hooks)
+			h->context->close(h->context->ud, vrq.hooks);
+	}
 	if (h->events) {
 		const json_t *md = obj_field(judged, "metadata");
 		struct admission_event_request erq = {
@@ -452,10 +485,16 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 		const char *ns = str_field(meta, "namespace");
 		char *msg = admission_denial_message(kind ? kind : rv->kind, ns ? ns : "", rv->name,
 						     entries, nentries);
-		reply_denied(out, rv, msg);
+		if (vblocked)
+			gv_buf_addf(&vdeny, "\n%s", msg);
+		reply_denied_w(out, rv, vblocked ? gv_buf_str(&vdeny) : msg, &vwarnings);
 		free(msg);
+	} else if (vblocked) {
+		reply_denied_w(out, rv, gv_buf_str(&vdeny), &vwarnings);
 	} else {
 		const char *uid = str_field(obj_field(judged, "metadata"), "uid");
+		for (size_t i = 0; i < vwarnings.n; i++)
+			admission_warnings_add(&warnings, vwarnings.v[i]);
 		reply_allowed(out, rv, &warnings);
 		if (h->emit && nreported && !rv->dry_run && strcmp(rv->operation, "DELETE") &&
 		    uid && *uid)
@@ -465,6 +504,8 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 		gv_debug("admission: request %s: %zu warnings left out (API server limits)",
 			 rv->uid, warnings.dropped);
 	admission_warnings_release(&warnings);
+	admission_warnings_release(&vwarnings);
+	gv_buf_release(&vdeny);
 	free(entries);
 	engine_report_release(&rep);
 out:
@@ -569,6 +610,17 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 		engine_policy_unref(p);
 	} else if (!strcmp(kind, "PolicyException") && api && !strncmp(api, "kyverno.io/", 11)) {
 		valid = exception_valid(rv.object, &err);
+	} else if (api && !strncmp(api, "policies.kyverno.io/", 20)) {
+		valid = admission_vpol_valid(rv.object, &err);
+		if (!valid) {
+			char msg[sizeof(err.pointer) + sizeof(err.msg) + 4];
+			char *m = gv_xasprintf("%s %s: %s", kind, rv.name,
+					       gv_err_str(&err, msg, sizeof(msg)));
+			reply_denied(out, &rv, m);
+			free(m);
+			out->evaluated = true;
+			goto out;
+		}
 	}
 	if (valid) {
 		reply_allowed(out, &rv, &w);

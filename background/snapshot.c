@@ -14,9 +14,11 @@
 #include "common/log.h"
 #include "common/banned.h"
 
-enum watch_kind { W_CPOL, W_POL, W_EXC, W_NS, W_CM, W_COUNT };
+enum watch_kind { W_CPOL, W_POL, W_EXC, W_NS, W_CM, W_VPOL, W_NVPOL, W_CEXC, W_COUNT };
 
 #define POLICY_BITS ((1u << W_CPOL) | (1u << W_POL) | (1u << W_EXC))
+/* policies.kyverno.io ValidatingPolicy, NamespacedValidatingPolicy, PolicyException */
+#define VPOL_BITS ((1u << W_VPOL) | (1u << W_NVPOL) | (1u << W_CEXC))
 
 struct watch {
 	struct snapshot *s;
@@ -70,7 +72,8 @@ struct snapshot {
 	json_t *exceptions; /* the exception documents the set was built from */
 	struct view_config *config;
 	struct cache cache;
-	json_t *logged_exceptions; /* keys of exceptions whose error was logged */
+	json_t *logged_exceptions;  /* keys of exceptions whose error was logged */
+	struct view_vpolset *vpols; /* the CEL policies of the last build */
 };
 
 /* ---- building ---- */
@@ -323,6 +326,18 @@ static enum gv_code discover(struct snapshot *s, enum watch_kind k, char **path,
 				break;
 		}
 		break;
+	case W_VPOL:
+		rc = kube_discover(s->client, "policies.kyverno.io", NULL, "ValidatingPolicy", &r,
+				   &e);
+		break;
+	case W_NVPOL:
+		rc = kube_discover(s->client, "policies.kyverno.io", NULL,
+				   "NamespacedValidatingPolicy", &r, &e);
+		break;
+	case W_CEXC:
+		rc = kube_discover(s->client, "policies.kyverno.io", NULL, "PolicyException", &r,
+				   &e);
+		break;
 	case W_NS:
 		*path = gv_xstrdup("/api/v1/namespaces");
 		return GV_OK;
@@ -350,8 +365,14 @@ static enum gv_code discover(struct snapshot *s, enum watch_kind k, char **path,
 
 static const char *kind_name(enum watch_kind k)
 {
-	static const char *const names[] = {"ClusterPolicy", "Policy", "PolicyException",
-					    "Namespace", "ConfigMap"};
+	static const char *const names[] = {"ClusterPolicy",
+					    "Policy",
+					    "PolicyException",
+					    "Namespace",
+					    "ConfigMap",
+					    "ValidatingPolicy",
+					    "NamespacedValidatingPolicy",
+					    "PolicyException.policies.kyverno.io"};
 
 	return k < W_COUNT ? names[k] : "?";
 }
@@ -395,7 +416,8 @@ static bool all_synced(struct snapshot *s)
 		struct watch *w = &s->w[k];
 		if (!w->path || kube_informer_synced(w->inf) || w->waived)
 			continue;
-		if (k == W_EXC && time(NULL) - w->started >= OPTIONAL_SYNC_WAIT_S) {
+		if ((k == W_EXC || k == W_CEXC) &&
+		    time(NULL) - w->started >= OPTIONAL_SYNC_WAIT_S) {
 			gv_warn("snapshot: %s not listed after %ds: going on without them until "
 				"they are",
 				kind_name(w->kind), OPTIONAL_SYNC_WAIT_S);
@@ -423,6 +445,22 @@ static json_t *find_configmap(struct snapshot *s)
 	}
 	json_decref(cms);
 	return data ? data : json_object();
+}
+
+/* Appends private copies of the objects w lists (kind filled in) to out. */
+static void add_docs(json_t *out, struct watch *w, const char *kind)
+{
+	json_t *v = watch_list(w);
+	size_t i;
+	const json_t *d;
+
+	json_array_foreach(v, i, d)
+	{
+		const char *api = json_string_value(json_object_get(d, "apiVersion"));
+		json_array_append_new(out,
+				      doc_copy(d, kind, api ? NULL : "policies.kyverno.io/v1"));
+	}
+	json_decref(v);
 }
 
 /* Rebuilds what the pending bits say changed and publishes a new state. */
@@ -466,8 +504,25 @@ static void rebuild(struct snapshot *s)
 		view_config_unref(s->config);
 		s->config = view_config_new(data);
 	}
+	if ((s->pending & VPOL_BITS) || !s->vpols) {
+		json_t *docs_v = json_array(), *xs = json_array();
+		add_docs(docs_v, &s->w[W_VPOL], "ValidatingPolicy");
+		add_docs(docs_v, &s->w[W_NVPOL], "NamespacedValidatingPolicy");
+		add_docs(xs, &s->w[W_CEXC], "PolicyException");
+		view_vpolset_unref(s->vpols);
+		s->vpols = view_vpolset_new(docs_v, xs);
+		if (json_array_size(docs_v) || json_array_size(xs))
+			gv_info(
+			    "snapshot: %zu ValidatingPolicies loaded (%zu in the cluster), %zu CEL "
+			    "exceptions",
+			    view_vpolset_count(s->vpols), json_array_size(docs_v),
+			    json_array_size(xs));
+		json_decref(docs_v);
+		json_decref(xs);
+	}
 	s->pending = 0;
 	st = view_state_new(s->set, s->namespaces, s->config);
+	view_state_set_vpols(st, s->vpols);
 	pthread_mutex_lock(&s->mu);
 	old = s->state;
 	s->state = st;
@@ -569,6 +624,7 @@ static void snapshot_free(struct snapshot *s)
 	view_config_unref(s->config);
 	cache_release(&s->cache);
 	json_decref(s->logged_exceptions);
+	view_vpolset_unref(s->vpols);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	free(s->namespace);

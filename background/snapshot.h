@@ -14,7 +14,11 @@
  * as long as they hold it. DESIGN.md "Background: Snapshots".
  *
  * API versions: ClusterPolicy and Policy at the group's preferred version
- * (kyverno.io/v1); PolicyException at kyverno.io/v2, else v2beta1. A kind
+ * (kyverno.io/v1); PolicyException at kyverno.io/v2, else v2beta1;
+ * policies.kyverno.io ValidatingPolicy, NamespacedValidatingPolicy and
+ * (CEL) PolicyException at that group's preferred version, compiled into
+ * the state's view_vpolset (view/view.h; the CEL PolicyExceptions, like
+ * kyverno.io ones, are waited for at most OPTIONAL_SYNC_WAIT_S). A kind
  * whose CRD is not installed counts as empty, and discovery is retried
  * every SNAPSHOT_REDISCOVER_S seconds so that a CRD installed later is
  * picked up.

@@ -403,8 +403,10 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
  */
 static enum gv_code load_file_policies(const struct load_paths *given,
 				       struct engine_policyset **set, struct engine_policy ***pols,
-				       size_t *npols, struct gv_err *err)
+				       size_t *npols, struct view_vpolset **vset,
+				       struct gv_err *err)
 {
+	json_t *vdocs = json_array();
 	struct load_paths files = {0};
 	struct load_policies lp = {0};
 	enum gv_code rc = GV_OK;
@@ -413,6 +415,7 @@ static enum gv_code load_file_policies(const struct load_paths *given,
 	*set = NULL;
 	*pols = NULL;
 	*npols = 0;
+	*vset = NULL;
 	for (size_t i = 0; i < given->n; i++)
 		if ((rc = load_expand(given->v[i], &files, err)))
 			goto out;
@@ -426,19 +429,27 @@ static enum gv_code load_file_policies(const struct load_paths *given,
 	for (size_t i = 0; i < lp.n; i++) {
 		if (lp.v[i].policy)
 			(*pols)[n++] = engine_policy_ref(lp.v[i].policy);
+		else if (lp.v[i].vpol && vpol_kind(lp.v[i].vpol) != VPOL_VAP)
+			json_array_append(vdocs, (json_t *)vpol_doc(lp.v[i].vpol));
 		else
 			gv_warn("policies: %s %s not loaded: %s", lp.v[i].kind, lp.v[i].name,
-				lp.v[i].error	      ? lp.v[i].error
-				: lp.v[i].vpol	      ? "CEL policies are evaluated by gavel apply "
-							"and gavel test only, not yet by serve"
+				lp.v[i].error ? lp.v[i].error
+				: lp.v[i].vpol
+				    ? "a ValidatingAdmissionPolicy is enforced by the API server"
 				: lp.v[i].unsupported ? lp.v[i].unsupported
 						      : "invalid");
 	}
 	*npols = n;
 	*set = load_policyset_new(&lp, *pols, n);
+	if (json_array_size(vdocs)) {
+		*vset = view_vpolset_new(vdocs, NULL);
+		gv_info("policies: %zu ValidatingPolicies loaded from files",
+			view_vpolset_count(*vset));
+	}
 	gv_info("policies: %zu loaded from %zu files (%zu invalid documents left out)", n, files.n,
 		lp.nerrors);
 out:
+	json_decref(vdocs);
 	load_policies_release(&lp);
 	load_paths_release(&files);
 	return rc;
@@ -781,6 +792,7 @@ int cmd_serve(int argc, char **argv)
 	struct certmgr certs = {0};
 	bool manage_certs = false;
 	struct engine_policyset *set = NULL;
+	struct view_vpolset *fvpols = NULL;
 	struct engine_policy **pols = NULL;
 	size_t npols = 0;
 	bool standalone;
@@ -814,12 +826,16 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	code = 2;
-	if (o.policies.n && load_file_policies(&o.policies, &set, &pols, &npols, &err)) {
+	if (o.policies.n && load_file_policies(&o.policies, &set, &pols, &npols, &fvpols, &err)) {
 		code = fail("--policies: ", &err);
 		goto out;
 	}
+	if (fvpols && !standalone)
+		gv_warn("policies: ValidatingPolicies of --policies files are judged in standalone "
+			"mode only; in cluster mode create them in the cluster");
 	if (standalone) {
 		struct view_state *st = view_state_new(set, NULL, NULL);
+		view_state_set_vpols(st, fvpols);
 		admission_fixed_source_init(&fixed, st);
 		view_state_unref(st);
 		source = &fixed.source;
@@ -956,11 +972,14 @@ int cmd_serve(int argc, char **argv)
 			struct engine_policyset *nset = NULL;
 			struct engine_policy **npv = NULL;
 			size_t nn = 0;
+			struct view_vpolset *nv = NULL;
 			struct gv_err e = {0};
-			if (load_file_policies(&o.policies, &nset, &npv, &nn, &e)) {
+			if (load_file_policies(&o.policies, &nset, &npv, &nn, &nv, &e)) {
 				gv_warn("serve: SIGHUP: policies not reloaded: %s", e.msg);
 			} else {
 				struct view_state *st = view_state_new(nset, NULL, NULL);
+				view_state_set_vpols(st, nv);
+				view_vpolset_unref(nv);
 				admission_fixed_source_set(&fixed, st);
 				view_state_unref(st);
 				engine_policyset_unref(set);
@@ -1033,6 +1052,7 @@ out:
 		kube_config_free(kcfg);
 	if (set)
 		engine_policyset_unref(set);
+	view_vpolset_unref(fvpols);
 	unref_all(pols, npols);
 	load_paths_release(&o.policies);
 	return code;

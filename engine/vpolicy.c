@@ -744,6 +744,11 @@ bool vpol_denies(const struct vpol_policy *p)
 	return false;
 }
 
+const json_t *vpol_doc(const struct vpol_policy *p)
+{
+	return p->doc;
+}
+
 const char *vpol_annotation(const struct vpol_policy *p, const char *key)
 {
 	return json_string_value(json_object_get(

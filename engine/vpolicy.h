@@ -84,6 +84,8 @@ bool vpol_denies(const struct vpol_policy *p);
  * out (n bytes).
  */
 void vpol_kind_resource(const char *kind, char *out, size_t n);
+/* The policy document (borrowed from p; read only). */
+const json_t *vpol_doc(const struct vpol_policy *p);
 /* Annotation value or NULL. */
 const char *vpol_annotation(const struct vpol_policy *p, const char *key);
 

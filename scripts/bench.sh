@@ -108,6 +108,10 @@ bench_engine() {
 			echo "== engine: the same 10,000 Pods x pod-security subrule/ (validate.podSecurity ClusterPolicies)"
 			build/engine/bench/bench_engine -n 10000 "$pss_subrule"
 		fi
+		if [ -d "$corpus/kyverno-policies/pod-security-vpol" ]; then
+			echo "== engine: the same 10,000 Pods x pod-security-vpol (the same checks as ValidatingPolicies, CEL)"
+			build/engine/bench/bench_engine -n 10000 "$corpus/kyverno-policies/pod-security-vpol"
+		fi
 		echo "== whole process: gavel apply on the same 10,000 Pods as one YAML file"
 		if [ -x /usr/bin/time ]; then
 			/usr/bin/time -f 'gavel apply: %e s wall, %M KiB peak RSS' \

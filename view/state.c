@@ -298,6 +298,7 @@ struct view_state {
 	struct engine_policyset *set; /* owned reference */
 	json_t *namespaces;	      /* owned reference, or NULL */
 	struct view_config *config;   /* owned reference */
+	struct view_vpolset *vpols;   /* owned reference, or NULL */
 };
 
 struct view_state *view_state_new(struct engine_policyset *set, json_t *namespaces,
@@ -326,7 +327,21 @@ void view_state_unref(struct view_state *s)
 	engine_policyset_unref(s->set);
 	json_decref(s->namespaces);
 	view_config_unref(s->config);
+	view_vpolset_unref(s->vpols);
 	free(s);
+}
+
+void view_state_set_vpols(struct view_state *st, struct view_vpolset *v)
+{
+	struct view_vpolset *old = st->vpols;
+
+	st->vpols = view_vpolset_ref(v);
+	view_vpolset_unref(old);
+}
+
+struct view_vpolset *view_state_vpols(const struct view_state *s)
+{
+	return s ? s->vpols : NULL;
 }
 
 struct engine_policyset *view_state_policyset(const struct view_state *s)

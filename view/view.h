@@ -28,6 +28,7 @@
 
 #include "common/gv.h"
 #include "engine/engine.h"
+#include "engine/vpolicy.h"
 
 /* ---- configuration: the gavel ConfigMap ---- */
 
@@ -123,6 +124,60 @@ struct view_roles_source {
 	bool (*ready)(void *ud);
 	void *ud;
 };
+
+/* ---- CEL policies (view/vpol.c) ---- */
+
+/*
+ * The compiled policies.kyverno.io ValidatingPolicy and
+ * NamespacedValidatingPolicy documents of a view and its CEL
+ * PolicyExceptions (engine/vpolicy.h; cel-semantics.md sections 2 and 3).
+ * Refcounted (atomic) and immutable.
+ */
+struct view_vpolset;
+
+/*
+ * Compiles policies and exceptions (arrays of documents with apiVersion
+ * and kind, borrowed; NULL = none). A document that does not compile is
+ * left out, logged with its name, JSON pointer and the compiler's message,
+ * and listed by view_vpolset_errors(); the others are unaffected. Never
+ * fails. Returns refcount 1.
+ */
+struct view_vpolset *view_vpolset_new(const json_t *policies, const json_t *exceptions);
+struct view_vpolset *view_vpolset_ref(struct view_vpolset *s);
+void view_vpolset_unref(struct view_vpolset *s);
+/* Accessors (NULL s = empty); results borrowed from s. */
+size_t view_vpolset_count(const struct view_vpolset *s);
+const struct vpol_policy *view_vpolset_policy(const struct view_vpolset *s, size_t i);
+struct vpol_exception *const *view_vpolset_exceptions(const struct view_vpolset *s, size_t *n);
+/*
+ * The exceptions in force at `now` (Unix seconds): those without
+ * spec.expiresAt or expiring later (cel-semantics.md section 3; one whose
+ * expiresAt cannot be read is never in force). out has room for every
+ * exception (view_vpolset_exceptions' n); returns how many were written.
+ */
+size_t view_vpolset_exceptions_at(const struct view_vpolset *s, int64_t now,
+				  struct vpol_exception **out);
+/* [{kind, namespace, name, pointer, message}] of the documents left out. */
+const json_t *view_vpolset_errors(const struct view_vpolset *s);
+
+/* validationActions of a ValidatingPolicy (cel-semantics.md 2.6); [] or absent = Deny. */
+#define VIEW_VPOL_DENY	1u
+#define VIEW_VPOL_WARN	2u
+#define VIEW_VPOL_AUDIT 4u
+unsigned view_vpol_actions(const struct vpol_policy *p);
+/* evaluation.admission.enabled / evaluation.background.enabled (default true). */
+bool view_vpol_admission(const struct vpol_policy *p);
+bool view_vpol_background(const struct vpol_policy *p);
+/* spec.failurePolicy: Ignore, else Fail (the default). */
+enum engine_failure_policy view_vpol_failure_policy(const struct vpol_policy *p);
+
+/*
+ * Attaches the CEL policies to a state that is not yet shared (a reference
+ * is taken; replaces any earlier set). States made without them have none.
+ */
+void view_state_set_vpols(struct view_state *st, struct view_vpolset *v);
+/* The CEL policies of a state (borrowed), or NULL when none. */
+struct view_vpolset *view_state_vpols(const struct view_state *s);
 
 /* ---- audit results ---- */
 

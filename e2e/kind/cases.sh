@@ -483,6 +483,10 @@ yes watch policies.kyverno.io -A
 yes watch policyexceptions.kyverno.io -A
 no  create clusterpolicies.kyverno.io
 no  update policyexceptions.kyverno.io -n default
+yes watch validatingpolicies.policies.kyverno.io
+yes watch namespacedvalidatingpolicies.policies.kyverno.io -A
+yes watch policyexceptions.policies.kyverno.io -A
+no  update validatingpolicies.policies.kyverno.io
 yes watch namespaces
 no  update namespaces
 yes watch rolebindings.rbac.authorization.k8s.io -A

@@ -325,6 +325,86 @@ def report_crd(kind, plural, singular, scope, short):
            "additionalPrinterColumns": cols}]
     return crd("wgpolicyk8s.io", plural, singular, kind, scope, short, vs, ["policy-report", "gavel"])
 
+def named_exprs(desc, name_key="name", expr_key="expression"):
+    return {"type": "array", "description": desc,
+            "items": obj({name_key: s(), expr_key: s()}, required=[name_key, expr_key])}
+
+def vpol_schema(kind, scope_word):
+    spec = obj({
+        "matchConstraints": free("Resources the policy applies to (resourceRules, excludeResourceRules, "
+                                 "namespaceSelector, objectSelector, matchPolicy), as in "
+                                 "ValidatingAdmissionPolicy.", "object"),
+        "matchConditions": named_exprs("CEL conditions that must all hold (at most 64)."),
+        "variables": named_exprs("CEL variables, evaluated lazily in order."),
+        "validations": {"type": "array", "description": "CEL validations, evaluated in order.",
+                        "items": obj({"expression": s(), "message": s(), "messageExpression": s(),
+                                      "reason": s()}, required=["expression"])},
+        "auditAnnotations": {"type": "array", "description": "Report properties (CEL, string or null).",
+                             "items": obj({"key": s(), "valueExpression": s()},
+                                          required=["key", "valueExpression"])},
+        "validationActions": {"type": "array", "description": "Deny, Audit, Warn (default Deny).",
+                              "items": s(enum=["Deny", "Audit", "Warn"]),
+                              "x-kubernetes-list-type": "set"},
+        "failurePolicy": s("Webhook failure policy.", enum=["Ignore", "Fail"]),
+        "evaluation": obj({
+            "admission": obj({"enabled": b("Evaluate at admission.", default=True)}),
+            "background": obj({"enabled": b("Evaluate in background scans.", default=True)}),
+            "mode": s("Kubernetes (default) or JSON.", enum=["Kubernetes", "JSON", "Envoy", "HTTP"]),
+        }),
+        "webhookConfiguration": obj({"timeoutSeconds": {"type": "integer", "format": "int32"}}),
+        "autogen": free("Pod controller rewrite (podControllers.controllers) and VAP generation.", "object"),
+        "scanInterval": s("gavel: background scan period for this policy, a Go duration such as 30m or 2h30m "
+                          "(overrides the ConfigMap's backgroundScanInterval).",
+                          pattern=r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$"),
+        "scanSchedule": s("gavel: background scan cron schedule (5 or 6 fields, or @hourly-style; UTC unless CRON_TZ=).",
+                          maxLength=256),
+        "scanSuspend": b("gavel: suspend background scans of this policy."),
+    }, desc="ValidatingPolicy spec.")
+    return obj({
+        "apiVersion": s(), "kind": s(), "metadata": {"type": "object"},
+        "spec": spec,
+        "status": free("Status (conditionStatus, autogen, generated).", "object"),
+    }, desc=f"{kind}: Kyverno-compatible {scope_word} CEL policy.", required=["spec"])
+
+VPOL_COLUMNS = [
+    {"name": "AGE", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    {"name": "READY", "type": "string", "jsonPath": ".status.conditionStatus.ready"},
+    {"name": "SCAN-INTERVAL", "type": "string", "jsonPath": ".spec.scanInterval", "priority": 1},
+    {"name": "SCAN-SCHEDULE", "type": "string", "jsonPath": ".spec.scanSchedule", "priority": 1},
+]
+
+def vpol_crd(kind, plural, singular, scope, short, word, versions):
+    vs = []
+    for v in versions:
+        vs.append({"name": v, "served": True, "storage": v == "v1",
+                   "schema": {"openAPIV3Schema": vpol_schema(kind, word)},
+                   "subresources": {"status": {}},
+                   "additionalPrinterColumns": copy.deepcopy(VPOL_COLUMNS)})
+    return crd("policies.kyverno.io", plural, singular, kind, scope, short, vs, ["kyverno", "gavel"])
+
+def cel_exception_crd():
+    schema = obj({
+        "apiVersion": s(), "kind": s(), "metadata": {"type": "object"},
+        "spec": obj({
+            "policyRefs": {"type": "array", "minItems": 1, "description": "Policies excepted (name and kind).",
+                           "items": obj({"name": s(minLength=1), "kind": s(minLength=1)},
+                                        required=["name", "kind"])},
+            "matchConditions": named_exprs("CEL conditions that must all hold."),
+            "images": strlist("Partial exception: images (exceptions.allowedImages)."),
+            "allowedValues": strlist("Partial exception: values (exceptions.allowedValues)."),
+            "reportResult": s("skip (default) or pass.", enum=["skip", "pass"]),
+            "expiresAt": s(format="date-time"),
+            "properties": strmap(),
+        }, desc="Exception spec.", required=["policyRefs"]),
+    }, desc="PolicyException (policies.kyverno.io): lets matching requests bypass CEL policies.",
+       required=["spec"])
+    cols = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
+    vs = [{"name": v, "served": True, "storage": v == "v1",
+           "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
+           "additionalPrinterColumns": copy.deepcopy(cols)} for v in ("v1", "v1beta1", "v1alpha1")]
+    return crd("policies.kyverno.io", "policyexceptions", "policyexception", "PolicyException",
+               "Namespaced", ["polex"], vs, ["kyverno", "gavel"])
+
 class D(yaml.SafeDumper):
     pass
 def str_rep(dumper, data):
@@ -337,6 +417,17 @@ def dump(o):
     return yaml.dump(o, Dumper=D, sort_keys=False, default_flow_style=False, width=110, allow_unicode=True)
 
 HEAD = {
+ "policies.kyverno.io_validatingpolicies.yaml": """# CustomResourceDefinition for policies.kyverno.io ValidatingPolicy (cluster-scoped), written for gavel.
+# Served at v1 (storage), v1beta1 and v1alpha1 with the same schema. gavel's own fields:
+# spec.scanInterval, spec.scanSchedule, spec.scanSuspend (Kyverno's CRD would prune them).
+# Do not apply over an installed Kyverno's CRDs (same names): use Kyverno's then.
+""",
+ "policies.kyverno.io_namespacedvalidatingpolicies.yaml": """# CustomResourceDefinition for policies.kyverno.io NamespacedValidatingPolicy, written for gavel.
+# Same schema as ValidatingPolicy; served at v1 (storage) and v1beta1.
+""",
+ "policies.kyverno.io_policyexceptions.yaml": """# CustomResourceDefinition for policies.kyverno.io PolicyException (CEL exceptions; namespaced),
+# written for gavel. Served at v1 (storage), v1beta1 and v1alpha1.
+""",
  "kyverno.io_clusterpolicies.yaml": """# CustomResourceDefinition for kyverno.io ClusterPolicy (cluster-scoped), written for gavel.
 # Served at v1 (storage) and v2beta1 with the same schema (no conversion needed).
 # Structural schema: the policy tree is typed; Kyverno's free-form parts (pattern, anyPattern,
@@ -369,6 +460,12 @@ HEAD = {
 
 out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
 docs = {
+ "policies.kyverno.io_validatingpolicies.yaml": vpol_crd("ValidatingPolicy", "validatingpolicies", "validatingpolicy",
+                                                        "Cluster", ["vpol"], "cluster-wide", ("v1", "v1beta1", "v1alpha1")),
+ "policies.kyverno.io_namespacedvalidatingpolicies.yaml": vpol_crd("NamespacedValidatingPolicy",
+                                                        "namespacedvalidatingpolicies", "namespacedvalidatingpolicy",
+                                                        "Namespaced", ["nvpol"], "namespaced", ("v1", "v1beta1")),
+ "policies.kyverno.io_policyexceptions.yaml": cel_exception_crd(),
  "kyverno.io_clusterpolicies.yaml": policy_crd("ClusterPolicy", "clusterpolicies", "clusterpolicy", "Cluster", ["cpol"], "cluster-wide"),
  "kyverno.io_policies.yaml": policy_crd("Policy", "policies", "policy", "Namespaced", ["pol"], "namespaced"),
  "kyverno.io_policyexceptions.yaml": exception_crd(),

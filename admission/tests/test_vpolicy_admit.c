@@ -1,0 +1,546 @@
+/*
+ * Unit tests for admission/vpolicy_admit.c: ValidatingPolicy and
+ * NamespacedValidatingPolicy in the admission answer (cel-semantics.md 2.6):
+ * Deny / Warn / Audit, evaluation errors deny, the namespace scope of a
+ * NamespacedValidatingPolicy, evaluation.admission.enabled, the failure
+ * policy webhook, CEL PolicyExceptions, legacy and CEL denials together,
+ * and /validate-policy for policies.kyverno.io documents.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "admission/admission_int.h"
+#include "common/yaml.h"
+
+#include "common/banned.h"
+
+/* A Pod rule and an expression; NAME ACTIONS EXTRA-SPEC substituted by vp(). */
+static char *vp(const char *kind, const char *ns, const char *name, const char *actions,
+		const char *expr, const char *extra)
+{
+	return gv_xasprintf(
+	    "{\"apiVersion\":\"policies.kyverno.io/v1\",\"kind\":\"%s\",\"metadata\":{\"name\":"
+	    "\"%s\"%s%s%s},\"spec\":{\"validationActions\":%s,\"matchConstraints\":{"
+	    "\"resourceRules\":[{\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],\"operations\":["
+	    "\"CREATE\",\"UPDATE\"],\"resources\":[\"pods\"]}]},\"validations\":[{\"expression\":"
+	    "\"%s\",\"message\":\"%s must hold\"}]%s}}",
+	    kind, name, ns ? ",\"namespace\":\"" : "", ns ? ns : "", ns ? "\"" : "", actions, expr,
+	    name, extra ? extra : "");
+}
+
+static const char POD_BAD[] =
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"x\","
+    "\"namespace\":\"team-a\",\"uid\":\"u1\",\"labels\":{\"app\":\"x\"}},"
+    "\"spec\":{\"hostNetwork\":true,\"containers\":[{\"name\":\"c\","
+    "\"image\":\"nginx\"}]}}";
+static const char POD_GOOD[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+			       "\"y\",\"namespace\":\"team-a\",\"uid\":\"u2\",\"labels\":{\"team\":"
+			       "\"a\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+			       "\"nginx\"}]}}";
+
+struct fixture {
+	struct engine_policyset *set;
+	struct view_state *state;
+	struct admission_fixed_source src;
+	struct admission_handler *h;
+};
+
+/* policies, exceptions: JSON arrays of documents (text). legacy: YAML of ClusterPolicies or NULL.
+ */
+static void fixture_init(struct fixture *f, const char *policies, const char *exceptions,
+			 const char *legacy)
+{
+	json_t *pols = json_loads(policies, 0, NULL), *xs = json_loads(exceptions, 0, NULL);
+	struct admission_handler_config hc = {0};
+	struct view_vpolset *vs;
+	struct engine_policy *pv[4];
+	size_t n = 0;
+
+	memset(f, 0, sizeof(*f));
+	assert_non_null(pols);
+	assert_non_null(xs);
+	if (legacy) {
+		struct gv_docs docs = {0};
+		struct gv_err err = {0};
+		assert_int_equal(gv_yaml_load(legacy, strlen(legacy), "t", &docs, &err), GV_OK);
+		for (size_t i = 0; i < docs.n && n < 4; i++) {
+			pv[n] = engine_policy_compile(docs.v[i].value, &err);
+			assert_non_null(pv[n]);
+			n++;
+		}
+		gv_docs_release(&docs);
+	}
+	f->set = engine_policyset_new(pv, n, NULL, 0);
+	for (size_t i = 0; i < n; i++)
+		engine_policy_unref(pv[i]);
+	f->state = view_state_new(f->set, NULL, NULL);
+	vs = view_vpolset_new(pols, xs);
+	view_state_set_vpols(f->state, vs);
+	view_vpolset_unref(vs);
+	admission_fixed_source_init(&f->src, f->state);
+	hc.source = &f->src.source;
+	f->h = admission_handler_new(&hc);
+	json_decref(pols);
+	json_decref(xs);
+}
+
+/* ---- a cluster behind the context loader's hooks ---- */
+
+static enum gv_code fake_load(void *ud, const json_t *entry, const json_t *ctx, json_t **out,
+			      struct gv_err *err)
+{
+	const char *path =
+	    json_string_value(json_object_get(json_object_get(entry, "apiCall"), "urlPath"));
+	const char *global =
+	    json_string_value(json_object_get(json_object_get(entry, "globalReference"), "name"));
+
+	(void)ud;
+	(void)ctx;
+	if (path && !strcmp(path, "/api/v1/namespaces/team-a/configmaps/allowed")) {
+		*out = json_pack("{s:{s:s}, s:{s:s}}", "metadata", "name", "allowed", "data",
+				 "hostNetwork", "yes");
+		return GV_OK;
+	}
+	if (path &&
+	    !strcmp(path, "/apis/apps/v1/namespaces/team-a/deployments?labelSelector=app%3Dx")) {
+		*out = json_pack("{s:[{s:{s:s}}]}", "items", "metadata", "name", "d1");
+		return GV_OK;
+	}
+	if (global && !strcmp(global, "limits")) {
+		*out = json_pack("{s:i}", "max", 3);
+		return GV_OK;
+	}
+	if (global)
+		return gv_err_set(err, GV_ENET, "failed to find globalcontext entry %s", global);
+	return gv_err_set(err, GV_EEVAL, "failed to fetch data for APICall cel: %s \"x\" not found",
+			  path ? path : "?");
+}
+
+static const struct engine_hooks fake_hooks = {.load_context = fake_load};
+
+static const struct engine_hooks *fake_open(void *ud, const struct engine_policyset *set,
+					    long deadline_ms)
+{
+	(void)ud;
+	(void)set;
+	(void)deadline_ms;
+	return &fake_hooks;
+}
+
+static void fake_close(void *ud, const struct engine_hooks *hooks)
+{
+	(void)ud;
+	(void)hooks;
+}
+
+static const struct view_context fake_context = {fake_open, fake_close, NULL};
+
+static void fixture_release(struct fixture *f)
+{
+	admission_handler_free(f->h);
+	admission_fixed_source_release(&f->src);
+	view_state_unref(f->state);
+	engine_policyset_unref(f->set);
+}
+
+static char *review(const char *ns, const char *object)
+{
+	return gv_xasprintf(
+	    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+	    "\"uid\":\"r1\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+	    "\"resource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},\"name\":\"x\","
+	    "\"namespace\":\"%s\",\"operation\":\"CREATE\",\"userInfo\":{\"username\":\"alice\"},"
+	    "\"object\":%s,\"oldObject\":null}}",
+	    ns, object);
+}
+
+static json_t *judge_only(struct fixture *f, const char *ns, const char *object, int only)
+{
+	char *body = review(ns, object);
+	struct admission_reply r;
+	json_t *j;
+
+	admission_handle_only(f->h, body, strlen(body), only, &r);
+	assert_int_equal(r.http, 200);
+	j = json_loadb(r.body, r.len, 0, NULL);
+	assert_non_null(j);
+	admission_reply_release(&r);
+	free(body);
+	return j;
+}
+
+static json_t *judge(struct fixture *f, const char *ns, const char *object)
+{
+	return judge_only(f, ns, object, -1);
+}
+
+static bool allowed(const json_t *j)
+{
+	return json_is_true(json_object_get(json_object_get(j, "response"), "allowed"));
+}
+
+static const char *message(const json_t *j)
+{
+	return json_string_value(
+	    json_object_get(json_object_get(json_object_get(j, "response"), "status"), "message"));
+}
+
+static const json_t *warnings(const json_t *j)
+{
+	return json_object_get(json_object_get(j, "response"), "warnings");
+}
+
+/* "[a,b]" of the policies given as strings (each freed). */
+static char *array_of(size_t n, ...)
+{
+	struct gv_buf b = {0};
+	va_list ap;
+
+	gv_buf_addc(&b, '[');
+	va_start(ap, n);
+	for (size_t i = 0; i < n; i++) {
+		char *s = va_arg(ap, char *);
+		if (i)
+			gv_buf_addc(&b, ',');
+		gv_buf_adds(&b, s);
+		free(s);
+	}
+	va_end(ap);
+	gv_buf_addc(&b, ']');
+	return gv_buf_detach(&b);
+}
+
+#define NO_HOST_NET "!has(object.spec.hostNetwork) || object.spec.hostNetwork == false"
+
+static void test_deny_warn_audit(void **state)
+{
+	struct fixture f;
+	char *pols = array_of(
+	    3, vp("ValidatingPolicy", NULL, "deny-hostnet", "[\"Deny\"]", NO_HOST_NET, NULL),
+	    vp("ValidatingPolicy", NULL, "warn-team", "[\"Warn\"]",
+	       "has(object.metadata.labels.team)", NULL),
+	    vp("ValidatingPolicy", NULL, "audit-team", "[\"Audit\"]",
+	       "has(object.metadata.labels.team)", NULL));
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, pols, "[]", NULL);
+	j = judge(&f, "team-a", POD_BAD);
+	assert_false(allowed(j));
+	assert_string_equal(message(j), "Policy deny-hostnet failed: deny-hostnet must hold");
+	/* Warn: the same text as a warning, also on a denial */
+	assert_int_equal(json_array_size(warnings(j)), 1);
+	assert_string_equal(json_string_value(json_array_get(warnings(j), 0)),
+			    "Policy warn-team failed: warn-team must hold");
+	json_decref(j);
+	j = judge(&f, "team-a", POD_GOOD);
+	assert_true(allowed(j));
+	assert_null(warnings(j));
+	json_decref(j);
+	fixture_release(&f);
+	free(pols);
+}
+
+static void test_audit_only_allows(void **state)
+{
+	struct fixture f;
+	char *pols = array_of(1, vp("ValidatingPolicy", NULL, "audit-team", "[\"Audit\"]",
+				    "has(object.metadata.labels.team)", NULL));
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, pols, "[]", NULL);
+	j = judge(&f, "team-a", POD_BAD);
+	assert_true(allowed(j));
+	assert_null(warnings(j));
+	json_decref(j);
+	fixture_release(&f);
+	free(pols);
+}
+
+static void test_error_denies(void **state)
+{
+	struct fixture f;
+	/* a missing key is an evaluation error: Deny blocks on it whatever failurePolicy says */
+	char *pols = array_of(1, vp("ValidatingPolicy", NULL, "needs-prio", "[\"Deny\"]",
+				    "object.spec.priorityClassName == 'x'",
+				    ",\"failurePolicy\":\"Ignore\""));
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, pols, "[]", NULL);
+	j = judge(&f, "team-a", POD_GOOD);
+	assert_false(allowed(j));
+	assert_non_null(strstr(message(j), "Policy needs-prio error: "));
+	assert_non_null(strstr(message(j), "no such key: priorityClassName"));
+	json_decref(j);
+	/* the Ignore webhook judges it, the Fail webhook does not */
+	j = judge_only(&f, "team-a", POD_GOOD, ENGINE_FAILURE_FAIL);
+	assert_true(allowed(j));
+	json_decref(j);
+	j = judge_only(&f, "team-a", POD_GOOD, ENGINE_FAILURE_IGNORE);
+	assert_false(allowed(j));
+	json_decref(j);
+	fixture_release(&f);
+	free(pols);
+}
+
+static void test_namespaced_and_admission_disabled(void **state)
+{
+	struct fixture f;
+	char *pols = array_of(2,
+			      vp("NamespacedValidatingPolicy", "team-a", "ns-team", "[\"Deny\"]",
+				 "has(object.metadata.labels.team)", NULL),
+			      vp("ValidatingPolicy", NULL, "bg-only", "[\"Deny\"]", NO_HOST_NET,
+				 ",\"evaluation\":{\"admission\":{\"enabled\":false}}"));
+	char *other = gv_xstrdup(POD_BAD);
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, pols, "[]", NULL);
+	j = judge(&f, "team-a", POD_BAD);
+	assert_false(allowed(j));
+	assert_string_equal(message(j), "Policy ns-team failed: ns-team must hold");
+	json_decref(j);
+	j = judge(&f, "team-b", other);
+	assert_true(allowed(j));
+	json_decref(j);
+	fixture_release(&f);
+	free(pols);
+	free(other);
+}
+
+static void test_exception(void **state)
+{
+	struct fixture f;
+	char *pols = array_of(
+	    1, vp("ValidatingPolicy", NULL, "deny-hostnet", "[\"Deny\"]", NO_HOST_NET, NULL));
+	const char *xs =
+	    "[{\"apiVersion\":\"policies.kyverno.io/v1\",\"kind\":\"PolicyException\","
+	    "\"metadata\":{\"name\":\"allow-x\",\"namespace\":\"team-a\"},\"spec\":{\"policyRefs\":"
+	    "[{\"name\":\"deny-hostnet\",\"kind\":\"ValidatingPolicy\"}],\"matchConditions\":[{"
+	    "\"name\":\"x\",\"expression\":\"object.metadata.name == 'x'\"}]}}]";
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, pols, xs, NULL);
+	j = judge(&f, "team-a", POD_BAD);
+	assert_true(allowed(j));
+	json_decref(j);
+	fixture_release(&f);
+	free(pols);
+}
+
+/* An exception that expired (or whose expiresAt cannot be read) is not applied. */
+static void test_exception_expiry(void **state)
+{
+	static const char *const cases[][2] = {
+	    {"2001-01-01T00:00:00Z", "denied"},
+	    {"2999-01-01T00:00:00.5+02:00", "allowed"},
+	    {"tomorrow", "denied"},
+	};
+	char *pols = array_of(
+	    1, vp("ValidatingPolicy", NULL, "deny-hostnet", "[\"Deny\"]", NO_HOST_NET, NULL));
+
+	(void)state;
+	for (size_t i = 0; i < GV_ARRAY_LEN(cases); i++) {
+		struct fixture f;
+		char *xs = gv_xasprintf(
+		    "[{\"apiVersion\":\"policies.kyverno.io/v1\",\"kind\":\"PolicyException\","
+		    "\"metadata\":{\"name\":\"x\",\"namespace\":\"team-a\"},\"spec\":{"
+		    "\"expiresAt\":\"%s\",\"policyRefs\":[{\"name\":\"deny-hostnet\",\"kind\":"
+		    "\"ValidatingPolicy\"}]}}]",
+		    cases[i][0]);
+		json_t *j;
+		fixture_init(&f, pols, xs, NULL);
+		j = judge(&f, "team-a", POD_BAD);
+		if (allowed(j) != !strcmp(cases[i][1], "allowed"))
+			fail_msg("expiresAt %s: want %s", cases[i][0], cases[i][1]);
+		json_decref(j);
+		fixture_release(&f);
+		free(xs);
+	}
+	free(pols);
+}
+
+static void test_with_legacy_denial(void **state)
+{
+	struct fixture f;
+	char *pols = array_of(
+	    1, vp("ValidatingPolicy", NULL, "deny-hostnet", "[\"Deny\"]", NO_HOST_NET, NULL));
+	static const char legacy[] =
+	    "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: team}\nspec:\n"
+	    "  validationFailureAction: Enforce\n  rules:\n  - name: t\n"
+	    "    match: {any: [{resources: {kinds: [Pod]}}]}\n"
+	    "    validate: {message: need team, pattern: {metadata: {labels: {team: '?*'}}}}\n";
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, pols, "[]", legacy);
+	j = judge(&f, "team-a", POD_BAD);
+	assert_false(allowed(j));
+	assert_non_null(strstr(message(j), "Policy deny-hostnet failed: deny-hostnet must hold\n"));
+	assert_non_null(strstr(message(j), "resource Pod/team-a/x was blocked"));
+	json_decref(j);
+	fixture_release(&f);
+	free(pols);
+}
+
+static char *policy_answer(struct fixture *f, const char *object, bool *ok)
+{
+	char *body = gv_xasprintf(
+	    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+	    "\"uid\":\"p1\",\"kind\":{\"group\":\"policies.kyverno.io\",\"version\":\"v1\","
+	    "\"kind\":"
+	    "\"ValidatingPolicy\"},\"name\":\"p\",\"operation\":\"CREATE\",\"object\":%s}}",
+	    object);
+	struct admission_reply r;
+	json_t *j;
+	char *msg;
+
+	admission_handle_policy(f->h, body, strlen(body), &r);
+	assert_int_equal(r.http, 200);
+	j = json_loadb(r.body, r.len, 0, NULL);
+	*ok = allowed(j);
+	msg = message(j) ? gv_xstrdup(message(j)) : NULL;
+	json_decref(j);
+	admission_reply_release(&r);
+	free(body);
+	return msg;
+}
+
+static void test_libraries_from_cluster(void **state)
+{
+	struct fixture f;
+	char *pols = array_of(
+	    4,
+	    vp("ValidatingPolicy", NULL, "cm-allows", "[\"Deny\"]",
+	       "resource.Get('v1', 'configmaps', object.metadata.namespace, 'allowed') != null",
+	       NULL),
+	    vp("ValidatingPolicy", NULL, "cm-missing-null", "[\"Deny\"]",
+	       "resource.Get('v1', 'configmaps', 'team-a', 'gone') == null", NULL),
+	    vp("ValidatingPolicy", NULL, "list", "[\"Deny\"]",
+	       "size(resource.List('apps/v1', 'deployments', 'team-a', {'app': 'x'}).items) == 1",
+	       NULL),
+	    vp("ValidatingPolicy", NULL, "global", "[\"Deny\"]",
+	       "globalContext.Get('limits').max == 3 && globalContext.Get('nope') == null", NULL));
+	char *img = array_of(1, vp("ValidatingPolicy", NULL, "img", "[\"Deny\"]",
+				   "image.GetMetadata('nginx') != null", NULL));
+	struct admission_handler_config hc = {0};
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, pols, "[]", NULL);
+	/* without the loader: every call is an error, and Deny blocks on it */
+	j = judge(&f, "team-a", POD_GOOD);
+	assert_false(allowed(j));
+	assert_non_null(strstr(message(j), "Policy cm-allows error: "));
+	json_decref(j);
+	admission_handler_free(f.h);
+	hc.source = &f.src.source;
+	hc.context = &fake_context;
+	f.h = admission_handler_new(&hc);
+	j = judge(&f, "team-a", POD_GOOD);
+	assert_true(allowed(j));
+	json_decref(j);
+	fixture_release(&f);
+	/* a library gavel serve does not answer: an error, never a pass */
+	fixture_init(&f, img, "[]", NULL);
+	admission_handler_free(f.h);
+	f.h = admission_handler_new(&hc);
+	j = judge(&f, "team-a", POD_GOOD);
+	assert_false(allowed(j));
+	assert_non_null(strstr(message(j), "Policy img error: "));
+	assert_non_null(strstr(message(j), "not evaluated by gavel serve"));
+	json_decref(j);
+	fixture_release(&f);
+	free(pols);
+	free(img);
+}
+
+static void test_validate_policy(void **state)
+{
+	struct fixture f;
+	char *good = vp("ValidatingPolicy", NULL, "good", "[\"Deny\"]", NO_HOST_NET, NULL);
+	char *bad = vp("ValidatingPolicy", NULL, "bad", "[\"Deny\"]", "object.spec.(", NULL);
+	char *msg;
+	bool ok;
+
+	(void)state;
+	fixture_init(&f, "[]", "[]", NULL);
+	msg = policy_answer(&f, good, &ok);
+	assert_true(ok);
+	free(msg);
+	msg = policy_answer(&f, bad, &ok);
+	assert_false(ok);
+	assert_non_null(
+	    strstr(msg, "validating policy compiler 1.0 error: failed to compile policy"));
+	assert_non_null(strstr(msg, "/spec/validations/0/expression"));
+	assert_non_null(strstr(msg, "Syntax error"));
+	free(msg);
+	msg = policy_answer(
+	    &f,
+	    "{\"apiVersion\":\"policies.kyverno.io/v1\",\"kind\":\"ValidatingPolicy\","
+	    "\"metadata\":{\"name\":\"nomatch\"},\"spec\":{\"validations\":[{"
+	    "\"expression\":\"true\"}]}}",
+	    &ok);
+	assert_false(ok);
+	assert_non_null(strstr(msg, "matchConstraints"));
+	free(msg);
+	fixture_release(&f);
+	free(good);
+	free(bad);
+}
+
+static void test_compile_error_left_out(void **state)
+{
+	struct fixture f;
+	char *pols =
+	    array_of(2, vp("ValidatingPolicy", NULL, "bad", "[\"Deny\"]", "object.(", NULL),
+		     vp("ValidatingPolicy", NULL, "deny-hostnet", "[\"Deny\"]", NO_HOST_NET, NULL));
+	struct view_vpolset *vs;
+	json_t *pv, *j;
+
+	(void)state;
+	pv = json_loads(pols, 0, NULL);
+	vs = view_vpolset_new(pv, NULL);
+	assert_int_equal(view_vpolset_count(vs), 1);
+	assert_int_equal(json_array_size(view_vpolset_errors(vs)), 1);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_array_get(view_vpolset_errors(vs), 0), "name")),
+	    "bad");
+	view_vpolset_unref(vs);
+	json_decref(pv);
+	fixture_init(&f, pols, "[]", NULL);
+	j = judge(&f, "team-a", POD_BAD);
+	assert_false(allowed(j));
+	assert_string_equal(message(j), "Policy deny-hostnet failed: deny-hostnet must hold");
+	json_decref(j);
+	fixture_release(&f);
+	free(pols);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_deny_warn_audit),
+	    cmocka_unit_test(test_audit_only_allows),
+	    cmocka_unit_test(test_error_denies),
+	    cmocka_unit_test(test_namespaced_and_admission_disabled),
+	    cmocka_unit_test(test_exception),
+	    cmocka_unit_test(test_exception_expiry),
+	    cmocka_unit_test(test_with_legacy_denial),
+	    cmocka_unit_test(test_libraries_from_cluster),
+	    cmocka_unit_test(test_validate_policy),
+	    cmocka_unit_test(test_compile_error_left_out),
+	};
+
+	gv_init();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
