@@ -489,7 +489,11 @@ void admission_handle_only(struct admission_handler *h, const char *body, size_t
 	memset(out, 0, sizeof(*out));
 	if (!decode(body, len, &rv, out))
 		goto out;
-	state = h->source->acquire(h->source->ud);
+	/* kyverno.io writes never wait: the write awaited may be this one */
+	if (h->source->acquire_fresh && strcmp(rv.group, "kyverno.io"))
+		state = h->source->acquire_fresh(h->source->ud);
+	else
+		state = h->source->acquire(h->source->ud);
 	if (!state) {
 		reply_text(out, 503, "not ready: no policy snapshot loaded yet");
 		goto out;
@@ -546,7 +550,6 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 	bool valid = true;
 	struct admission_warnings w = {0};
 
-	(void)h;
 	memset(out, 0, sizeof(*out));
 	if (!decode(body, len, &rv, out))
 		goto out;
@@ -572,6 +575,8 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 	}
 	if (valid) {
 		reply_allowed(out, &rv, &w);
+		if (h->source->written && !rv.dry_run)
+			h->source->written(h->source->ud, rv.object, rv.old_object);
 	} else if (strcmp(kind, "PolicyException")) {
 		/*
 		 * policies: the engine's message as is; a value outside a CRD enum

@@ -739,6 +739,19 @@ static struct view_state *snapshot_acquire(void *ud)
 	return snapshot_state(ud);
 }
 
+/* How long a resource request waits for a policy write gavel just admitted. */
+#define FRESH_WAIT_MS 2000
+
+static struct view_state *snapshot_acquire_fresh(void *ud)
+{
+	return snapshot_state_fresh(ud, FRESH_WAIT_MS);
+}
+
+static void snapshot_written(void *ud, const json_t *object, const json_t *old_object)
+{
+	snapshot_expect(ud, object, old_object);
+}
+
 /* The handler's emit callback: its audit results go to the report writer's queue. */
 static void queue_emit(void *ud, struct view_audit_item *item)
 {
@@ -771,7 +784,9 @@ int cmd_serve(int argc, char **argv)
 	struct admission_handler *handler = NULL;
 	struct admission_server *server = NULL;
 	struct admission_fixed_source fixed = {0};
-	struct admission_source snap_source = {.acquire = snapshot_acquire};
+	struct admission_source snap_source = {.acquire = snapshot_acquire,
+					       .acquire_fresh = snapshot_acquire_fresh,
+					       .written = snapshot_written};
 	const struct admission_source *source;
 	struct kube_config *kcfg = NULL;
 	struct kube_client *client = NULL;
