@@ -112,4 +112,22 @@ struct admission_event_request {
 void admission_events_emit(struct kube_events *ev, const struct admission_event_request *rq,
 			   const struct engine_report *rep, int only);
 
+/* ---- policycheck.c: /validate-policy warnings and messages ---- */
+
+/*
+ * Warnings for what Kyverno accepts but has deprecated: the condition
+ * operators In and NotIn ("Operator NotIn has been deprecated and will be
+ * removed soon."), once per operator, in any condition under spec.rules.
+ */
+void admission_policy_deprecations(const json_t *policy, struct admission_warnings *w);
+
+/*
+ * The field path Kyverno's policy validation writes for a JSON pointer
+ * into the object: "/spec/podSecurity/0/values" -> "spec.podSecurity[0].values";
+ * a validate rule's podSecurity is under the rule itself in Kyverno's paths
+ * ("/spec/rules/0/validate/podSecurity/exclude/0/values" ->
+ * "spec.rules[0].podSecurity.exclude[0].values"). Appended to out.
+ */
+void admission_field_path(struct gv_buf *out, const char *pointer);
+
 #endif

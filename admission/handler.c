@@ -562,12 +562,13 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 	if (!strcmp(kind, "ClusterPolicy") || !strcmp(kind, "Policy")) {
 		struct engine_policy *p = engine_policy_compile(rv.object, &err);
 		valid = p != NULL;
-		if (p) {
+		if (valid) {
 			/* mutate/generate/verifyImages: accepted, said once, never a pass */
 			char *note = engine_policy_unsupported_note(p);
 			if (note)
 				admission_warnings_add(&w, note);
 			free(note);
+			admission_policy_deprecations(rv.object, &w);
 		}
 		engine_policy_unref(p);
 	} else if (!strcmp(kind, "PolicyException") && api && !strncmp(api, "kyverno.io/", 11)) {
@@ -592,13 +593,25 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 			gv_buf_addf(&m, ": %s", err.msg);
 			reply_denied(out, &rv, gv_buf_str(&m));
 			gv_buf_release(&m);
+		} else if (strstr(err.pointer, "/podSecurity")) {
+			/* Kyverno's field path in front:
+			 * spec.rules[0].podSecurity.exclude[0].values */
+			struct gv_buf m = {0};
+			admission_field_path(&m, err.pointer);
+			gv_buf_addf(&m, ": %s", err.msg);
+			reply_denied(out, &rv, gv_buf_str(&m));
+			gv_buf_release(&m);
 		} else {
 			reply_denied(out, &rv, err.msg);
 		}
 	} else {
-		/* "<JSON pointer>: <reason>", the pointer into the submitted object */
-		char msg[sizeof(err.pointer) + sizeof(err.msg) + 4];
-		reply_denied(out, &rv, gv_err_str(&err, msg, sizeof(msg)));
+		/* "<field path>: <reason>", the path into the submitted object as Kyverno writes it
+		 */
+		struct gv_buf m = {0};
+		admission_field_path(&m, err.pointer);
+		gv_buf_addf(&m, "%s%s", m.len ? ": " : "", err.msg);
+		reply_denied(out, &rv, gv_buf_str(&m));
+		gv_buf_release(&m);
 	}
 	out->evaluated = true;
 	gv_debug("admission: policy %s %s %s/%s: %s", rv.uid, rv.operation, kind, rv.name,

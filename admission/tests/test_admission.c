@@ -883,6 +883,70 @@ static void test_validate_policy(void **state)
 	assert_int_equal(r.http, 400);
 	admission_reply_release(&r);
 
+	/* A background policy on a subresource: denied (Kyverno's message). */
+	{
+		static const char *const kinds[] = {"Pod/exec", "Scale", "*/*", "*/status",
+						    "Pod/*"};
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+			char *doc = gv_xasprintf(
+			    "{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\","
+			    "\"metadata\":{\"name\":\"sub\"},\"spec\":{%s\"rules\":[{\"name\":"
+			    "\"r\",\"match\":{\"any\":[{\"resources\":{\"kinds\":[\"Pod\","
+			    "\"%s\"]}}]},\"validate\":{\"deny\":{}}}]}}",
+			    "", kinds[i]);
+			char *off = gv_xasprintf(
+			    "{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\","
+			    "\"metadata\":{\"name\":\"sub\"},\"spec\":{%s\"rules\":[{\"name\":"
+			    "\"r\",\"match\":{\"any\":[{\"resources\":{\"kinds\":[\"Pod\","
+			    "\"%s\"]}}]},\"validate\":{\"deny\":{}}}]}}",
+			    "\"background\":false,", kinds[i]);
+			body = review("admission.k8s.io/v1", "CREATE", "ClusterPolicy", "", "sub",
+				      doc, NULL, false);
+			admission_handle_policy(f.h, body, strlen(body), &r);
+			j = json_loadb(r.body, r.len, 0, NULL);
+			assert_false(allowed(j));
+			assert_true(!strncmp(resp_str(j, "status", "message"),
+					     "background scan enabled with subresource ", 41));
+			json_decref(j);
+			admission_reply_release(&r);
+			free(body);
+			body = review("admission.k8s.io/v1", "CREATE", "ClusterPolicy", "", "sub",
+				      off, NULL, false);
+			admission_handle_policy(f.h, body, strlen(body), &r);
+			j = json_loadb(r.body, r.len, 0, NULL);
+			assert_true(allowed(j));
+			json_decref(j);
+			admission_reply_release(&r);
+			free(body);
+			free(doc);
+			free(off);
+		}
+	}
+
+	/* The deprecated operators: allowed with Kyverno's warning, once per operator. */
+	{
+		const char *notin =
+		    "{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\",\"metadata\":"
+		    "{\"name\":\"ni\"},\"spec\":{\"background\":false,\"rules\":[{\"name\":"
+		    "\"r\",\"match\":{\"any\":[{\"resources\":{\"kinds\":[\"Pod\"]}}]},"
+		    "\"validate\":{\"deny\":{\"conditions\":{\"any\":[{\"key\":\"a\","
+		    "\"operator\":\"NotIn\",\"value\":[\"b\"]},{\"key\":\"a\",\"operator\":"
+		    "\"NotIn\",\"value\":[\"c\"]}]}}}}]}}";
+		const json_t *ws;
+		body = review("admission.k8s.io/v1", "CREATE", "ClusterPolicy", "", "ni", notin,
+			      NULL, false);
+		admission_handle_policy(f.h, body, strlen(body), &r);
+		j = json_loadb(r.body, r.len, 0, NULL);
+		assert_true(allowed(j));
+		ws = json_object_get(json_object_get(j, "response"), "warnings");
+		assert_int_equal(json_array_size(ws), 1);
+		assert_string_equal(json_string_value(json_array_get(ws, 0)),
+				    "Operator NotIn has been deprecated and will be removed soon.");
+		json_decref(j);
+		admission_reply_release(&r);
+		free(body);
+	}
+
 	/* A typo in an enumerated field: denied with the API server's message. */
 	{
 		const char *typo =
@@ -1015,26 +1079,26 @@ static void test_validate_policy_exception(void **state)
 	expect_policy_answer(&f, "CREATE", "kyverno.io/v2", with_condition, NULL);
 
 	expect_policy_answer(&f, "CREATE", "kyverno.io/v2", not_a_list,
-			     "/spec/exceptions: exceptions must be a list");
+			     "spec.exceptions: exceptions must be a list");
 	expect_policy_answer(&f, "UPDATE", "kyverno.io/v2beta1", any_and_all,
-			     "/spec/match: can't specify any/all together with the resources "
+			     "spec.match: can't specify any/all together with the resources "
 			     "field");
 	expect_policy_answer(&f, "CREATE", "kyverno.io/v1", good,
-			     "/apiVersion: unsupported apiVersion \"kyverno.io/v1\" for "
+			     "apiVersion: unsupported apiVersion \"kyverno.io/v1\" for "
 			     "PolicyException (want kyverno.io/v2, kyverno.io/v2beta1 or "
 			     "kyverno.io/v2alpha1)");
 	msg = policy_answer(&f, "CREATE",
 			    "{\"apiVersion\":\"kyverno.io/v2\",\"kind\":"
 			    "\"PolicyException\",\"metadata\":{},\"spec\":{}}");
 	assert_non_null(msg);
-	assert_string_equal(msg, "/metadata/name: name is required");
+	assert_string_equal(msg, "metadata.name: name is required");
 	free(msg);
 	{
 		char *doc = exception_doc("kyverno.io/v2", bad_operator);
 
 		msg = policy_answer(&f, "CREATE", doc);
 		assert_non_null(msg);
-		assert_true(!strncmp(msg, "/spec/conditions/any/0", 22));
+		assert_true(!strncmp(msg, "spec.conditions.any[0]", 22));
 		assert_non_null(strstr(msg, "NoSuchOperator"));
 		free(msg);
 		free(doc);

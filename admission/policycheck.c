@@ -1,0 +1,87 @@
+/*
+ * policycheck.c - what /validate-policy checks besides compiling the
+ * policy: deprecated condition operators, and Kyverno's field paths in
+ * messages.
+ */
+#include "admission/admission_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/banned.h"
+
+static void deprecations(const json_t *node, unsigned *seen, struct admission_warnings *w)
+{
+	static const char *const ops[] = {"In", "NotIn"};
+	const char *key;
+	const json_t *v;
+	size_t i;
+
+	if (json_is_array(node)) {
+		json_array_foreach(node, i, v) deprecations(v, seen, w);
+		return;
+	}
+	if (!json_is_object(node))
+		return;
+	if (json_object_get(node, "key") && json_is_string(json_object_get(node, "operator"))) {
+		const char *op = json_string_value(json_object_get(node, "operator"));
+		for (i = 0; i < GV_ARRAY_LEN(ops); i++) {
+			if (strcmp(op, ops[i]) || (*seen & (1u << i)))
+				continue;
+			*seen |= 1u << i;
+			char msg[128];
+			snprintf(msg, sizeof(msg),
+				 "Operator %s has been deprecated and will be removed soon.", op);
+			admission_warnings_add(w, msg);
+		}
+	}
+	json_object_foreach((json_t *)node, key, v) deprecations(v, seen, w);
+}
+
+void admission_policy_deprecations(const json_t *policy, struct admission_warnings *w)
+{
+	unsigned seen = 0;
+
+	deprecations(json_object_get(json_object_get(policy, "spec"), "rules"), &seen, w);
+}
+
+void admission_field_path(struct gv_buf *out, const char *pointer)
+{
+	const char *p = pointer;
+	int seg = 0;
+	bool rules = false;
+
+	while (*p == '/') {
+		const char *s = p + 1, *e = strchr(s, '/');
+		size_t n = e ? (size_t)(e - s) : strlen(s);
+		bool index = n > 0 && strspn(s, "0123456789") == n;
+
+		/* spec.rules[N].validate.podSecurity -> spec.rules[N].podSecurity */
+		if (rules && seg == 3 && n == 8 && !strncmp(s, "validate", 8) && e &&
+		    !strncmp(e, "/podSecurity", 12) && (e[12] == '/' || !e[12])) {
+			p = e;
+			seg++;
+			continue;
+		}
+		if (seg == 1 && n == 5 && !strncmp(s, "rules", 5))
+			rules = true;
+		if (index) {
+			gv_buf_addf(out, "[%.*s]", (int)n, s);
+		} else {
+			if (out->len && seg)
+				gv_buf_addc(out, '.');
+			/* ~1 and ~0 of JSON pointers */
+			for (size_t k = 0; k < n; k++) {
+				if (s[k] == '~' && k + 1 < n &&
+				    (s[k + 1] == '0' || s[k + 1] == '1')) {
+					gv_buf_addc(out, s[k + 1] == '0' ? '~' : '/');
+					k++;
+				} else {
+					gv_buf_addc(out, s[k]);
+				}
+			}
+		}
+		seg++;
+		p = e ? e : s + n;
+	}
+}
