@@ -173,9 +173,13 @@ void admission_handle_only(struct admission_handler *h, const char *body, size_t
  * ClusterPolicy or Policy, or a kyverno.io/v2, v2beta1 or v2alpha1
  * PolicyException. A policy that does not compile is denied (403) with
  * engine_policy_compile()'s message (e.g. the background/userInfo message
- * of kyverno-semantics.md section 7.1); an exception that does not compile,
- * or of another kyverno.io version, with "<JSON pointer>: <reason>".
- * Allowed otherwise, and for DELETE and other kinds. Malformed reviews: 400.
+ * of kyverno-semantics.md section 7.1; errors inside podSecurity with
+ * Kyverno's field path in front); an exception that does not compile, or
+ * of another kyverno.io version, and a GlobalContextEntry Kyverno refuses
+ * (admission_gctx_valid), with "<field path>: <reason>" (Kyverno's path:
+ * "spec.podSecurity[0].values"). An allowed policy may carry warnings
+ * (unsupported rule kinds, deprecated operators). Allowed otherwise, and
+ * for DELETE and other kinds. Malformed reviews: 400.
  */
 void admission_handle_policy(struct admission_handler *h, const char *body, size_t len,
 			     struct admission_reply *out);

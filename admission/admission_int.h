@@ -115,6 +115,13 @@ void admission_events_emit(struct kube_events *ev, const struct admission_event_
 /* ---- policycheck.c: /validate-policy warnings and messages ---- */
 
 /*
+ * A kyverno.io GlobalContextEntry as Kyverno's policy webhook checks it:
+ * exactly one of spec.kubernetesResource and spec.apiCall; an apiCall with
+ * method GET carries no data. False with err set (pointer, message).
+ */
+bool admission_gctx_valid(const json_t *entry, struct gv_err *err);
+
+/*
  * Warnings for what Kyverno accepts but has deprecated: the condition
  * operators In and NotIn ("Operator NotIn has been deprecated and will be
  * removed soon."), once per operator, in any condition under spec.rules.

@@ -573,12 +573,14 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 		engine_policy_unref(p);
 	} else if (!strcmp(kind, "PolicyException") && api && !strncmp(api, "kyverno.io/", 11)) {
 		valid = exception_valid(rv.object, &err);
+	} else if (!strcmp(kind, "GlobalContextEntry") && api && !strncmp(api, "kyverno.io/", 11)) {
+		valid = admission_gctx_valid(rv.object, &err);
 	}
 	if (valid) {
 		reply_allowed(out, &rv, &w);
 		if (h->source->written && !rv.dry_run)
 			h->source->written(h->source->ud, rv.object, rv.old_object);
-	} else if (strcmp(kind, "PolicyException")) {
+	} else if (strcmp(kind, "PolicyException") && strcmp(kind, "GlobalContextEntry")) {
 		/*
 		 * policies: the engine's message as is; a value outside a CRD enum
 		 * or of the wrong type gets the field path in front, as the API

@@ -1,7 +1,7 @@
 /*
  * policycheck.c - what /validate-policy checks besides compiling the
- * policy: deprecated condition operators, and Kyverno's field paths in
- * messages.
+ * policy: GlobalContextEntry checks, deprecated condition operators, and
+ * Kyverno's field paths in messages.
  */
 #include "admission/admission_int.h"
 
@@ -9,6 +9,32 @@
 #include <string.h>
 
 #include "common/banned.h"
+
+bool admission_gctx_valid(const json_t *entry, struct gv_err *err)
+{
+	const json_t *spec = json_object_get(entry, "spec");
+	const json_t *kr = json_object_get(spec, "kubernetesResource");
+	const json_t *call = json_object_get(spec, "apiCall");
+	const char *method = json_string_value(json_object_get(call, "method"));
+
+	if (!kr && !call) {
+		gv_err_setp(err, GV_EINVAL, "/spec",
+			    "Required value: a kubernetesResource or an apiCall is required");
+		return false;
+	}
+	if (kr && call) {
+		gv_err_setp(err, GV_EINVAL, "/spec",
+			    "Forbidden: kubernetesResource and apiCall cannot be used together");
+		return false;
+	}
+	if (call && (!method || !strcmp(method, "GET")) &&
+	    json_array_size(json_object_get(call, "data"))) {
+		gv_err_setp(err, GV_EINVAL, "/spec/apiCall/data",
+			    "Forbidden: data is not allowed for GET requests");
+		return false;
+	}
+	return true;
+}
 
 static void deprecations(const json_t *node, unsigned *seen, struct admission_warnings *w)
 {

@@ -923,6 +923,42 @@ static void test_validate_policy(void **state)
 		}
 	}
 
+	/* GlobalContextEntry: one source; no data for a GET apiCall. */
+	{
+		static const char *const cases[][2] = {
+		    {"{\"kubernetesResource\":{\"version\":\"v1\",\"resource\":\"pods\"}}", NULL},
+		    {"{\"apiCall\":{\"urlPath\":\"/api/v1/pods\",\"refreshInterval\":\"10s\"}}",
+		     NULL},
+		    {"{\"apiCall\":{\"method\":\"POST\",\"urlPath\":\"/x\",\"data\":[{\"key\":"
+		     "\"a\",\"value\":1}]}}",
+		     NULL},
+		    {"{\"apiCall\":{\"method\":\"GET\",\"service\":{\"url\":\"http://x\"},"
+		     "\"data\":[{\"key\":\"foo\",\"value\":\"bar\"}]}}",
+		     "spec.apiCall.data: Forbidden: data is not allowed for GET requests"},
+		    {"{}", "spec: Required value: a kubernetesResource or an apiCall is required"},
+		};
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			char *doc = gv_xasprintf(
+			    "{\"apiVersion\":\"kyverno.io/v2alpha1\",\"kind\":"
+			    "\"GlobalContextEntry\",\"metadata\":{\"name\":\"g\"},\"spec\":%s}",
+			    cases[i][0]);
+			body = review("admission.k8s.io/v1", "CREATE", "GlobalContextEntry", "",
+				      "g", doc, NULL, false);
+			admission_handle_policy(f.h, body, strlen(body), &r);
+			j = json_loadb(r.body, r.len, 0, NULL);
+			if (cases[i][1]) {
+				assert_false(allowed(j));
+				assert_string_equal(resp_str(j, "status", "message"), cases[i][1]);
+			} else {
+				assert_true(allowed(j));
+			}
+			json_decref(j);
+			admission_reply_release(&r);
+			free(body);
+			free(doc);
+		}
+	}
+
 	/* The deprecated operators: allowed with Kyverno's warning, once per operator. */
 	{
 		const char *notin =
