@@ -476,6 +476,10 @@ struct webhookconfig {
 	pthread_cond_t cv;
 	bool stop;
 
+	/* Under mu: */
+	json_t *covered; /* "uid/generation" of the policies the configuration was made for */
+	bool unusable;	 /* the configuration or its template is missing: nothing to wait for */
+
 	/* Owned by the thread: */
 	json_t *compiled;     /* "uid/generation" -> true (compiles) | false */
 	json_t *last_desired; /* the generated webhooks last written */
@@ -520,6 +524,14 @@ static json_t *good_docs(struct webhookconfig *w, const json_t *docs)
 	return out;
 }
 
+/* "uid/generation" of a policy document. */
+static char *policy_key(const json_t *doc)
+{
+	return gv_xasprintf(
+	    "%s/%" JSON_INTEGER_FORMAT, md_str(doc, "uid"),
+	    json_integer_value(json_object_get(json_object_get(doc, "metadata"), "generation")));
+}
+
 static json_t *owned_view(const json_t *config)
 {
 	json_t *v = json_array();
@@ -553,46 +565,84 @@ static const json_t *template_of(const json_t *config)
 	return first;
 }
 
-static void sync_once(struct webhookconfig *w)
+#define VWC_PATH "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+
+/* GET a configuration by name: GV_OK with *out, else the status in *st. */
+static enum gv_code get_config(struct webhookconfig *w, const char *name, json_t **out,
+			       struct kube_status *st, struct gv_err *err)
+{
+	char *ename = kube_escape(name), *path = gv_xasprintf("%s/%s", VWC_PATH, ename);
+	enum gv_code rc = kube_request(w->cfg.client, "GET", path, NULL, out, st, err);
+
+	free(path);
+	free(ename);
+	return rc;
+}
+
+/* Returns true when the configuration matches the policies (written or already so). */
+static bool sync_once(struct webhookconfig *w)
 {
 	char *ename = kube_escape(w->name);
-	char *path = gv_xasprintf(
-	    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/%s", ename);
+	char *path = gv_xasprintf("%s/%s", VWC_PATH, ename);
 	json_t *docs = snapshot_policy_docs(w->cfg.snapshot), *good = good_docs(w, docs);
 	json_t *data = snapshot_config_data(w->cfg.snapshot);
 	struct webhookconfig_resolver r = {webhookconfig_resolve_discovery, w->cfg.client};
+	bool done = false, unusable = false;
 
 	for (int attempt = 1; attempt <= WEBHOOKCONFIG_ATTEMPTS; attempt++) {
-		json_t *cur = NULL, *desired, *view, *hooks, *body, *resp = NULL;
+		json_t *cur = NULL, *tcur = NULL, *desired, *view, *hooks, *body, *resp = NULL;
 		struct kube_status st = {0};
 		struct gv_err err = {0};
 		const json_t *tmpl;
+		bool create = false;
 		size_t i;
 		const json_t *wh;
 
 		if (kube_request(w->cfg.client, "GET", path, NULL, &cur, &st, &err)) {
-			if (st.http == 404)
-				gv_debug("webhookconfig: %s does not exist", w->name);
-			else
-				gv_warn("webhookconfig: %s", err.msg);
+			if (st.http == 404 && w->cfg.template_name) {
+				/* a configuration of its own: made here */
+				cur = json_pack(
+				    "{s:s, s:s, s:{s:s, s:{s:s}}, s:[]}", "apiVersion",
+				    "admissionregistration.k8s.io/v1", "kind",
+				    "ValidatingWebhookConfiguration", "metadata", "name", w->name,
+				    "labels", "app.kubernetes.io/managed-by", "gavel", "webhooks");
+				create = true;
+			} else {
+				if (st.http == 404)
+					gv_debug("webhookconfig: %s does not exist", w->name);
+				else
+					gv_warn("webhookconfig: %s", err.msg);
+				unusable = st.http == 404;
+				break;
+			}
+		}
+		if (w->cfg.template_name &&
+		    get_config(w, w->cfg.template_name, &tcur, &st, &err) != GV_OK) {
+			gv_warn("webhookconfig: %s: %s", w->cfg.template_name, err.msg);
+			unusable = st.http == 404;
+			json_decref(cur);
 			break;
 		}
-		tmpl = template_of(cur);
+		tmpl = template_of(tcur ? tcur : cur);
 		if (!tmpl) {
 			gv_warn("webhookconfig: %s has no webhook to take the clientConfig from "
 				"(validate-policy.gavel.svc)",
-				w->name);
+				w->cfg.template_name ? w->cfg.template_name : w->name);
+			unusable = true;
+			json_decref(tcur);
 			json_decref(cur);
 			break;
 		}
 		desired = webhookconfig_build(good, data, w->namespace, tmpl, w->cfg.timeout, &r);
+		json_decref(tcur);
 		view = owned_view(cur);
-		if (json_equal(view, desired) ||
-		    (w->last_desired && json_equal(desired, w->last_desired) && w->last_view &&
-		     json_equal(view, w->last_view))) {
+		if (!create && (json_equal(view, desired) ||
+				(w->last_desired && json_equal(desired, w->last_desired) &&
+				 w->last_view && json_equal(view, w->last_view)))) {
 			json_decref(view);
 			json_decref(desired);
 			json_decref(cur);
+			done = true;
 			break;
 		}
 		json_decref(view);
@@ -605,7 +655,9 @@ static void sync_once(struct webhookconfig *w)
 		json_array_extend(hooks, desired);
 		body = json_deep_copy(cur);
 		json_object_set_new(body, "webhooks", hooks);
-		if (!kube_request(w->cfg.client, "PUT", path, body, &resp, &st, &err)) {
+		if (!kube_request(w->cfg.client, create ? "POST" : "PUT", create ? VWC_PATH : path,
+				  body, &resp, &st, &err)) {
+			done = true;
 			gv_info("webhookconfig: %s: %zu generated webhooks written", w->name,
 				json_array_size(desired));
 			json_decref(w->last_desired);
@@ -621,11 +673,26 @@ static void sync_once(struct webhookconfig *w)
 		json_decref(desired);
 		json_decref(cur);
 	}
+	pthread_mutex_lock(&w->mu);
+	w->unusable = unusable;
+	if (done) {
+		size_t i;
+		const json_t *d;
+		json_object_clear(w->covered);
+		json_array_foreach(good, i, d)
+		{
+			char *key = policy_key(d);
+			json_object_set_new(w->covered, key, json_true());
+			free(key);
+		}
+	}
+	pthread_mutex_unlock(&w->mu);
 	json_decref(data);
 	json_decref(good);
 	json_decref(docs);
 	free(path);
 	free(ename);
+	return done;
 }
 
 static void *thread_main(void *ud)
@@ -653,8 +720,10 @@ static void *thread_main(void *ud)
 		gen = snapshot_generation(w->cfg.snapshot);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (gen && gen != pending) {
+			/* from the first change since the last sync: churn does not starve it */
+			if (pending == seen)
+				changed = now;
 			pending = gen;
-			changed = now;
 		}
 		since_change = (now.tv_sec - changed.tv_sec) * 1000 +
 			       (now.tv_nsec - changed.tv_nsec) / 1000000;
@@ -681,18 +750,35 @@ struct webhookconfig *webhookconfig_start(const struct webhookconfig_config *cfg
 	w->name = gv_xstrdup(cfg->name);
 	w->namespace = gv_xstrdup(cfg->namespace && *cfg->namespace ? cfg->namespace : "gavel");
 	w->compiled = json_object();
+	w->covered = json_object();
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	if (pthread_create(&w->thread, NULL, thread_main, w)) {
 		pthread_mutex_destroy(&w->mu);
 		pthread_cond_destroy(&w->cv);
 		json_decref(w->compiled);
+		json_decref(w->covered);
 		free(w->name);
 		free(w->namespace);
 		free(w);
 		return NULL;
 	}
 	return w;
+}
+
+bool webhookconfig_covers(struct webhookconfig *w, const json_t *doc)
+{
+	char *key;
+	bool yes;
+
+	if (!w)
+		return true;
+	key = policy_key(doc);
+	pthread_mutex_lock(&w->mu);
+	yes = w->unusable || json_object_get(w->covered, key) != NULL;
+	pthread_mutex_unlock(&w->mu);
+	free(key);
+	return yes;
 }
 
 void webhookconfig_stop(struct webhookconfig *w)
@@ -707,6 +793,7 @@ void webhookconfig_stop(struct webhookconfig *w)
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->cv);
 	json_decref(w->compiled);
+	json_decref(w->covered);
 	json_decref(w->last_desired);
 	json_decref(w->last_view);
 	free(w->name);

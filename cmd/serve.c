@@ -98,8 +98,9 @@ struct serve_opts {
 	bool split_reports;
 	int log_level;
 	int log_json;
-	int manage_certs;	    /* 1 on, 0 off, -1 default (on in cluster mode) */
-	const char *webhook_config; /* "" = inject nowhere */
+	int manage_certs;		     /* 1 on, 0 off, -1 default (on in cluster mode) */
+	const char *webhook_config;	     /* "" = inject nowhere */
+	const char *resource_webhook_config; /* --resource-webhook-config; "" = webhook_config */
 	const char *tls_secret;
 	const char *service;
 	const char *cert_ips[CERTS_MAX_SANS];
@@ -152,6 +153,10 @@ static void serve_usage(FILE *f)
 	    "  --auto-update-webhooks=BOOL    generate the resource webhooks of --webhook-config\n"
 	    "                        from the policies (default true; false: leave them as\n"
 	    "                        installed)\n"
+	    "  --resource-webhook-config NAME  put the generated webhooks in this configuration\n"
+	    "                        instead (made when missing; their clientConfig is copied\n"
+	    "                        from --webhook-config's validate-policy.gavel.svc), as\n"
+	    "                        Kyverno keeps its resource and policy webhooks apart\n"
 	    "  --threads N           worker threads (default: CPUs gavel may run on)\n"
 	    "  --log-level L         debug, info, warn, error (default info)\n"
 	    "  --log-format F        text or json (default text)\n"
@@ -237,6 +242,9 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 			}
 		} else if (cmd_take(argc, argv, &i, "--webhook-config", NULL, &v, &missing)) {
 			o->webhook_config = v;
+		} else if (cmd_take(argc, argv, &i, "--resource-webhook-config", NULL, &v,
+				    &missing)) {
+			o->resource_webhook_config = v;
 		} else if (cmd_take(argc, argv, &i, "--tls-secret", NULL, &v, &missing)) {
 			if (v && !*v) {
 				fprintf(stderr, "gavel serve: --tls-secret: empty name\n");
@@ -767,6 +775,7 @@ int cmd_serve(int argc, char **argv)
 			       .log_level = GV_LOG_INFO,
 			       .manage_certs = -1,
 			       .webhook_config = DEFAULT_WEBHOOK_CONFIG,
+			       .resource_webhook_config = "",
 			       .tls_secret = DEFAULT_TLS_SECRET,
 			       .service = DEFAULT_SERVICE,
 			       .background = true,
@@ -936,21 +945,27 @@ int cmd_serve(int argc, char **argv)
 			code = fail("background: ", &err);
 			goto out;
 		}
-		pstatus = policystatus_start(&(struct policystatus_config){
-		    .client = client,
-		    .snapshot = snap,
-		    .leader = recon,
-		    .namespace = o.namespace,
-		    .interval = o.scan_interval,
-		});
-		if (o.auto_webhooks && *o.webhook_config)
+		if (o.auto_webhooks && *o.webhook_config) {
+			const char *res = *o.resource_webhook_config ? o.resource_webhook_config
+								     : o.webhook_config;
 			whconf = webhookconfig_start(&(struct webhookconfig_config){
 			    .client = client,
 			    .snapshot = snap,
 			    .leader = recon,
-			    .name = o.webhook_config,
+			    .name = res,
+			    .template_name =
+				strcmp(res, o.webhook_config) ? o.webhook_config : NULL,
 			    .namespace = o.namespace,
 			});
+		}
+		pstatus = policystatus_start(&(struct policystatus_config){
+		    .client = client,
+		    .snapshot = snap,
+		    .leader = recon,
+		    .webhooks = whconf,
+		    .namespace = o.namespace,
+		    .interval = o.scan_interval,
+		});
 	}
 	if (*o.metrics_listen)
 		gv_info(
