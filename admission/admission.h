@@ -99,6 +99,14 @@ struct admission_handler_config {
 	const struct view_roles_source *roles;
 	/* borrowed, may be NULL (no Events): admission_events_emit() of each judged request */
 	struct kube_events *events;
+	/*
+	 * May be NULL (kinds not checked): whether the API server serves a
+	 * kind as a policy writes it ("Pod", "apps/v1/Deployment", "Pod/exec",
+	 * "Foo/<star>"); /validate-policy refuses a policy naming a kind it
+	 * does not serve, as Kyverno does through discovery.
+	 */
+	bool (*kind_known)(void *ud, const char *kind);
+	void *kind_known_ud;
 };
 
 struct admission_handler;

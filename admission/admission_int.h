@@ -122,6 +122,15 @@ void admission_events_emit(struct kube_events *ev, const struct admission_event_
 bool admission_gctx_valid(const json_t *entry, struct gv_err *err);
 
 /*
+ * Whether every kind named in the match and exclude filters of the
+ * policy's rules (any, all, resources) is served, by known(ud, kind);
+ * kinds starting with "*" are not asked. False with err set (pointer at
+ * the kind, Kyverno's message) at the first that is not.
+ */
+bool admission_policy_kinds_known(const json_t *policy, bool (*known)(void *ud, const char *kind),
+				  void *ud, struct gv_err *err);
+
+/*
  * Warnings for what Kyverno accepts but has deprecated: the condition
  * operators In and NotIn ("Operator NotIn has been deprecated and will be
  * removed soon."), once per operator, in any condition under spec.rules.

@@ -26,8 +26,10 @@ struct admission_handler {
 	struct metrics_family *duration;    /* kyverno_admission_review_duration_seconds */
 	struct metrics_family *results;	    /* kyverno_policy_results_total */
 
-	const struct view_roles_source *roles; /* borrowed, or NULL */
-	struct kube_events *events;	       /* borrowed, or NULL */
+	const struct view_roles_source *roles;		/* borrowed, or NULL */
+	struct kube_events *events;			/* borrowed, or NULL */
+	bool (*kind_known)(void *ud, const char *kind); /* or NULL */
+	void *kind_known_ud;
 };
 
 static const char *const request_labels[] = {"resource_kind", "resource_namespace",
@@ -54,6 +56,8 @@ struct admission_handler *admission_handler_new(const struct admission_handler_c
 	h->roles = cfg->roles;
 	h->context = cfg->context;
 	h->events = cfg->events;
+	h->kind_known = cfg->kind_known;
+	h->kind_known_ud = cfg->kind_known_ud;
 	if (cfg->metrics) {
 		h->requests = metrics_counter_new(cfg->metrics, "kyverno_admission_requests_total",
 						  "Admission requests judged by the webhook.",
@@ -562,6 +566,9 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 	if (!strcmp(kind, "ClusterPolicy") || !strcmp(kind, "Policy")) {
 		struct engine_policy *p = engine_policy_compile(rv.object, &err);
 		valid = p != NULL;
+		if (valid && h->kind_known)
+			valid = admission_policy_kinds_known(rv.object, h->kind_known,
+							     h->kind_known_ud, &err);
 		if (valid) {
 			/* mutate/generate/verifyImages: accepted, said once, never a pass */
 			char *note = engine_policy_unsupported_note(p);

@@ -92,7 +92,8 @@ struct hook {
 	const json_t *conditions; /* borrowed: the policy's matchConditions, or NULL */
 };
 
-static void add_filter(struct hook *h, const json_t *res, unsigned exclude,
+/* namespaced: the filter of a namespaced Policy, which sees namespaced resources alone */
+static void add_filter(struct hook *h, const json_t *res, unsigned exclude, bool namespaced,
 		       const struct webhookconfig_resolver *r, json_t *cache)
 {
 	unsigned ops = 0;
@@ -129,11 +130,17 @@ static void add_filter(struct hook *h, const json_t *res, unsigned exclude,
 			const char *g = json_string_value(json_object_get(p, "apiGroup"));
 			const char *ver = json_string_value(json_object_get(p, "apiVersion"));
 			const char *scope = json_string_value(json_object_get(p, "scope"));
-			char *key = gv_xasprintf("%s|%s|%s|%u", g ? g : "", ver ? ver : "",
-						 scope ? scope : "*", ops);
-			json_t *rule = json_object_get(h->rules, key), *set;
+			char *key;
+			if (namespaced && scope && !strcmp(scope, "Cluster"))
+				continue;
+			if (namespaced)
+				scope = "Namespaced";
+			key = gv_xasprintf("%s|%s|%s|%u", g ? g : "", ver ? ver : "",
+					   scope ? scope : "*", ops);
+			json_t *rule, *set;
 			size_t n;
 			const json_t *res_name;
+			rule = json_object_get(h->rules, key);
 			if (!rule) {
 				json_t *opl = json_array();
 				for (size_t k = 0; k < WEBHOOKCONFIG_OPERATIONS_N; k++)
@@ -157,8 +164,8 @@ static void add_filter(struct hook *h, const json_t *res, unsigned exclude,
 	}
 }
 
-static void add_rule(struct hook *h, const json_t *rule, const struct webhookconfig_resolver *r,
-		     json_t *cache)
+static void add_rule(struct hook *h, const json_t *rule, bool namespaced,
+		     const struct webhookconfig_resolver *r, json_t *cache)
 {
 	const json_t *match = json_object_get(rule, "match");
 	unsigned exclude = excluded_ops(rule);
@@ -167,13 +174,59 @@ static void add_rule(struct hook *h, const json_t *rule, const struct webhookcon
 	if (!json_object_get(rule, "validate"))
 		return;
 	if (json_object_get(match, "resources"))
-		add_filter(h, json_object_get(match, "resources"), exclude, r, cache);
+		add_filter(h, json_object_get(match, "resources"), exclude, namespaced, r, cache);
 	for (size_t l = 0; l < GV_ARRAY_LEN(lists); l++) {
 		size_t i;
 		const json_t *f;
 		json_array_foreach(json_object_get(match, lists[l]), i, f)
-		    add_filter(h, json_object_get(f, "resources"), exclude, r, cache);
+		    add_filter(h, json_object_get(f, "resources"), exclude, namespaced, r, cache);
 	}
+}
+
+static const char *first_str(const json_t *rule, const char *key)
+{
+	const char *s = json_string_value(json_array_get(json_object_get(rule, key), 0));
+
+	return s ? s : "";
+}
+
+static int rule_cmp(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	int c = strcmp(first_str(x, "apiGroups"), first_str(y, "apiGroups"));
+	size_t i;
+
+	if (!c)
+		c = strcmp(first_str(x, "apiVersions"), first_str(y, "apiVersions"));
+	if (!c)
+		c = strcmp(json_string_value(json_object_get(x, "scope")),
+			   json_string_value(json_object_get(y, "scope")));
+	for (i = 0; !c && i < WEBHOOKCONFIG_OPERATIONS_N; i++) {
+		const char *ox =
+		    json_string_value(json_array_get(json_object_get(x, "operations"), i));
+		const char *oy =
+		    json_string_value(json_array_get(json_object_get(y, "operations"), i));
+		c = strcmp(ox ? ox : "", oy ? oy : "");
+	}
+	return c;
+}
+
+/* Sorts an array of rules in place (rule_cmp). */
+static void sort_rules(json_t *rules)
+{
+	size_t n = json_array_size(rules), i;
+	json_t **v;
+
+	if (n < 2)
+		return;
+	v = gv_xcalloc(n, sizeof(*v));
+	for (i = 0; i < n; i++)
+		v[i] = json_incref(json_array_get(rules, i));
+	qsort(v, n, sizeof(*v), rule_cmp);
+	json_array_clear(rules);
+	for (i = 0; i < n; i++)
+		json_array_append_new(rules, v[i]);
+	free(v);
 }
 
 static json_t *sorted_keys(const json_t *set)
@@ -266,6 +319,8 @@ json_t *webhookconfig_build(const json_t *docs, const json_t *config_data, const
 		const json_t *mc = json_object_get(json_object_get(spec, "webhookConfiguration"),
 						   "matchConditions");
 		bool fail = fails_closed(doc);
+		const char *dns = json_string_value(json_object_get(md, "namespace"));
+		bool namespaced = dns && *dns;
 		char *hname;
 		struct hook *h = NULL;
 		json_t *autogen;
@@ -302,9 +357,9 @@ json_t *webhookconfig_build(const json_t *docs, const json_t *config_data, const
 				h->timeout = t;
 		}
 		json_array_foreach(json_object_get(spec, "rules"), j, rule)
-		    add_rule(h, rule, r, cache);
+		    add_rule(h, rule, namespaced, r, cache);
 		autogen = engine_autogen_rules(doc);
-		json_array_foreach(autogen, j, rule) add_rule(h, rule, r, cache);
+		json_array_foreach(autogen, j, rule) add_rule(h, rule, namespaced, r, cache);
 		json_decref(autogen);
 		free(hname);
 	}
@@ -316,7 +371,7 @@ json_t *webhookconfig_build(const json_t *docs, const json_t *config_data, const
 		json_t *rules = json_array(), *wh, *conds, *r0;
 		const char *key;
 
-		/* In the order the policies and rules first name them, as Kyverno lists them. */
+		/* Sorted by apiGroup, apiVersion, scope, operations, as Kyverno lists them. */
 		json_object_foreach(h->rules, key, r0)
 		{
 			json_t *rule = json_deep_copy(r0);
@@ -324,6 +379,7 @@ json_t *webhookconfig_build(const json_t *docs, const json_t *config_data, const
 					    sorted_keys(json_object_get(rule, "resources")));
 			json_array_append_new(rules, rule);
 		}
+		sort_rules(rules);
 		if (json_array_size(rules)) {
 			int t = h->timeout < 1 ? 1 : h->timeout > 30 ? 30 : h->timeout;
 			wh = json_object();
@@ -448,9 +504,28 @@ json_t *webhookconfig_resolve_discovery(void *ud, const char *kind)
 	if (kube_discover(c, group, version, k, &res, NULL))
 		goto done;
 	if (sub && !strcmp(sub, "*")) {
+		bool eph = false;
+		size_t i;
+		const json_t *v;
 		resources = subresources(c, &res);
+		/* as for "Pod": ephemeral containers even where discovery hides them */
+		json_array_foreach(resources, i, v) eph |=
+		    !strcmp(json_string_value(v), "pods/ephemeralcontainers");
+		if (!*res.group && !strcmp(res.resource, "pods") && !eph)
+			json_array_append_new(resources, json_string("pods/ephemeralcontainers"));
 	} else if (sub) {
 		char *name = gv_xasprintf("%s/%s", res.resource, sub);
+		json_t *subs = subresources(c, &res);
+		bool served = false;
+		size_t i;
+		const json_t *v;
+		json_array_foreach(subs, i, v) served |= !strcmp(json_string_value(v), name);
+		json_decref(subs);
+		if (!served && strcmp(name, "pods/ephemeralcontainers")) {
+			free(name);
+			kube_resource_release(&res);
+			goto done; /* not a subresource the server lists */
+		}
 		resources = json_pack("[s]", name);
 		free(name);
 	} else {

@@ -26,7 +26,7 @@
  *
  * Rules: for each validate rule (spec.rules and the autogen rules) and each
  * resource filter of its match (any, all, or the legacy form), each kind
- * resolved through discovery: "Pod" -> pods and pods/ephemeralcontainers,
+ * resolved through discovery: "Pod" -> pods and pods/ephemeralcontainers (so "Pod/<star>" too),
  * "apps/v1/Deployment", "Pod/exec" (a subresource), "Pod/<star>" (every
  * subresource the server lists), "<star>" -> all groups, versions and
  * resources plus pods/ephemeralcontainers, "<star>/<star>", "<star>/scale"
@@ -35,8 +35,9 @@
  * `operations`, else CONNECT, CREATE, DELETE, UPDATE, less those of
  * exclude filters that name only operations; sorted. Rules are grouped by
  * apiGroup, apiVersion, operations and scope (Namespaced, Cluster, or "*"
- * for wildcards), in the order policies and rules first name them,
- * resources sorted.
+ * for wildcards; a namespaced Policy's are Namespaced, its cluster-scoped
+ * kinds left out, as it never sees them), sorted by apiGroup, apiVersion,
+ * scope and operations, resources sorted.
  *
  * Selectors: namespaceSelector and objectSelector from the ConfigMap key
  * `webhooks` (Kyverno's: a JSON object, or an array whose first element is

@@ -760,6 +760,16 @@ static void snapshot_written(void *ud, const json_t *object, const json_t *old_o
 	snapshot_expect(ud, object, old_object);
 }
 
+/* Whether the API server serves a kind as a policy names it (the handler's kind_known). */
+static bool kind_served(void *ud, const char *kind)
+{
+	json_t *parts = webhookconfig_resolve_discovery(ud, kind);
+	bool yes = parts != NULL;
+
+	json_decref(parts);
+	return yes;
+}
+
 /* The handler's emit callback: its audit results go to the report writer's queue. */
 static void queue_emit(void *ud, struct view_audit_item *item)
 {
@@ -898,6 +908,10 @@ int cmd_serve(int argc, char **argv)
 		hc.roles = rbac ? rbac_cache_source(rbac) : NULL;
 		hc.context = ctxl ? context_loader_source(ctxl) : NULL;
 		hc.events = events;
+		if (client) {
+			hc.kind_known = kind_served;
+			hc.kind_known_ud = client;
+		}
 		handler = admission_handler_new(&hc);
 		if (events)
 			events_dropped =

@@ -1080,6 +1080,39 @@ static void expect_policy_answer(struct fixture *f, const char *op, const char *
  * /validate-policy compiles PolicyExceptions too (engine_exception_compile)
  * and denies a malformed one with "<JSON pointer>: <reason>".
  */
+static bool fake_known(void *ud, const char *kind)
+{
+	(void)ud;
+	return !strcmp(kind, "Pod") || !strcmp(kind, "Pod/exec") || !strcmp(kind, "ConfigMap");
+}
+
+static void test_policy_kinds_known(void **state)
+{
+	static const char *const cases[][2] = {
+	    {"{\"any\":[{\"resources\":{\"kinds\":[\"Pod\",\"Pod/exec\",\"*\"]}}]}", NULL},
+	    {"{\"resources\":{\"kinds\":[\"ConfigMap\",\"Foo\"]}}",
+	     "/spec/rules/0/match/resources/kinds/1"},
+	    {"{\"all\":[{\"resources\":{\"kinds\":[\"Pod\"]}},{\"resources\":{\"kinds\":"
+	     "[\"Pod/foo\"]}}]}",
+	     "/spec/rules/0/match/all/1/resources/kinds/0"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *text = gv_xasprintf("{\"spec\":{\"rules\":[{\"name\":\"r\",\"match\":%s}]}}",
+					  cases[i][0]);
+		json_t *doc = json_loads(text, 0, NULL);
+		struct gv_err err = {0};
+		bool ok = admission_policy_kinds_known(doc, fake_known, NULL, &err);
+		assert_int_equal(ok, cases[i][1] == NULL);
+		if (cases[i][1]) {
+			assert_string_equal(err.pointer, cases[i][1]);
+			assert_non_null(strstr(err.msg, "unable to convert GVK to GVR for kinds"));
+		}
+		json_decref(doc);
+		free(text);
+	}
+}
+
 static void test_validate_policy_exception(void **state)
 {
 	static const char good[] =
@@ -1534,6 +1567,7 @@ int main(void)
 	    cmocka_unit_test(test_roles_and_cluster_roles),
 	    cmocka_unit_test(test_validate_policy),
 	    cmocka_unit_test(test_validate_policy_exception),
+	    cmocka_unit_test(test_policy_kinds_known),
 	    cmocka_unit_test(test_warnings_limits),
 	    cmocka_unit_test(test_yaml_scalars),
 	    cmocka_unit_test(test_yaml_key_order),
