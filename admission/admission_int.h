@@ -122,10 +122,13 @@ void admission_events_emit(struct kube_events *ev, const struct admission_event_
 bool admission_gctx_valid(const json_t *entry, struct gv_err *err);
 
 /*
- * Whether every kind named in the match and exclude filters of the
- * policy's rules (any, all, resources) is served, by known(ud, kind);
- * kinds starting with "*" are not asked. False with err set (pointer at
- * the kind, Kyverno's message) at the first that is not.
+ * Whether each rule of the policy can match something: some kind named in
+ * its match filters (any, all, resources) is served, by known(ud, kind), or
+ * is a wildcard ("*..."). A rule naming only kinds the server does not
+ * serve (Foo, Pod/foo, v2/Pod, Scale) is refused, as Kyverno refuses it
+ * through discovery; one naming a served kind too is accepted (a CRD
+ * installed later). False with err set (pointer at the first kind not
+ * served, Kyverno's message).
  */
 bool admission_policy_kinds_known(const json_t *policy, bool (*known)(void *ud, const char *kind),
 				  void *ud, struct gv_err *err);

@@ -37,8 +37,14 @@ bool admission_gctx_valid(const json_t *entry, struct gv_err *err)
 	return true;
 }
 
-static bool filter_known(const json_t *filter, const char *at,
-			 bool (*known)(void *ud, const char *kind), void *ud, struct gv_err *err)
+/*
+ * Looks at the kinds of a filter: *any set when one is served (or a
+ * wildcard); the pointer of the first one not served into first (when
+ * still empty).
+ */
+static void filter_kinds(const json_t *filter, const char *at,
+			 bool (*known)(void *ud, const char *kind), void *ud, bool *any,
+			 char *first, size_t cap, const char **first_kind)
 {
 	const json_t *kinds = json_object_get(json_object_get(filter, "resources"), "kinds"), *k;
 	size_t i;
@@ -46,44 +52,47 @@ static bool filter_known(const json_t *filter, const char *at,
 	json_array_foreach(kinds, i, k)
 	{
 		const char *kind = json_string_value(k);
-		char ptr[160];
-		if (!kind || kind[0] == '*' || known(ud, kind))
+		if (!kind)
 			continue;
-		snprintf(ptr, sizeof(ptr), "%s/resources/kinds/%zu", at, i);
-		gv_err_setp(err, GV_EINVAL, ptr,
-			    "unable to convert GVK to GVR for kinds %s: the API server does not "
-			    "serve it",
-			    kind);
-		return false;
+		if (kind[0] == '*' || known(ud, kind)) {
+			*any = true;
+		} else if (!*first) {
+			snprintf(first, cap, "%s/resources/kinds/%zu", at, i);
+			*first_kind = kind;
+		}
 	}
-	return true;
 }
 
 bool admission_policy_kinds_known(const json_t *policy, bool (*known)(void *ud, const char *kind),
 				  void *ud, struct gv_err *err)
 {
-	static const char *const blocks[] = {"match", "exclude"};
 	static const char *const lists[] = {"any", "all"};
 	const json_t *rules = json_object_get(json_object_get(policy, "spec"), "rules"), *rule;
 	size_t i, j;
 
 	json_array_foreach(rules, i, rule)
 	{
-		for (size_t b = 0; b < GV_ARRAY_LEN(blocks); b++) {
-			const json_t *m = json_object_get(rule, blocks[b]), *f;
-			char at[96];
-			snprintf(at, sizeof(at), "/spec/rules/%zu/%s", i, blocks[b]);
-			if (!filter_known(m, at, known, ud, err))
-				return false;
-			for (size_t l = 0; l < GV_ARRAY_LEN(lists); l++) {
-				json_array_foreach(json_object_get(m, lists[l]), j, f)
-				{
-					snprintf(at, sizeof(at), "/spec/rules/%zu/%s/%s/%zu", i,
-						 blocks[b], lists[l], j);
-					if (!filter_known(f, at, known, ud, err))
-						return false;
-				}
+		const json_t *m = json_object_get(rule, "match"), *f;
+		char at[96], first[160] = "";
+		const char *first_kind = NULL;
+		bool any = false;
+		snprintf(at, sizeof(at), "/spec/rules/%zu/match", i);
+		filter_kinds(m, at, known, ud, &any, first, sizeof(first), &first_kind);
+		for (size_t l = 0; l < GV_ARRAY_LEN(lists); l++) {
+			json_array_foreach(json_object_get(m, lists[l]), j, f)
+			{
+				snprintf(at, sizeof(at), "/spec/rules/%zu/match/%s/%zu", i,
+					 lists[l], j);
+				filter_kinds(f, at, known, ud, &any, first, sizeof(first),
+					     &first_kind);
 			}
+		}
+		if (!any && first_kind) {
+			gv_err_setp(err, GV_EINVAL, first,
+				    "unable to convert GVK to GVR for kinds %s: the API server "
+				    "does not serve it",
+				    first_kind);
+			return false;
 		}
 	}
 	return true;

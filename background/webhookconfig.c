@@ -211,6 +211,46 @@ static int rule_cmp(const void *a, const void *b)
 	return c;
 }
 
+/*
+ * Drops from a Namespaced or Cluster rule the resources a "*"-scoped rule of
+ * the same apiGroup, apiVersion and operations has (it covers every scope),
+ * and the rule when nothing is left: a Policy and a ClusterPolicy on one
+ * kind make one rule, as Kyverno writes it.
+ */
+static void absorb_scoped(json_t *rules)
+{
+	for (size_t i = 0; i < json_array_size(rules);) {
+		json_t *r = json_array_get(rules, i), *res = json_object_get(r, "resources");
+		bool emptied = false;
+		for (size_t k = 0; k < json_array_size(rules) && !emptied; k++) {
+			const json_t *w = json_array_get(rules, k);
+			const json_t *wres = json_object_get(w, "resources");
+			if (k == i || strcmp(json_string_value(json_object_get(w, "scope")), "*") ||
+			    !strcmp(json_string_value(json_object_get(r, "scope")), "*") ||
+			    strcmp(first_str(w, "apiGroups"), first_str(r, "apiGroups")) ||
+			    strcmp(first_str(w, "apiVersions"), first_str(r, "apiVersions")) ||
+			    !json_equal(json_object_get(w, "operations"),
+					json_object_get(r, "operations")))
+				continue;
+			for (size_t n = 0; n < json_array_size(res);) {
+				bool covered = false;
+				for (size_t m = 0; m < json_array_size(wres) && !covered; m++)
+					covered = json_equal(json_array_get(res, n),
+							     json_array_get(wres, m));
+				if (covered)
+					json_array_remove(res, n);
+				else
+					n++;
+			}
+			emptied = !json_array_size(res);
+		}
+		if (emptied)
+			json_array_remove(rules, i);
+		else
+			i++;
+	}
+}
+
 /* Sorts an array of rules in place (rule_cmp). */
 static void sort_rules(json_t *rules)
 {
@@ -379,6 +419,7 @@ json_t *webhookconfig_build(const json_t *docs, const json_t *config_data, const
 					    sorted_keys(json_object_get(rule, "resources")));
 			json_array_append_new(rules, rule);
 		}
+		absorb_scoped(rules);
 		sort_rules(rules);
 		if (json_array_size(rules)) {
 			int t = h->timeout < 1 ? 1 : h->timeout > 30 ? 30 : h->timeout;

@@ -36,8 +36,9 @@
  * exclude filters that name only operations; sorted. Rules are grouped by
  * apiGroup, apiVersion, operations and scope (Namespaced, Cluster, or "*"
  * for wildcards; a namespaced Policy's are Namespaced, its cluster-scoped
- * kinds left out, as it never sees them), sorted by apiGroup, apiVersion,
- * scope and operations, resources sorted.
+ * kinds left out, as it never sees them; resources a "*" rule of the same
+ * group, version and operations has are left out of the others), sorted by
+ * apiGroup, apiVersion, scope and operations, resources sorted.
  *
  * Selectors: namespaceSelector and objectSelector from the ConfigMap key
  * `webhooks` (Kyverno's: a JSON object, or an array whose first element is

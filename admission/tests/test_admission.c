@@ -1090,11 +1090,12 @@ static void test_policy_kinds_known(void **state)
 {
 	static const char *const cases[][2] = {
 	    {"{\"any\":[{\"resources\":{\"kinds\":[\"Pod\",\"Pod/exec\",\"*\"]}}]}", NULL},
-	    {"{\"resources\":{\"kinds\":[\"ConfigMap\",\"Foo\"]}}",
-	     "/spec/rules/0/match/resources/kinds/1"},
-	    {"{\"all\":[{\"resources\":{\"kinds\":[\"Pod\"]}},{\"resources\":{\"kinds\":"
+	    {"{\"resources\":{\"kinds\":[\"ConfigMap\",\"Foo\"]}}", NULL},
+	    {"{\"resources\":{\"kinds\":[\"Bar\",\"Foo\"]}}",
+	     "/spec/rules/0/match/resources/kinds/0"},
+	    {"{\"all\":[{\"resources\":{\"kinds\":[\"Pod/x\"]}},{\"resources\":{\"kinds\":"
 	     "[\"Pod/foo\"]}}]}",
-	     "/spec/rules/0/match/all/1/resources/kinds/0"},
+	     "/spec/rules/0/match/all/0/resources/kinds/0"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
