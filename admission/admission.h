@@ -54,13 +54,15 @@ struct admission_source {
 	 * of a kyverno.io policy or PolicyException that is not a dry run
 	 * (object borrowed; old_object borrowed, NULL for a CREATE).
 	 * acquire_fresh(): as acquire(), but the state holds the writes
-	 * reported to written() first (waiting a bounded time for the source
-	 * to see them); used for requests on other kinds than kyverno.io's,
-	 * so that a resource created right after its PolicyException is
-	 * judged with it.
+	 * reported to written() first, and the labels of `namespace` (the
+	 * request's; NULL or "" = none) when the source has not seen that
+	 * namespace yet, waiting a bounded time for the source to see them;
+	 * used for requests on other kinds than kyverno.io's and Namespace,
+	 * so that a resource created right after its PolicyException, or in
+	 * a namespace just created, is judged with it.
 	 */
 	void (*written)(void *ud, const json_t *object, const json_t *old_object);
-	struct view_state *(*acquire_fresh)(void *ud);
+	struct view_state *(*acquire_fresh)(void *ud, const char *namespace);
 };
 
 /* A source that always answers the same state (standalone mode, tests). */

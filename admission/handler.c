@@ -493,9 +493,13 @@ void admission_handle_only(struct admission_handler *h, const char *body, size_t
 	memset(out, 0, sizeof(*out));
 	if (!decode(body, len, &rv, out))
 		goto out;
-	/* kyverno.io writes never wait: the write awaited may be this one */
-	if (h->source->acquire_fresh && strcmp(rv.group, "kyverno.io"))
-		state = h->source->acquire_fresh(h->source->ud);
+	/*
+	 * kyverno.io writes never wait (the write awaited may be this one), nor
+	 * a Namespace's (its request names the namespace it creates)
+	 */
+	if (h->source->acquire_fresh && strcmp(rv.group, "kyverno.io") &&
+	    (*rv.group || strcmp(rv.kind, "Namespace")))
+		state = h->source->acquire_fresh(h->source->ud, rv.namespace);
 	else
 		state = h->source->acquire(h->source->ud);
 	if (!state) {

@@ -71,6 +71,8 @@ struct snapshot {
 	json_t *policy_docs;	  /* owned: ClusterPolicies then Policies as listed */
 	uint64_t generation;
 	pthread_cond_t published; /* broadcast when a state is published */
+	json_t *namespaces_pub;	  /* owned: the namespace labels of state */
+	unsigned waiters;	  /* requests waiting in snapshot_state_fresh */
 	struct expect *expects;	  /* awaited writes */
 	size_t nexpects;
 	pthread_t thread;
@@ -550,6 +552,8 @@ static void rebuild(struct snapshot *s)
 	s->state = st;
 	json_decref(s->exceptions_pub);
 	s->exceptions_pub = json_incref(s->exceptions);
+	json_decref(s->namespaces_pub);
+	s->namespaces_pub = json_incref(s->namespaces);
 	if (data) {
 		json_decref(s->config_data);
 		s->config_data = data;
@@ -614,7 +618,7 @@ static void *rebuild_thread(void *ud)
 		 * a request waits for an admitted write.
 		 */
 		deadline_in(&ts, SNAPSHOT_SETTLE_MS);
-		while (!s->stop && !s->nexpects &&
+		while (!s->stop && !s->nexpects && !s->waiters &&
 		       pthread_cond_timedwait(&s->cv, &s->mu, &ts) != ETIMEDOUT)
 			;
 		if (s->stop)
@@ -652,6 +656,7 @@ static void snapshot_free(struct snapshot *s)
 	json_decref(s->namespaces);
 	json_decref(s->exceptions);
 	json_decref(s->exceptions_pub);
+	json_decref(s->namespaces_pub);
 	view_config_unref(s->config);
 	cache_release(&s->cache);
 	json_decref(s->logged_exceptions);
@@ -789,23 +794,32 @@ void snapshot_expect(struct snapshot *s, const json_t *object, const json_t *old
 	pthread_mutex_unlock(&s->mu);
 }
 
-struct view_state *snapshot_state_fresh(struct snapshot *s, long max_ms)
+struct view_state *snapshot_state_fresh(struct snapshot *s, long max_ms, const char *namespace)
 {
-	struct timespec limit, now, until;
+	struct timespec limit, ns_limit, now, until;
 	struct view_state *st;
+	bool ns_wait = namespace && *namespace;
 
 	deadline_in(&limit, max_ms);
+	deadline_in(&ns_limit, max_ms < SNAPSHOT_NAMESPACE_MS ? max_ms : SNAPSHOT_NAMESPACE_MS);
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
+		bool ns_missing;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		expects_expire(s, &now);
-		if (!s->nexpects || s->stop || !ts_before(&now, &limit))
+		ns_missing = ns_wait && s->namespaces_pub &&
+			     !json_object_get(s->namespaces_pub, namespace) &&
+			     ts_before(&now, &ns_limit);
+		if ((!s->nexpects && !ns_missing) || s->stop || !ts_before(&now, &limit))
 			break;
-		until = limit;
+		until = ns_missing ? ns_limit : limit;
 		for (size_t i = 0; i < s->nexpects; i++)
 			if (ts_before(&s->expects[i].deadline, &until))
 				until = s->expects[i].deadline;
+		s->waiters++;
+		pthread_cond_signal(&s->cv); /* a build settling goes ahead */
 		pthread_cond_timedwait(&s->published, &s->mu, &until);
+		s->waiters--;
 	}
 	st = view_state_ref(s->state);
 	pthread_mutex_unlock(&s->mu);

@@ -35,6 +35,7 @@
 #define SNAPSHOT_SETTLE_MS    100
 #define SNAPSHOT_REDISCOVER_S 30
 #define SNAPSHOT_EXPECT_MS    2000
+#define SNAPSHOT_NAMESPACE_MS 1000
 
 struct snapshot_config {
 	struct kube_client *client; /* borrowed; must outlive the snapshot */
@@ -81,10 +82,13 @@ struct view_state *snapshot_state(struct snapshot *s);
  * changes are built at once rather than after SNAPSHOT_SETTLE_MS.
  *
  * snapshot_state_fresh: snapshot_state() once no write is awaited (or
- * those awaited expired), waiting at most max_ms milliseconds.
+ * those awaited expired) and, when namespace is not NULL or "", once the
+ * state has that namespace's labels (a request in a namespace just
+ * created: at most SNAPSHOT_NAMESPACE_MS); waiting at most max_ms
+ * milliseconds in all.
  */
 void snapshot_expect(struct snapshot *s, const json_t *object, const json_t *old_object);
-struct view_state *snapshot_state_fresh(struct snapshot *s, long max_ms);
+struct view_state *snapshot_state_fresh(struct snapshot *s, long max_ms, const char *namespace);
 
 /*
  * snapshot_state() and, taken together with it, the PolicyException

@@ -750,9 +750,9 @@ static struct view_state *snapshot_acquire(void *ud)
 /* How long a resource request waits for a policy write gavel just admitted. */
 #define FRESH_WAIT_MS 2000
 
-static struct view_state *snapshot_acquire_fresh(void *ud)
+static struct view_state *snapshot_acquire_fresh(void *ud, const char *namespace)
 {
-	return snapshot_state_fresh(ud, FRESH_WAIT_MS);
+	return snapshot_state_fresh(ud, FRESH_WAIT_MS, namespace);
 }
 
 static void snapshot_written(void *ud, const json_t *object, const json_t *old_object)
