@@ -766,6 +766,12 @@ static bool kind_served(void *ud, const char *kind)
 	json_t *parts = webhookconfig_resolve_discovery(ud, kind);
 	bool yes = parts != NULL;
 
+	if (!yes) { /* a CRD installed a moment ago: ask the server again */
+		kube_discovery_invalidate(ud);
+		parts = webhookconfig_resolve_discovery(ud, kind);
+		yes = parts != NULL;
+	}
+
 	json_decref(parts);
 	return yes;
 }
