@@ -760,13 +760,22 @@ static void snapshot_written(void *ud, const json_t *object, const json_t *old_o
 	snapshot_expect(ud, object, old_object);
 }
 
+#define KIND_RETRIES  4
+#define KIND_RETRY_NS 500000000L
+
 /* Whether the API server serves a kind as a policy names it (the handler's kind_known). */
 static bool kind_served(void *ud, const char *kind)
 {
 	json_t *parts = webhookconfig_resolve_discovery(ud, kind);
 	bool yes = parts != NULL;
 
-	if (!yes) { /* a CRD installed a moment ago: ask the server again */
+	/*
+	 * A CRD installed a moment ago: ask the server again, a few times (its
+	 * group may reach discovery a little after the CRD is Established).
+	 */
+	for (int i = 0; !yes && i < KIND_RETRIES; i++) {
+		if (i)
+			nanosleep(&(struct timespec){0, KIND_RETRY_NS}, NULL);
 		kube_discovery_invalidate(ud);
 		parts = webhookconfig_resolve_discovery(ud, kind);
 		yes = parts != NULL;
