@@ -49,6 +49,20 @@
 struct admission_source {
 	struct view_state *(*acquire)(void *ud);
 	void *ud;
+	/*
+	 * Optional (NULL = none). written(): /validate-policy admitted a write
+	 * of a kyverno.io policy or PolicyException that is not a dry run
+	 * (object borrowed; old_object borrowed, NULL for a CREATE).
+	 * acquire_fresh(): as acquire(), but the state holds the writes
+	 * reported to written() first, and the labels of `namespace` (the
+	 * request's; NULL or "" = none) when the source has not seen that
+	 * namespace yet, waiting a bounded time for the source to see them;
+	 * used for requests on other kinds than kyverno.io's and Namespace,
+	 * so that a resource created right after its PolicyException, or in
+	 * a namespace just created, is judged with it.
+	 */
+	void (*written)(void *ud, const json_t *object, const json_t *old_object);
+	struct view_state *(*acquire_fresh)(void *ud, const char *namespace);
 };
 
 /* A source that always answers the same state (standalone mode, tests). */
@@ -87,6 +101,14 @@ struct admission_handler_config {
 	const struct view_roles_source *roles;
 	/* borrowed, may be NULL (no Events): admission_events_emit() of each judged request */
 	struct kube_events *events;
+	/*
+	 * May be NULL (kinds not checked): whether the API server serves a
+	 * kind as a policy writes it ("Pod", "apps/v1/Deployment", "Pod/exec",
+	 * "Foo/<star>"); /validate-policy refuses a policy naming a kind it
+	 * does not serve, as Kyverno does through discovery.
+	 */
+	bool (*kind_known)(void *ud, const char *kind);
+	void *kind_known_ud;
 };
 
 struct admission_handler;
@@ -161,9 +183,13 @@ void admission_handle_only(struct admission_handler *h, const char *body, size_t
  * ClusterPolicy or Policy, or a kyverno.io/v2, v2beta1 or v2alpha1
  * PolicyException. A policy that does not compile is denied (403) with
  * engine_policy_compile()'s message (e.g. the background/userInfo message
- * of kyverno-semantics.md section 7.1); an exception that does not compile,
- * or of another kyverno.io version, with "<JSON pointer>: <reason>".
- * Allowed otherwise, and for DELETE and other kinds. Malformed reviews: 400.
+ * of kyverno-semantics.md section 7.1; errors inside podSecurity with
+ * Kyverno's field path in front); an exception that does not compile, or
+ * of another kyverno.io version, and a GlobalContextEntry Kyverno refuses
+ * (admission_gctx_valid), with "<field path>: <reason>" (Kyverno's path:
+ * "spec.podSecurity[0].values"). An allowed policy may carry warnings
+ * (unsupported rule kinds, deprecated operators). Allowed otherwise, and
+ * for DELETE and other kinds. Malformed reviews: 400.
  */
 void admission_handle_policy(struct admission_handler *h, const char *body, size_t len,
 			     struct admission_reply *out);

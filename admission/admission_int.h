@@ -157,4 +157,41 @@ struct admission_event_request {
 void admission_events_emit(struct kube_events *ev, const struct admission_event_request *rq,
 			   const struct engine_report *rep, int only);
 
+/* ---- policycheck.c: /validate-policy warnings and messages ---- */
+
+/*
+ * A kyverno.io GlobalContextEntry as Kyverno's policy webhook checks it:
+ * exactly one of spec.kubernetesResource and spec.apiCall; an apiCall with
+ * method GET carries no data. False with err set (pointer, message).
+ */
+bool admission_gctx_valid(const json_t *entry, struct gv_err *err);
+
+/*
+ * Whether each rule of the policy can match something: some kind named in
+ * its match filters (any, all, resources) is served, by known(ud, kind), or
+ * is a wildcard ("*..."). A rule naming only kinds the server does not
+ * serve (Foo, Pod/foo, v2/Pod, Scale) is refused, as Kyverno refuses it
+ * through discovery; one naming a served kind too is accepted (a CRD
+ * installed later). False with err set (pointer at the first kind not
+ * served, Kyverno's message).
+ */
+bool admission_policy_kinds_known(const json_t *policy, bool (*known)(void *ud, const char *kind),
+				  void *ud, struct gv_err *err);
+
+/*
+ * Warnings for what Kyverno accepts but has deprecated: the condition
+ * operators In and NotIn ("Operator NotIn has been deprecated and will be
+ * removed soon."), once per operator, in any condition under spec.rules.
+ */
+void admission_policy_deprecations(const json_t *policy, struct admission_warnings *w);
+
+/*
+ * The field path Kyverno's policy validation writes for a JSON pointer
+ * into the object: "/spec/podSecurity/0/values" -> "spec.podSecurity[0].values";
+ * a validate rule's podSecurity is under the rule itself in Kyverno's paths
+ * ("/spec/rules/0/validate/podSecurity/exclude/0/values" ->
+ * "spec.rules[0].podSecurity.exclude[0].values"). Appended to out.
+ */
+void admission_field_path(struct gv_buf *out, const char *pointer);
+
 #endif

@@ -26,8 +26,10 @@ struct admission_handler {
 	struct metrics_family *duration;    /* kyverno_admission_review_duration_seconds */
 	struct metrics_family *results;	    /* kyverno_policy_results_total */
 
-	const struct view_roles_source *roles; /* borrowed, or NULL */
-	struct kube_events *events;	       /* borrowed, or NULL */
+	const struct view_roles_source *roles;		/* borrowed, or NULL */
+	struct kube_events *events;			/* borrowed, or NULL */
+	bool (*kind_known)(void *ud, const char *kind); /* or NULL */
+	void *kind_known_ud;
 };
 
 static const char *const request_labels[] = {"resource_kind", "resource_namespace",
@@ -54,6 +56,8 @@ struct admission_handler *admission_handler_new(const struct admission_handler_c
 	h->roles = cfg->roles;
 	h->context = cfg->context;
 	h->events = cfg->events;
+	h->kind_known = cfg->kind_known;
+	h->kind_known_ud = cfg->kind_known_ud;
 	if (cfg->metrics) {
 		h->requests = metrics_counter_new(cfg->metrics, "kyverno_admission_requests_total",
 						  "Admission requests judged by the webhook.",
@@ -530,7 +534,15 @@ void admission_handle_only(struct admission_handler *h, const char *body, size_t
 	memset(out, 0, sizeof(*out));
 	if (!decode(body, len, &rv, out))
 		goto out;
-	state = h->source->acquire(h->source->ud);
+	/*
+	 * kyverno.io writes never wait (the write awaited may be this one), nor
+	 * a Namespace's (its request names the namespace it creates)
+	 */
+	if (h->source->acquire_fresh && strcmp(rv.group, "kyverno.io") &&
+	    (*rv.group || strcmp(rv.kind, "Namespace")))
+		state = h->source->acquire_fresh(h->source->ud, rv.namespace);
+	else
+		state = h->source->acquire(h->source->ud);
 	if (!state) {
 		reply_text(out, 503, "not ready: no policy snapshot loaded yet");
 		goto out;
@@ -587,7 +599,6 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 	bool valid = true;
 	struct admission_warnings w = {0};
 
-	(void)h;
 	memset(out, 0, sizeof(*out));
 	if (!decode(body, len, &rv, out))
 		goto out;
@@ -600,16 +611,22 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 	if (!strcmp(kind, "ClusterPolicy") || !strcmp(kind, "Policy")) {
 		struct engine_policy *p = engine_policy_compile(rv.object, &err);
 		valid = p != NULL;
-		if (p) {
+		if (valid && h->kind_known)
+			valid = admission_policy_kinds_known(rv.object, h->kind_known,
+							     h->kind_known_ud, &err);
+		if (valid) {
 			/* mutate/generate/verifyImages: accepted, said once, never a pass */
 			char *note = engine_policy_unsupported_note(p);
 			if (note)
 				admission_warnings_add(&w, note);
 			free(note);
+			admission_policy_deprecations(rv.object, &w);
 		}
 		engine_policy_unref(p);
 	} else if (!strcmp(kind, "PolicyException") && api && !strncmp(api, "kyverno.io/", 11)) {
 		valid = exception_valid(rv.object, &err);
+	} else if (!strcmp(kind, "GlobalContextEntry") && api && !strncmp(api, "kyverno.io/", 11)) {
+		valid = admission_gctx_valid(rv.object, &err);
 	} else if (api && !strncmp(api, "policies.kyverno.io/", 20)) {
 		valid = admission_vpol_valid(rv.object, &err);
 		if (!valid) {
@@ -624,7 +641,9 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 	}
 	if (valid) {
 		reply_allowed(out, &rv, &w);
-	} else if (strcmp(kind, "PolicyException")) {
+		if (h->source->written && !rv.dry_run)
+			h->source->written(h->source->ud, rv.object, rv.old_object);
+	} else if (strcmp(kind, "PolicyException") && strcmp(kind, "GlobalContextEntry")) {
 		/*
 		 * policies: the engine's message as is; a value outside a CRD enum
 		 * or of the wrong type gets the field path in front, as the API
@@ -639,13 +658,25 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 			gv_buf_addf(&m, ": %s", err.msg);
 			reply_denied(out, &rv, gv_buf_str(&m));
 			gv_buf_release(&m);
+		} else if (strstr(err.pointer, "/podSecurity")) {
+			/* Kyverno's field path in front:
+			 * spec.rules[0].podSecurity.exclude[0].values */
+			struct gv_buf m = {0};
+			admission_field_path(&m, err.pointer);
+			gv_buf_addf(&m, ": %s", err.msg);
+			reply_denied(out, &rv, gv_buf_str(&m));
+			gv_buf_release(&m);
 		} else {
 			reply_denied(out, &rv, err.msg);
 		}
 	} else {
-		/* "<JSON pointer>: <reason>", the pointer into the submitted object */
-		char msg[sizeof(err.pointer) + sizeof(err.msg) + 4];
-		reply_denied(out, &rv, gv_err_str(&err, msg, sizeof(msg)));
+		/* "<field path>: <reason>", the path into the submitted object as Kyverno writes it
+		 */
+		struct gv_buf m = {0};
+		admission_field_path(&m, err.pointer);
+		gv_buf_addf(&m, "%s%s", m.len ? ": " : "", err.msg);
+		reply_denied(out, &rv, gv_buf_str(&m));
+		gv_buf_release(&m);
 	}
 	out->evaluated = true;
 	gv_debug("admission: policy %s %s %s/%s: %s", rv.uid, rv.operation, kind, rv.name,

@@ -150,6 +150,7 @@ struct policystatus {
 	json_t *written;  /* key -> the resourceVersion a write replaced (informer lag) */
 	json_t *state;	  /* the scan state ConfigMap's data */
 	uint64_t seen_generation;
+	bool waiting; /* some policy waits for its webhooks: pass again next period */
 	time_t refreshed;
 };
 
@@ -357,6 +358,13 @@ static void pass(struct policystatus *ps, bool refresh)
 			free(key); /* our write is not in the informer yet */
 			continue;
 		}
+		if (!error &&
+		    !json_is_false(json_object_get(json_object_get(doc, "spec"), "admission")) &&
+		    !webhookconfig_covers(ps->cfg.webhooks, doc)) {
+			ps->waiting = true; /* its webhooks are not registered yet */
+			free(key);
+			continue;
+		}
 		json_object_del(ps->written, key);
 		scan_info(ps, doc, entry, &global, now, &sched, &scan);
 		want = policystatus_build(doc, error, &scan, json_object_get(doc, "status"), now);
@@ -403,10 +411,11 @@ static void *thread_main(void *ud)
 		if (ps->cfg.leader && !reconciler_leading(ps->cfg.leader)) {
 			json_object_clear(ps->written);
 			ps->seen_generation = 0;
-		} else if (gen && (gen != ps->seen_generation ||
+		} else if (gen && (gen != ps->seen_generation || ps->waiting ||
 				   now - ps->refreshed >= POLICYSTATUS_REFRESH_S)) {
 			bool refresh = now - ps->refreshed >= POLICYSTATUS_REFRESH_S;
 			ps->seen_generation = gen;
+			ps->waiting = false;
 			pass(ps, refresh);
 		}
 		pthread_mutex_lock(&ps->mu);

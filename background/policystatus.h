@@ -40,6 +40,7 @@
 
 #include "background/reconciler.h"
 #include "background/snapshot.h"
+#include "background/webhookconfig.h"
 #include "common/gv.h"
 #include "kube/kube.h"
 
@@ -76,9 +77,15 @@ struct policystatus_config {
 	struct kube_client *client;	 /* borrowed, required */
 	struct snapshot *snapshot;	 /* borrowed, required */
 	const struct reconciler *leader; /* borrowed; NULL = this replica always writes */
-	const char *namespace;		 /* gavel's (scan state ConfigMap); NULL = "gavel" */
-	const char *interval;		 /* --background-scan-interval; NULL = 1h */
-	long period_ms;			 /* 0 = POLICYSTATUS_PERIOD_MS */
+	/*
+	 * borrowed, may be NULL: the generated webhooks; a compiled policy
+	 * with spec.admission not false is written Ready only once they
+	 * cover it (webhookconfig_covers), as Kyverno does
+	 */
+	struct webhookconfig *webhooks;
+	const char *namespace; /* gavel's (scan state ConfigMap); NULL = "gavel" */
+	const char *interval;  /* --background-scan-interval; NULL = 1h */
+	long period_ms;	       /* 0 = POLICYSTATUS_PERIOD_MS */
 };
 
 struct policystatus;

@@ -47,6 +47,15 @@ struct cache {
 	size_t n;
 };
 
+/* A write /validate-policy admitted, awaited in the published state (snapshot_expect). */
+struct expect {
+	bool exception; /* a PolicyException; else a ClusterPolicy or Policy */
+	char *ns, *name;
+	char *uid;    /* NULL: any */
+	char *old_rv; /* NULL for a CREATE */
+	struct timespec deadline;
+};
+
 struct snapshot {
 	struct kube_client *client; /* borrowed */
 	char *namespace, *configmap;
@@ -63,6 +72,11 @@ struct snapshot {
 	json_t *exceptions_pub;	  /* owned: the exception documents of state's policy set */
 	json_t *policy_docs;	  /* owned: ClusterPolicies then Policies as listed */
 	uint64_t generation;
+	pthread_cond_t published; /* broadcast when a state is published */
+	json_t *namespaces_pub;	  /* owned: the namespace labels of state */
+	unsigned waiters;	  /* requests waiting in snapshot_state_fresh */
+	struct expect *expects;	  /* awaited writes */
+	size_t nexpects;
 	pthread_t thread;
 
 	/* Owned by the rebuild thread: */
@@ -463,6 +477,71 @@ static void add_docs(json_t *out, struct watch *w, const char *kind)
 	json_decref(v);
 }
 
+/* ---- awaited writes (s->mu held) ---- */
+
+static void expect_release(struct expect *e)
+{
+	free(e->ns);
+	free(e->name);
+	free(e->uid);
+	free(e->old_rv);
+}
+
+static bool ts_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+static void expect_drop(struct snapshot *s, size_t i)
+{
+	expect_release(&s->expects[i]);
+	s->expects[i] = s->expects[--s->nexpects];
+}
+
+static bool expect_in(const struct expect *e, const json_t *docs)
+{
+	size_t i;
+	const json_t *d;
+
+	json_array_foreach(docs, i, d)
+	{
+		if (strcmp(meta_str(d, "namespace"), e->ns) || strcmp(meta_str(d, "name"), e->name))
+			continue;
+		if (e->uid && strcmp(meta_str(d, "uid"), e->uid))
+			continue;
+		if (e->old_rv && !strcmp(meta_str(d, "resourceVersion"), e->old_rv))
+			continue;
+		return true;
+	}
+	return false;
+}
+
+/* Drops the awaited writes the published state holds. */
+static void expects_satisfy(struct snapshot *s)
+{
+	for (size_t i = 0; i < s->nexpects;) {
+		const struct expect *e = &s->expects[i];
+		if (expect_in(e, e->exception ? s->exceptions_pub : s->policy_docs))
+			expect_drop(s, i);
+		else
+			i++;
+	}
+}
+
+static void expects_expire(struct snapshot *s, const struct timespec *now)
+{
+	for (size_t i = 0; i < s->nexpects;) {
+		if (!ts_before(now, &s->expects[i].deadline)) {
+			gv_debug("snapshot: %s %s/%s not seen within %d ms",
+				 s->expects[i].exception ? "PolicyException" : "policy",
+				 s->expects[i].ns, s->expects[i].name, SNAPSHOT_EXPECT_MS);
+			expect_drop(s, i);
+		} else {
+			i++;
+		}
+	}
+}
+
 /* Rebuilds what the pending bits say changed and publishes a new state. */
 static void rebuild(struct snapshot *s)
 {
@@ -528,6 +607,8 @@ static void rebuild(struct snapshot *s)
 	s->state = st;
 	json_decref(s->exceptions_pub);
 	s->exceptions_pub = json_incref(s->exceptions);
+	json_decref(s->namespaces_pub);
+	s->namespaces_pub = json_incref(s->namespaces);
 	if (data) {
 		json_decref(s->config_data);
 		s->config_data = data;
@@ -538,6 +619,8 @@ static void rebuild(struct snapshot *s)
 		s->policy_docs = docs;
 	}
 	s->generation++;
+	expects_satisfy(s);
+	pthread_cond_broadcast(&s->published);
 	pthread_mutex_unlock(&s->mu);
 	view_state_unref(old);
 	if (first)
@@ -585,9 +668,13 @@ static void *rebuild_thread(void *ud)
 		}
 		if (!s->dirty && !s->pending)
 			continue;
-		/* Let a burst of changes settle, then build once. */
+		/*
+		 * Let a burst of changes settle, then build once; at once while
+		 * a request waits for an admitted write.
+		 */
 		deadline_in(&ts, SNAPSHOT_SETTLE_MS);
-		while (!s->stop && pthread_cond_timedwait(&s->cv, &s->mu, &ts) != ETIMEDOUT)
+		while (!s->stop && !s->nexpects && !s->waiters &&
+		       pthread_cond_timedwait(&s->cv, &s->mu, &ts) != ETIMEDOUT)
 			;
 		if (s->stop)
 			break;
@@ -613,6 +700,9 @@ static void snapshot_free(struct snapshot *s)
 	for (size_t i = 0; i < s->nstatic; i++)
 		engine_policy_unref(s->statics[i]);
 	free(s->statics);
+	for (size_t i = 0; i < s->nexpects; i++)
+		expect_release(&s->expects[i]);
+	free(s->expects);
 	view_state_unref(s->state);
 	json_decref(s->config_data);
 	json_decref(s->policy_docs);
@@ -621,11 +711,13 @@ static void snapshot_free(struct snapshot *s)
 	json_decref(s->namespaces);
 	json_decref(s->exceptions);
 	json_decref(s->exceptions_pub);
+	json_decref(s->namespaces_pub);
 	view_config_unref(s->config);
 	cache_release(&s->cache);
 	json_decref(s->logged_exceptions);
 	view_vpolset_unref(s->vpols);
 	pthread_cond_destroy(&s->cv);
+	pthread_cond_destroy(&s->published);
 	pthread_mutex_destroy(&s->mu);
 	free(s->namespace);
 	free(s->configmap);
@@ -653,6 +745,7 @@ enum gv_code snapshot_start(const struct snapshot_config *cfg, struct snapshot *
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cv, &ca);
+	pthread_cond_init(&s->published, &ca);
 	pthread_condattr_destroy(&ca);
 	for (int k = 0; k < W_COUNT; k++) {
 		s->w[k].s = s;
@@ -708,6 +801,84 @@ struct view_state *snapshot_state(struct snapshot *s)
 	struct view_state *st;
 
 	pthread_mutex_lock(&s->mu);
+	st = view_state_ref(s->state);
+	pthread_mutex_unlock(&s->mu);
+	return st;
+}
+
+static bool json_same(const json_t *a, const json_t *b)
+{
+	return (!a && !b) || (a && b && json_equal(a, b));
+}
+
+void snapshot_expect(struct snapshot *s, const json_t *object, const json_t *old_object)
+{
+	const char *kind = json_string_value(json_object_get(object, "kind"));
+	const char *api = json_string_value(json_object_get(object, "apiVersion"));
+	const json_t *md = json_object_get(object, "metadata");
+	const json_t *omd = json_object_get(old_object, "metadata");
+	struct expect e = {0};
+	size_t i;
+
+	/* kyverno.io kinds only: policies.kyverno.io documents are in the vpol set */
+	if (!kind || !*meta_str(object, "name") || !api || strncmp(api, "kyverno.io/", 11))
+		return;
+	if (!strcmp(kind, "PolicyException"))
+		e.exception = true;
+	else if (strcmp(kind, "ClusterPolicy") && strcmp(kind, "Policy"))
+		return;
+	if (old_object &&
+	    json_same(json_object_get(object, "spec"), json_object_get(old_object, "spec")) &&
+	    json_same(json_object_get(md, "labels"), json_object_get(omd, "labels")) &&
+	    json_same(json_object_get(md, "annotations"), json_object_get(omd, "annotations")))
+		return;
+	e.ns = gv_xstrdup(strcmp(kind, "ClusterPolicy") ? meta_str(object, "namespace") : "");
+	e.name = gv_xstrdup(meta_str(object, "name"));
+	e.uid = *meta_str(object, "uid") ? gv_xstrdup(meta_str(object, "uid")) : NULL;
+	e.old_rv = old_object ? gv_xstrdup(meta_str(old_object, "resourceVersion")) : NULL;
+	deadline_in(&e.deadline, SNAPSHOT_EXPECT_MS);
+	pthread_mutex_lock(&s->mu);
+	for (i = 0; i < s->nexpects; i++)
+		if (s->expects[i].exception == e.exception && !strcmp(s->expects[i].ns, e.ns) &&
+		    !strcmp(s->expects[i].name, e.name))
+			break;
+	if (i < s->nexpects) {
+		expect_release(&s->expects[i]);
+	} else {
+		s->expects = gv_xrealloc(s->expects, (s->nexpects + 1) * sizeof(*s->expects));
+		s->nexpects++;
+	}
+	s->expects[i] = e;
+	pthread_mutex_unlock(&s->mu);
+}
+
+struct view_state *snapshot_state_fresh(struct snapshot *s, long max_ms, const char *namespace)
+{
+	struct timespec limit, ns_limit, now, until;
+	struct view_state *st;
+	bool ns_wait = namespace && *namespace;
+
+	deadline_in(&limit, max_ms);
+	deadline_in(&ns_limit, max_ms < SNAPSHOT_NAMESPACE_MS ? max_ms : SNAPSHOT_NAMESPACE_MS);
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		bool ns_missing;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		expects_expire(s, &now);
+		ns_missing = ns_wait && s->namespaces_pub &&
+			     !json_object_get(s->namespaces_pub, namespace) &&
+			     ts_before(&now, &ns_limit);
+		if ((!s->nexpects && !ns_missing) || s->stop || !ts_before(&now, &limit))
+			break;
+		until = ns_missing ? ns_limit : limit;
+		for (size_t i = 0; i < s->nexpects; i++)
+			if (ts_before(&s->expects[i].deadline, &until))
+				until = s->expects[i].deadline;
+		s->waiters++;
+		pthread_cond_signal(&s->cv); /* a build settling goes ahead */
+		pthread_cond_timedwait(&s->published, &s->mu, &until);
+		s->waiters--;
+	}
 	st = view_state_ref(s->state);
 	pthread_mutex_unlock(&s->mu);
 	return st;

@@ -38,6 +38,8 @@
 
 #define SNAPSHOT_SETTLE_MS    100
 #define SNAPSHOT_REDISCOVER_S 30
+#define SNAPSHOT_EXPECT_MS    2000
+#define SNAPSHOT_NAMESPACE_MS 1000
 
 struct snapshot_config {
 	struct kube_client *client; /* borrowed; must outlive the snapshot */
@@ -67,6 +69,30 @@ void snapshot_stop(struct snapshot *s);
 
 /* A new reference to the current state, or NULL before the first one is published. */
 struct view_state *snapshot_state(struct snapshot *s);
+
+/*
+ * Writes the API server is about to store, so that a request that follows
+ * them is judged with them (a PolicyException created, then the resource
+ * it exempts; DESIGN.md "Background: Snapshots").
+ *
+ * snapshot_expect: a ClusterPolicy, Policy or PolicyException write that
+ * gavel's /validate-policy admitted (object borrowed; old_object borrowed,
+ * the stored object of an UPDATE, NULL for a CREATE). It is awaited until a
+ * published state holds it (same namespace and name, the object's uid when
+ * it has one, a resourceVersion other than old_object's), at most
+ * SNAPSHOT_EXPECT_MS (the write may still be refused after gavel admitted
+ * it). An UPDATE that leaves spec, labels and annotations as they were is
+ * not awaited (the server may store nothing). While some write is awaited,
+ * changes are built at once rather than after SNAPSHOT_SETTLE_MS.
+ *
+ * snapshot_state_fresh: snapshot_state() once no write is awaited (or
+ * those awaited expired) and, when namespace is not NULL or "", once the
+ * state has that namespace's labels (a request in a namespace just
+ * created: at most SNAPSHOT_NAMESPACE_MS); waiting at most max_ms
+ * milliseconds in all.
+ */
+void snapshot_expect(struct snapshot *s, const json_t *object, const json_t *old_object);
+struct view_state *snapshot_state_fresh(struct snapshot *s, long max_ms, const char *namespace);
 
 /*
  * snapshot_state() and, taken together with it, the PolicyException

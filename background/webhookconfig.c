@@ -92,7 +92,8 @@ struct hook {
 	const json_t *conditions; /* borrowed: the policy's matchConditions, or NULL */
 };
 
-static void add_filter(struct hook *h, const json_t *res, unsigned exclude,
+/* namespaced: the filter of a namespaced Policy, which sees namespaced resources alone */
+static void add_filter(struct hook *h, const json_t *res, unsigned exclude, bool namespaced,
 		       const struct webhookconfig_resolver *r, json_t *cache)
 {
 	unsigned ops = 0;
@@ -129,11 +130,17 @@ static void add_filter(struct hook *h, const json_t *res, unsigned exclude,
 			const char *g = json_string_value(json_object_get(p, "apiGroup"));
 			const char *ver = json_string_value(json_object_get(p, "apiVersion"));
 			const char *scope = json_string_value(json_object_get(p, "scope"));
-			char *key = gv_xasprintf("%s|%s|%s|%u", g ? g : "", ver ? ver : "",
-						 scope ? scope : "*", ops);
-			json_t *rule = json_object_get(h->rules, key), *set;
+			char *key;
+			if (namespaced && scope && !strcmp(scope, "Cluster"))
+				continue;
+			if (namespaced)
+				scope = "Namespaced";
+			key = gv_xasprintf("%s|%s|%s|%u", g ? g : "", ver ? ver : "",
+					   scope ? scope : "*", ops);
+			json_t *rule, *set;
 			size_t n;
 			const json_t *res_name;
+			rule = json_object_get(h->rules, key);
 			if (!rule) {
 				json_t *opl = json_array();
 				for (size_t k = 0; k < WEBHOOKCONFIG_OPERATIONS_N; k++)
@@ -157,8 +164,8 @@ static void add_filter(struct hook *h, const json_t *res, unsigned exclude,
 	}
 }
 
-static void add_rule(struct hook *h, const json_t *rule, const struct webhookconfig_resolver *r,
-		     json_t *cache)
+static void add_rule(struct hook *h, const json_t *rule, bool namespaced,
+		     const struct webhookconfig_resolver *r, json_t *cache)
 {
 	const json_t *match = json_object_get(rule, "match");
 	unsigned exclude = excluded_ops(rule);
@@ -167,13 +174,99 @@ static void add_rule(struct hook *h, const json_t *rule, const struct webhookcon
 	if (!json_object_get(rule, "validate"))
 		return;
 	if (json_object_get(match, "resources"))
-		add_filter(h, json_object_get(match, "resources"), exclude, r, cache);
+		add_filter(h, json_object_get(match, "resources"), exclude, namespaced, r, cache);
 	for (size_t l = 0; l < GV_ARRAY_LEN(lists); l++) {
 		size_t i;
 		const json_t *f;
 		json_array_foreach(json_object_get(match, lists[l]), i, f)
-		    add_filter(h, json_object_get(f, "resources"), exclude, r, cache);
+		    add_filter(h, json_object_get(f, "resources"), exclude, namespaced, r, cache);
 	}
+}
+
+static const char *first_str(const json_t *rule, const char *key)
+{
+	const char *s = json_string_value(json_array_get(json_object_get(rule, key), 0));
+
+	return s ? s : "";
+}
+
+static int rule_cmp(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	int c = strcmp(first_str(x, "apiGroups"), first_str(y, "apiGroups"));
+	size_t i;
+
+	if (!c)
+		c = strcmp(first_str(x, "apiVersions"), first_str(y, "apiVersions"));
+	if (!c)
+		c = strcmp(json_string_value(json_object_get(x, "scope")),
+			   json_string_value(json_object_get(y, "scope")));
+	for (i = 0; !c && i < WEBHOOKCONFIG_OPERATIONS_N; i++) {
+		const char *ox =
+		    json_string_value(json_array_get(json_object_get(x, "operations"), i));
+		const char *oy =
+		    json_string_value(json_array_get(json_object_get(y, "operations"), i));
+		c = strcmp(ox ? ox : "", oy ? oy : "");
+	}
+	return c;
+}
+
+/*
+ * Drops from a Namespaced or Cluster rule the resources a "*"-scoped rule of
+ * the same apiGroup, apiVersion and operations has (it covers every scope),
+ * and the rule when nothing is left: a Policy and a ClusterPolicy on one
+ * kind make one rule, as Kyverno writes it.
+ */
+static void absorb_scoped(json_t *rules)
+{
+	for (size_t i = 0; i < json_array_size(rules);) {
+		json_t *r = json_array_get(rules, i), *res = json_object_get(r, "resources");
+		bool emptied = false;
+		for (size_t k = 0; k < json_array_size(rules) && !emptied; k++) {
+			const json_t *w = json_array_get(rules, k);
+			const json_t *wres = json_object_get(w, "resources");
+			if (k == i || strcmp(json_string_value(json_object_get(w, "scope")), "*") ||
+			    !strcmp(json_string_value(json_object_get(r, "scope")), "*") ||
+			    strcmp(first_str(w, "apiGroups"), first_str(r, "apiGroups")) ||
+			    strcmp(first_str(w, "apiVersions"), first_str(r, "apiVersions")) ||
+			    !json_equal(json_object_get(w, "operations"),
+					json_object_get(r, "operations")))
+				continue;
+			for (size_t n = 0; n < json_array_size(res);) {
+				bool covered = false;
+				for (size_t m = 0; m < json_array_size(wres) && !covered; m++)
+					covered = json_equal(json_array_get(res, n),
+							     json_array_get(wres, m));
+				if (covered)
+					json_array_remove(res, n);
+				else
+					n++;
+			}
+			emptied = !json_array_size(res);
+		}
+		if (emptied)
+			json_array_remove(rules, i);
+		else
+			i++;
+	}
+}
+
+/* Sorts an array of rules in place (rule_cmp). */
+static void sort_rules(json_t *rules)
+{
+	size_t n = json_array_size(rules), i;
+	json_t **v;
+
+	if (n < 2)
+		return;
+	v = gv_xcalloc(n, sizeof(*v));
+	for (i = 0; i < n; i++)
+		v[i] = json_incref(json_array_get(rules, i));
+	qsort(v, n, sizeof(*v), rule_cmp);
+	json_array_clear(rules);
+	for (i = 0; i < n; i++)
+		json_array_append_new(rules, v[i]);
+	free(v);
 }
 
 static json_t *sorted_keys(const json_t *set)
@@ -266,6 +359,8 @@ json_t *webhookconfig_build(const json_t *docs, const json_t *config_data, const
 		const json_t *mc = json_object_get(json_object_get(spec, "webhookConfiguration"),
 						   "matchConditions");
 		bool fail = fails_closed(doc);
+		const char *dns = json_string_value(json_object_get(md, "namespace"));
+		bool namespaced = dns && *dns;
 		char *hname;
 		struct hook *h = NULL;
 		json_t *autogen;
@@ -302,9 +397,9 @@ json_t *webhookconfig_build(const json_t *docs, const json_t *config_data, const
 				h->timeout = t;
 		}
 		json_array_foreach(json_object_get(spec, "rules"), j, rule)
-		    add_rule(h, rule, r, cache);
+		    add_rule(h, rule, namespaced, r, cache);
 		autogen = engine_autogen_rules(doc);
-		json_array_foreach(autogen, j, rule) add_rule(h, rule, r, cache);
+		json_array_foreach(autogen, j, rule) add_rule(h, rule, namespaced, r, cache);
 		json_decref(autogen);
 		free(hname);
 	}
@@ -316,7 +411,7 @@ json_t *webhookconfig_build(const json_t *docs, const json_t *config_data, const
 		json_t *rules = json_array(), *wh, *conds, *r0;
 		const char *key;
 
-		/* In the order the policies and rules first name them, as Kyverno lists them. */
+		/* Sorted by apiGroup, apiVersion, scope, operations, as Kyverno lists them. */
 		json_object_foreach(h->rules, key, r0)
 		{
 			json_t *rule = json_deep_copy(r0);
@@ -324,6 +419,8 @@ json_t *webhookconfig_build(const json_t *docs, const json_t *config_data, const
 					    sorted_keys(json_object_get(rule, "resources")));
 			json_array_append_new(rules, rule);
 		}
+		absorb_scoped(rules);
+		sort_rules(rules);
 		if (json_array_size(rules)) {
 			int t = h->timeout < 1 ? 1 : h->timeout > 30 ? 30 : h->timeout;
 			wh = json_object();
@@ -448,9 +545,28 @@ json_t *webhookconfig_resolve_discovery(void *ud, const char *kind)
 	if (kube_discover(c, group, version, k, &res, NULL))
 		goto done;
 	if (sub && !strcmp(sub, "*")) {
+		bool eph = false;
+		size_t i;
+		const json_t *v;
 		resources = subresources(c, &res);
+		/* as for "Pod": ephemeral containers even where discovery hides them */
+		json_array_foreach(resources, i, v) eph |=
+		    !strcmp(json_string_value(v), "pods/ephemeralcontainers");
+		if (!*res.group && !strcmp(res.resource, "pods") && !eph)
+			json_array_append_new(resources, json_string("pods/ephemeralcontainers"));
 	} else if (sub) {
 		char *name = gv_xasprintf("%s/%s", res.resource, sub);
+		json_t *subs = subresources(c, &res);
+		bool served = false;
+		size_t i;
+		const json_t *v;
+		json_array_foreach(subs, i, v) served |= !strcmp(json_string_value(v), name);
+		json_decref(subs);
+		if (!served && strcmp(name, "pods/ephemeralcontainers")) {
+			free(name);
+			kube_resource_release(&res);
+			goto done; /* not a subresource the server lists */
+		}
 		resources = json_pack("[s]", name);
 		free(name);
 	} else {
@@ -475,6 +591,10 @@ struct webhookconfig {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stop;
+
+	/* Under mu: */
+	json_t *covered; /* "uid/generation" of the policies the configuration was made for */
+	bool unusable;	 /* the configuration or its template is missing: nothing to wait for */
 
 	/* Owned by the thread: */
 	json_t *compiled;     /* "uid/generation" -> true (compiles) | false */
@@ -520,6 +640,14 @@ static json_t *good_docs(struct webhookconfig *w, const json_t *docs)
 	return out;
 }
 
+/* "uid/generation" of a policy document. */
+static char *policy_key(const json_t *doc)
+{
+	return gv_xasprintf(
+	    "%s/%" JSON_INTEGER_FORMAT, md_str(doc, "uid"),
+	    json_integer_value(json_object_get(json_object_get(doc, "metadata"), "generation")));
+}
+
 static json_t *owned_view(const json_t *config)
 {
 	json_t *v = json_array();
@@ -553,46 +681,84 @@ static const json_t *template_of(const json_t *config)
 	return first;
 }
 
-static void sync_once(struct webhookconfig *w)
+#define VWC_PATH "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+
+/* GET a configuration by name: GV_OK with *out, else the status in *st. */
+static enum gv_code get_config(struct webhookconfig *w, const char *name, json_t **out,
+			       struct kube_status *st, struct gv_err *err)
+{
+	char *ename = kube_escape(name), *path = gv_xasprintf("%s/%s", VWC_PATH, ename);
+	enum gv_code rc = kube_request(w->cfg.client, "GET", path, NULL, out, st, err);
+
+	free(path);
+	free(ename);
+	return rc;
+}
+
+/* Returns true when the configuration matches the policies (written or already so). */
+static bool sync_once(struct webhookconfig *w)
 {
 	char *ename = kube_escape(w->name);
-	char *path = gv_xasprintf(
-	    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/%s", ename);
+	char *path = gv_xasprintf("%s/%s", VWC_PATH, ename);
 	json_t *docs = snapshot_policy_docs(w->cfg.snapshot), *good = good_docs(w, docs);
 	json_t *data = snapshot_config_data(w->cfg.snapshot);
 	struct webhookconfig_resolver r = {webhookconfig_resolve_discovery, w->cfg.client};
+	bool done = false, unusable = false;
 
 	for (int attempt = 1; attempt <= WEBHOOKCONFIG_ATTEMPTS; attempt++) {
-		json_t *cur = NULL, *desired, *view, *hooks, *body, *resp = NULL;
+		json_t *cur = NULL, *tcur = NULL, *desired, *view, *hooks, *body, *resp = NULL;
 		struct kube_status st = {0};
 		struct gv_err err = {0};
 		const json_t *tmpl;
+		bool create = false;
 		size_t i;
 		const json_t *wh;
 
 		if (kube_request(w->cfg.client, "GET", path, NULL, &cur, &st, &err)) {
-			if (st.http == 404)
-				gv_debug("webhookconfig: %s does not exist", w->name);
-			else
-				gv_warn("webhookconfig: %s", err.msg);
+			if (st.http == 404 && w->cfg.template_name) {
+				/* a configuration of its own: made here */
+				cur = json_pack(
+				    "{s:s, s:s, s:{s:s, s:{s:s}}, s:[]}", "apiVersion",
+				    "admissionregistration.k8s.io/v1", "kind",
+				    "ValidatingWebhookConfiguration", "metadata", "name", w->name,
+				    "labels", "app.kubernetes.io/managed-by", "gavel", "webhooks");
+				create = true;
+			} else {
+				if (st.http == 404)
+					gv_debug("webhookconfig: %s does not exist", w->name);
+				else
+					gv_warn("webhookconfig: %s", err.msg);
+				unusable = st.http == 404;
+				break;
+			}
+		}
+		if (w->cfg.template_name &&
+		    get_config(w, w->cfg.template_name, &tcur, &st, &err) != GV_OK) {
+			gv_warn("webhookconfig: %s: %s", w->cfg.template_name, err.msg);
+			unusable = st.http == 404;
+			json_decref(cur);
 			break;
 		}
-		tmpl = template_of(cur);
+		tmpl = template_of(tcur ? tcur : cur);
 		if (!tmpl) {
 			gv_warn("webhookconfig: %s has no webhook to take the clientConfig from "
 				"(validate-policy.gavel.svc)",
-				w->name);
+				w->cfg.template_name ? w->cfg.template_name : w->name);
+			unusable = true;
+			json_decref(tcur);
 			json_decref(cur);
 			break;
 		}
 		desired = webhookconfig_build(good, data, w->namespace, tmpl, w->cfg.timeout, &r);
+		json_decref(tcur);
 		view = owned_view(cur);
-		if (json_equal(view, desired) ||
-		    (w->last_desired && json_equal(desired, w->last_desired) && w->last_view &&
-		     json_equal(view, w->last_view))) {
+		if (!create && (json_equal(view, desired) ||
+				(w->last_desired && json_equal(desired, w->last_desired) &&
+				 w->last_view && json_equal(view, w->last_view)))) {
 			json_decref(view);
 			json_decref(desired);
 			json_decref(cur);
+			done = true;
 			break;
 		}
 		json_decref(view);
@@ -605,7 +771,9 @@ static void sync_once(struct webhookconfig *w)
 		json_array_extend(hooks, desired);
 		body = json_deep_copy(cur);
 		json_object_set_new(body, "webhooks", hooks);
-		if (!kube_request(w->cfg.client, "PUT", path, body, &resp, &st, &err)) {
+		if (!kube_request(w->cfg.client, create ? "POST" : "PUT", create ? VWC_PATH : path,
+				  body, &resp, &st, &err)) {
+			done = true;
 			gv_info("webhookconfig: %s: %zu generated webhooks written", w->name,
 				json_array_size(desired));
 			json_decref(w->last_desired);
@@ -621,11 +789,26 @@ static void sync_once(struct webhookconfig *w)
 		json_decref(desired);
 		json_decref(cur);
 	}
+	pthread_mutex_lock(&w->mu);
+	w->unusable = unusable;
+	if (done) {
+		size_t i;
+		const json_t *d;
+		json_object_clear(w->covered);
+		json_array_foreach(good, i, d)
+		{
+			char *key = policy_key(d);
+			json_object_set_new(w->covered, key, json_true());
+			free(key);
+		}
+	}
+	pthread_mutex_unlock(&w->mu);
 	json_decref(data);
 	json_decref(good);
 	json_decref(docs);
 	free(path);
 	free(ename);
+	return done;
 }
 
 static void *thread_main(void *ud)
@@ -653,8 +836,10 @@ static void *thread_main(void *ud)
 		gen = snapshot_generation(w->cfg.snapshot);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (gen && gen != pending) {
+			/* from the first change since the last sync: churn does not starve it */
+			if (pending == seen)
+				changed = now;
 			pending = gen;
-			changed = now;
 		}
 		since_change = (now.tv_sec - changed.tv_sec) * 1000 +
 			       (now.tv_nsec - changed.tv_nsec) / 1000000;
@@ -681,18 +866,35 @@ struct webhookconfig *webhookconfig_start(const struct webhookconfig_config *cfg
 	w->name = gv_xstrdup(cfg->name);
 	w->namespace = gv_xstrdup(cfg->namespace && *cfg->namespace ? cfg->namespace : "gavel");
 	w->compiled = json_object();
+	w->covered = json_object();
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	if (pthread_create(&w->thread, NULL, thread_main, w)) {
 		pthread_mutex_destroy(&w->mu);
 		pthread_cond_destroy(&w->cv);
 		json_decref(w->compiled);
+		json_decref(w->covered);
 		free(w->name);
 		free(w->namespace);
 		free(w);
 		return NULL;
 	}
 	return w;
+}
+
+bool webhookconfig_covers(struct webhookconfig *w, const json_t *doc)
+{
+	char *key;
+	bool yes;
+
+	if (!w)
+		return true;
+	key = policy_key(doc);
+	pthread_mutex_lock(&w->mu);
+	yes = w->unusable || json_object_get(w->covered, key) != NULL;
+	pthread_mutex_unlock(&w->mu);
+	free(key);
+	return yes;
 }
 
 void webhookconfig_stop(struct webhookconfig *w)
@@ -707,6 +909,7 @@ void webhookconfig_stop(struct webhookconfig *w)
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->cv);
 	json_decref(w->compiled);
+	json_decref(w->covered);
 	json_decref(w->last_desired);
 	json_decref(w->last_view);
 	free(w->name);

@@ -26,7 +26,7 @@
  *
  * Rules: for each validate rule (spec.rules and the autogen rules) and each
  * resource filter of its match (any, all, or the legacy form), each kind
- * resolved through discovery: "Pod" -> pods and pods/ephemeralcontainers,
+ * resolved through discovery: "Pod" -> pods and pods/ephemeralcontainers (so "Pod/<star>" too),
  * "apps/v1/Deployment", "Pod/exec" (a subresource), "Pod/<star>" (every
  * subresource the server lists), "<star>" -> all groups, versions and
  * resources plus pods/ephemeralcontainers, "<star>/<star>", "<star>/scale"
@@ -35,8 +35,10 @@
  * `operations`, else CONNECT, CREATE, DELETE, UPDATE, less those of
  * exclude filters that name only operations; sorted. Rules are grouped by
  * apiGroup, apiVersion, operations and scope (Namespaced, Cluster, or "*"
- * for wildcards), in the order policies and rules first name them,
- * resources sorted.
+ * for wildcards; a namespaced Policy's are Namespaced, its cluster-scoped
+ * kinds left out, as it never sees them; resources a "*" rule of the same
+ * group, version and operations has are left out of the others), sorted by
+ * apiGroup, apiVersion, scope and operations, resources sorted.
  *
  * Selectors: namespaceSelector and objectSelector from the ConfigMap key
  * `webhooks` (Kyverno's: a JSON object, or an array whose first element is
@@ -46,7 +48,8 @@
  * (a 1.20-1.26 API server drops them).
  *
  * The writer (leader only) rebuilds when the policies or the ConfigMap
- * changed and WEBHOOKCONFIG_SETTLE_MS passed without another change, and
+ * changed, WEBHOOKCONFIG_SETTLE_MS after the first change since the last
+ * build (the changes within it are built together), and
  * every WEBHOOKCONFIG_RESYNC_S; it PUTs the configuration only when its
  * webhooks differ from what it last wrote or from what the server holds,
  * with resourceVersion, retrying a 409 at most WEBHOOKCONFIG_ATTEMPTS
@@ -64,7 +67,7 @@
 #include "kube/kube.h"
 
 #define WEBHOOKCONFIG_NAME	   "validate.gavel.svc"
-#define WEBHOOKCONFIG_SETTLE_MS	   1000
+#define WEBHOOKCONFIG_SETTLE_MS	   500
 #define WEBHOOKCONFIG_RESYNC_S	   30
 #define WEBHOOKCONFIG_ATTEMPTS	   3
 #define WEBHOOKCONFIG_TIMEOUT	   10
@@ -102,14 +105,34 @@ struct webhookconfig_config {
 	struct snapshot *snapshot;	 /* borrowed, required */
 	const struct reconciler *leader; /* borrowed; NULL = always */
 	const char *name;		 /* the ValidatingWebhookConfiguration, required */
-	const char *namespace;		 /* gavel's; NULL = "gavel" */
-	int timeout;			 /* default timeoutSeconds; <= 0: WEBHOOKCONFIG_TIMEOUT */
+	/*
+	 * The configuration holding validate-policy.gavel.svc, whose
+	 * clientConfig the generated webhooks copy, when it is not `name`
+	 * (NULL = `name`). Then `name` holds the generated webhooks alone,
+	 * as Kyverno keeps kyverno-resource-validating-webhook-cfg apart
+	 * from kyverno-policy-validating-webhook-cfg, and is created when
+	 * missing (labelled app.kubernetes.io/managed-by: gavel).
+	 */
+	const char *template_name; /* borrowed; must outlive the writer */
+	const char *namespace;	   /* gavel's; NULL = "gavel" */
+	int timeout;		   /* default timeoutSeconds; <= 0: WEBHOOKCONFIG_TIMEOUT */
 };
 
 struct webhookconfig;
 
 /* Starts the writer's thread (NULL only when no thread can be made). */
 struct webhookconfig *webhookconfig_start(const struct webhookconfig_config *cfg);
+
+/*
+ * Whether the configuration was last found or written to match a set of
+ * policies holding this one (doc borrowed; same uid and
+ * metadata.generation): its webhooks are registered. True for w NULL (no
+ * writer) and while the configuration or its template is missing
+ * (nothing to wait for). The policy status writer reports a compiled
+ * admission policy Ready only then, as Kyverno reports Ready once the
+ * policy's webhooks are registered.
+ */
+bool webhookconfig_covers(struct webhookconfig *w, const json_t *doc);
 void webhookconfig_stop(struct webhookconfig *w);
 
 #endif

@@ -98,8 +98,9 @@ struct serve_opts {
 	bool split_reports;
 	int log_level;
 	int log_json;
-	int manage_certs;	    /* 1 on, 0 off, -1 default (on in cluster mode) */
-	const char *webhook_config; /* "" = inject nowhere */
+	int manage_certs;		     /* 1 on, 0 off, -1 default (on in cluster mode) */
+	const char *webhook_config;	     /* "" = inject nowhere */
+	const char *resource_webhook_config; /* --resource-webhook-config; "" = webhook_config */
 	const char *tls_secret;
 	const char *service;
 	const char *cert_ips[CERTS_MAX_SANS];
@@ -152,6 +153,10 @@ static void serve_usage(FILE *f)
 	    "  --auto-update-webhooks=BOOL    generate the resource webhooks of --webhook-config\n"
 	    "                        from the policies (default true; false: leave them as\n"
 	    "                        installed)\n"
+	    "  --resource-webhook-config NAME  put the generated webhooks in this configuration\n"
+	    "                        instead (made when missing; their clientConfig is copied\n"
+	    "                        from --webhook-config's validate-policy.gavel.svc), as\n"
+	    "                        Kyverno keeps its resource and policy webhooks apart\n"
 	    "  --threads N           worker threads (default: CPUs gavel may run on)\n"
 	    "  --log-level L         debug, info, warn, error (default info)\n"
 	    "  --log-format F        text or json (default text)\n"
@@ -237,6 +242,9 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 			}
 		} else if (cmd_take(argc, argv, &i, "--webhook-config", NULL, &v, &missing)) {
 			o->webhook_config = v;
+		} else if (cmd_take(argc, argv, &i, "--resource-webhook-config", NULL, &v,
+				    &missing)) {
+			o->resource_webhook_config = v;
 		} else if (cmd_take(argc, argv, &i, "--tls-secret", NULL, &v, &missing)) {
 			if (v && !*v) {
 				fprintf(stderr, "gavel serve: --tls-secret: empty name\n");
@@ -750,6 +758,44 @@ static struct view_state *snapshot_acquire(void *ud)
 	return snapshot_state(ud);
 }
 
+/* How long a resource request waits for a policy write gavel just admitted. */
+#define FRESH_WAIT_MS 2000
+
+static struct view_state *snapshot_acquire_fresh(void *ud, const char *namespace)
+{
+	return snapshot_state_fresh(ud, FRESH_WAIT_MS, namespace);
+}
+
+static void snapshot_written(void *ud, const json_t *object, const json_t *old_object)
+{
+	snapshot_expect(ud, object, old_object);
+}
+
+#define KIND_RETRIES  4
+#define KIND_RETRY_NS 500000000L
+
+/* Whether the API server serves a kind as a policy names it (the handler's kind_known). */
+static bool kind_served(void *ud, const char *kind)
+{
+	json_t *parts = webhookconfig_resolve_discovery(ud, kind);
+	bool yes = parts != NULL;
+
+	/*
+	 * A CRD installed a moment ago: ask the server again, a few times (its
+	 * group may reach discovery a little after the CRD is Established).
+	 */
+	for (int i = 0; !yes && i < KIND_RETRIES; i++) {
+		if (i)
+			nanosleep(&(struct timespec){0, KIND_RETRY_NS}, NULL);
+		kube_discovery_invalidate(ud);
+		parts = webhookconfig_resolve_discovery(ud, kind);
+		yes = parts != NULL;
+	}
+
+	json_decref(parts);
+	return yes;
+}
+
 /* The handler's emit callback: its audit results go to the report writer's queue. */
 static void queue_emit(void *ud, struct view_audit_item *item)
 {
@@ -765,6 +811,7 @@ int cmd_serve(int argc, char **argv)
 			       .log_level = GV_LOG_INFO,
 			       .manage_certs = -1,
 			       .webhook_config = DEFAULT_WEBHOOK_CONFIG,
+			       .resource_webhook_config = "",
 			       .tls_secret = DEFAULT_TLS_SECRET,
 			       .service = DEFAULT_SERVICE,
 			       .background = true,
@@ -782,7 +829,9 @@ int cmd_serve(int argc, char **argv)
 	struct admission_handler *handler = NULL;
 	struct admission_server *server = NULL;
 	struct admission_fixed_source fixed = {0};
-	struct admission_source snap_source = {.acquire = snapshot_acquire};
+	struct admission_source snap_source = {.acquire = snapshot_acquire,
+					       .acquire_fresh = snapshot_acquire_fresh,
+					       .written = snapshot_written};
 	const struct admission_source *source;
 	struct kube_config *kcfg = NULL;
 	struct kube_client *client = NULL;
@@ -890,6 +939,10 @@ int cmd_serve(int argc, char **argv)
 		hc.roles = rbac ? rbac_cache_source(rbac) : NULL;
 		hc.context = ctxl ? context_loader_source(ctxl) : NULL;
 		hc.events = events;
+		if (client) {
+			hc.kind_known = kind_served;
+			hc.kind_known_ud = client;
+		}
 		handler = admission_handler_new(&hc);
 		if (events)
 			events_dropped =
@@ -937,21 +990,27 @@ int cmd_serve(int argc, char **argv)
 			code = fail("background: ", &err);
 			goto out;
 		}
-		pstatus = policystatus_start(&(struct policystatus_config){
-		    .client = client,
-		    .snapshot = snap,
-		    .leader = recon,
-		    .namespace = o.namespace,
-		    .interval = o.scan_interval,
-		});
-		if (o.auto_webhooks && *o.webhook_config)
+		if (o.auto_webhooks && *o.webhook_config) {
+			const char *res = *o.resource_webhook_config ? o.resource_webhook_config
+								     : o.webhook_config;
 			whconf = webhookconfig_start(&(struct webhookconfig_config){
 			    .client = client,
 			    .snapshot = snap,
 			    .leader = recon,
-			    .name = o.webhook_config,
+			    .name = res,
+			    .template_name =
+				strcmp(res, o.webhook_config) ? o.webhook_config : NULL,
 			    .namespace = o.namespace,
 			});
+		}
+		pstatus = policystatus_start(&(struct policystatus_config){
+		    .client = client,
+		    .snapshot = snap,
+		    .leader = recon,
+		    .webhooks = whconf,
+		    .namespace = o.namespace,
+		    .interval = o.scan_interval,
+		});
 	}
 	if (*o.metrics_listen)
 		gv_info(

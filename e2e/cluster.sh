@@ -183,7 +183,7 @@ webhooks:
     rules:
       - apiGroups: [kyverno.io]
         apiVersions: ["*"]
-        resources: [clusterpolicies, policies, policyexceptions]
+        resources: [clusterpolicies, policies, policyexceptions, globalcontextentries]
         operations: [CREATE, UPDATE]
 EOF
 }

@@ -414,7 +414,7 @@ webhooks:
     rules:
       - apiGroups: [kyverno.io]
         apiVersions: ["*"]
-        resources: [clusterpolicies, policies, policyexceptions]
+        resources: [clusterpolicies, policies, policyexceptions, globalcontextentries]
         operations: [CREATE, UPDATE]
 EOF
 }

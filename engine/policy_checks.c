@@ -203,6 +203,28 @@ static enum gv_code check_element_vars(const json_t *rule, struct gv_buf *ptr, s
 	return GV_OK;
 }
 
+/*
+ * Kinds the built-in API serves only as subresources (Kyverno finds them
+ * through discovery: Scale is deployments/scale, statefulsets/scale, ...).
+ */
+static bool subresource_only_kind(const char *kind)
+{
+	static const char *const kinds[] = {"Scale",
+					    "Eviction",
+					    "TokenRequest",
+					    "PodAttachOptions",
+					    "PodExecOptions",
+					    "PodProxyOptions",
+					    "PodPortForwardOptions",
+					    "NodeProxyOptions",
+					    "ServiceProxyOptions"};
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strcmp(kind, kinds[i]))
+			return true;
+	return false;
+}
+
 /* Background restrictions on kinds (section 7.1 items 4 and 5). */
 static enum gv_code check_background_kinds(const struct rule *r, struct gv_buf *ptr,
 					   struct gv_err *err)
@@ -221,6 +243,12 @@ static enum gv_code check_background_kinds(const struct rule *r, struct gv_buf *
 						   "%s/%s. Set spec.background=false to disable "
 						   "background mode for this policy rule",
 						   ks->kind, ks->sub);
+			if (!ks->sub[0] && r->has_validate && subresource_only_kind(ks->kind))
+				return gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
+						   "background scan enabled with subresource "
+						   "%s. Set spec.background=false to disable "
+						   "background mode for this policy rule",
+						   ks->kind);
 		}
 	return GV_OK;
 }

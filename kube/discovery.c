@@ -240,3 +240,11 @@ out:
 	pthread_mutex_unlock(&c->disc_mu);
 	return rc;
 }
+
+void kube_discovery_invalidate(struct kube_client *c)
+{
+	pthread_mutex_lock(&c->disc_mu);
+	c->disc_groups_at = 0;
+	json_object_clear(c->disc_gv);
+	pthread_mutex_unlock(&c->disc_mu);
+}

@@ -186,6 +186,13 @@ enum gv_code kube_discover(struct kube_client *c, const char *group, const char 
 void kube_resource_release(struct kube_resource *r);
 
 /*
+ * Forgets the discovery cache of c: the next kube_discover() fetches it
+ * again (a caller that must not miss a CRD installed a moment ago, e.g.
+ * policy validation, after a miss).
+ */
+void kube_discovery_invalidate(struct kube_client *c);
+
+/*
  * Builds a path: ns NULL/"" = all namespaces (or cluster-scoped); name NULL = collection.
  * "/api/v1/namespaces/NS/configmaps/NAME", "/apis/G/V/RESOURCE"; ns is
  * ignored for cluster-scoped resources; ns and name are percent-encoded.

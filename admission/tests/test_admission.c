@@ -883,6 +883,106 @@ static void test_validate_policy(void **state)
 	assert_int_equal(r.http, 400);
 	admission_reply_release(&r);
 
+	/* A background policy on a subresource: denied (Kyverno's message). */
+	{
+		static const char *const kinds[] = {"Pod/exec", "Scale", "*/*", "*/status",
+						    "Pod/*"};
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+			char *doc = gv_xasprintf(
+			    "{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\","
+			    "\"metadata\":{\"name\":\"sub\"},\"spec\":{%s\"rules\":[{\"name\":"
+			    "\"r\",\"match\":{\"any\":[{\"resources\":{\"kinds\":[\"Pod\","
+			    "\"%s\"]}}]},\"validate\":{\"deny\":{}}}]}}",
+			    "", kinds[i]);
+			char *off = gv_xasprintf(
+			    "{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\","
+			    "\"metadata\":{\"name\":\"sub\"},\"spec\":{%s\"rules\":[{\"name\":"
+			    "\"r\",\"match\":{\"any\":[{\"resources\":{\"kinds\":[\"Pod\","
+			    "\"%s\"]}}]},\"validate\":{\"deny\":{}}}]}}",
+			    "\"background\":false,", kinds[i]);
+			body = review("admission.k8s.io/v1", "CREATE", "ClusterPolicy", "", "sub",
+				      doc, NULL, false);
+			admission_handle_policy(f.h, body, strlen(body), &r);
+			j = json_loadb(r.body, r.len, 0, NULL);
+			assert_false(allowed(j));
+			assert_true(!strncmp(resp_str(j, "status", "message"),
+					     "background scan enabled with subresource ", 41));
+			json_decref(j);
+			admission_reply_release(&r);
+			free(body);
+			body = review("admission.k8s.io/v1", "CREATE", "ClusterPolicy", "", "sub",
+				      off, NULL, false);
+			admission_handle_policy(f.h, body, strlen(body), &r);
+			j = json_loadb(r.body, r.len, 0, NULL);
+			assert_true(allowed(j));
+			json_decref(j);
+			admission_reply_release(&r);
+			free(body);
+			free(doc);
+			free(off);
+		}
+	}
+
+	/* GlobalContextEntry: one source; no data for a GET apiCall. */
+	{
+		static const char *const cases[][2] = {
+		    {"{\"kubernetesResource\":{\"version\":\"v1\",\"resource\":\"pods\"}}", NULL},
+		    {"{\"apiCall\":{\"urlPath\":\"/api/v1/pods\",\"refreshInterval\":\"10s\"}}",
+		     NULL},
+		    {"{\"apiCall\":{\"method\":\"POST\",\"urlPath\":\"/x\",\"data\":[{\"key\":"
+		     "\"a\",\"value\":1}]}}",
+		     NULL},
+		    {"{\"apiCall\":{\"method\":\"GET\",\"service\":{\"url\":\"http://x\"},"
+		     "\"data\":[{\"key\":\"foo\",\"value\":\"bar\"}]}}",
+		     "spec.apiCall.data: Forbidden: data is not allowed for GET requests"},
+		    {"{}", "spec: Required value: a kubernetesResource or an apiCall is required"},
+		};
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			char *doc = gv_xasprintf(
+			    "{\"apiVersion\":\"kyverno.io/v2alpha1\",\"kind\":"
+			    "\"GlobalContextEntry\",\"metadata\":{\"name\":\"g\"},\"spec\":%s}",
+			    cases[i][0]);
+			body = review("admission.k8s.io/v1", "CREATE", "GlobalContextEntry", "",
+				      "g", doc, NULL, false);
+			admission_handle_policy(f.h, body, strlen(body), &r);
+			j = json_loadb(r.body, r.len, 0, NULL);
+			if (cases[i][1]) {
+				assert_false(allowed(j));
+				assert_string_equal(resp_str(j, "status", "message"), cases[i][1]);
+			} else {
+				assert_true(allowed(j));
+			}
+			json_decref(j);
+			admission_reply_release(&r);
+			free(body);
+			free(doc);
+		}
+	}
+
+	/* The deprecated operators: allowed with Kyverno's warning, once per operator. */
+	{
+		const char *notin =
+		    "{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\",\"metadata\":"
+		    "{\"name\":\"ni\"},\"spec\":{\"background\":false,\"rules\":[{\"name\":"
+		    "\"r\",\"match\":{\"any\":[{\"resources\":{\"kinds\":[\"Pod\"]}}]},"
+		    "\"validate\":{\"deny\":{\"conditions\":{\"any\":[{\"key\":\"a\","
+		    "\"operator\":\"NotIn\",\"value\":[\"b\"]},{\"key\":\"a\",\"operator\":"
+		    "\"NotIn\",\"value\":[\"c\"]}]}}}}]}}";
+		const json_t *ws;
+		body = review("admission.k8s.io/v1", "CREATE", "ClusterPolicy", "", "ni", notin,
+			      NULL, false);
+		admission_handle_policy(f.h, body, strlen(body), &r);
+		j = json_loadb(r.body, r.len, 0, NULL);
+		assert_true(allowed(j));
+		ws = json_object_get(json_object_get(j, "response"), "warnings");
+		assert_int_equal(json_array_size(ws), 1);
+		assert_string_equal(json_string_value(json_array_get(ws, 0)),
+				    "Operator NotIn has been deprecated and will be removed soon.");
+		json_decref(j);
+		admission_reply_release(&r);
+		free(body);
+	}
+
 	/* A typo in an enumerated field: denied with the API server's message. */
 	{
 		const char *typo =
@@ -980,6 +1080,40 @@ static void expect_policy_answer(struct fixture *f, const char *op, const char *
  * /validate-policy compiles PolicyExceptions too (engine_exception_compile)
  * and denies a malformed one with "<JSON pointer>: <reason>".
  */
+static bool fake_known(void *ud, const char *kind)
+{
+	(void)ud;
+	return !strcmp(kind, "Pod") || !strcmp(kind, "Pod/exec") || !strcmp(kind, "ConfigMap");
+}
+
+static void test_policy_kinds_known(void **state)
+{
+	static const char *const cases[][2] = {
+	    {"{\"any\":[{\"resources\":{\"kinds\":[\"Pod\",\"Pod/exec\",\"*\"]}}]}", NULL},
+	    {"{\"resources\":{\"kinds\":[\"ConfigMap\",\"Foo\"]}}", NULL},
+	    {"{\"resources\":{\"kinds\":[\"Bar\",\"Foo\"]}}",
+	     "/spec/rules/0/match/resources/kinds/0"},
+	    {"{\"all\":[{\"resources\":{\"kinds\":[\"Pod/x\"]}},{\"resources\":{\"kinds\":"
+	     "[\"Pod/foo\"]}}]}",
+	     "/spec/rules/0/match/all/0/resources/kinds/0"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *text = gv_xasprintf("{\"spec\":{\"rules\":[{\"name\":\"r\",\"match\":%s}]}}",
+					  cases[i][0]);
+		json_t *doc = json_loads(text, 0, NULL);
+		struct gv_err err = {0};
+		bool ok = admission_policy_kinds_known(doc, fake_known, NULL, &err);
+		assert_int_equal(ok, cases[i][1] == NULL);
+		if (cases[i][1]) {
+			assert_string_equal(err.pointer, cases[i][1]);
+			assert_non_null(strstr(err.msg, "unable to convert GVK to GVR for kinds"));
+		}
+		json_decref(doc);
+		free(text);
+	}
+}
+
 static void test_validate_policy_exception(void **state)
 {
 	static const char good[] =
@@ -1015,26 +1149,26 @@ static void test_validate_policy_exception(void **state)
 	expect_policy_answer(&f, "CREATE", "kyverno.io/v2", with_condition, NULL);
 
 	expect_policy_answer(&f, "CREATE", "kyverno.io/v2", not_a_list,
-			     "/spec/exceptions: exceptions must be a list");
+			     "spec.exceptions: exceptions must be a list");
 	expect_policy_answer(&f, "UPDATE", "kyverno.io/v2beta1", any_and_all,
-			     "/spec/match: can't specify any/all together with the resources "
+			     "spec.match: can't specify any/all together with the resources "
 			     "field");
 	expect_policy_answer(&f, "CREATE", "kyverno.io/v1", good,
-			     "/apiVersion: unsupported apiVersion \"kyverno.io/v1\" for "
+			     "apiVersion: unsupported apiVersion \"kyverno.io/v1\" for "
 			     "PolicyException (want kyverno.io/v2, kyverno.io/v2beta1 or "
 			     "kyverno.io/v2alpha1)");
 	msg = policy_answer(&f, "CREATE",
 			    "{\"apiVersion\":\"kyverno.io/v2\",\"kind\":"
 			    "\"PolicyException\",\"metadata\":{},\"spec\":{}}");
 	assert_non_null(msg);
-	assert_string_equal(msg, "/metadata/name: name is required");
+	assert_string_equal(msg, "metadata.name: name is required");
 	free(msg);
 	{
 		char *doc = exception_doc("kyverno.io/v2", bad_operator);
 
 		msg = policy_answer(&f, "CREATE", doc);
 		assert_non_null(msg);
-		assert_true(!strncmp(msg, "/spec/conditions/any/0", 22));
+		assert_true(!strncmp(msg, "spec.conditions.any[0]", 22));
 		assert_non_null(strstr(msg, "NoSuchOperator"));
 		free(msg);
 		free(doc);
@@ -1434,6 +1568,7 @@ int main(void)
 	    cmocka_unit_test(test_roles_and_cluster_roles),
 	    cmocka_unit_test(test_validate_policy),
 	    cmocka_unit_test(test_validate_policy_exception),
+	    cmocka_unit_test(test_policy_kinds_known),
 	    cmocka_unit_test(test_warnings_limits),
 	    cmocka_unit_test(test_yaml_scalars),
 	    cmocka_unit_test(test_yaml_key_order),

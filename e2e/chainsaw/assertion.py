@@ -97,14 +97,12 @@ def evaluate(expr, value, bindings):
 
 
 def template(node, bindings):
-    """A resource with its `(expr)` strings (values and keys) evaluated on nothing."""
+    """A resource with its `(expr)` string values evaluated on nothing.
+
+    Keys stay as written, as chainsaw leaves them: in a policy, `(image)` is a
+    conditional anchor, not an expression."""
     if isinstance(node, dict):
-        out = {}
-        for k, v in node.items():
-            if is_expr(k):
-                k = evaluate(k[1:-1], None, bindings)
-            out[k] = template(v, bindings)
-        return out
+        return {k: template(v, bindings) for k, v in node.items()}
     if isinstance(node, list):
         return [template(v, bindings) for v in node]
     if is_expr(node):

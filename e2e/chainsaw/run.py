@@ -139,12 +139,32 @@ def _needs_registry(facts):
     return False
 
 
+def _needs_newer_apiserver(facts):
+    """A Pod with fields this control plane (Kubernetes 1.20) drops on write.
+
+    spec.ephemeralContainers (a disabled feature in 1.20) and
+    securityContext.windowsOptions.hostProcess (1.22) never reach the webhook,
+    so a policy cannot see them."""
+    for d in facts["docs"]:
+        if d.get("kind") != "Pod" or not isinstance(d.get("spec"), dict):
+            continue
+        if d["spec"].get("ephemeralContainers"):
+            return True
+        for n in _walk(d["spec"]):
+            if isinstance(n, dict) and isinstance(n.get("windowsOptions"), dict) and \
+                    "hostProcess" in n["windowsOptions"]:
+                return True
+    return False
+
+
 NA_RULES = [
     ("needs the internet (installs a Helm chart from a remote repository)", _needs_network),
     ("needs the internet (reads images from a remote registry)", _needs_registry),
     ("needs a kubelet (asserts a Pod's runtime status)", _needs_kubelet),
     ("needs the workload controllers (asserts a workload's status)", _needs_workload_status),
     ("needs the controllers (asserts objects only a controller creates)", _needs_controller_objects),
+    ("needs a newer API server (1.20 drops ephemeralContainers and windowsOptions.hostProcess)",
+     _needs_newer_apiserver),
 ]
 
 

@@ -107,7 +107,12 @@ def rule():
         "match": match_resources("Selects the resources the rule applies to."),
         "exclude": match_resources("Resources the rule does not apply to, even when matched."),
         "context": {"type": "array", "description": "Variables: configMap, apiCall, variable, imageRegistry, globalReference.",
-                    "items": {"type": "object", "properties": {"name": s()},
+                    "items": {"type": "object", "properties": {
+                        "name": s(),
+                        "globalReference": {"type": "object", "required": ["name"],
+                                            "properties": {"name": s("The GlobalContextEntry."),
+                                                           "jmesPath": s("Applied to its data.")},
+                                            "x-kubernetes-preserve-unknown-fields": True}},
                               "x-kubernetes-preserve-unknown-fields": True}},
         "preconditions": free("Conditions (any/all, or a legacy list) that must hold for the rule to apply."),
         "celPreconditions": cel_list("CEL preconditions."),
