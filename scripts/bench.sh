@@ -305,8 +305,10 @@ bench_direct() {
 	  match(line, /p99\.9 [0-9.]+/); p999 = substr(line, RSTART + 6, RLENGTH - 6)
 	  match(line, /server CPU [0-9]+ us/); cpu = substr(line, RSTART + 11, RLENGTH - 14)
 	  match(line, /\(([0-9]+)\/s\)/); got = substr(line, RSTART + 1, RLENGTH - 4)
-	  printf "%-24s answered %6s/s  p50 %7s ms  p99 %8s ms  p99.9 %8s ms  server CPU %4s us/review\n",
-		label, got, p50, p99, p999, cpu }' "$out/direct.txt"
+	  wait = "?"
+	  if (match(line, /waited for a core [0-9]+ us/)) wait = substr(line, RSTART + 18, RLENGTH - 21)
+	  printf "%-24s answered %6s/s  p50 %7s ms  p99 %8s ms  p99.9 %8s ms  server CPU %4s us/review, waited for a core %4s us/review\n",
+		label, got, p50, p99, p999, cpu, wait }' "$out/direct.txt"
 }
 
 # ---- admission, through the API server ------------------------------------------
