@@ -19,7 +19,7 @@
 # apiserver scan" (default: all four) picks sections; BENCH_PODS (default
 # 10000) the Pods of the scan section's first round.
 # Admission sections (make bench-admission runs only these two):
-# BENCH_RATES (default "1000 5000 10000") the offered rates of the direct
+# BENCH_RATES (default "1000 2500 5000 10000") the offered rates of the direct
 # run, in reviews/s; BENCH_CONNECTIONS (default 64) its keep-alive
 # connections; BENCH_ROUNDS (default 1) how many times each section's runs
 # are repeated, in turn, so that figures of one round compare runs made side
@@ -57,7 +57,7 @@ fi
 secs=${BENCH_SECONDS:-10}
 conns=${BENCH_CONNECTIONS:-64}
 conc=${BENCH_CONCURRENCY:-16}
-rates=${BENCH_RATES:-1000 5000 10000}
+rates=${BENCH_RATES:-1000 2500 5000 10000}
 rounds=${BENCH_ROUNDS:-1}
 server_cpus=${BENCH_SERVER_CPUS:-}
 load_cpus=${BENCH_LOAD_CPUS:-}
@@ -241,7 +241,14 @@ placement() {
 	if [ -n "${BENCH_NICE:-}" ]; then
 		where="$where; scheduling group of nice $BENCH_NICE"
 	fi
-	echo "$where; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	# A load average above the cores: other work runs on them too, and the
+	# latency tail is mostly the time gavel waits for a core (rate_load's
+	# "waited for a core").
+	if awk -v l="${load%% *}" -v c="$cores" 'BEGIN { exit !(l > c) }'; then
+		load="$load, above the $cores cores: other work shares them"
+	fi
+	echo "$where; load average $load"
 }
 
 # rss_kib PID FIELD: VmRSS or VmHWM of a process, in KiB.
