@@ -1142,9 +1142,14 @@ enum gv_code admission_server_start(const struct admission_server_config *cfg,
 	 * (epoll, one worker per CPU, the handler run inline, no hand-off) was
 	 * measured against a thread per connection (more CPU per review, and
 	 * a backlog at 4,000 reviews/s on 2 cores) and against 1, 4 and 8
-	 * workers (no difference beyond the noise). It corks the header and
-	 * the body and flushes with TCP_NODELAY: an answer leaves in one TCP
-	 * segment, so no answer waits for a delayed ACK.
+	 * workers (no difference beyond the noise). Over TLS an answer is two
+	 * records (the header, then the body: two sendmsg, no MSG_MORE), and
+	 * libmicrohttpd sets TCP_NODELAY right after the body, which pushes
+	 * out at once whatever Nagle held back: no answer waits for a delayed
+	 * ACK (strace of a served review: recv, recv, sendmsg, sendmsg,
+	 * setsockopt, within the same wakeup). On shared cores the tail of
+	 * the latency is the time the workers wait for a core, not the
+	 * server's own time (rate_load prints both).
 	 */
 	s->daemon = MHD_start_daemon(
 	    MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS | MHD_USE_ITC |

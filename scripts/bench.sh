@@ -19,7 +19,7 @@
 # apiserver scan" (default: all four) picks sections; BENCH_PODS (default
 # 10000) the Pods of the scan section's first round.
 # Admission sections (make bench-admission runs only these two):
-# BENCH_RATES (default "1000 5000 10000") the offered rates of the direct
+# BENCH_RATES (default "1000 2500 5000 10000") the offered rates of the direct
 # run, in reviews/s; BENCH_CONNECTIONS (default 64) its keep-alive
 # connections; BENCH_ROUNDS (default 1) how many times each section's runs
 # are repeated, in turn, so that figures of one round compare runs made side
@@ -27,6 +27,9 @@
 # default: not pinned, gavel and the load tool share every core) pin gavel
 # serve and the load tool; BENCH_CONCURRENCY (default 16) the concurrent
 # creates through the API server.
+# BENCH_PRELOAD="/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ..." also runs the
+# direct section with gavel serve on each of these allocators (LD_PRELOAD),
+# after the C library's malloc in each round.
 # BENCH_NICE=N (e.g. -10, as root): the benchmark runs in a scheduling group
 # of its own (a new session: Linux's autogroup) of nice N, so that other work
 # on a shared machine takes less of the cores from it; the tables say so.
@@ -57,7 +60,7 @@ fi
 secs=${BENCH_SECONDS:-10}
 conns=${BENCH_CONNECTIONS:-64}
 conc=${BENCH_CONCURRENCY:-16}
-rates=${BENCH_RATES:-1000 5000 10000}
+rates=${BENCH_RATES:-1000 2500 5000 10000}
 rounds=${BENCH_ROUNDS:-1}
 server_cpus=${BENCH_SERVER_CPUS:-}
 load_cpus=${BENCH_LOAD_CPUS:-}
@@ -65,6 +68,7 @@ cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
 cache=${GAVEL_CACHE:-/var/cache/gavel}
 serve_pid=
 serve_pids=
+serve_env=
 cp_dir=
 
 # shellcheck disable=SC2317 # run by the EXIT trap
@@ -187,11 +191,13 @@ start_serve() {
 	log=$1
 	shift
 	: >"$log"
+	# shellcheck disable=SC2086 # serve_env: NAME=VALUE words for env
 	if [ -n "$server_cpus" ]; then
-		taskset -c "$server_cpus" ./gavel serve --listen 127.0.0.1:0 --metrics-listen "" "$@" \
-			>"$log" 2>&1 &
+		taskset -c "$server_cpus" env $serve_env ./gavel serve --listen 127.0.0.1:0 \
+			--metrics-listen "" "$@" >"$log" 2>&1 &
 	else
-		./gavel serve --listen 127.0.0.1:0 --metrics-listen "" "$@" >"$log" 2>&1 &
+		env $serve_env ./gavel serve --listen 127.0.0.1:0 --metrics-listen "" "$@" \
+			>"$log" 2>&1 &
 	fi
 	serve_pid=$!
 	serve_pids="$serve_pids $serve_pid"
@@ -245,7 +251,14 @@ placement() {
 	if [ -n "${BENCH_NICE:-}" ]; then
 		where="$where; scheduling group of nice $BENCH_NICE"
 	fi
-	echo "$where; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	load=$(cut -d' ' -f1-3 /proc/loadavg)
+	# A load average above the cores: other work runs on them too, and the
+	# latency tail is mostly the time gavel waits for a core (rate_load's
+	# "waited for a core").
+	if awk -v l="${load%% *}" -v c="$cores" 'BEGIN { exit !(l > c) }'; then
+		load="$load, above the $cores cores: other work shares them"
+	fi
+	echo "$where; load average $load"
 }
 
 # rss_kib PID FIELD: VmRSS or VmHWM of a process, in KiB.
@@ -280,28 +293,39 @@ bench_direct() {
 		tee "$out/parse.txt"
 	./gavel certs generate --service gavel --namespace gavel --ip 127.0.0.1 \
 		--out "$out/tls" >/dev/null || return 0
-	start_serve "$out/serve.log" --policies "$out/pss-enforce" --tls-dir "$out/tls" ||
-		return 0
 	echo "placement: $(placement)"
-	rss0=$(rss_kib "$serve_pid" VmRSS)
 	: >"$out/direct.txt"
 	r=1
 	while [ "$r" -le "$rounds" ]; do
-		for rate in $rates; do
-			direct_run "round $r, $rate/s" "$rate" || break
+		# The C library's malloc, then each allocator of BENCH_PRELOAD in turn.
+		for v in libc ${BENCH_PRELOAD:-}; do
+			serve_env=''
+			name=''
+			if [ "$v" != libc ]; then
+				serve_env="LD_PRELOAD=$v"
+				name="$(basename "$v" | sed 's/^lib//; s/\.so.*//'), "
+			fi
+			start_serve "$out/serve.log" --policies "$out/pss-enforce" \
+				--tls-dir "$out/tls" || return 0
+			rss0=$(rss_kib "$serve_pid" VmRSS)
+			for rate in $rates; do
+				direct_run "round $r, $name$rate/s" "$rate" || break
+			done
+			direct_run "round $r, ${name}saturation" 0
+			alloc=${name%, }
+			echo "server RSS (round $r, ${alloc:-libc} malloc): ${rss0:-?} KiB idle, $(rss_kib "$serve_pid" VmRSS) KiB after the runs, $(rss_kib "$serve_pid" VmHWM) KiB peak"
+			stop_serve
 		done
-		direct_run "round $r, saturation" 0
 		r=$((r + 1))
 	done
-	echo "server RSS: ${rss0:-?} KiB idle, $(rss_kib "$serve_pid" VmRSS) KiB after the runs, $(rss_kib "$serve_pid" VmHWM) KiB peak"
-	stop_serve
+	serve_env=
 	echo "-- fixed-rate table ($(placement)); latency from the time each request was due"
 	awk '{ line = $0
 	  label = line; sub(/:.*/, "", label)
 	  if (line ~ /closed loop/) {
 		match(line, /\(([0-9]+)\/s\)/); tput = substr(line, RSTART + 1, RLENGTH - 4)
 		match(line, /server CPU [0-9]+ us/); cpu = substr(line, RSTART + 11, RLENGTH - 14)
-		printf "%-24s saturation %s reviews/s, server CPU %s us per review\n", label, tput, cpu
+		printf "%-32s saturation %s reviews/s, server CPU %s us per review\n", label, tput, cpu
 		next }
 	  if (line !~ /offered/) next
 	  match(line, /p50 [0-9.]+/); p50 = substr(line, RSTART + 4, RLENGTH - 4)
@@ -309,8 +333,10 @@ bench_direct() {
 	  match(line, /p99\.9 [0-9.]+/); p999 = substr(line, RSTART + 6, RLENGTH - 6)
 	  match(line, /server CPU [0-9]+ us/); cpu = substr(line, RSTART + 11, RLENGTH - 14)
 	  match(line, /\(([0-9]+)\/s\)/); got = substr(line, RSTART + 1, RLENGTH - 4)
-	  printf "%-24s answered %6s/s  p50 %7s ms  p99 %8s ms  p99.9 %8s ms  server CPU %4s us/review\n",
-		label, got, p50, p99, p999, cpu }' "$out/direct.txt"
+	  wait = "?"
+	  if (match(line, /waited for a core [0-9]+ us/)) wait = substr(line, RSTART + 18, RLENGTH - 21)
+	  printf "%-32s answered %6s/s  p50 %7s ms  p99 %8s ms  p99.9 %8s ms  server CPU %4s us/review, waited for a core %4s us/review\n",
+		label, got, p50, p99, p999, cpu, wait }' "$out/direct.txt"
 }
 
 # ---- admission, through the API server ------------------------------------------

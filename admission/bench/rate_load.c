@@ -31,17 +31,23 @@
  *   LABEL: offered R/s, answered N in S s (X/s), p50 A ms, p99 B ms,
  *   p99.9 C ms, max M ms; a allowed, d denied, e errors, w waited for a
  *   connection; sent late by p50 L ms, p99 L' ms; server CPU U us per
- *   review (K cores); load tool CPU V us per request
+ *   review (K cores); server waited for a core Q us per review (W ms in
+ *   the window, P% of its running time); load tool waited for a core
+ *   W' ms; load tool CPU V us per request
  *
  * "sent late" is how long after its due time a request was handed to
  * libcurl (waiting for a connection, or the load tool itself not being
  * scheduled in time): when it is large the tool, not the server, is the
- * bottleneck.
+ * bottleneck. "waited for a core" is the time the threads were runnable
+ * but not running (the run-queue delay of /proc/PID/task/TID/schedstat,
+ * summed over the threads): on cores shared with other work it is where
+ * a tail comes from that no change of the server removes.
  *
  * An error is a transfer that failed or an answer other than HTTP 200 with
  * an AdmissionReview (the first one is printed on stderr). Figures are
  * printed, never asserted.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -413,6 +419,47 @@ static double cpu_of(long pid)
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/*
+ * The time the threads of a process ran and the time they were runnable
+ * but waited for a core (fields 1 and 2 of /proc/PID/task/TID/schedstat,
+ * summed over the threads alive now), in seconds; false when unreadable
+ * (no schedstats in this kernel). pid 0: this process.
+ */
+static bool sched_of(long pid, double *ran, double *waited)
+{
+	char path[128];
+	DIR *d;
+	struct dirent *e;
+	unsigned long long run = 0, wait = 0, r, w;
+	bool ok = false;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%ld/task", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/task");
+	if (!(d = opendir(path)))
+		return false;
+	while ((e = readdir(d))) {
+		char file[192];
+		FILE *f;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "%s/%s/schedstat", path, e->d_name);
+		if (!(f = fopen(file, "r")))
+			continue;
+		if (fscanf(f, "%llu %llu", &r, &w) == 2) {
+			run += r;
+			wait += w;
+			ok = true;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	*ran = (double)run / 1e9;
+	*waited = (double)wait / 1e9;
+	return ok;
+}
+
 static void sleep_until(double at)
 {
 	struct timespec ts;
@@ -455,6 +502,9 @@ int main(int argc, char **argv)
 	struct thread th[MAX_THREADS];
 	struct gv_err err = {0};
 	double t0, cpu0 = -1, cpu1 = -1, *all, *late;
+	double run0 = 0, run1 = 0, wait0 = 0, wait1 = 0, lrun0 = 0, lrun1 = 0, lwait0 = 0,
+	       lwait1 = 0;
+	bool sched = false, lsched = false;
 	size_t n = 0;
 	uint64_t allowed = 0, denied = 0, errors = 0, waited = 0, sent = 0;
 	struct rusage ru;
@@ -526,8 +576,12 @@ int main(int argc, char **argv)
 	if (o.pid) {
 		sleep_until(t0 + o.warmup);
 		cpu0 = cpu_of(o.pid);
+		sched = sched_of(o.pid, &run0, &wait0);
+		lsched = sched_of(0, &lrun0, &lwait0);
 		sleep_until(t0 + o.warmup + o.secs);
 		cpu1 = cpu_of(o.pid);
+		sched = sched && sched_of(o.pid, &run1, &wait1);
+		lsched = lsched && sched_of(0, &lrun1, &lwait1);
 	}
 	for (i = 0; i < o.threads; i++) {
 		pthread_join(th[i].id, NULL);
@@ -570,6 +624,14 @@ int main(int argc, char **argv)
 		if (cpu0 >= 0 && cpu1 >= 0)
 			printf("; server CPU %.0f us per review (%.2f cores)",
 			       (cpu1 - cpu0) * 1e6 / (double)n, (cpu1 - cpu0) / o.secs);
+		if (sched && wait1 >= wait0)
+			printf(
+			    "; server waited for a core %.0f us per review (%.0f ms in the window, "
+			    "%.0f%% of its running time)",
+			    (wait1 - wait0) * 1e6 / (double)n, (wait1 - wait0) * 1e3,
+			    run1 > run0 ? (wait1 - wait0) * 100 / (run1 - run0) : 0.0);
+		if (lsched && lwait1 >= lwait0)
+			printf("; load tool waited for a core %.0f ms", (lwait1 - lwait0) * 1e3);
 		if (!getrusage(RUSAGE_SELF, &ru) && sent)
 			printf("; load tool CPU %.0f us per request",
 			       ((double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
