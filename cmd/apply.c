@@ -1845,8 +1845,11 @@ static size_t process_resources(struct apply_state *st)
 				lineno++;
 			if (got < 0 || (doc_start(line) && cur.len)) {
 				if (cur.len) {
+					/* an exact copy: cur keeps its room for the next one */
 					chunks[n].len = cur.len;
-					chunks[n].text = gv_buf_detach(&cur);
+					chunks[n].text = gv_xmalloc(cur.len + 1);
+					memcpy(chunks[n].text, cur.data, cur.len + 1);
+					gv_buf_reset(&cur);
 					chunks[n].line = cur_line;
 					chunks[n].file = file;
 					bytes += chunks[n].len;
