@@ -1983,6 +1983,16 @@ int cmd_apply(int argc, char **argv)
 	 * Freed small blocks are merged as they are freed instead.
 	 */
 	mallopt(M_MXFAST, 0);
+	/*
+	 * And keep what is freed: each batch needs about as much memory as
+	 * the one before, which the heap gave back to the system at its end
+	 * (trim) and took again page by page (page faults) when the threads'
+	 * arenas shrank and grew. Large blocks from the heap too, for the
+	 * same reason; memory stays bounded by the largest batch.
+	 */
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
+	mallopt(M_TOP_PAD, 16 << 20);
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	memset(&st, 0, sizeof(st));
 	rc = parse_args(&st, argc, argv, &ns_labels, &nns_labels, &sets, &nsets);
 	if (rc >= 0)
