@@ -1669,7 +1669,8 @@ static struct apply_seen_slot *seen_find(struct apply_seen *set, uint64_t hash, 
 {
 	size_t i;
 
-	if (2 * (set->n + 1) > set->cap) {
+	/* up to 7/8 full: 16 bytes a resource or so (a few probes each: the hash is mixed) */
+	if (8 * (set->n + 1) > 7 * set->cap) {
 		struct apply_seen old = *set;
 		set->cap = old.cap ? 2 * old.cap : 1024;
 		set->v = gv_xcalloc(set->cap, sizeof(*set->v));
