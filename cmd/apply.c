@@ -68,6 +68,7 @@
 #include "cmd/cmd.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -78,6 +79,7 @@
 #include "cmd/load.h"
 #include "cmd/table.h"
 #include "cmd/values.h"
+#include "common/utf8.h"
 #include "common/yaml.h"
 #include "engine/engine.h"
 #include "engine/vpolicy.h"
@@ -125,14 +127,22 @@ struct apply_state {
 	struct apply_seen *seen;	/* owned: keys of the resources evaluated so far */
 	struct load_paths seen_files;	/* files named in seen */
 	size_t nprinted;		/* list elements printed (-o json|yaml) */
-	char **tcells;			/* owned: table rows kept for the column widths */
-	size_t trows;
+	struct apply_pinfo *pinfo;	/* owned: per policy, what the output repeats */
+	FILE *tspool;			/* owned: table rows (-o table, -t), for the widths */
+	size_t trows;			/* table rows, the header excluded */
+	size_t twidth[6];		/* widest cell of each table column, in code points */
 	json_t *reports;	    /* owned: namespace -> report (-o report with JSON output) */
 	struct apply_nsrep *nsreps; /* owned: the YAML reports being built, first-seen order */
 	size_t nnsreps;
-	json_t *nsindex; /* owned: namespace -> index in nsreps */
-	FILE *spool;	 /* owned: temporary file holding the reports' results */
-	size_t buffered; /* bytes in the nsreps' buffers */
+	json_t *nsindex;	   /* owned: namespace -> index in nsreps */
+	FILE *spool;		   /* owned: temporary file holding the reports' results */
+	size_t buffered;	   /* bytes in the nsreps' buffers */
+	struct gv_buf partbuf[64]; /* the workers' output buffers, kept from batch to batch */
+	struct apply_errs {	   /* the workers' error streams, likewise */
+		FILE *f;
+		char *buf;
+		size_t len;
+	} errs[64];
 };
 
 /* One namespace's report (-o report): counts, and its results as YAML list items. */
@@ -150,6 +160,15 @@ struct apply_spooled {
 };
 
 struct apply_seen;
+
+/* What the output repeats for every result of one policy. */
+struct apply_pinfo {
+	char *ref;	   /* owned: the policy as results name it (policy_ref) */
+	bool unscored;	   /* policies.kyverno.io/scored: "false" */
+	char *json_ref;	   /* owned: ref as a JSON string, or NULL (not UTF-8) */
+	char *yaml_ref;	   /* owned: ref as a YAML scalar, or NULL */
+	char *report_meta; /* owned: the report result's severity and category lines */
+};
 
 static void apply_usage(FILE *f)
 {
@@ -542,15 +561,57 @@ static void load_namespaces_file(struct apply_state *st, const char *file)
 
 /* ---- evaluation ---- */
 
+/*
+ * Worker k's stream for error lines (opened once: a memory stream per
+ * batch would cost a large allocation, and glibc then consolidates the
+ * heap's free small chunks each time).
+ */
+static FILE *worker_errs(struct apply_state *st, size_t k)
+{
+	struct apply_errs *e = &st->errs[k];
+
+	if (!e->f)
+		e->f = open_memstream(&e->buf, &e->len);
+	if (!e->f) {
+		fprintf(stderr, "gavel apply: %s\n", strerror(errno));
+		exit(2);
+	}
+	return e->f;
+}
+
+/* Writes what worker k wrote to its error stream to stderr, and empties the stream. */
+static void errs_drain(struct apply_state *st, size_t k)
+{
+	struct apply_errs *e = &st->errs[k];
+
+	if (!e->f || fflush(e->f))
+		return;
+	if (e->len)
+		fwrite(e->buf, 1, e->len, stderr);
+	rewind(e->f);
+}
+
 /* The results of evaluating resources [r0, r1) of the batch (one worker's share). */
 struct apply_part {
 	const struct apply_state *st;
 	size_t r0, r1;
 	struct apply_result *v; /* owned */
 	size_t n;
-	char *errs; /* owned: error lines, or NULL */
-	size_t errs_len;
+	FILE *errs; /* the worker's error lines (worker_errs()) */
 	bool bad;
+	/*
+	 * Unless the results are kept (-p --output-format json), each
+	 * resource's results are formatted here, by the worker, and freed:
+	 * out holds the text for stdout (-o json: elements each after ",\n";
+	 * -o table, -t: rows as NUL-terminated cells without the ID;
+	 * -o report: per result the namespace, NUL, the reported status as
+	 * one byte, the YAML list item, NUL).
+	 */
+	bool keep;
+	struct gv_buf out;
+	size_t nout;	  /* elements (-o json|yaml), rows (table) or results (report) */
+	size_t counts[5]; /* as Kyverno counts them */
+	bool enforce_failed;
 };
 
 static struct apply_result *part_add(struct apply_part *pt);
@@ -616,13 +677,441 @@ static struct apply_result *part_add(struct apply_part *pt)
 	return &pt->v[pt->n++];
 }
 
+/* ---- formatting, in the workers ---- */
+
+/* Whether s is what jansson takes as a string (well-formed UTF-8): json_string() refuses others. */
+static bool utf8_ok(const char *s)
+{
+	while (*s) {
+		size_t k;
+		if ((unsigned char)*s < 0x80) {
+			s++;
+			continue;
+		}
+		k = gv_utf8_valid(s, strnlen(s, 4));
+		if (!k)
+			return false;
+		s += k;
+	}
+	return true;
+}
+
+/* Appends s as json_dumps() writes a string (no flags: '/' and non-ASCII as they are). */
+static void json_quote(struct gv_buf *b, const char *s)
+{
+	const char *run = s;
+
+	gv_buf_addc(b, '"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		const char *esc;
+		char seq[8];
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		gv_buf_add(b, run, (size_t)(s - run));
+		run = s + 1;
+		switch (c) {
+		case '"':
+			esc = "\\\"";
+			break;
+		case '\\':
+			esc = "\\\\";
+			break;
+		case '\b':
+			esc = "\\b";
+			break;
+		case '\f':
+			esc = "\\f";
+			break;
+		case '\n':
+			esc = "\\n";
+			break;
+		case '\r':
+			esc = "\\r";
+			break;
+		case '\t':
+			esc = "\\t";
+			break;
+		default:
+			snprintf(seq, sizeof(seq), "\\u%04X", c);
+			esc = seq;
+		}
+		gv_buf_adds(b, esc);
+	}
+	gv_buf_add(b, run, (size_t)(s - run));
+	gv_buf_addc(b, '"');
+}
+
+/*
+ * One member of a JSON object dumped with JSON_INDENT(2) at the given
+ * depth: "\n" or ",\n" (after the first), the indent, "key": value. A
+ * value that is not UTF-8 leaves the member out, as json_object_set_new()
+ * with json_string()'s NULL does.
+ */
+static void json_member(struct gv_buf *b, bool *first, int depth, const char *key, const char *val)
+{
+	if (!utf8_ok(val))
+		return;
+	gv_buf_adds(b, *first ? "\n" : ",\n");
+	*first = false;
+	for (int i = 0; i < 2 * depth; i++)
+		gv_buf_addc(b, ' ');
+	gv_buf_addc(b, '"');
+	gv_buf_adds(b, key);
+	gv_buf_add(b, "\": ", 3);
+	json_quote(b, val);
+}
+
+/* The same member with a value already formatted (raw). */
+static void json_member_raw(struct gv_buf *b, bool *first, int depth, const char *key,
+			    const char *raw)
+{
+	gv_buf_adds(b, *first ? "\n" : ",\n");
+	*first = false;
+	for (int i = 0; i < 2 * depth; i++)
+		gv_buf_addc(b, ' ');
+	gv_buf_addc(b, '"');
+	gv_buf_adds(b, key);
+	gv_buf_add(b, "\": ", 3);
+	gv_buf_adds(b, raw);
+}
+
+/* "<indent>key: value\n" as gv_yaml_dump() writes a string member (left out when not UTF-8). */
+static void yaml_member(struct gv_buf *b, int ind, const char *key, const char *val)
+{
+	if (!utf8_ok(val))
+		return;
+	for (int i = 0; i < ind; i++)
+		gv_buf_addc(b, ' ');
+	gv_buf_adds(b, key);
+	gv_buf_adds(b, ": ");
+	gv_yaml_dump_string(val, strlen(val), b);
+	gv_buf_addc(b, '\n');
+}
+
+static char *json_quoted(const char *s)
+{
+	struct gv_buf b = {0};
+
+	if (!utf8_ok(s))
+		return NULL;
+	json_quote(&b, s);
+	return gv_buf_detach(&b);
+}
+
+static char *yaml_scalar(const char *s)
+{
+	struct gv_buf b = {0};
+
+	if (!utf8_ok(s))
+		return NULL;
+	gv_yaml_dump_string(s, strlen(s), &b);
+	return gv_buf_detach(&b);
+}
+
+static char *policy_ref(const struct load_policy *lp);
+
+/* Fills st->pinfo (before the workers start). */
+static void pinfo_init(struct apply_state *st)
+{
+	st->pinfo = gv_xcalloc(st->pols.n ? st->pols.n : 1, sizeof(*st->pinfo));
+	for (size_t p = 0; p < st->pols.n; p++) {
+		const struct load_policy *lp = &st->pols.v[p];
+		struct apply_pinfo *pi = &st->pinfo[p];
+		const char *scored =
+		    engine_policy_annotation(lp->policy, "policies.kyverno.io/scored");
+		const char *sev = engine_report_severity(
+		    engine_policy_annotation(lp->policy, "policies.kyverno.io/severity"));
+		const char *cat =
+		    engine_policy_annotation(lp->policy, "policies.kyverno.io/category");
+		struct gv_buf meta = {0};
+
+		pi->ref = policy_ref(lp);
+		pi->unscored = scored && !strcmp(scored, "false");
+		pi->json_ref = json_quoted(pi->ref);
+		pi->yaml_ref = yaml_scalar(pi->ref);
+		if (sev)
+			yaml_member(&meta, 2, "severity", sev);
+		if (cat && *cat)
+			yaml_member(&meta, 2, "category", cat);
+		gv_buf_adds(&meta, ""); /* never NULL */
+		pi->report_meta = gv_buf_detach(&meta);
+	}
+}
+
+static void pinfo_release(struct apply_state *st)
+{
+	for (size_t p = 0; st->pinfo && p < st->pols.n; p++) {
+		free(st->pinfo[p].ref);
+		free(st->pinfo[p].json_ref);
+		free(st->pinfo[p].yaml_ref);
+		free(st->pinfo[p].report_meta);
+	}
+	free(st->pinfo);
+}
+
+/* Result as reports show it: an unscored fail is a warning. */
+static enum engine_status reported_status(const struct apply_state *st,
+					  const struct apply_result *a)
+{
+	if (a->status == ENGINE_FAIL && st->pinfo[a->policy].unscored)
+		return ENGINE_WARN;
+	return a->status;
+}
+
+/* How Kyverno counts a result: an unscored or (--audit-warn) Audit failure is a warning. */
+static enum engine_status counted_status(const struct apply_state *st, const struct apply_result *a)
+{
+	if (a->status == ENGINE_FAIL &&
+	    (st->pinfo[a->policy].unscored || (st->audit_warn && a->action == ENGINE_AUDIT)))
+		return ENGINE_WARN;
+	return a->status;
+}
+
+static const char *status_title(enum engine_status s)
+{
+	static const char *const t[] = {"Pass", "Fail", "Warn", "Error", "Skip"};
+
+	return t[s];
+}
+
+/* The identity of one resource, as the outputs show it. */
+struct apply_resinfo {
+	const char *api_version, *kind, *ns, *name, *uid; /* borrowed from the object */
+};
+
+static void resinfo_get(const json_t *o, struct apply_resinfo *ri)
+{
+	const json_t *md = json_object_get(o, "metadata");
+
+	ri->api_version = load_res_api_version(o);
+	ri->kind = load_res_kind(o);
+	ri->ns = load_str(md, "namespace", NULL);
+	ri->name = load_str(md, "name", NULL);
+	ri->uid = load_str(md, "uid", NULL);
+}
+
+/* Kyverno's default output for one resource: the failed rules of each policy. */
+static void fmt_failures(struct apply_part *pt, const struct apply_resinfo *ri, size_t i0)
+{
+	const struct apply_state *st = pt->st;
+
+	for (size_t i = i0; i < pt->n;) {
+		size_t j = i, n = 0;
+
+		while (j < pt->n && pt->v[j].policy == pt->v[i].policy)
+			j++;
+		for (size_t k = i; k < j; k++) {
+			const struct apply_result *a = &pt->v[k];
+			if (a->status != ENGINE_FAIL)
+				continue;
+			if (!n++) {
+				bool audit_warn = st->audit_warn && a->action == ENGINE_AUDIT;
+				gv_buf_addf(&pt->out, "policy %s -> resource %s/%s/%s failed%s:\n",
+					    st->pinfo[a->policy].ref, ri->ns, ri->kind, ri->name,
+					    audit_warn ? " as audit warning" : "");
+			}
+			gv_buf_addf(&pt->out, "%zu - %s %s\n", n, a->rule, a->message);
+		}
+		if (n)
+			gv_buf_addc(&pt->out, '\n');
+		i = j;
+	}
+}
+
+/* -o json: each result as an element of the list (json_dumps with JSON_INDENT(2)). */
+static void fmt_json(struct apply_part *pt, const struct apply_resinfo *ri, size_t i0)
+{
+	const struct apply_state *st = pt->st;
+	struct gv_buf res = {0};
+	bool first = true;
+
+	json_member(&res, &first, 3, "apiVersion", ri->api_version);
+	json_member(&res, &first, 3, "kind", ri->kind);
+	if (*ri->ns)
+		json_member(&res, &first, 3, "namespace", ri->ns);
+	json_member(&res, &first, 3, "name", ri->name);
+	gv_buf_adds(&res, first ? "{}" : "\n    }");
+	for (size_t i = i0; i < pt->n; i++) {
+		const struct apply_result *a = &pt->v[i];
+		const struct apply_pinfo *pi = &st->pinfo[a->policy];
+
+		first = true;
+		gv_buf_adds(&pt->out, ",\n  {");
+		if (pi->json_ref)
+			json_member_raw(&pt->out, &first, 2, "policy", pi->json_ref);
+		json_member(&pt->out, &first, 2, "rule", a->rule);
+		gv_buf_adds(&pt->out, first ? "\n    \"resource\": {" : ",\n    \"resource\": {");
+		first = false;
+		gv_buf_adds(&pt->out, gv_buf_str(&res) + (res.data[0] == '{' ? 1 : 0));
+		json_member(&pt->out, &first, 2, "result", engine_status_name(a->status));
+		json_member(&pt->out, &first, 2, "action",
+			    a->action == ENGINE_ENFORCE ? "Enforce" : "Audit");
+		json_member_raw(&pt->out, &first, 2, "scored", pi->unscored ? "false" : "true");
+		json_member(&pt->out, &first, 2, "message", a->message);
+		gv_buf_adds(&pt->out, "\n  }");
+		pt->nout++;
+	}
+	gv_buf_release(&res);
+}
+
+/* -o yaml: each result as gv_yaml_dump() writes a one-element list. */
+static void fmt_yaml(struct apply_part *pt, const struct apply_resinfo *ri, size_t i0)
+{
+	const struct apply_state *st = pt->st;
+	struct gv_buf res = {0};
+
+	yaml_member(&res, 4, "apiVersion", ri->api_version);
+	yaml_member(&res, 4, "kind", ri->kind);
+	if (*ri->ns)
+		yaml_member(&res, 4, "namespace", ri->ns);
+	yaml_member(&res, 4, "name", ri->name);
+	for (size_t i = i0; i < pt->n; i++) {
+		const struct apply_result *a = &pt->v[i];
+		const struct apply_pinfo *pi = &st->pinfo[a->policy];
+		size_t start = pt->out.len;
+
+		if (pi->yaml_ref) {
+			gv_buf_adds(&pt->out, "  policy: ");
+			gv_buf_adds(&pt->out, pi->yaml_ref);
+			gv_buf_addc(&pt->out, '\n');
+		}
+		yaml_member(&pt->out, 2, "rule", a->rule);
+		gv_buf_adds(&pt->out, "  resource:\n");
+		gv_buf_add(&pt->out, res.data, res.len);
+		yaml_member(&pt->out, 2, "result", engine_status_name(a->status));
+		yaml_member(&pt->out, 2, "action",
+			    a->action == ENGINE_ENFORCE ? "Enforce" : "Audit");
+		gv_buf_adds(&pt->out, pi->unscored ? "  scored: false\n" : "  scored: true\n");
+		yaml_member(&pt->out, 2, "message", a->message);
+		/* "- " replaces the indent of the element's first line */
+		pt->out.data[start] = '-';
+		pt->nout++;
+	}
+	gv_buf_release(&res);
+}
+
+/* -o table, -t: the rows of one resource, as NUL-terminated cells without the ID. */
+static void fmt_table(struct apply_part *pt, const struct apply_resinfo *ri, size_t i0)
+{
+	const struct apply_state *st = pt->st;
+	/* -o table and --detailed-results show every result; -t those that did not pass. */
+	bool all = st->detailed || !st->kyverno_table;
+
+	for (size_t i = i0; i < pt->n; i++) {
+		const struct apply_result *a = &pt->v[i];
+		enum engine_status s = counted_status(st, a);
+
+		if (!all && (s == ENGINE_PASS || s == ENGINE_SKIP))
+			continue;
+		gv_buf_add(&pt->out, st->pinfo[a->policy].ref,
+			   strlen(st->pinfo[a->policy].ref) + 1);
+		gv_buf_add(&pt->out, a->rule, strlen(a->rule) + 1);
+		gv_buf_addf(&pt->out, "%s/%s/%s", ri->ns, ri->kind, ri->name);
+		gv_buf_add(&pt->out, "", 1);
+		gv_buf_add(&pt->out, status_title(s), strlen(status_title(s)) + 1);
+		if (st->detailed) {
+			size_t at = pt->out.len;
+			gv_buf_add(&pt->out, a->message, strlen(a->message) + 1);
+			for (char *c = pt->out.data + at; *c; c++)
+				if (*c == '\n' || *c == '\r' || *c == '\t')
+					*c = ' '; /* table_one_line() */
+		}
+		pt->nout++;
+	}
+}
+
+/* -o report (YAML): per result the namespace, the reported status and the report's list item. */
+static void fmt_report(struct apply_part *pt, const struct apply_resinfo *ri, size_t i0)
+{
+	const struct apply_state *st = pt->st;
+	struct gv_buf res = {0};
+
+	/* resources: [{apiVersion, kind, namespace, name, uid}] */
+	yaml_member(&res, 4, "apiVersion", ri->api_version);
+	yaml_member(&res, 4, "kind", ri->kind);
+	if (*ri->ns)
+		yaml_member(&res, 4, "namespace", ri->ns);
+	yaml_member(&res, 4, "name", ri->name);
+	if (*ri->uid)
+		yaml_member(&res, 4, "uid", ri->uid);
+	if (res.len > 2)
+		res.data[2] = '-';
+	for (size_t i = i0; i < pt->n; i++) {
+		const struct apply_result *a = &pt->v[i];
+		const struct apply_pinfo *pi = &st->pinfo[a->policy];
+		enum engine_status s = reported_status(st, a);
+
+		gv_buf_add(&pt->out, ri->ns, strlen(ri->ns) + 1);
+		gv_buf_addc(&pt->out, (char)('0' + s));
+		gv_buf_adds(&pt->out, "- source: gavel\n");
+		if (pi->yaml_ref) {
+			gv_buf_adds(&pt->out, "  policy: ");
+			gv_buf_adds(&pt->out, pi->yaml_ref);
+			gv_buf_addc(&pt->out, '\n');
+		}
+		yaml_member(&pt->out, 2, "rule", a->rule);
+		yaml_member(&pt->out, 2, "result", engine_status_name(s));
+		gv_buf_adds(&pt->out, pi->unscored ? "  scored: false\n" : "  scored: true\n");
+		gv_buf_adds(&pt->out, pi->report_meta);
+		yaml_member(&pt->out, 2, "message", a->message);
+		gv_buf_adds(&pt->out, "  resources:\n");
+		gv_buf_add(&pt->out, res.data, res.len);
+		gv_buf_adds(&pt->out, "  properties:\n    process: background scan\n");
+		gv_buf_add(&pt->out, "", 1);
+		pt->nout++;
+	}
+	gv_buf_release(&res);
+}
+
+/* Counts and formats the results [i0, pt->n) of resource r, then frees them. */
+static void format_resource(struct apply_part *pt, size_t r, size_t i0)
+{
+	const struct apply_state *st = pt->st;
+	struct apply_resinfo ri;
+
+	for (size_t i = i0; i < pt->n; i++) {
+		const struct apply_result *a = &pt->v[i];
+		pt->counts[counted_status(st, a)]++;
+		if (a->status == ENGINE_FAIL && a->action == ENGINE_ENFORCE)
+			pt->enforce_failed = true;
+	}
+	if (pt->keep)
+		return;
+	resinfo_get(st->res.v[r].obj, &ri);
+	switch (st->out) {
+	case OUT_KYVERNO:
+		fmt_failures(pt, &ri, i0);
+		break;
+	case OUT_TABLE:
+		fmt_table(pt, &ri, i0);
+		break;
+	case OUT_JSON:
+		fmt_json(pt, &ri, i0);
+		break;
+	case OUT_YAML:
+		fmt_yaml(pt, &ri, i0);
+		break;
+	case OUT_REPORT:
+		fmt_report(pt, &ri, i0);
+		break;
+	}
+	for (size_t i = i0; i < pt->n; i++) {
+		free(pt->v[i].rule);
+		free(pt->v[i].message);
+	}
+	pt->n = i0;
+}
+
 static void *evaluate_range(void *arg)
 {
 	struct apply_part *pt = arg;
 	const struct apply_state *st = pt->st;
-	FILE *errs = open_memstream(&pt->errs, &pt->errs_len);
+	FILE *errs = pt->errs;
 
 	for (size_t r = pt->r0; r < pt->r1; r++) {
+		size_t i0 = pt->n;
 		for (size_t p = 0; p < st->pols.n; p++) {
 			struct engine_policy *pol = st->pols.v[p].policy;
 			struct values_eval ev;
@@ -679,9 +1168,84 @@ static void *evaluate_range(void *arg)
 			engine_report_release(&rep);
 			values_eval_release(&ev);
 		}
+		format_resource(pt, r, i0);
 	}
-	fclose(errs);
 	return NULL;
+}
+
+static void reports_add(struct apply_state *st, const char *rns, enum engine_status s,
+			const char *text, size_t len);
+
+/* A table cell's width as table_print() counts it: the bytes that start a code point. */
+static size_t cell_width(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		if (((unsigned char)*s & 0xC0) != 0x80)
+			n++;
+	return n;
+}
+
+/* Prints (or keeps, where the output needs every result) what a worker formatted. */
+static void print_part(struct apply_state *st, const struct apply_part *pt)
+{
+	const char *p = pt->out.data, *end = p + pt->out.len;
+	size_t ncols = st->detailed ? 6 : 5;
+
+	if (!pt->out.len)
+		return;
+	switch (st->out) {
+	case OUT_KYVERNO:
+	case OUT_YAML:
+		fwrite(p, 1, pt->out.len, stdout);
+		break;
+	case OUT_JSON:
+		if (!st->nprinted) {
+			fputs("[\n", stdout);
+			p += 2; /* the first element's ",\n" */
+		}
+		fwrite(p, 1, (size_t)(end - p), stdout);
+		break;
+	case OUT_TABLE:
+		if (!st->tspool)
+			st->tspool = tmpfile();
+		if (!st->tspool) {
+			fprintf(stderr, "gavel apply: temporary file for the table: %s\n",
+				strerror(errno));
+			exit(2);
+		}
+		while (p < end) {
+			char id[32];
+			int n = snprintf(id, sizeof(id), "%zu", ++st->trows);
+			const char *row = p;
+			if ((size_t)n > st->twidth[0])
+				st->twidth[0] = (size_t)n;
+			fwrite(id, 1, (size_t)n + 1, st->tspool);
+			for (size_t c = 1; c < ncols; c++) {
+				size_t w = cell_width(p);
+				if (w > st->twidth[c])
+					st->twidth[c] = w;
+				p += strlen(p) + 1;
+			}
+			fwrite(row, 1, (size_t)(p - row), st->tspool);
+		}
+		break;
+	case OUT_REPORT:
+		while (p < end) {
+			const char *ns = p, *text;
+			enum engine_status s;
+			size_t len;
+			p += strlen(p) + 1;
+			s = (enum engine_status)(*p++ - '0');
+			text = p;
+			len = strlen(p);
+			p += len + 1;
+			reports_add(st, ns, s, text, len);
+		}
+		break;
+	}
+	st->nprinted += pt->nout;
 }
 
 /* Evaluates the resources of st->res into st->results, with st->jobs threads. */
@@ -691,6 +1255,8 @@ static void evaluate_batch(struct apply_state *st)
 	struct apply_part *parts;
 	pthread_t *th;
 
+	if (nparts > GV_ARRAY_LEN(st->partbuf))
+		nparts = GV_ARRAY_LEN(st->partbuf);
 	if (nparts > st->res.n)
 		nparts = st->res.n ? st->res.n : 1;
 	per = (st->res.n + nparts - 1) / nparts;
@@ -698,6 +1264,9 @@ static void evaluate_batch(struct apply_state *st)
 	th = gv_xcalloc(nparts, sizeof(*th));
 	for (size_t k = 0; k < nparts; k++) {
 		parts[k].st = st;
+		parts[k].keep = st->out == OUT_REPORT && st->report_json;
+		parts[k].out = st->partbuf[k];
+		parts[k].errs = worker_errs(st, k);
 		parts[k].r0 = k * per < st->res.n ? k * per : st->res.n;
 		parts[k].r1 = (k + 1) * per < st->res.n ? (k + 1) * per : st->res.n;
 		if (k && pthread_create(&th[k], NULL, evaluate_range, &parts[k]))
@@ -707,10 +1276,14 @@ static void evaluate_batch(struct apply_state *st)
 	for (size_t k = 0; k < nparts; k++) {
 		if (k && th[k])
 			pthread_join(th[k], NULL);
-		if (parts[k].errs_len)
-			fwrite(parts[k].errs, 1, parts[k].errs_len, stderr);
-		free(parts[k].errs);
+		errs_drain(st, k);
 		st->bad = st->bad || parts[k].bad;
+		for (int c = 0; c < 5; c++)
+			st->counts[c] += parts[k].counts[c];
+		st->enforce_failed = st->enforce_failed || parts[k].enforce_failed;
+		print_part(st, &parts[k]);
+		gv_buf_reset(&parts[k].out);
+		st->partbuf[k] = parts[k].out;
 		st->results = gv_xrealloc(st->results,
 					  (st->nresults + parts[k].n + 1) * sizeof(*st->results));
 		if (parts[k].n)
@@ -739,109 +1312,48 @@ static bool unscored(const struct load_policy *lp)
 	return s && !strcmp(s, "false");
 }
 
-/* Result as reports show it: an unscored fail is a warning. */
-static enum engine_status reported_status(const struct apply_state *st,
-					  const struct apply_result *a)
-{
-	if (a->status == ENGINE_FAIL && unscored(&st->pols.v[a->policy]))
-		return ENGINE_WARN;
-	return a->status;
-}
-
-/* How Kyverno counts a result: an unscored or (--audit-warn) Audit failure is a warning. */
-static enum engine_status counted_status(const struct apply_state *st, const struct apply_result *a)
-{
-	if (a->status == ENGINE_FAIL &&
-	    (unscored(&st->pols.v[a->policy]) || (st->audit_warn && a->action == ENGINE_AUDIT)))
-		return ENGINE_WARN;
-	return a->status;
-}
-
-static const char *status_title(enum engine_status s)
-{
-	static const char *const t[] = {"Pass", "Fail", "Warn", "Error", "Skip"};
-
-	return t[s];
-}
-
-/* Kyverno's resource path in the apply output: NAMESPACE/KIND/NAME. */
-static char *kyverno_res_path(const json_t *o)
-{
-	return gv_xasprintf("%s/%s/%s", load_res_namespace(o), load_res_kind(o), load_res_name(o));
-}
-
-/* Keeps the table rows of this batch (the column widths need every row). */
-static void table_collect(struct apply_state *st)
-{
-	size_t ncols = st->detailed ? 6 : 5;
-	/* -o table and --detailed-results show every result; -t those that did not pass. */
-	bool all = st->detailed || !st->kyverno_table;
-	static const char *const head[] = {"ID", "POLICY", "RULE", "RESOURCE", "RESULT", "MESSAGE"};
-
-	if (!st->trows) {
-		st->tcells = gv_xcalloc(ncols, sizeof(char *));
-		for (size_t c = 0; c < ncols; c++)
-			st->tcells[c] = gv_xstrdup(head[c]);
-		st->trows = 1;
-	}
-	for (size_t i = 0; i < st->nresults; i++) {
-		const struct apply_result *a = &st->results[i];
-		enum engine_status s = counted_status(st, a);
-		char **row;
-
-		if (!all && (s == ENGINE_PASS || s == ENGINE_SKIP))
-			continue;
-		st->tcells = gv_xrealloc(st->tcells, (st->trows + 1) * ncols * sizeof(char *));
-		row = &st->tcells[st->trows * ncols];
-		row[0] = gv_xasprintf("%zu", st->trows);
-		row[1] = policy_ref(&st->pols.v[a->policy]);
-		row[2] = gv_xstrdup(a->rule);
-		row[3] = kyverno_res_path(st->res.v[a->resource].obj);
-		row[4] = gv_xstrdup(status_title(s));
-		if (ncols == 6)
-			row[5] = table_one_line(a->message);
-		st->trows++;
-	}
-}
-
+/* The table (-o table, -t): the header, then the rows kept in the temporary file. */
 static void table_flush(struct apply_state *st)
 {
+	static const char *const head[] = {"ID", "POLICY", "RULE", "RESOURCE", "RESULT", "MESSAGE"};
 	size_t ncols = st->detailed ? 6 : 5;
+	struct gv_buf b = {0};
 
-	if (!st->trows)
-		table_collect(st); /* the header alone */
-	table_print(stdout, st->tcells, st->trows, ncols);
-}
-
-/* Kyverno's default output: the failed rules of each resource and policy. */
-static void print_failures(const struct apply_state *st)
-{
-	for (size_t i = 0; i < st->nresults;) {
-		size_t j = i, n = 0;
-		bool audit_warn = false;
-
-		while (j < st->nresults && st->results[j].resource == st->results[i].resource &&
-		       st->results[j].policy == st->results[i].policy)
-			j++;
-		for (size_t k = i; k < j; k++) {
-			const struct apply_result *a = &st->results[k];
-			if (a->status != ENGINE_FAIL)
-				continue;
-			if (!n++) {
-				char *path = kyverno_res_path(st->res.v[a->resource].obj);
-				char *ref = policy_ref(&st->pols.v[a->policy]);
-				audit_warn = st->audit_warn && a->action == ENGINE_AUDIT;
-				printf("policy %s -> resource %s failed%s:\n", ref, path,
-				       audit_warn ? " as audit warning" : "");
-				free(path);
-				free(ref);
-			}
-			printf("%zu - %s %s\n", n, a->rule, a->message);
+	for (size_t c = 0; c < ncols; c++)
+		if (cell_width(head[c]) > st->twidth[c])
+			st->twidth[c] = cell_width(head[c]);
+	table_border(stdout, st->twidth, ncols);
+	table_row(stdout, (char *const *)head, st->twidth, ncols);
+	if (st->trows) {
+		table_border(stdout, st->twidth, ncols);
+		if (fseek(st->tspool, 0, SEEK_SET)) {
+			fprintf(stderr, "gavel apply: temporary file for the table: %s\n",
+				strerror(errno));
+			exit(2);
 		}
-		if (n)
-			putchar('\n');
-		i = j;
 	}
+	for (size_t r = 0; r < st->trows; r++) {
+		size_t at[6];
+		char *cells[6];
+		gv_buf_reset(&b);
+		for (size_t c = 0; c < ncols; c++) {
+			int ch;
+			at[c] = b.len;
+			while ((ch = getc(st->tspool)) != EOF && ch)
+				gv_buf_addc(&b, (char)ch);
+			if (ch == EOF) {
+				fputs("gavel apply: temporary file for the table: short read\n",
+				      stderr);
+				exit(2);
+			}
+			gv_buf_add(&b, "", 1);
+		}
+		for (size_t c = 0; c < ncols; c++)
+			cells[c] = b.data + at[c];
+		table_row(stdout, cells, st->twidth, ncols);
+	}
+	table_border(stdout, st->twidth, ncols);
+	gv_buf_release(&b);
 }
 
 static void print_summary(const struct apply_state *st)
@@ -864,32 +1376,6 @@ static json_t *resource_ref(const json_t *o, bool with_uid)
 	if (with_uid && *uid)
 		json_object_set_new(ref, "uid", json_string(uid));
 	return ref;
-}
-
-static json_t *results_json(const struct apply_state *st)
-{
-	json_t *list = json_array();
-
-	for (size_t i = 0; i < st->nresults; i++) {
-		const struct apply_result *a = &st->results[i];
-		const struct load_policy *lp = &st->pols.v[a->policy];
-		json_t *o = json_object();
-
-		{
-			char *ref = policy_ref(lp);
-			json_object_set_new(o, "policy", json_string(ref));
-			free(ref);
-		}
-		json_object_set_new(o, "rule", json_string(a->rule));
-		json_object_set_new(o, "resource", resource_ref(st->res.v[a->resource].obj, false));
-		json_object_set_new(o, "result", json_string(engine_status_name(a->status)));
-		json_object_set_new(o, "action",
-				    json_string(a->action == ENGINE_ENFORCE ? "Enforce" : "Audit"));
-		json_object_set_new(o, "scored", json_boolean(!unscored(lp)));
-		json_object_set_new(o, "message", json_string(a->message));
-		json_array_append_new(list, o);
-	}
-	return list;
 }
 
 /* One report (PolicyReport for ns, ClusterPolicyReport when ns is ""). */
@@ -1000,50 +1486,36 @@ static void nsrep_flush(struct apply_state *st, struct apply_nsrep *r)
 }
 
 /*
- * Adds the batch's results to the reports. YAML reports keep each
- * namespace's results as text, spooled to a temporary file, so memory
- * holds counts, not results; JSON reports (-p --output-format json) are
- * built as documents.
+ * Adds one result (its YAML list item, text) to the report of namespace
+ * rns. YAML reports keep each namespace's results as text, spooled to a
+ * temporary file, so memory holds counts, not results.
  */
-static void reports_collect(struct apply_state *st)
+static void reports_add(struct apply_state *st, const char *rns, enum engine_status s,
+			const char *text, size_t len)
 {
-	if (st->report_json) {
-		reports_collect_json(st);
-		return;
-	}
+	const json_t *idx;
+	struct apply_nsrep *r;
+
 	if (!st->nsindex)
 		st->nsindex = json_object();
-	for (size_t i = 0; i < st->nresults; i++) {
-		const struct apply_result *a = &st->results[i];
-		const char *rns = load_res_namespace(st->res.v[a->resource].obj);
-		const json_t *idx = json_object_get(st->nsindex, rns);
-		struct apply_nsrep *r;
-		json_t *one = json_array();
-		size_t before;
-
-		if (!idx) {
-			st->nsreps =
-			    gv_xrealloc(st->nsreps, (st->nnsreps + 1) * sizeof(*st->nsreps));
-			memset(&st->nsreps[st->nnsreps], 0, sizeof(*st->nsreps));
-			st->nsreps[st->nnsreps].ns = gv_xstrdup(rns);
-			json_object_set_new(st->nsindex, rns,
-					    json_integer((json_int_t)st->nnsreps));
-			r = &st->nsreps[st->nnsreps++];
-		} else {
-			r = &st->nsreps[json_integer_value(idx)];
-		}
-		r->sum[reported_status(st, a)]++;
-		json_array_append_new(one, report_result(st, a));
-		before = r->buf.len;
-		gv_yaml_dump(one, &r->buf);
-		json_decref(one);
-		st->buffered += r->buf.len - before;
-		if (r->buf.len >= NSREP_FLUSH)
-			nsrep_flush(st, r);
-		if (st->buffered >= NSREP_BUFFERED)
-			for (size_t k = 0; k < st->nnsreps; k++)
-				nsrep_flush(st, &st->nsreps[k]);
+	idx = json_object_get(st->nsindex, rns);
+	if (!idx) {
+		st->nsreps = gv_xrealloc(st->nsreps, (st->nnsreps + 1) * sizeof(*st->nsreps));
+		memset(&st->nsreps[st->nnsreps], 0, sizeof(*st->nsreps));
+		st->nsreps[st->nnsreps].ns = gv_xstrdup(rns);
+		json_object_set_new(st->nsindex, rns, json_integer((json_int_t)st->nnsreps));
+		r = &st->nsreps[st->nnsreps++];
+	} else {
+		r = &st->nsreps[json_integer_value(idx)];
 	}
+	r->sum[s]++;
+	gv_buf_add(&r->buf, text, len);
+	st->buffered += len;
+	if (r->buf.len >= NSREP_FLUSH)
+		nsrep_flush(st, r);
+	if (st->buffered >= NSREP_BUFFERED)
+		for (size_t k = 0; k < st->nnsreps; k++)
+			nsrep_flush(st, &st->nsreps[k]);
 }
 
 static void reports_print_yaml(struct apply_state *st)
@@ -1127,58 +1599,6 @@ static void reports_print(const struct apply_state *st)
 	}
 }
 
-/* Prints (or keeps, where the output needs every result) the results of one batch. */
-static void print_batch(struct apply_state *st)
-{
-	json_t *list;
-
-	switch (st->out) {
-	case OUT_KYVERNO:
-		print_failures(st);
-		return;
-	case OUT_TABLE:
-		table_collect(st);
-		return;
-	case OUT_REPORT:
-		reports_collect(st);
-		return;
-	case OUT_JSON: {
-		/* The batch's list, dumped as the whole list would be, without its brackets. */
-		char *s;
-		size_t len;
-		list = results_json(st);
-		s = json_dumps(list, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-		len = s ? strlen(s) : 0;
-		if (json_array_size(list) && len > 4) {
-			fputs(st->nprinted ? ",\n" : "[\n", stdout);
-			fwrite(s + 2, 1, len - 4, stdout); /* "[\n" ... "\n]" */
-			st->nprinted += json_array_size(list);
-		}
-		free(s);
-		json_decref(list);
-		return;
-	}
-	case OUT_YAML: {
-		size_t i;
-		json_t *o;
-		list = results_json(st);
-		json_array_foreach(list, i, o)
-		{
-			struct gv_buf b = {0};
-			json_t *one = json_array();
-			json_array_append(one, o);
-			gv_yaml_dump(one, &b);
-			fputs(gv_buf_str(&b), stdout);
-			gv_buf_release(&b);
-			json_decref(one);
-			st->nprinted++;
-		}
-		json_decref(list);
-		return;
-	}
-	}
-}
-
 /* Ends the output once every batch was printed. */
 static void print_end(struct apply_state *st)
 {
@@ -1249,7 +1669,8 @@ static struct apply_seen_slot *seen_find(struct apply_seen *set, uint64_t hash, 
 {
 	size_t i;
 
-	if (2 * (set->n + 1) > set->cap) {
+	/* up to 7/8 full: 16 bytes a resource or so (a few probes each: the hash is mixed) */
+	if (8 * (set->n + 1) > 7 * set->cap) {
 		struct apply_seen old = *set;
 		set->cap = old.cap ? 2 * old.cap : 1024;
 		set->v = gv_xcalloc(set->cap, sizeof(*set->v));
@@ -1294,8 +1715,8 @@ static void batch_release(struct apply_state *st)
 
 /* One document's text. */
 struct apply_chunk {
-	char *text; /* owned */
-	size_t len;
+	const char *text; /* in process_resources()' buffer of the batch */
+	size_t off, len;
 	int line; /* first line in the file */
 	const char *file;
 };
@@ -1304,15 +1725,14 @@ struct apply_batch_part {
 	struct apply_chunk *chunks;
 	size_t n;
 	struct load_resources res;
-	char *errs;
-	size_t errs_len;
+	FILE *errs; /* worker_errs() */
 	bool bad;
 };
 
 static void *parse_part(void *arg)
 {
 	struct apply_batch_part *bp = arg;
-	FILE *errs = open_memstream(&bp->errs, &bp->errs_len);
+	FILE *errs = bp->errs;
 
 	bp->res.no_dedup = true;
 	for (size_t i = 0; i < bp->n; i++) {
@@ -1321,7 +1741,6 @@ static void *parse_part(void *arg)
 				       bp->chunks[i].file, bp->chunks[i].line, errs, &e))
 			bp->bad = true;
 	}
-	fclose(errs);
 	return NULL;
 }
 
@@ -1337,6 +1756,8 @@ static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size
 	pthread_t *th;
 	bool *started;
 
+	if (nparts > GV_ARRAY_LEN(st->partbuf))
+		nparts = GV_ARRAY_LEN(st->partbuf);
 	if (nparts > n)
 		nparts = n ? n : 1;
 	per = (n + nparts - 1) / nparts;
@@ -1346,6 +1767,7 @@ static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size
 	for (size_t k = 0; k < nparts; k++) {
 		size_t c0 = k * per < n ? k * per : n, c1 = (k + 1) * per < n ? (k + 1) * per : n;
 		parts[k].chunks = chunks + c0;
+		parts[k].errs = worker_errs(st, k);
 		parts[k].n = c1 - c0;
 		if (k)
 			started[k] = !pthread_create(&th[k], NULL, parse_part, &parts[k]);
@@ -1356,9 +1778,7 @@ static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size
 	for (size_t k = 0; k < nparts; k++) {
 		if (started[k])
 			pthread_join(th[k], NULL);
-		if (parts[k].errs_len)
-			fwrite(parts[k].errs, 1, parts[k].errs_len, stderr);
-		free(parts[k].errs);
+		errs_drain(st, k);
 		st->bad = st->bad || parts[k].bad;
 		for (size_t i = 0; i < parts[k].res.n; i++) {
 			struct load_resource *lr = &parts[k].res.v[i];
@@ -1397,17 +1817,10 @@ static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size
 	free(parts);
 	free(th);
 	free(started);
-	for (size_t i = 0; i < n; i++)
-		free(chunks[i].text);
 	nres = st->res.n;
 	evaluate_batch(st);
-	for (size_t i = 0; i < st->nresults; i++) {
-		const struct apply_result *a = &st->results[i];
-		st->counts[counted_status(st, a)]++;
-		if (a->status == ENGINE_FAIL && a->action == ENGINE_ENFORCE)
-			st->enforce_failed = true;
-	}
-	print_batch(st);
+	if (st->nresults)
+		reports_collect_json(st); /* -p --output-format json: the results were kept */
 	batch_release(st);
 	return nres;
 }
@@ -1431,6 +1844,7 @@ static size_t process_resources(struct apply_state *st)
 {
 	struct load_paths files = {0};
 	struct apply_chunk *chunks = gv_xcalloc(BATCH_DOCS, sizeof(*chunks));
+	struct gv_buf text = {0}; /* the documents of the batch, one after the other */
 	size_t n = 0, bytes = 0, total = 0;
 
 	st->seen = gv_xcalloc(1, sizeof(*st->seen));
@@ -1446,7 +1860,7 @@ static size_t process_resources(struct apply_state *st)
 		size_t cap = 0;
 		ssize_t got;
 		int lineno = 0;
-		struct gv_buf cur = {0};
+		size_t doc = text.len; /* where the document being read starts in text */
 		int cur_line = 1;
 
 		if (!check_stdin(st, file))
@@ -1461,10 +1875,12 @@ static size_t process_resources(struct apply_state *st)
 			got = getline(&line, &cap, f);
 			if (got >= 0)
 				lineno++;
-			if (got < 0 || (doc_start(line) && cur.len)) {
-				if (cur.len) {
-					chunks[n].len = cur.len;
-					chunks[n].text = gv_buf_detach(&cur);
+			if (got < 0 || (doc_start(line) && text.len > doc)) {
+				if (text.len > doc) {
+					chunks[n].off = doc;
+					chunks[n].len = text.len - doc;
+					gv_buf_add(&text, "", 1); /* each one NUL-terminated */
+					doc = text.len;
 					chunks[n].line = cur_line;
 					chunks[n].file = file;
 					bytes += chunks[n].len;
@@ -1472,14 +1888,19 @@ static size_t process_resources(struct apply_state *st)
 				}
 				cur_line = lineno;
 				if (n == BATCH_DOCS || bytes >= BATCH_BYTES || (got < 0 && n)) {
+					for (size_t i = 0; i < n; i++)
+						chunks[i].text = text.data + chunks[i].off;
 					total += run_batch(st, chunks, n);
 					n = 0;
 					bytes = 0;
+					gv_buf_reset(
+					    &text); /* its room is kept for the next batch */
+					doc = 0;
 				}
 			}
 			if (got < 0)
 				break;
-			gv_buf_add(&cur, line, (size_t)got);
+			gv_buf_add(&text, line, (size_t)got);
 		}
 		if (ferror(f)) {
 			fprintf(stderr, "%s: %s\n", file, strerror(errno));
@@ -1488,9 +1909,9 @@ static size_t process_resources(struct apply_state *st)
 		if (f != stdin)
 			fclose(f);
 		free(line);
-		gv_buf_release(&cur);
 	}
 	free(chunks);
+	gv_buf_release(&text);
 	load_paths_release(&files);
 	return total;
 }
@@ -1556,6 +1977,23 @@ int cmd_apply(int argc, char **argv)
 	struct gv_err e = {0};
 	int rc;
 
+	/*
+	 * No fastbins: every batch frees its documents' many small blocks,
+	 * and with fastbins each large allocation after that first coalesces
+	 * them all (malloc_consolidate), about a third of the time of a run.
+	 * Freed small blocks are merged as they are freed instead.
+	 */
+	mallopt(M_MXFAST, 0);
+	/*
+	 * And keep what is freed: each batch needs about as much memory as
+	 * the one before, which the heap gave back to the system at its end
+	 * (trim) and took again page by page (page faults) when the threads'
+	 * arenas shrank and grew. Large blocks from the heap too, for the
+	 * same reason; memory stays bounded by the largest batch.
+	 */
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
+	mallopt(M_TOP_PAD, 16 << 20);
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	memset(&st, 0, sizeof(st));
 	rc = parse_args(&st, argc, argv, &ns_labels, &nns_labels, &sets, &nsets);
 	if (rc >= 0)
@@ -1595,6 +2033,7 @@ int cmd_apply(int argc, char **argv)
 		      stderr);
 		st.bad = true;
 	}
+	pinfo_init(&st);
 	/* Bad input: the rest is still evaluated and printed, and the exit code is 2. */
 	{
 		bool bad_before = st.bad;
@@ -1612,9 +2051,15 @@ out:
 		if (st.sets[p])
 			engine_policyset_unref(st.sets[p]);
 	free(st.sets);
-	for (size_t i = 0; i < st.trows * (st.detailed ? 6 : 5); i++)
-		free(st.tcells[i]);
-	free(st.tcells);
+	pinfo_release(&st);
+	for (size_t k = 0; k < GV_ARRAY_LEN(st.partbuf); k++) {
+		gv_buf_release(&st.partbuf[k]);
+		if (st.errs[k].f)
+			fclose(st.errs[k].f);
+		free(st.errs[k].buf);
+	}
+	if (st.tspool)
+		fclose(st.tspool);
 	json_decref(st.reports);
 	reports_release(&st);
 	seen_free(st.seen);

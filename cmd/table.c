@@ -19,7 +19,7 @@ static size_t width(const char *s)
 	return n;
 }
 
-static void border(FILE *f, const size_t *w, size_t ncols)
+void table_border(FILE *f, const size_t *w, size_t ncols)
 {
 	fputs("\u2502", f);
 	for (size_t c = 0; c < ncols; c++) {
@@ -27,6 +27,14 @@ static void border(FILE *f, const size_t *w, size_t ncols)
 			fputs("\u2500", f);
 		fputs("\u2502", f);
 	}
+	fputc('\n', f);
+}
+
+void table_row(FILE *f, char *const *cells, const size_t *w, size_t ncols)
+{
+	fputs("\u2502", f);
+	for (size_t c = 0; c < ncols; c++)
+		fprintf(f, " %s%*s \u2502", cells[c], (int)(w[c] - width(cells[c])), "");
 	fputc('\n', f);
 }
 
@@ -42,15 +50,10 @@ void table_print(FILE *f, char *const *cells, size_t nrows, size_t ncols)
 		}
 	for (size_t r = 0; r < nrows; r++) {
 		if (r <= 1)
-			border(f, w, ncols);
-		fputs("\u2502", f);
-		for (size_t c = 0; c < ncols; c++) {
-			const char *cell = cells[r * ncols + c];
-			fprintf(f, " %s%*s \u2502", cell, (int)(w[c] - width(cell)), "");
-		}
-		fputc('\n', f);
+			table_border(f, w, ncols);
+		table_row(f, cells + r * ncols, w, ncols);
 	}
-	border(f, w, ncols);
+	table_border(f, w, ncols);
 	free(w);
 }
 

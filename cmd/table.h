@@ -17,6 +17,14 @@
  */
 void table_print(FILE *f, char *const *cells, size_t nrows, size_t ncols);
 
+/*
+ * The pieces of table_print(), for a table printed row by row: a border
+ * line, and one row of ncols cells padded to the widths w (code points,
+ * each at least its cell's).
+ */
+void table_border(FILE *f, const size_t *w, size_t ncols);
+void table_row(FILE *f, char *const *cells, const size_t *w, size_t ncols);
+
 /* A copy of s with line breaks and tabs turned into spaces (owned). */
 char *table_one_line(const char *s);
 

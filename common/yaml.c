@@ -833,6 +833,9 @@ static int needs_quotes(const char *s)
 		return 1;
 	if (!all_inline(s, 0))
 		return 1;
+	/* resolve_plain() finds something else than text only after one of these */
+	if (!strchr("~nNtTyYoOfF0123456789+-.", s[0]))
+		return 0;
 	r = resolve_plain(s);
 	reserved = !json_is_string(r);
 	json_decref(r);
@@ -1000,6 +1003,11 @@ static void dump_value(const json_t *v, struct gv_buf *out, int ind, int inline_
 	else
 		dump_scalar(v, out);
 	gv_buf_addc(out, '\n');
+}
+
+void gv_yaml_dump_string(const char *s, size_t n, struct gv_buf *out)
+{
+	dump_scalar_string(s, n, out);
 }
 
 void gv_yaml_dump(const json_t *v, struct gv_buf *out)

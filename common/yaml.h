@@ -77,4 +77,11 @@ void gv_pointer_add(struct gv_buf *buf, const char *segment);
 /* Writes v as YAML (block style, 2-space indent, keys in order) to out. */
 void gv_yaml_dump(const json_t *v, struct gv_buf *out);
 
+/*
+ * Appends the n bytes of s as gv_yaml_dump() writes a string scalar (plain,
+ * single- or double-quoted), without a line break: for output written piece
+ * by piece that must equal gv_yaml_dump()'s.
+ */
+void gv_yaml_dump_string(const char *s, size_t n, struct gv_buf *out);
+
 #endif

@@ -137,15 +137,18 @@ bench_engine() {
 # 100,000 are the 10,000 renamed ten times) against the pod-security set,
 # for -o table, json and report: wall time, Pods/s, peak RSS. gavel uses
 # every core (-j default); the figures are those of this machine as it is
-# (say how busy it was when quoting them). BENCH_APPLY_SIZES="10000" skips
-# the large file.
+# (say how busy it was when quoting them: the load average is printed).
+# BENCH_APPLY_SIZES="10000" skips the large file; BENCH_APPLY_BASE=BINARY
+# runs that gavel too, before ./gavel on each input and format, so that
+# two builds are compared side by side under the same load.
 bench_apply() {
 	if [ ! -d "$pss" ]; then
 		echo "bench: $pss not found: the apply benchmark needs the conformance corpus; skipped"
 		return
 	fi
 	[ -f "$out/pods.yaml" ] || build/engine/bench/bench_engine -n 10000 --emit "$out/pods.yaml" "$pss" >/dev/null
-	echo "== whole process: gavel apply, pod-security set, $cores cores, -j default"
+	echo "== whole process: gavel apply, pod-security set, $cores cores, -j default" \
+		"(load average before: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null))"
 	for n in ${BENCH_APPLY_SIZES:-10000 100000}; do
 		f=$out/pods.yaml
 		if [ "$n" != 10000 ]; then
@@ -158,14 +161,17 @@ bench_apply() {
 			done
 		fi
 		for o in table json report; do
-			/usr/bin/time -f '%e %M %U %S' -o "$out/apply.time" \
-				./gavel apply "$pss" --resource "$f" -o "$o" >/dev/null 2>&1
-			# time -o also holds "Command exited with non-zero status 1": the last line
-			tail -n 1 "$out/apply.time" | awk -v n="$n" -v o="$o" '{
-				cpu = $3 + $4
-				printf "gavel apply -o %-6s %6d Pods: %7.2f s wall, %7.0f Pods/s, %6.1f MiB peak RSS, %7.2f s CPU (%.0f Pods per CPU-second)\n",
-				    o, n, $1, ($1 > 0 ? n / $1 : 0), $2 / 1024, cpu, (cpu > 0 ? n / cpu : 0)
-			}'
+			for bin in ${BENCH_APPLY_BASE:-} ./gavel; do
+				/usr/bin/time -f '%e %M %U %S' -o "$out/apply.time" \
+					"$bin" apply "$pss" --resource "$f" -o "$o" >/dev/null 2>&1
+				# time -o also holds "Command exited with non-zero status 1": the last line
+				tail -n 1 "$out/apply.time" | awk -v n="$n" -v o="$o" -v b="$bin" '{
+					cpu = $3 + $4
+					printf "gavel apply -o %-6s %6d Pods: %7.2f s wall, %7.0f Pods/s, %6.1f MiB peak RSS, %7.2f s CPU (%.0f Pods per CPU-second)%s\n",
+					    o, n, $1, ($1 > 0 ? n / $1 : 0), $2 / 1024, cpu, (cpu > 0 ? n / cpu : 0),
+					    (b == "./gavel" ? "" : "  [" b "]")
+				}'
+			done
 		done
 		[ "$f" = "$out/pods.yaml" ] || rm -f "$f"
 	done
