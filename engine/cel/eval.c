@@ -435,12 +435,21 @@ static struct cel_value eval_in(struct cel_eval *ev, const struct cel_value *x,
 	return no_overload(ev, pos, "@in", x, c);
 }
 
+static struct cel_value eval_or_value(struct cel_eval *ev, const struct cel_node *n);
+
 static __attribute__((noinline)) struct cel_value eval_binary(struct cel_eval *ev,
 							      const struct cel_node *n)
 {
-	struct cel_value a = eval_child(ev, n->a[0]), b, r;
+	struct cel_value a, b, r;
 	int c;
 	bool nan;
+
+	if (n->a[0]->fast == FAST_OR_VALUE) {
+		/* x.?f.orValue(d) == lit, the policy library's commonest test */
+		a = cel_charge(ev, 1) ? eval_or_value(ev, n->a[0]) : aborted(ev);
+	} else {
+		a = eval_child(ev, n->a[0]);
+	}
 
 	if (a.kind == CEL_ERROR)
 		return a;
