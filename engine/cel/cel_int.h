@@ -57,6 +57,12 @@ enum cel_macro {
 	M_OPT_FLAT_MAP	   /* x, e */
 };
 
+/* An evaluation specialised at compile time (cel_resolve). */
+enum cel_fast {
+	FAST_NONE,
+	FAST_OR_VALUE /* N_CALL: a[0].orValue(a[1]) with a[0] a selection chain */
+};
+
 struct cel_func;
 
 struct cel_node {
@@ -76,8 +82,11 @@ struct cel_node {
 	void *aux;	      /* N_CALL: a compiled literal regex (owned by the program) */
 	size_t nlen;	      /* strlen(name) (cel_resolve) */
 	bool konst;	      /* N_LIST: lit holds its value (cel_resolve) */
-	int slot; /* N_IDENT: 1 + the index of the comprehension or cel.bind variable it names on
-		     the locals stack (cel_resolve), 0: not such a variable */
+	uint8_t fast;	      /* enum cel_fast (cel_resolve) */
+	int slot;  /* N_IDENT: 1 + the index of the comprehension or cel.bind variable it names on
+		      the locals stack (cel_resolve), 0: not such a variable */
+	int cache; /* N_SELECT on a chain rooted at a bound variable: 1 + its entry in the
+		      evaluation's field cache (one per distinct path, cel_resolve), or 0 */
 };
 
 /* ---- arena ---- */
@@ -125,6 +134,7 @@ struct cel_program {
 	void **regexes; /* owned: the compiled literal patterns (cel_regex_free) */
 	size_t nregexes;
 	char type[128]; /* the deduced type ("dyn" when not checked) */
+	int ncache;	/* entries of the field cache its evaluation needs (cel_resolve) */
 };
 
 /* ---- values ---- */
@@ -147,6 +157,17 @@ struct cel_var {
 	struct cel_value v;
 };
 
+/*
+ * A field lookup on a JSON object made once per evaluation: the bound
+ * variables do not change while a program runs, so a path such as
+ * object.spec names one value however often it is written (gen: the
+ * evaluation that filled it).
+ */
+struct cel_field_cache {
+	uint64_t gen;
+	const json_t *obj, *res; /* res NULL: obj has no such field */
+};
+
 struct cel_eval {
 	struct cel_arena arena;
 	uint64_t cost, limit;
@@ -160,6 +181,9 @@ struct cel_eval {
 	const struct cel_program *prog;
 	const struct cel_host *host; /* borrowed, or NULL (host.c) */
 	void *re_md; /* owned: a pcre2 match data of one pair for matches() (lib.c), or NULL */
+	struct cel_field_cache *cache; /* owned: ncache entries */
+	size_t ncache;
+	uint64_t gen; /* the evaluations run */
 };
 
 /* Values */

@@ -317,6 +317,27 @@ static bool param_sub(struct checker *c, const struct ty *t, const struct ty *p,
 	return true;
 }
 
+/*
+ * A dyn value matched against t: each parameter in t may stand for anything,
+ * so it becomes dyn (list(int) + dyn is list(dyn): the dyn list may hold
+ * doubles). cel-go keeps list(int) there, a deduced type its values need
+ * not have; gavel's deduced type is sound (a value has it).
+ */
+static void widen_params(struct checker *c, const struct ty *t, int depth)
+{
+	bool has_sub;
+	int i;
+
+	if (depth > CEL_MAX_DEPTH * 2)
+		return;
+	if (t->kind == TY_PARAM) {
+		param_sub(c, &ty_dyn, t, &has_sub, depth);
+		return;
+	}
+	for (i = 0; i < t->np; i++)
+		widen_params(c, t->p[i], depth + 1);
+}
+
 /* cel-go's internalIsAssignable: is a value of type b acceptable where a is expected? */
 static bool assignable(struct checker *c, const struct ty *a, const struct ty *b, int depth)
 {
@@ -333,8 +354,10 @@ static bool assignable(struct checker *c, const struct ty *a, const struct ty *b
 	}
 	if (a->kind == TY_PARAM)
 		return param_sub(c, b, a, &has_sub, depth);
-	if (is_dyn(a) || is_dyn(b))
+	if (is_dyn(a) || is_dyn(b)) {
+		widen_params(c, is_dyn(a) ? b : a, depth + 1);
 		return true;
+	}
 	if (b->kind == TY_NULL && nullable(a))
 		return true;
 	if (a->kind != b->kind)

@@ -3,6 +3,14 @@
  * (cel-semantics.md 1.4-1.6): errors are values; && and || absorb them
  * commutatively; ?: evaluates only the branch taken; macros; a runtime cost
  * budget that ends any evaluation with a fatal error.
+ *
+ * What can be decided once per program is (cel_resolve): variable slots,
+ * constant lists, the specialised evaluations of enum cel_fast, and the field
+ * cache entries. Each node kind has its function (eval_fns); a chain of
+ * selections a.?b.c is walked as a whole (eval_chain) without the optional
+ * values of its steps, and a path from a bound variable (object.spec) is
+ * looked up once per evaluation however often it is written. All of it
+ * charges the cost of evaluating node by node.
  */
 #include "engine/cel/cel.h"
 #include "engine/cel/cel_int.h"
@@ -52,6 +60,7 @@ void cel_eval_free(struct cel_eval *ev)
 		return;
 	cel_eval_reset(ev);
 	cel_regex_md_free(ev->re_md);
+	free(ev->cache);
 	free(ev->vars);
 	free(ev->locals);
 	free(ev);
@@ -176,6 +185,26 @@ static struct cel_value aborted(struct cel_eval *ev)
 
 	v.v.err = &ev->abort_err;
 	return v;
+}
+
+/*
+ * cel_eval_node(ev, c), with a literal or a comprehension variable read in
+ * place (the same charge, no call).
+ */
+static inline struct cel_value eval_child(struct cel_eval *ev, const struct cel_node *c)
+{
+	if (c->kind == N_LIT || (c->kind == N_IDENT && c->slot)) {
+		if (!cel_charge(ev, 1))
+			return aborted(ev);
+		return c->kind == N_LIT ? c->lit : ev->locals[c->slot - 1].v;
+	}
+	if (c->kind == N_LIST && c->konst) {
+		/* cel_eval_node's charge: the node and each element literal */
+		if (!cel_charge(ev, 1 + (uint64_t)c->n))
+			return aborted(ev);
+		return c->lit;
+	}
+	return cel_eval_node(ev, c);
 }
 
 static struct cel_value no_overload(struct cel_eval *ev, int pos, const char *what,
@@ -406,18 +435,34 @@ static struct cel_value eval_in(struct cel_eval *ev, const struct cel_value *x,
 	return no_overload(ev, pos, "@in", x, c);
 }
 
+static struct cel_value eval_or_value(struct cel_eval *ev, const struct cel_node *n);
+
 static __attribute__((noinline)) struct cel_value eval_binary(struct cel_eval *ev,
 							      const struct cel_node *n)
 {
-	struct cel_value a = cel_eval_node(ev, n->a[0]), b, r;
+	struct cel_value a, b, r;
 	int c;
 	bool nan;
 
+	if (n->a[0]->fast == FAST_OR_VALUE) {
+		/* x.?f.orValue(d) == lit, the policy library's commonest test */
+		a = cel_charge(ev, 1) ? eval_or_value(ev, n->a[0]) : aborted(ev);
+	} else {
+		a = eval_child(ev, n->a[0]);
+	}
+
 	if (a.kind == CEL_ERROR)
 		return a;
-	b = cel_eval_node(ev, n->a[1]);
+	b = eval_child(ev, n->a[1]);
 	if (b.kind == CEL_ERROR)
 		return b;
+	if (a.kind == b.kind) {
+		/* the commonest cases of cel_equals and cel_arith, in place */
+		if (a.kind == CEL_BOOL && (n->op == OP_EQ || n->op == OP_NE))
+			return cel_bool((a.v.b == b.v.b) == (n->op == OP_EQ));
+		if (a.kind == CEL_LIST && n->op == OP_ADD)
+			return concat_list(ev, &a, &b);
+	}
 	switch (n->op) {
 	case OP_EQ:
 		return cel_equals(ev, &a, &b, n->pos);
@@ -601,7 +646,8 @@ static __attribute__((noinline)) bool resolve_chain(struct cel_eval *ev, const s
 	return false;
 }
 
-static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *n)
+static __attribute__((noinline)) struct cel_value eval_select_generic(struct cel_eval *ev,
+								      const struct cel_node *n)
 {
 	struct cel_value o, tmp;
 
@@ -637,6 +683,155 @@ static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *
 	if (o.kind == CEL_ERROR)
 		return o;
 	return select_field(ev, &o, n->name, n->nlen, n->opt, n->pos);
+}
+
+static struct cel_value eval_call_generic(struct cel_eval *ev, const struct cel_node *n);
+
+/*
+ * The value of a selection chain kept unwrapped while it is walked, so that
+ * `x.?a.?b` makes no optional value per step: v itself (opt false),
+ * optional.of(v) (opt), or optional.none() (opt and none).
+ */
+struct chain_val {
+	struct cel_value v;
+	bool opt, none;
+};
+
+#define CHAIN_MAX 32
+
+/* Field name of s on JSON object obj, through the field cache when s has an entry. */
+static inline const json_t *chain_field(struct cel_eval *ev, const struct cel_node *s,
+					const json_t *obj)
+{
+	struct cel_field_cache *c;
+
+	if (!s->cache)
+		return json_object_getn(obj, s->name, s->nlen);
+	c = &ev->cache[s->cache - 1];
+	if (c->gen != ev->gen || c->obj != obj) {
+		c->gen = ev->gen;
+		c->obj = obj;
+		c->res = json_object_getn(obj, s->name, s->nlen);
+	}
+	return c->res;
+}
+
+static struct cel_value chain_value(struct cel_eval *ev, const struct chain_val *st)
+{
+	if (!st->opt)
+		return st->v;
+	return cel_opt(ev, st->none ? NULL : &st->v);
+}
+
+static void chain_set(struct chain_val *st, const struct cel_value *r)
+{
+	st->opt = r->kind == CEL_OPTIONAL;
+	st->none = st->opt && !r->v.opt;
+	st->v = st->opt ? (r->v.opt ? *r->v.opt : *r) : *r;
+}
+
+/*
+ * Evaluates the chain of selections ending at top (a.b.?c.d: each node a
+ * N_SELECT down to the first that is not), with the semantics and the cost
+ * of evaluating each node in turn (eval_select_generic, select_field): the
+ * selections below top and the root are charged here, top (already charged
+ * by cel_eval_node) is not, extra more is. False, and nothing charged, when
+ * the chain is left to eval_select_generic: longer than CHAIN_MAX, or rooted
+ * at an unbound name that dotted names or a type may resolve.
+ */
+static bool eval_chain(struct cel_eval *ev, const struct cel_node *top, uint64_t extra,
+		       struct chain_val *st)
+{
+	const struct cel_node *parts[CHAIN_MAX], *t = top;
+	int np = 0;
+
+	while (t->kind == N_SELECT) {
+		if (np == CHAIN_MAX)
+			return false;
+		parts[np++] = t;
+		t = t->a[0];
+	}
+	st->opt = st->none = false;
+	if (top->target && t->kind == N_IDENT) {
+		if (!lookup_ident(ev, t, &st->v))
+			return false;
+		if (!cel_charge(ev, (uint64_t)np + extra)) {
+			st->v = aborted(ev);
+			return true;
+		}
+	} else {
+		if (!cel_charge(ev, (uint64_t)np - 1 + extra)) {
+			st->v = aborted(ev);
+			return true;
+		}
+		st->v = eval_child(ev, t);
+	}
+	while (np > 0) {
+		const struct cel_node *s = parts[--np];
+		struct cel_value o, r;
+
+		if (!st->opt) {
+			if (st->v.kind == CEL_ERROR)
+				return true;
+			if (st->v.kind == CEL_MAP && st->v.json) {
+				const json_t *j = chain_field(ev, s, st->v.v.json);
+
+				if (j) {
+					st->v = cel_from_json(j);
+					st->opt = s->opt;
+				} else if (s->opt) {
+					st->opt = st->none = true;
+				} else {
+					st->v = cel_err(ev, s->pos, "no such key: %s", s->name);
+				}
+				continue;
+			}
+		} else {
+			if (st->none)
+				continue;
+			if (st->v.kind == CEL_MAP && st->v.json) {
+				const json_t *j = chain_field(ev, s, st->v.v.json);
+
+				if (j)
+					st->v = cel_from_json(j);
+				else
+					st->none = true;
+				continue;
+			}
+		}
+		o = chain_value(ev, st);
+		r = select_field(ev, &o, s->name, s->nlen, s->opt, s->pos);
+		chain_set(st, &r);
+	}
+	return true;
+}
+
+static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *n)
+{
+	struct chain_val st;
+
+	if (!eval_chain(ev, n, 0, &st))
+		return eval_select_generic(ev, n);
+	return chain_value(ev, &st);
+}
+
+/*
+ * x.orValue(d) with x a selection chain (n->fast: FAST_OR_VALUE): f_or_value
+ * on the chain's value, with no optional value made.
+ */
+static struct cel_value eval_or_value(struct cel_eval *ev, const struct cel_node *n)
+{
+	struct chain_val st;
+	struct cel_value d;
+
+	if (!eval_chain(ev, n->a[0], 1, &st))
+		return eval_call_generic(ev, n);
+	d = eval_child(ev, n->a[1]);
+	if (ev->aborted)
+		return aborted(ev);
+	if (!st.opt)
+		return st.v.kind != CEL_ERROR && d.kind == CEL_ERROR ? d : st.v;
+	return st.none ? d : st.v;
 }
 
 /* An integral list index from int, uint or an integral double; false otherwise. */
@@ -902,6 +1097,46 @@ static void vec_push(struct cel_eval *ev, struct vec *x, const struct cel_value 
 static struct cel_value eval_sort_by(struct cel_eval *ev, const struct cel_node *n,
 				     const struct cel_value *range);
 
+/*
+ * all/exists of one variable over a list: the loop of eval_compr with the
+ * variable's slot pushed once and overwritten (same cost and result).
+ */
+static struct cel_value eval_all_list(struct cel_eval *ev, const struct cel_node *n,
+				      const struct cel_value *range)
+{
+	bool all = n->op == M_ALL;
+	size_t base = ev->nlocals, cnt = cel_list_size(range), i;
+	struct cel_value err = {.kind = CEL_NULL}, p;
+
+	push_local(ev, n->name, range);
+	for (i = 0; i < cnt; i++) {
+		if (!cel_charge(ev, 1))
+			break;
+		ev->nlocals = base + 1;
+		ev->locals[base].v = range->json ? cel_from_json(json_array_get(range->v.json, i))
+						 : range->v.list->v[i];
+		p = cel_eval_node(ev, n->a[1]);
+		if (p.kind == CEL_BOOL) {
+			if (p.v.b != all) {
+				ev->nlocals = base;
+				return p;
+			}
+		} else if (err.kind == CEL_NULL) {
+			err = p.kind == CEL_ERROR
+				  ? p
+				  : no_overload(ev, n->a[1]->pos, all ? "all" : "exists", &p, NULL);
+		}
+		if (ev->aborted)
+			break;
+	}
+	ev->nlocals = base;
+	if (ev->aborted)
+		return aborted(ev);
+	if (err.kind != CEL_NULL)
+		return err;
+	return cel_bool(all);
+}
+
 static __attribute__((noinline)) struct cel_value eval_compr(struct cel_eval *ev,
 							     const struct cel_node *n)
 {
@@ -936,6 +1171,8 @@ static __attribute__((noinline)) struct cel_value eval_compr(struct cel_eval *ev
 			       cel_type_name(&range));
 	if (m == M_SORT_BY)
 		return eval_sort_by(ev, n, &range);
+	if ((m == M_ALL || m == M_EXISTS) && !two && range.kind == CEL_LIST)
+		return eval_all_list(ev, n, &range);
 	has_filter = ((m == M_MAP && n->n == 3) || (m == M_TRANSFORM_LIST && n->n == 3) ||
 		      (m == M_TRANSFORM_MAP && n->n == 3) || (m == M_TRANSFORM_ENTRY && n->n == 3));
 	iter_init(&it, &range);
@@ -1118,7 +1355,7 @@ static struct cel_value eval_sort_by(struct cel_eval *ev, const struct cel_node 
 	return cel_list_new(ev, vals, cnt);
 }
 
-static struct cel_value eval_call(struct cel_eval *ev, const struct cel_node *n)
+static struct cel_value eval_call_generic(struct cel_eval *ev, const struct cel_node *n)
 {
 	struct cel_value argv[8], *args = argv;
 	int i;
@@ -1129,7 +1366,7 @@ static struct cel_value eval_call(struct cel_eval *ev, const struct cel_node *n)
 	if (n->n > 8)
 		args = cel_eval_alloc(ev, sizeof(*args) * (size_t)n->n);
 	for (i = 0; i < n->n; i++) {
-		args[i] = cel_eval_node(ev, n->a[i]);
+		args[i] = eval_child(ev, n->a[i]);
 		if (args[i].kind == CEL_ERROR && !n->fn->lazy)
 			return args[i];
 	}
@@ -1138,66 +1375,87 @@ static struct cel_value eval_call(struct cel_eval *ev, const struct cel_node *n)
 	return n->fn->fn(ev, n, args, n->n);
 }
 
+/* ---- dispatch: one function per node kind, called by cel_eval_node ---- */
+
+static struct cel_value eval_lit(struct cel_eval *ev, const struct cel_node *n)
+{
+	return n->lit;
+}
+
+static struct cel_value eval_ident(struct cel_eval *ev, const struct cel_node *n)
+{
+	struct cel_value v;
+
+	if (lookup_ident(ev, n, &v) || type_ident(n->name, &v))
+		return v;
+	return cel_err(ev, n->pos, "undeclared reference to '%s' (in container '')", n->name);
+}
+
+static struct cel_value eval_call(struct cel_eval *ev, const struct cel_node *n)
+{
+	if (n->fast == FAST_OR_VALUE)
+		return eval_or_value(ev, n);
+	return eval_call_generic(ev, n);
+}
+
+static struct cel_value eval_and(struct cel_eval *ev, const struct cel_node *n)
+{
+	return eval_logic(ev, n, true);
+}
+
+static struct cel_value eval_or(struct cel_eval *ev, const struct cel_node *n)
+{
+	return eval_logic(ev, n, false);
+}
+
+static struct cel_value eval_cond(struct cel_eval *ev, const struct cel_node *n)
+{
+	struct cel_value c = eval_child(ev, n->a[0]);
+
+	if (c.kind == CEL_ERROR)
+		return c;
+	if (c.kind != CEL_BOOL)
+		return no_overload(ev, n->pos, "_?_:_", &c, NULL);
+	return eval_child(ev, n->a[c.v.b ? 1 : 2]);
+}
+
+static struct cel_value eval_list_node(struct cel_eval *ev, const struct cel_node *n)
+{
+	if (n->konst) {
+		/* folded (cel_resolve): the cost of evaluating each element literal */
+		if (!cel_charge(ev, (uint64_t)n->n))
+			return aborted(ev);
+		return n->lit;
+	}
+	return eval_list(ev, n);
+}
+
+static struct cel_value eval_bind(struct cel_eval *ev, const struct cel_node *n)
+{
+	size_t base = ev->nlocals;
+	struct cel_value v = cel_eval_node(ev, n->a[0]), c;
+
+	push_local(ev, n->name, &v);
+	c = cel_eval_node(ev, n->a[1]);
+	ev->nlocals = base;
+	return c;
+}
+
+typedef struct cel_value (*eval_fn)(struct cel_eval *ev, const struct cel_node *n);
+
+static const eval_fn eval_fns[N_BIND + 1] = {
+    [N_LIT] = eval_lit,	    [N_IDENT] = eval_ident,   [N_SELECT] = eval_select,
+    [N_HAS] = eval_has,	    [N_INDEX] = eval_index,   [N_CALL] = eval_call,
+    [N_UNARY] = eval_unary, [N_BINARY] = eval_binary, [N_AND] = eval_and,
+    [N_OR] = eval_or,	    [N_COND] = eval_cond,     [N_LIST] = eval_list_node,
+    [N_MAP] = eval_map,	    [N_COMPR] = eval_compr,   [N_BIND] = eval_bind,
+};
+
 struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n)
 {
-	struct cel_value v, c;
-
 	if (!cel_charge(ev, 1))
 		return aborted(ev);
-	switch ((enum cel_node_kind)n->kind) {
-	case N_LIT:
-		return n->lit;
-	case N_IDENT:
-		if (lookup_ident(ev, n, &v) || type_ident(n->name, &v))
-			return v;
-		return cel_err(ev, n->pos, "undeclared reference to '%s' (in container '')",
-			       n->name);
-	case N_SELECT:
-		return eval_select(ev, n);
-	case N_HAS:
-		return eval_has(ev, n);
-	case N_INDEX:
-		return eval_index(ev, n);
-	case N_CALL:
-		return eval_call(ev, n);
-	case N_UNARY:
-		return eval_unary(ev, n);
-	case N_BINARY:
-		return eval_binary(ev, n);
-	case N_AND:
-		return eval_logic(ev, n, true);
-	case N_OR:
-		return eval_logic(ev, n, false);
-	case N_COND:
-		c = cel_eval_node(ev, n->a[0]);
-		if (c.kind == CEL_ERROR)
-			return c;
-		if (c.kind != CEL_BOOL)
-			return no_overload(ev, n->pos, "_?_:_", &c, NULL);
-		return cel_eval_node(ev, n->a[c.v.b ? 1 : 2]);
-	case N_LIST:
-		if (n->konst) {
-			/* folded (cel_resolve): the cost of evaluating each element literal */
-			if (!cel_charge(ev, (uint64_t)n->n))
-				return aborted(ev);
-			return n->lit;
-		}
-		return eval_list(ev, n);
-	case N_MAP:
-		return eval_map(ev, n);
-	case N_COMPR:
-		return eval_compr(ev, n);
-	case N_BIND: {
-		size_t base = ev->nlocals;
-
-		v = cel_eval_node(ev, n->a[0]);
-		push_local(ev, n->name, &v);
-		c = cel_eval_node(ev, n->a[1]);
-		ev->nlocals = base;
-		return c;
-	}
-	}
-	return cel_err(ev, n->pos, "internal error: unknown node");
+	return eval_fns[n->kind](ev, n);
 }
 
 /* ---- resolution (once per program) ---- */
@@ -1251,6 +1509,9 @@ static void resolve_node(struct cel_program *p, struct cel_node *n, struct scope
 	if ((n->kind != N_COMPR && n->kind != N_BIND) || n->n < 1) {
 		for (i = 0; i < n->n; i++)
 			resolve_node(p, n->a[i], sc);
+		if (n->kind == N_CALL && n->fn && n->target && n->n == 2 &&
+		    strcmp(n->fn->name, "orValue") == 0 && n->a[0]->kind == N_SELECT)
+			n->fast = FAST_OR_VALUE;
 		if (n->kind == N_LIST)
 			fold_list(p, n);
 		return;
@@ -1268,12 +1529,91 @@ static void resolve_node(struct cel_program *p, struct cel_node *n, struct scope
 	sc->n = base;
 }
 
+/* Paths a program's field cache holds at most. */
+#define CEL_FIELD_CACHE_MAX 64
+
+struct paths {
+	char **key; /* the path of each cache entry: the names, NUL-separated */
+	size_t *len;
+	int n;
+};
+
+/*
+ * The path of selection n from the bound variable its chain starts at, each
+ * name ending with a NUL; nothing (b->len 0) when the chain starts elsewhere
+ * (a comprehension variable, an expression) or is deeper than a chain can be.
+ */
+static __attribute__((noinline)) void path_key(const struct cel_node *n, struct gv_buf *b)
+{
+	const struct cel_node *parts[CHAIN_MAX], *t = n;
+	int np = 0;
+
+	while (t->kind == N_SELECT) {
+		if (np == CHAIN_MAX)
+			return;
+		parts[np++] = t;
+		t = t->a[0];
+	}
+	if (t->kind != N_IDENT || t->slot)
+		return;
+	gv_buf_add(b, t->name, strlen(t->name) + 1);
+	while (np > 0) {
+		t = parts[--np];
+		gv_buf_add(b, t->name, t->nlen + 1);
+	}
+}
+
+/*
+ * A field cache entry for each selection on a chain rooted at a bound
+ * variable (after resolve_node: slot 0), one per distinct path of names.
+ */
+static void cache_node(struct cel_program *p, struct cel_node *n, struct paths *ps)
+{
+	struct gv_buf b = {0};
+	int i;
+
+	if (!n)
+		return;
+	for (i = 0; i < n->n; i++)
+		cache_node(p, n->a[i], ps);
+	if (n->kind != N_SELECT)
+		return;
+	path_key(n, &b);
+	if (!b.len)
+		return;
+	for (i = 0; i < ps->n; i++) {
+		if (ps->len[i] == b.len && memcmp(ps->key[i], b.data, b.len) == 0) {
+			n->cache = i + 1;
+			gv_buf_release(&b);
+			return;
+		}
+	}
+	if (ps->n == CEL_FIELD_CACHE_MAX) {
+		/* the paths past the first few are looked up each time (bounds the work here) */
+		gv_buf_release(&b);
+		return;
+	}
+	ps->key = gv_xrealloc(ps->key, sizeof(*ps->key) * (size_t)(ps->n + 1));
+	ps->len = gv_xrealloc(ps->len, sizeof(*ps->len) * (size_t)(ps->n + 1));
+	ps->key[ps->n] = b.data;
+	ps->len[ps->n] = b.len;
+	n->cache = ++ps->n;
+}
+
 void cel_resolve(struct cel_program *p)
 {
 	struct scope sc;
+	struct paths ps = {0};
+	int i;
 
 	sc.n = 0;
 	resolve_node(p, p->root, &sc);
+	cache_node(p, p->root, &ps);
+	p->ncache = ps.n;
+	for (i = 0; i < ps.n; i++)
+		free(ps.key[i]);
+	free(ps.key);
+	free(ps.len);
 }
 
 uint64_t cel_eval_run(struct cel_eval *ev, const struct cel_program *p, struct cel_value *out)
@@ -1282,6 +1622,13 @@ uint64_t cel_eval_run(struct cel_eval *ev, const struct cel_program *p, struct c
 	ev->prog = p;
 	ev->aborted = false;
 	ev->nlocals = 0;
+	ev->gen++;
+	if ((size_t)p->ncache > ev->ncache) {
+		ev->cache = gv_xrealloc(ev->cache, sizeof(*ev->cache) * (size_t)p->ncache);
+		memset(ev->cache + ev->ncache, 0,
+		       sizeof(*ev->cache) * ((size_t)p->ncache - ev->ncache));
+		ev->ncache = (size_t)p->ncache;
+	}
 	*out = cel_eval_node(ev, p->root);
 	if (ev->aborted)
 		*out = aborted(ev);

@@ -562,6 +562,58 @@ static void test_json(void **state)
 	json_decref(doc);
 }
 
+/*
+ * Selection chains (evaluated as a whole) keep the semantics of one step at
+ * a time, and a path read twice reads the document bound for this
+ * evaluation.
+ */
+static void test_chains(void **state)
+{
+	static const struct ccase cases[] = {
+	    {"object.a.?b.c.orValue(0)", "{'a': {'b': {'c': 1}}}", "1", NULL},
+	    {"object.a.?b.c.orValue(0)", "{'a': {}}", "0", NULL},
+	    {"object.a.?b.c", "{'a': {'b': {'c': 1}}}", "optional.of(1)", NULL},
+	    {"object.a.?b.c", "{'a': {'b': {}}}", "optional.none()", NULL},
+	    {"object.a.?b.c", "{'a': {'b': 1}}", NULL, "no such key: c"},
+	    {"object.a.?b", "{'a': null}", "optional.none()", NULL},
+	    {"object.a.b", "{'a': null}", NULL, "does not support field selection"},
+	    {"object.a.b.orValue(2)", "{'a': {}}", NULL, "no such key: b"},
+	    {"object.a.orValue(2)", "{'a': 1}", "1", NULL},
+	    {"object.x.?y.orValue(2)", "{'a': 1}", NULL, "no such key: x"},
+	    {"{'k': {'l': 1}}.?k.l.orValue(0)", NULL, "1", NULL},
+	    {"{'k': {'l': 1}}.?k.?m.orValue(0)", NULL, "0", NULL},
+	    {"optional.of({'l': [1]}).l.orValue([])", NULL, "[1]", NULL},
+	    {"object.a.b + object.a.b", "{'a': {'b': 2}}", "4", NULL},
+	    {"[{'a': 1}, {'a': 2}].all(x, x.?a.orValue(0) > 0)", NULL, "true", NULL},
+	    {"object.l.all(x, x.?a.?b.orValue(true) == true)", "{'l': [{'a': {}}, {}]}", "true",
+	     NULL},
+	    {"object.l.exists(x, x.a.b == 1)", "{'l': [{'a': {'b': 2}}, {'a': {'b': 1}}]}", "true",
+	     NULL},
+	};
+	json_t *d1 = load("{'spec': {'n': 1}}"), *d2 = load("{'spec': {'n': 2}}");
+	struct cel_eval *ev = cel_eval_new(0);
+	const char *src = "object.spec.n + object.spec.n";
+	struct cel_program *p = cel_compile(src, strlen(src), 0, NULL);
+	struct cel_value v;
+
+	(void)state;
+	run_cases(cases, GV_ARRAY_LEN(cases));
+	assert_non_null(p);
+	cel_bind_json(ev, "object", d1);
+	cel_eval_run(ev, p, &v);
+	assert_int_equal(v.kind, CEL_INT);
+	assert_int_equal(v.v.i, 2);
+	cel_eval_clear(ev);
+	cel_bind_json(ev, "object", d2);
+	cel_eval_run(ev, p, &v);
+	assert_int_equal(v.kind, CEL_INT);
+	assert_int_equal(v.v.i, 4);
+	cel_program_free(p);
+	cel_eval_free(ev);
+	json_decref(d1);
+	json_decref(d2);
+}
+
 static void test_parse_errors(void **state)
 {
 	struct cel_parse_error e;
@@ -865,7 +917,7 @@ int main(void)
 	    cmocka_unit_test(test_json),       cmocka_unit_test(test_parse_errors),
 	    cmocka_unit_test(test_hostile),    cmocka_unit_test(test_regex_blowup),
 	    cmocka_unit_test(test_cost_limit), cmocka_unit_test(test_output),
-	    cmocka_unit_test(test_threads),
+	    cmocka_unit_test(test_threads),    cmocka_unit_test(test_chains),
 	};
 
 	gv_init();

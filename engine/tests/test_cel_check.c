@@ -211,6 +211,12 @@ static void test_check_types(void **state)
 	    {"size(object)", "int", 0},
 	    {"object + 1", "int", 0}, /* the only overload taking an int */
 	    {"object + object", "dyn", 0},
+	    /* a dyn list may hold anything: the concatenation is no list(int) (its
+	     * element 1 is 2.5 here) */
+	    {"[1] + dyn([2.5])", "list(dyn)", 0},
+	    {"([1] + dyn([2.5]))[1]", "dyn", 0},
+	    {"(object.items + [1])[0]", "dyn", 0},
+	    {"[1] + [2]", "list(int)", 0},
 	    {"'a'.split(',')", "list(string)", 0},
 	    {"object.?a", "optional_type(dyn)", 0},
 	    {"quantity('1')", "kubernetes.Quantity", 0},
