@@ -413,12 +413,30 @@ struct kube_client *kube_client_new_transport(void (*transport)(void *ud, struct
 	return c;
 }
 
+struct kube_client *kube_client_new_child(struct kube_client *parent)
+{
+	struct kube_client *c = gv_xcalloc(1, sizeof(*c));
+
+	c->parent = parent->parent ? parent->parent : parent;
+	atomic_init(&c->requests, 0);
+	return c;
+}
+
+unsigned long kube_client_requests(const struct kube_client *c)
+{
+	return atomic_load(&((struct kube_client *)c)->requests);
+}
+
 void kube_client_free(struct kube_client *c)
 {
 	struct kube_handle *h, *next;
 
 	if (!c)
 		return;
+	if (c->parent) {
+		free(c);
+		return;
+	}
 	pthread_key_delete(c->key);
 	for (h = c->handles; h; h = next) {
 		next = h->next;
@@ -809,6 +827,9 @@ enum gv_code kube_do(struct kube_client *c, const struct kube_req *req, struct g
 	bool reauthed = false;
 	enum gv_code rc = GV_OK;
 
+	atomic_fetch_add(&c->requests, 1);
+	if (c->parent)
+		return kube_do(c->parent, req, resp, st, err);
 	if (!st)
 		st = &tmp;
 	memset(st, 0, sizeof(*st));

@@ -73,6 +73,18 @@ struct kube_client *kube_client_new(const struct kube_config *cfg, struct gv_err
 void kube_client_free(struct kube_client *c);
 
 /*
+ * A child of parent (which must outlive it): its requests are sent by
+ * parent (connections, retries, tuning, discovery cache and test
+ * transport are parent's) and counted by the child, for figures such as
+ * the API requests of one namespace's scan. Not for informers. Free with
+ * kube_client_free.
+ */
+struct kube_client *kube_client_new_child(struct kube_client *parent);
+
+/* Requests sent through c so far (each counts once, whatever its retries). */
+unsigned long kube_client_requests(const struct kube_client *c);
+
+/*
  * Tuning (call before sharing the client between threads). Retries: at most
  * max_retries (clamped to 0..10) further attempts after the first; the wait
  * before attempt n is kube_backoff_ms(n, base_ms, cap_ms), or the server's

@@ -53,6 +53,9 @@ struct kube_client {
 	/* kube_client_new_transport: exchanges go there instead of curl */
 	void (*transport)(void *ud, struct kube_exchange *x);
 	void *transport_ud;
+	/* kube_client_new_child: requests go through parent, counted here */
+	struct kube_client *parent;
+	atomic_ulong requests; /* kube_do calls (one per request, whatever its retries) */
 };
 
 /*

@@ -142,6 +142,31 @@ static void test_list(void **state)
 	kube_client_free(c);
 }
 
+/* A child client sends through its parent and counts its own requests. */
+static void test_child(void **state)
+{
+	struct server s = {.fail = 1};
+	struct kube_client *c = kube_client_new_transport(serve, &s);
+	struct kube_client *a = kube_client_new_child(c), *b = kube_client_new_child(a);
+	struct gv_err err = {0};
+	json_t *out = NULL;
+
+	(void)state;
+	kube_client_set_retries(c, 2, 1, 1);
+	assert_int_equal(kube_list(a, "/api/v1/configmaps", 2, NULL, NULL, NULL, &err), GV_OK);
+	assert_int_equal(kube_request(b, "GET", "/api/v1/configmaps", NULL, &out, NULL, &err),
+			 GV_OK);
+	assert_int_equal(json_array_size(json_object_get(out, "items")), 5);
+	json_decref(out);
+	assert_int_equal(kube_client_requests(a), 3);
+	assert_int_equal(kube_client_requests(b), 1);
+	assert_int_equal(kube_client_requests(c), 4);
+	assert_int_equal(s.nlog, 5); /* and one retry of a 503 */
+	kube_client_free(b);
+	kube_client_free(a);
+	kube_client_free(c);
+}
+
 static void test_pager(void **state)
 {
 	struct server s = {.gone = 1};
@@ -217,6 +242,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_list),
 	    cmocka_unit_test(test_pager),
+	    cmocka_unit_test(test_child),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
