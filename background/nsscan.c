@@ -995,10 +995,9 @@ enum gv_code nsscan_once(const struct nsscan_options *o, struct nsscan_stats *st
 
 	memset(stats, 0, sizeof(*stats));
 	{
-		struct clusterstate_api ca = {.request = counted_request, .ud = &sc};
 		double t = mono_seconds();
 
-		rc = clusterstate_fetch(&ca, self, "gavel", &cs, err);
+		rc = clusterstate_fetch(scanner_client(sc.s), self, "gavel", &cs, err);
 		stats->fetch_seconds = mono_seconds() - t;
 		if (rc)
 			goto out;
@@ -1020,7 +1019,6 @@ enum gv_code nsscan_once(const struct nsscan_options *o, struct nsscan_stats *st
 	if (rc)
 		goto out;
 	if (!o->dry_run) {
-		struct scanstate_api sapi = {.request = counted_request, .ud = &sc};
 		time_t end = time(NULL);
 		double t = mono_seconds();
 
@@ -1039,7 +1037,7 @@ enum gv_code nsscan_once(const struct nsscan_options *o, struct nsscan_stats *st
 			free(text);
 			free(key);
 		}
-		rc = scanstate_write(&sapi, self, SCANSTATE_CONFIGMAP, changes, err);
+		rc = scanstate_write(scanner_client(sc.s), self, SCANSTATE_CONFIGMAP, changes, err);
 		stats->flush_seconds += mono_seconds() - t;
 		if (rc) {
 			gv_err_prefix(err, "writing the scan state: ");

@@ -537,13 +537,12 @@ static void leadership_lost(struct reconciler *r)
 /* At the start of a leadership: the reports as they are, the last scans. */
 static void leadership_init(struct reconciler *r, time_t now)
 {
-	struct scanstate_api sapi = {.request = rec_request, .ud = r};
 	struct gv_err err = {0};
 	json_t *data = NULL;
 
 	if (now < r->load_retry_at)
 		return;
-	if (scanstate_read(&sapi, r->namespace, r->state_cm, &data, &err)) {
+	if (scanstate_read(scanner_client(r->scanner), r->namespace, r->state_cm, &data, &err)) {
 		int b = backoff_next(&r->load_backoff);
 		json_decref(data);
 		gv_warn("background: start of leadership: %s (retrying in %d s)", err.msg, b);
@@ -639,12 +638,12 @@ static void prune(struct reconciler *r, time_t now)
  */
 static void write_state(struct reconciler *r, time_t now)
 {
-	struct scanstate_api sapi = {.request = rec_request, .ud = r};
 	struct gv_err err = {0};
 
 	if (!json_object_size(r->pending) || now < r->state_retry_at || r->scan_dirty)
 		return;
-	if (scanstate_write(&sapi, r->namespace, r->state_cm, r->pending, &err)) {
+	if (scanstate_write(scanner_client(r->scanner), r->namespace, r->state_cm, r->pending,
+			    &err)) {
 		int b = backoff_next(&r->state_backoff);
 		gv_warn("background: scan state ConfigMap %s/%s not written (retrying in %d s): %s",
 			r->namespace, r->state_cm, b, err.msg);
@@ -1199,8 +1198,7 @@ void reconciler_stop(struct reconciler *r)
 /* ---- one-shot commands ---- */
 
 /* {policy ref: {pass, fail, warn, error, skip}} from gavel's reports. */
-static enum gv_code count_results(const struct clusterstate_api *api, json_t **out,
-				  struct gv_err *err)
+static enum gv_code count_results(struct kube_client *client, json_t **out, struct gv_err *err)
 {
 	static const char *const colls[] = {"/apis/" REPORT_API_VERSION "/policyreports",
 					    "/apis/" REPORT_API_VERSION "/clusterpolicyreports"};
@@ -1214,7 +1212,7 @@ static enum gv_code count_results(const struct clusterstate_api *api, json_t **o
 		json_t *items = NULL;
 		const json_t *rep, *res;
 		size_t i, j;
-		enum gv_code rc = clusterstate_list(api, path, 50, &items, &st, &e);
+		enum gv_code rc = clusterstate_list(client, path, 50, &items, &st, &e);
 
 		free(path);
 		if (rc && st.http == 404)
@@ -1263,8 +1261,6 @@ enum gv_code reconciler_status(struct kube_client *client, const char *namespace
 			       const char *interval, time_t now, json_t **out, struct gv_err *err)
 {
 	const char *ns = namespace && *namespace ? namespace : "gavel";
-	struct clusterstate_api ca = {.client = client};
-	struct scanstate_api sa = {.client = client};
 	struct clusterstate cs = {0};
 	struct reconciler_global global;
 	json_t *state = NULL, *counts = NULL;
@@ -1273,9 +1269,9 @@ enum gv_code reconciler_status(struct kube_client *client, const char *namespace
 	enum gv_code rc;
 
 	*out = NULL;
-	if ((rc = clusterstate_fetch(&ca, ns, "gavel", &cs, err)) ||
-	    (rc = scanstate_read(&sa, ns, SCANSTATE_CONFIGMAP, &state, err)) ||
-	    (rc = count_results(&ca, &counts, err)))
+	if ((rc = clusterstate_fetch(client, ns, "gavel", &cs, err)) ||
+	    (rc = scanstate_read(client, ns, SCANSTATE_CONFIGMAP, &state, err)) ||
+	    (rc = count_results(client, &counts, err)))
 		goto out;
 	reconciler_global_resolve(cs.config_data, interval, &global);
 	*out = json_array();

@@ -624,7 +624,8 @@ struct scanner {
 	char *cursor;	    /* owned: key of the target the next cycle starts at */
 	uint64_t *retained; /* policy keys that had their report_retain() */
 	size_t nretained;
-	atomic_size_t requests;
+	atomic_size_t requests;	    /* through api.request */
+	struct kube_client *client; /* owned: a child of api.client, counting its requests */
 };
 
 static void target_free(struct target *t)
@@ -667,6 +668,7 @@ struct scanner *scanner_new(const struct scan_api *api, const struct scan_option
 	s->only_ns = opt && opt->only_namespace ? gv_xstrdup(opt->only_namespace) : NULL;
 	s->opt.only_namespace = s->only_ns;
 	atomic_init(&s->requests, 0);
+	s->client = api->client ? kube_client_new_child(api->client) : NULL;
 	return s;
 }
 
@@ -691,7 +693,13 @@ void scanner_free(struct scanner *s)
 	scanner_reset(s);
 	free(s->skip_ns);
 	free(s->only_ns);
+	kube_client_free(s->client);
 	free(s);
+}
+
+struct kube_client *scanner_client(const struct scanner *s)
+{
+	return s->client;
 }
 
 const char *scanner_cursor(const struct scanner *s)
@@ -701,7 +709,7 @@ const char *scanner_cursor(const struct scanner *s)
 
 size_t scanner_requests(const struct scanner *s)
 {
-	return atomic_load(&s->requests);
+	return atomic_load(&s->requests) + (s->client ? kube_client_requests(s->client) : 0);
 }
 
 enum gv_code scanner_request(struct scanner *s, const char *method, const char *path,
@@ -715,13 +723,14 @@ enum gv_code scanner_request_view(struct scanner *s, const char *method, const c
 				  enum kube_view view, const json_t *body, json_t **out,
 				  struct kube_status *st, struct gv_err *err)
 {
-	atomic_fetch_add(&s->requests, 1);
 	memset(st, 0, sizeof(*st));
 	if (out)
 		*out = NULL;
-	if (s->api.request)
+	if (s->api.request) {
+		atomic_fetch_add(&s->requests, 1);
 		return s->api.request(s->api.ud, method, path, body, out, st, err);
-	return kube_request_view(s->api.client, method, path, view, body, out, st, err);
+	}
+	return kube_request_view(s->client, method, path, view, body, out, st, err);
 }
 
 /*
@@ -768,9 +777,9 @@ static enum gv_code scanner_list(struct scanner *s, const char *path, struct pag
 	enum gv_code rc;
 
 	page_release(pg);
-	atomic_fetch_add(&s->requests, 1);
 	memset(st, 0, sizeof(*st));
 	if (s->api.request) {
+		atomic_fetch_add(&s->requests, 1);
 		/* the injected transport answers with values: back to text, parsed as ours is */
 		json_t *v = NULL;
 		char *text;
@@ -783,7 +792,7 @@ static enum gv_code scanner_list(struct scanner *s, const char *path, struct pag
 		if (text)
 			gv_buf_adds(&pg->text, text);
 		free(text);
-	} else if ((rc = kube_get_raw(s->api.client, path, &pg->text, st, err))) {
+	} else if ((rc = kube_get_raw(s->client, path, &pg->text, st, err))) {
 		return rc;
 	}
 	if (s->opt.parse_batch >= s->opt.batch_size) {

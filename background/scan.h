@@ -420,4 +420,11 @@ enum gv_code scanner_request_view(struct scanner *s, const char *method, const c
 /* API requests made through the scanner since it was made. */
 size_t scanner_requests(const struct scanner *s);
 
+/*
+ * The scanner's client (a child of scan_api.client, kube.h: the requests
+ * sent through it count in scanner_requests()), for the requests that go
+ * with a scan (reports, scan state); NULL when the scan_api has no client.
+ */
+struct kube_client *scanner_client(const struct scanner *s);
+
 #endif

@@ -23,6 +23,7 @@
 #include "background/scanstate.h"
 #include "background/schedule.h"
 #include "common/log.h"
+#include "kube/tests/transport.h"
 
 #include "common/banned.h"
 
@@ -1537,7 +1538,8 @@ static void test_state_encoding(void **state)
 static void test_state_read_write(void **state)
 {
 	struct fake f;
-	struct scanstate_api api = {.request = fake_request, .ud = &f};
+	struct fake_api fa = {.request = fake_request, .ud = &f};
+	struct kube_client *api = fake_api_client(&fa);
 	struct engine_policy *p = policy_with("");
 	struct scanstate_entry e = {.last_scan = 1700000000}, got;
 	json_t *data = NULL, *changes;
@@ -1546,36 +1548,37 @@ static void test_state_read_write(void **state)
 	(void)state;
 	fake_init(&f, 0, 0);
 	/* absent: empty */
-	assert_int_equal(scanstate_read(&api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_OK);
+	assert_int_equal(scanstate_read(api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_OK);
 	assert_int_equal(json_object_size(data), 0);
 	json_decref(data);
 	/* the first write creates it */
 	text = scanstate_encode(&e);
 	changes = json_pack("{s:s}", "ClusterPolicy.require-team", text);
 	free(text);
-	assert_int_equal(scanstate_write(&api, "gavel", SCANSTATE_CONFIGMAP, changes, NULL), GV_OK);
+	assert_int_equal(scanstate_write(api, "gavel", SCANSTATE_CONFIGMAP, changes, NULL), GV_OK);
 	json_decref(changes);
 	assert_non_null(f.state);
 	assert_string_equal(json_string_value(json_object_get(
 				json_object_get(json_object_get(f.state, "metadata"), "labels"),
 				"app.kubernetes.io/managed-by")),
 			    "gavel");
-	assert_int_equal(scanstate_read(&api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_OK);
+	assert_int_equal(scanstate_read(api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_OK);
 	assert_true(scanstate_lookup(data, p, &got));
 	assert_int_equal(got.last_scan, 1700000000);
 	json_decref(data);
 	/* later writes patch: null removes a key */
 	changes = J("{'ClusterPolicy.require-team':null,'ClusterPolicy.other':'{}'}");
-	assert_int_equal(scanstate_write(&api, "gavel", SCANSTATE_CONFIGMAP, changes, NULL), GV_OK);
+	assert_int_equal(scanstate_write(api, "gavel", SCANSTATE_CONFIGMAP, changes, NULL), GV_OK);
 	json_decref(changes);
-	assert_int_equal(scanstate_read(&api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_OK);
+	assert_int_equal(scanstate_read(api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_OK);
 	assert_false(scanstate_lookup(data, p, &got));
 	assert_non_null(json_object_get(data, "ClusterPolicy.other"));
 	json_decref(data);
 	/* API errors are errors */
 	f.fail_all = true;
-	assert_int_equal(scanstate_read(&api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_ENET);
+	assert_int_equal(scanstate_read(api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_ENET);
 	fake_release(&f);
+	kube_client_free(api);
 	engine_policy_unref(p);
 }
 
