@@ -27,11 +27,9 @@ static double mono_seconds(void)
 }
 
 /*
- * report_load's view of the API: the reports of one namespace ("" = the
- * cluster's) only, read one object per page, so that a namespace's
- * reports are never all parsed at once (the model they are folded into is
- * much smaller than their JSON). Also the counted requests of a
- * namespace (through its scanner) and the run's proceed() for writes.
+ * A namespace's scan: its scanner (whose child client counts the
+ * namespace's requests: report_api.client), the namespace ("" = the
+ * cluster's reports: report_api.scope) and the run's proceed() for writes.
  */
 struct scope {
 	struct scanner *s;
@@ -39,93 +37,11 @@ struct scope {
 	const struct scan_hooks *hooks; /* may be NULL */
 };
 
-static enum gv_code counted_request(void *ud, const char *method, const char *path,
-				    const json_t *body, json_t **out, struct kube_status *st,
-				    struct gv_err *err)
-{
-	const struct scope *sc = ud;
-
-	return scanner_request(sc->s, method, path, body, out, st, err);
-}
-
-static enum gv_code counted_request_view(void *ud, const char *method, const char *path,
-					 enum kube_view view, const json_t *body, json_t **out,
-					 struct kube_status *st, struct gv_err *err)
-{
-	const struct scope *sc = ud;
-
-	return scanner_request_view(sc->s, method, path, view, body, out, st, err);
-}
-
 static bool scope_proceed(void *ud)
 {
 	const struct scope *sc = ud;
 
 	return !sc->hooks || !sc->hooks->proceed || sc->hooks->proceed(sc->hooks->ud);
-}
-
-/* path with the value of its `limit` query parameter replaced by 1 (caller frees). */
-static char *limit_one(const char *path)
-{
-	const char *q = strchr(path, '?'), *l, *end;
-
-	for (l = q; l && *l; l = strchr(l + 1, '&'))
-		if (!strncmp(l + 1, "limit=", 6))
-			break;
-	if (!l || !*l)
-		return gv_xstrdup(path);
-	l += 7;
-	end = l + strcspn(l, "&");
-	return gv_xasprintf("%.*s1%s", (int)(l - path), path, end);
-}
-
-/* Whether path is collection coll, with or without a query. */
-static bool is_collection(const char *path, const char *coll)
-{
-	size_t n = strlen(coll);
-
-	return !strncmp(path, coll, n) && (path[n] == '?' || !path[n]);
-}
-
-static enum gv_code scoped_request(void *ud, const char *method, const char *path,
-				   const json_t *body, json_t **out, struct kube_status *st,
-				   struct gv_err *err)
-{
-	static const char prs[] = "/apis/" REPORT_API_VERSION "/policyreports";
-	static const char cprs[] = "/apis/" REPORT_API_VERSION "/clusterpolicyreports";
-	const struct scope *sc = ud;
-	bool pr = !strcmp(method, "GET") && is_collection(path, prs);
-	bool cpr = !strcmp(method, "GET") && is_collection(path, cprs);
-	char *ens, *one, *scoped;
-	enum gv_code rc;
-
-	if ((pr && !*sc->ns) || (cpr && *sc->ns)) {
-		/* the other scope's collection: nothing of this namespace there */
-		memset(st, 0, sizeof(*st));
-		st->http = 200;
-		if (!out)
-			return GV_OK;
-		*out = json_pack("{s:s, s:s, s:{}, s:[]}", "kind",
-				 pr ? "PolicyReportList" : "ClusterPolicyReportList", "apiVersion",
-				 REPORT_API_VERSION, "metadata", "items");
-		return GV_OK;
-	}
-	if (!pr && !cpr)
-		return scanner_request(sc->s, method, path, body, out, st, err);
-	one = limit_one(path);
-	if (cpr) {
-		scoped = one;
-		one = NULL;
-	} else {
-		ens = kube_escape(sc->ns);
-		scoped = gv_xasprintf("/apis/" REPORT_API_VERSION "/namespaces/%s/policyreports%s",
-				      ens, one + sizeof(prs) - 1);
-		free(ens);
-	}
-	rc = scanner_request(sc->s, method, scoped, body, out, st, err);
-	free(scoped);
-	free(one);
-	return rc;
 }
 
 /* The memo (nsscan.h): {namespace: {policy ref: inputs}}. */
@@ -465,10 +381,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	struct scanner *scanner;
 	struct report_set *scan, *rs = NULL;
 	struct scope sc = {.ns = ns, .hooks = w->o->hooks};
-	struct report_api api = {.request = counted_request,
-				 .request_view = counted_request_view,
-				 .ud = &sc,
-				 .proceed = scope_proceed};
+	struct report_api api = {.ud = &sc, .proceed = scope_proceed}; /* client: the scanner's */
 	const struct engine_policy **due = NULL;
 	bool *fresh = NULL; /* with a memo: which of w->all this namespace evaluates */
 	size_t ndue = 0;
@@ -496,6 +409,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	scan = report_set_new(&ro);
 	ro.journal = false;
 	sc.s = scanner;
+	api.client = scanner_client(scanner);
 	*fatal = true;
 	due = gv_xcalloc(w->ndue + 1, sizeof(*due));
 	if (w->ndue)
@@ -588,7 +502,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	}
 	rs = report_set_new(&ro);
 	{
-		struct report_api sapi = {.request = scoped_request, .ud = &sc};
+		struct report_api sapi = {.client = scanner_client(sc.s), .scope = ns};
 
 		t = mono_seconds();
 		rc = report_load(rs, &sapi, &rst, err);
@@ -636,7 +550,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 out:
 	if (w->rendered && !rc && !w->rendered[idx]) {
 		/* unchanged: printed as they are stored */
-		struct report_api sapi = {.request = scoped_request, .ud = &sc};
+		struct report_api sapi = {.client = scanner_client(sc.s), .scope = ns};
 		struct report_set *stored = report_set_new(&ro);
 
 		rc = report_load(stored, &sapi, &rst, err);
@@ -941,11 +855,9 @@ enum gv_code nsscan_prune(const struct nsscan_options *o, const struct nsscan_in
 	for (size_t i = 0; i < nspaces && !rc; i++) {
 		const char *ns = i ? json_string_value(json_array_get(in->namespaces, i - 1)) : "";
 		struct scope sc = {.s = counter, .ns = ns, .hooks = o->hooks};
-		struct report_api lapi = {.request = scoped_request, .ud = &sc};
-		struct report_api wapi = {.request = counted_request,
-					  .request_view = counted_request_view,
-					  .ud = &sc,
-					  .proceed = scope_proceed};
+		struct report_api lapi = {.client = scanner_client(counter), .scope = ns};
+		struct report_api wapi = {
+		    .client = scanner_client(counter), .ud = &sc, .proceed = scope_proceed};
 		struct report_set *rs;
 		size_t n;
 

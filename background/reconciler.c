@@ -328,24 +328,6 @@ static void on_lead_stop(void *ud)
 	gv_info("background: not leading any more: background scans stop");
 }
 
-/* Requests of the reconciler (ud: it) count in its scanner's figures. */
-static enum gv_code rec_request(void *ud, const char *method, const char *path, const json_t *body,
-				json_t **out, struct kube_status *st, struct gv_err *err)
-{
-	struct reconciler *r = ud;
-
-	return scanner_request(r->scanner, method, path, body, out, st, err);
-}
-
-static enum gv_code rec_request_view(void *ud, const char *method, const char *path,
-				     enum kube_view view, const json_t *body, json_t **out,
-				     struct kube_status *st, struct gv_err *err)
-{
-	struct reconciler *r = ud;
-
-	return scanner_request_view(r->scanner, method, path, view, body, out, st, err);
-}
-
 /* The report writer's permission: scan results are written by the leader only. */
 static bool flush_proceed(void *ud)
 {
@@ -765,10 +747,8 @@ out:
 /* Writes the reports when a cycle ended or admission results waited long enough. */
 static void flush(struct reconciler *r, time_t now)
 {
-	struct report_api api = {.request = rec_request,
-				 .request_view = rec_request_view,
-				 .ud = r,
-				 .proceed = flush_proceed};
+	struct report_api api = {
+	    .client = scanner_client(r->scanner), .ud = r, .proceed = flush_proceed};
 	struct report_stats st = {0};
 	struct gv_err err = {0};
 	time_t every = (r->cfg.flush_ms + 999) / 1000;
