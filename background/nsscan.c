@@ -373,7 +373,6 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 				   bool *fatal, struct gv_err *err)
 {
 	const char *ns = w->spaces[idx];
-	struct scan_api sa = {.client = w->o->client};
 	struct scan_options so = {0};
 	struct report_options ro = {.split = w->o->split};
 	struct scan_stats sst = {0};
@@ -404,7 +403,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	so.inputs = w->inputs_salt != NULL && !w->memo;
 	so.results = w->o->results;
 	so.processed = w->o->processed;
-	scanner = scanner_new(&sa, &so);
+	scanner = scanner_new(w->o->client, &so);
 	ro.journal = true;
 	scan = report_set_new(&ro);
 	ro.journal = false;
@@ -800,7 +799,6 @@ enum gv_code nsscan_run(const struct nsscan_options *o, const struct nsscan_inpu
 			struct nsscan_memo *memo, struct nsscan_stats *stats, struct gv_err *err)
 {
 	struct nsscan_stats local = {0};
-	struct scan_api sa = {.client = o->client};
 	struct scanner *counter;
 	struct once w = {0};
 	pthread_t th[NSSCAN_AT_ONCE];
@@ -809,7 +807,7 @@ enum gv_code nsscan_run(const struct nsscan_options *o, const struct nsscan_inpu
 
 	if (!stats)
 		stats = &local;
-	counter = scanner_new(&sa, NULL); /* requests outside the namespaces */
+	counter = scanner_new(o->client, NULL); /* requests outside the namespaces */
 	once_init(&w, o, in, memo, stats);
 	w.inputs_salt = inputs_salt(&w);
 	w.start = (int64_t)time(NULL);
@@ -846,8 +844,7 @@ enum gv_code nsscan_prune(const struct nsscan_options *o, const struct nsscan_in
 {
 	const struct engine_policyset *set = view_state_policyset(in->state);
 	struct report_options ro = {.split = o->split};
-	struct scan_api sa = {.client = o->client};
-	struct scanner *counter = scanner_new(&sa, NULL);
+	struct scanner *counter = scanner_new(o->client, NULL);
 	size_t nspaces = json_array_size(in->namespaces) + 1, total = 0;
 	struct report_stats rst = {0};
 	enum gv_code rc = GV_OK;
@@ -892,8 +889,8 @@ enum gv_code nsscan_once(const struct nsscan_options *o, struct nsscan_stats *st
 			 struct gv_err *err)
 {
 	const char *self = o->namespace && *o->namespace ? o->namespace : "gavel";
-	struct scan_api sa = {.client = o->client};
-	struct scanner *counter = scanner_new(&sa, NULL); /* requests outside the namespaces */
+	struct scanner *counter =
+	    scanner_new(o->client, NULL); /* requests outside the namespaces */
 	struct scope sc = {.s = counter};
 	struct clusterstate cs = {0};
 	struct nsscan_input in = {0};

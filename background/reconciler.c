@@ -1040,7 +1040,6 @@ enum gv_code reconciler_start(const struct reconciler_config *cfg, struct reconc
 	struct reconciler *r;
 	struct schedule s = {0};
 	struct scan_options so = {0};
-	struct scan_api sa = {0};
 	struct report_options ro = {0};
 	enum gv_code rc;
 
@@ -1115,8 +1114,7 @@ enum gv_code reconciler_start(const struct reconciler_config *cfg, struct reconc
 	so.skip_namespace = r->namespace;
 	so.results = r->results;
 	so.processed = r->processed;
-	sa.client = cfg->client;
-	r->scanner = scanner_new(&sa, &so);
+	r->scanner = scanner_new(cfg->client, &so);
 
 	if (cfg->leader_elect) {
 		struct leader_config lc = {0};

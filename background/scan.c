@@ -615,7 +615,6 @@ struct target {
 };
 
 struct scanner {
-	struct scan_api api;
 	struct scan_options opt;
 	char *skip_ns; /* owned */
 	char *only_ns; /* owned: scan_options.only_namespace */
@@ -624,8 +623,7 @@ struct scanner {
 	char *cursor;	    /* owned: key of the target the next cycle starts at */
 	uint64_t *retained; /* policy keys that had their report_retain() */
 	size_t nretained;
-	atomic_size_t requests;	    /* through api.request */
-	struct kube_client *client; /* owned: a child of api.client, counting its requests */
+	struct kube_client *client; /* owned: a child of scanner_new's, counting its requests */
 };
 
 static void target_free(struct target *t)
@@ -642,11 +640,10 @@ static void target_free(struct target *t)
 	free(t);
 }
 
-struct scanner *scanner_new(const struct scan_api *api, const struct scan_options *opt)
+struct scanner *scanner_new(struct kube_client *client, const struct scan_options *opt)
 {
 	struct scanner *s = gv_xcalloc(1, sizeof(*s));
 
-	s->api = *api;
 	if (opt)
 		s->opt = *opt;
 	if (s->opt.batch_size <= 0)
@@ -667,8 +664,7 @@ struct scanner *scanner_new(const struct scan_api *api, const struct scan_option
 	s->opt.skip_namespace = s->skip_ns;
 	s->only_ns = opt && opt->only_namespace ? gv_xstrdup(opt->only_namespace) : NULL;
 	s->opt.only_namespace = s->only_ns;
-	atomic_init(&s->requests, 0);
-	s->client = api->client ? kube_client_new_child(api->client) : NULL;
+	s->client = kube_client_new_child(client);
 	return s;
 }
 
@@ -709,7 +705,7 @@ const char *scanner_cursor(const struct scanner *s)
 
 size_t scanner_requests(const struct scanner *s)
 {
-	return atomic_load(&s->requests) + (s->client ? kube_client_requests(s->client) : 0);
+	return kube_client_requests(s->client);
 }
 
 enum gv_code scanner_request(struct scanner *s, const char *method, const char *path,
@@ -726,10 +722,6 @@ enum gv_code scanner_request_view(struct scanner *s, const char *method, const c
 	memset(st, 0, sizeof(*st));
 	if (out)
 		*out = NULL;
-	if (s->api.request) {
-		atomic_fetch_add(&s->requests, 1);
-		return s->api.request(s->api.ud, method, path, body, out, st, err);
-	}
 	return kube_request_view(s->client, method, path, view, body, out, st, err);
 }
 
@@ -778,23 +770,8 @@ static enum gv_code scanner_list(struct scanner *s, const char *path, struct pag
 
 	page_release(pg);
 	memset(st, 0, sizeof(*st));
-	if (s->api.request) {
-		atomic_fetch_add(&s->requests, 1);
-		/* the injected transport answers with values: back to text, parsed as ours is */
-		json_t *v = NULL;
-		char *text;
-
-		rc = s->api.request(s->api.ud, "GET", path, NULL, &v, st, err);
-		if (rc)
-			return rc;
-		text = v ? json_dumps(v, JSON_COMPACT) : NULL;
-		json_decref(v);
-		if (text)
-			gv_buf_adds(&pg->text, text);
-		free(text);
-	} else if ((rc = kube_get_raw(s->client, path, &pg->text, st, err))) {
+	if ((rc = kube_get_raw(s->client, path, &pg->text, st, err)))
 		return rc;
-	}
 	if (s->opt.parse_batch >= s->opt.batch_size) {
 		/* whole pages: parsed at once, freed at once */
 		pg->head = gv_json_parse(pg->text.data ? pg->text.data : "", pg->text.len, &perr);
@@ -821,9 +798,7 @@ static enum gv_code scanner_list(struct scanner *s, const char *path, struct pag
 static enum gv_code scanner_discover(struct scanner *s, const struct scan_kind *k,
 				     struct kube_resource *out, struct gv_err *err)
 {
-	if (s->api.discover)
-		return s->api.discover(s->api.ud, k->group, k->version, k->kind, out, err);
-	return kube_discover(s->api.client, k->group, k->version, k->kind, out, err);
+	return kube_discover(s->client, k->group, k->version, k->kind, out, err);
 }
 
 size_t scan_cursor_start(const char *const *keys, size_t n, const char *cursor)
