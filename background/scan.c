@@ -1074,7 +1074,8 @@ static uint64_t exceptions_fingerprint(struct scanner *s)
 	static const char *const versions[] = {"v2", "v2beta1"};
 	struct kube_resource r = {0};
 	uint64_t h = SCAN_HASH_SEED;
-	char *coll = NULL, *cont = NULL;
+	char *coll = NULL;
+	struct kube_pager *p;
 	bool found = false;
 
 	for (size_t i = 0; i < GV_ARRAY_LEN(versions) && !found; i++) {
@@ -1086,42 +1087,34 @@ static uint64_t exceptions_fingerprint(struct scanner *s)
 		return h;
 	coll = kube_path(&r, NULL, NULL);
 	kube_resource_release(&r);
+	/* no restart on 410: an error makes every object look changed */
+	p = kube_pager_new(s->client, coll,
+			   &(struct kube_list_options){.limit = 500, .max_restarts = -1});
 	for (int pages = 0; pages < 1000; pages++) {
-		char *econt = cont ? kube_escape(cont) : NULL;
-		char *path = gv_xasprintf("%s?limit=500%s%s", coll, econt ? "&continue=" : "",
-					  econt ? econt : "");
 		struct kube_status st;
 		struct gv_err err = {0};
-		json_t *page = NULL;
+		struct kube_page *pg;
 		const json_t *it;
-		const char *next;
 		size_t i;
 
-		free(econt);
-		if (scanner_request(s, "GET", path, NULL, &page, &st, &err)) {
+		if (kube_pager_next(p, &pg, &st, &err)) {
 			gv_debug("background: PolicyExceptions not listed: %s", err.msg);
 			/* unknown (but not absent): every object looks changed rather than miss one
 			 */
 			if (st.http != 403 && st.http != 404)
 				h = scan_hash_str(err.msg, h ^ (uint64_t)time(NULL));
-			free(path);
 			break;
 		}
-		free(path);
-		json_array_foreach(json_object_get(page, "items"), i, it)
+		if (!pg)
+			break;
+		json_array_foreach(json_object_get(pg->list, "items"), i, it)
 		{
 			const json_t *md = json_object_get(it, "metadata");
 			h = scan_hash_str(jstr(md, "uid"), h);
 			h = scan_hash_str(jstr(md, "resourceVersion"), h);
 		}
-		next = jstr(json_object_get(page, "metadata"), "continue");
-		free(cont);
-		cont = next && *next ? gv_xstrdup(next) : NULL;
-		json_decref(page);
-		if (!cont)
-			break;
 	}
-	free(cont);
+	kube_pager_free(p);
 	free(coll);
 	return h;
 }
@@ -1994,34 +1987,30 @@ enum gv_code scanner_inputs(struct scanner *s, const struct view_state *st,
 	lost = cycle_failed_kinds(&c);
 	for (size_t i = 0; i < c.ntargets && c.inputs && !lost; i++) {
 		const struct target *t = c.targets[i].t;
-		char *coll = kube_path(&t->res, *t->ns ? t->ns : NULL, NULL), *cont = NULL;
+		char *coll;
+		struct kube_list_options lo = {
+		    .limit = s->opt.batch_size, .metadata = true, .max_restarts = -1};
+		struct kube_pager *p;
+		struct kube_page *pg;
 
-		if (!c.targets[i].npols) {
-			free(coll);
+		if (!c.targets[i].npols)
 			continue;
-		}
-		do {
-			char *path = page_path(coll, (size_t)s->opt.batch_size, cont);
+		coll = kube_path(&t->res, *t->ns ? t->ns : NULL, NULL);
+		p = kube_pager_new(s->client, coll, &lo);
+		while (!lost) {
 			struct kube_status st2;
 			struct gv_err e = {0};
-			json_t *page = NULL, *item;
-			const char *next;
+			const json_t *item;
 			size_t k;
 
-			free(cont);
-			cont = NULL;
-			/* an empty PartialObjectMetadataList has "items": null, or none */
-			if (scanner_request_view(s, "GET", path, KUBE_VIEW_METADATA_LIST, NULL,
-						 &page, &st2, &e) ||
-			    !json_is_object(page) ||
-			    !(json_is_array(json_object_get(page, "items")) ||
-			      json_is_null(json_object_get(page, "items")) ||
-			      !json_object_get(page, "items"))) {
-				gv_debug("background: %s: inputs not known: %s", t->key,
-					 e.msg[0] ? e.msg : "not a list");
+			/* no restart on 410: a listing seen twice is not the inputs of one cycle */
+			if (kube_pager_next(p, &pg, &st2, &e)) {
+				gv_debug("background: %s: inputs not known: %s", t->key, e.msg);
 				lost = true;
 			}
-			json_array_foreach(json_object_get(page, "items"), k, item)
+			if (!pg)
+				break;
+			json_array_foreach(json_object_get(pg->list, "items"), k, item)
 			{
 				if (!json_is_object(item))
 					lost = true;
@@ -2030,12 +2019,8 @@ enum gv_code scanner_inputs(struct scanner *s, const struct view_state *st,
 						   json_object_get(item, "metadata"));
 				listed++;
 			}
-			next = jstr(json_object_get(page, "metadata"), "continue");
-			if (!lost && next && *next)
-				cont = gv_xstrdup(next);
-			json_decref(page);
-			free(path);
-		} while (cont);
+		}
+		kube_pager_free(p);
 		free(coll);
 	}
 	inputs_end(c.inputs, lost, out);

@@ -1247,8 +1247,14 @@ enum gv_code kube_pager_next(struct kube_pager *p, struct kube_page **page, stru
 			return rc;
 		}
 		if (!p->o.text) {
+			json_t *items = json_object_get(root, "items");
+
 			gv_buf_release(&pg->text);
-			if (!json_is_array(json_object_get(root, "items"))) {
+			/* an empty PartialObjectMetadataList has "items": null, or none */
+			if (p->o.metadata && json_is_object(root) &&
+			    (!items || json_is_null(items)))
+				json_object_set_new(root, "items", items = json_array());
+			if (!json_is_array(items)) {
 				rc = gv_err_set(err, GV_ENET, "GET %s: not a list", path);
 				free(path);
 				page_clear(pg);

@@ -215,7 +215,8 @@ char *kube_escape(const char *s);
 /*
  * Lists a collection page by page: the one way gavel lists. Options:
  * limit (items per page; <= 0 asks for everything in one response),
- * metadata (the items are PartialObjectMetadata: KUBE_VIEW_METADATA_LIST),
+ * metadata (the items are PartialObjectMetadata: KUBE_VIEW_METADATA_LIST;
+ * a page whose items are null or missing, as an empty one is, has none),
  * text (pages are handed over as received and only their head is parsed,
  * for callers that parse items one at a time: gv_json_parse_list()),
  * max_restarts (how often an expired continue token, 410 Gone, starts the
