@@ -23,28 +23,12 @@
 #include "background/scanstate.h"
 #include "background/schedule.h"
 #include "common/log.h"
+#include "common/tests/helpers.h"
 #include "kube/tests/transport.h"
 
 #include "common/banned.h"
 
 /* ---- helpers ---- */
-
-/* JSON with ' for ". */
-static json_t *J(const char *text)
-{
-	char *s = gv_xstrdup(text);
-	json_error_t e;
-	json_t *v;
-
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	v = json_loads(s, JSON_DECODE_ANY, &e);
-	if (!v)
-		fail_msg("bad test JSON: %s: %s", e.text, s);
-	free(s);
-	return v;
-}
 
 static struct engine_policy *compile(const char *text)
 {
