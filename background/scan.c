@@ -20,6 +20,7 @@
 #include <openssl/evp.h>
 
 #include "common/json.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/banned.h"
 
@@ -27,17 +28,9 @@
 
 /* ---- hashing ---- */
 
-#define FNV_PRIME 0x100000001b3ULL
-
 uint64_t scan_hash(const void *p, size_t n, uint64_t h)
 {
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= FNV_PRIME;
-	}
-	return h;
+	return gv_fnv1a64(p, n, h);
 }
 
 uint64_t scan_hash_str(const char *s, uint64_t h)
