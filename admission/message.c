@@ -25,19 +25,6 @@
 
 /* ---- go-yaml's character classes (yaml_private.go), on UTF-8 bytes ---- */
 
-static size_t u8_width(unsigned char c)
-{
-	if ((c & 0x80) == 0)
-		return 1;
-	if ((c & 0xE0) == 0xC0)
-		return 2;
-	if ((c & 0xF0) == 0xE0)
-		return 3;
-	if ((c & 0xF8) == 0xF0)
-		return 4;
-	return 1; /* invalid lead byte: step over it */
-}
-
 /*
  * Length of the well-formed UTF-8 sequence at v (NUL-terminated), 0 when v
  * does not start one (Go's utf8.DecodeRune rules); NUL itself is 1.
@@ -416,7 +403,7 @@ static void analyze(const char *str, struct scalar_analysis *a)
 			 (v[0] == '.' && v[1] == '.' && v[2] == '.')))
 		block_ind = true;
 	for (size_t i = 0, w; i < len; i += w) {
-		w = u8_width(v[i]);
+		w = gv_utf8_width(v[i]);
 		followed_ws = i + w >= len || is_blank(v + i + w);
 		if (i == 0) {
 			switch (v[i]) {
@@ -527,7 +514,7 @@ static void write_double(struct gv_buf *out, const char *str)
 
 	gv_buf_addc(out, '"');
 	for (size_t i = 0; i < len;) {
-		size_t w = u8_width(v[i]);
+		size_t w = gv_utf8_width(v[i]);
 		uint32_t r;
 		int digits;
 		if (i + w > len)
@@ -635,7 +622,7 @@ static bool write_literal(struct gv_buf *out, const char *str, int indent)
 	}
 	gv_buf_addc(out, '\n');
 	for (size_t i = 0; i < len;) {
-		size_t w = u8_width(v[i]);
+		size_t w = gv_utf8_width(v[i]);
 		if (i + w > len)
 			w = len - i;
 		if (is_break(v + i)) {
@@ -697,7 +684,7 @@ static size_t runes(const char *s, uint32_t **out)
 	uint32_t *r = gv_xcalloc(len + 1, sizeof(*r));
 
 	for (size_t i = 0; i < len;) {
-		size_t w = u8_width(v[i]);
+		size_t w = gv_utf8_width(v[i]);
 		uint32_t c;
 		if (i + w > len)
 			w = len - i;

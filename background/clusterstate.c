@@ -11,69 +11,21 @@
 #include "common/log.h"
 #include "common/banned.h"
 
-static enum gv_code call(const struct clusterstate_api *api, const char *method, const char *path,
-			 json_t **out, struct kube_status *st, struct gv_err *err)
-{
-	memset(st, 0, sizeof(*st));
-	*out = NULL;
-	if (api->request)
-		return api->request(api->ud, method, path, NULL, out, st, err);
-	return kube_request(api->client, method, path, NULL, out, st, err);
-}
-
-enum gv_code clusterstate_list(const struct clusterstate_api *api, const char *path, int limit,
+enum gv_code clusterstate_list(struct kube_client *client, const char *path, int limit,
 			       json_t **items, struct kube_status *st, struct gv_err *err)
 {
-	struct kube_status local;
-	char *cont = NULL;
-	enum gv_code rc = GV_OK;
-	int restarts = 0;
+	struct kube_list_options o = {.limit = limit};
+	struct kube_pager *p = kube_pager_new(client, path, &o);
+	struct kube_page *pg;
+	enum gv_code rc;
 
-	if (!st)
-		st = &local;
 	*items = json_array();
-	for (;;) {
-		char *econt = cont ? kube_escape(cont) : NULL;
-		char *p = gv_xasprintf("%s%slimit=%d%s%s", path, strchr(path, '?') ? "&" : "?",
-				       limit, econt ? "&continue=" : "", econt ? econt : "");
-		json_t *page = NULL, *it;
-		const char *next, *lk, *av;
-		size_t i;
-
-		free(econt);
-		rc = call(api, "GET", p, &page, st, err);
-		free(p);
-		if (rc && st->http == 410 && restarts < 3) {
-			restarts++;
+	while (!(rc = kube_pager_next(p, &pg, st, err)) && pg) {
+		if (pg->restarted)
 			json_array_clear(*items);
-			free(cont);
-			cont = NULL;
-			if (err)
-				gv_err_clear(err);
-			continue;
-		}
-		if (rc)
-			break;
-		lk = json_string_value(json_object_get(page, "kind"));
-		av = json_string_value(json_object_get(page, "apiVersion"));
-		json_array_foreach(json_object_get(page, "items"), i, it)
-		{
-			size_t n = lk ? strlen(lk) : 0;
-			if (!json_object_get(it, "kind") && n > 4 && !strcmp(lk + n - 4, "List"))
-				json_object_set_new(it, "kind", json_stringn(lk, n - 4));
-			if (!json_object_get(it, "apiVersion") && av)
-				json_object_set_new(it, "apiVersion", json_string(av));
-			json_array_append(*items, it);
-		}
-		next = json_string_value(
-		    json_object_get(json_object_get(page, "metadata"), "continue"));
-		free(cont);
-		cont = next && *next ? gv_xstrdup(next) : NULL;
-		json_decref(page);
-		if (!cont)
-			break;
+		json_array_extend(*items, json_object_get(pg->list, "items"));
 	}
-	free(cont);
+	kube_pager_free(p);
 	if (rc) {
 		json_decref(*items);
 		*items = NULL;
@@ -103,7 +55,7 @@ static void sort_strings(json_t *a)
 }
 
 /* Lists a kyverno.io kind at the first served version; none served = empty. */
-static enum gv_code list_kind(const struct clusterstate_api *api, const char *kind,
+static enum gv_code list_kind(struct kube_client *client, const char *kind,
 			      const char *const *versions, size_t nversions, json_t **items,
 			      struct gv_err *err)
 {
@@ -111,7 +63,7 @@ static enum gv_code list_kind(const struct clusterstate_api *api, const char *ki
 		char *path = gv_xasprintf("/apis/kyverno.io/%s/%s", versions[i], kind);
 		struct kube_status st;
 		struct gv_err e = {0};
-		enum gv_code rc = clusterstate_list(api, path, 500, items, &st, &e);
+		enum gv_code rc = clusterstate_list(client, path, 500, items, &st, &e);
 
 		free(path);
 		if (!rc)
@@ -123,7 +75,7 @@ static enum gv_code list_kind(const struct clusterstate_api *api, const char *ki
 	return GV_OK;
 }
 
-enum gv_code clusterstate_fetch(const struct clusterstate_api *api, const char *namespace,
+enum gv_code clusterstate_fetch(struct kube_client *client, const char *namespace,
 				const char *configmap, struct clusterstate *out, struct gv_err *err)
 {
 	static const char *const pol_versions[] = {"v1", "v2beta1"};
@@ -138,11 +90,11 @@ enum gv_code clusterstate_fetch(const struct clusterstate_api *api, const char *
 	json_t *d;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = list_kind(api, "clusterpolicies", pol_versions, 2, &cpols, err)) ||
-	    (rc = list_kind(api, "policies", pol_versions, 2, &pols, err)) ||
-	    (rc = list_kind(api, "policyexceptions", exc_versions, 2, &excs, err)))
+	if ((rc = list_kind(client, "clusterpolicies", pol_versions, 2, &cpols, err)) ||
+	    (rc = list_kind(client, "policies", pol_versions, 2, &pols, err)) ||
+	    (rc = list_kind(client, "policyexceptions", exc_versions, 2, &excs, err)))
 		goto out;
-	rc = clusterstate_list(api, "/api/v1/namespaces", 500, &nss, NULL, err);
+	rc = clusterstate_list(client, "/api/v1/namespaces", 500, &nss, NULL, err);
 	if (rc)
 		goto out;
 	ens = kube_escape(namespace && *namespace ? namespace : "gavel");
@@ -150,7 +102,7 @@ enum gv_code clusterstate_fetch(const struct clusterstate_api *api, const char *
 	path = gv_xasprintf("/api/v1/namespaces/%s/configmaps/%s", ens, ecm);
 	{
 		struct gv_err e = {0};
-		rc = call(api, "GET", path, &cm, &st, &e);
+		rc = kube_request(client, "GET", path, NULL, &cm, &st, &e);
 		if (rc && st.http != 404) {
 			gv_err_set(err, rc, "%s", e.msg);
 			goto out;

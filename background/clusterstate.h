@@ -15,17 +15,6 @@
 #include "common/gv.h"
 #include "kube/kube.h"
 
-/*
- * How to reach the API server: kube_request()/kube_discover() on client,
- * or the functions given (tests; the scanner's counting request).
- */
-struct clusterstate_api {
-	struct kube_client *client; /* borrowed */
-	enum gv_code (*request)(void *ud, const char *method, const char *path, const json_t *body,
-				json_t **out, struct kube_status *st, struct gv_err *err);
-	void *ud;
-};
-
 struct clusterstate {
 	struct view_state *state; /* owned reference: policy set, namespace labels, config */
 	json_t *policies; /* owned: ClusterPolicy and Policy documents (kind and apiVersion set) */
@@ -41,17 +30,18 @@ struct clusterstate {
  * logged and left out of the set (they stay in `policies`). GV_ENET when
  * the API server cannot be asked.
  */
-enum gv_code clusterstate_fetch(const struct clusterstate_api *api, const char *namespace,
+enum gv_code clusterstate_fetch(struct kube_client *client, const char *namespace,
 				const char *configmap, struct clusterstate *out,
 				struct gv_err *err);
 void clusterstate_release(struct clusterstate *cs);
 
 /*
- * Lists a collection page by page (limit per page) into *items (a new
- * array of the items, apiVersion and kind filled in from the list).
- * GV_ENET with st filled on errors (st may be NULL).
+ * Lists a collection page by page (limit per page, kube_pager) into
+ * *items (a new array of the items, apiVersion and kind filled in from
+ * the list; started over on 410 Gone). GV_ENET with st filled on errors
+ * (st may be NULL).
  */
-enum gv_code clusterstate_list(const struct clusterstate_api *api, const char *path, int limit,
+enum gv_code clusterstate_list(struct kube_client *client, const char *path, int limit,
 			       json_t **items, struct kube_status *st, struct gv_err *err);
 
 #endif

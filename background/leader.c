@@ -20,15 +20,13 @@
 struct leader {
 	char *ns, *name, *identity; /* owned */
 	char *path, *coll;	    /* owned: the Lease and its collection */
-	struct kube_client *client; /* owned, NULL with cfg.request */
+	struct kube_client *client; /* owned unless borrowed_client */
+	bool borrowed_client;	    /* cfg.client */
 	long lease_ms, renew_ms, retry_ms;
 	int lease_s;
 	void (*on_start)(void *ud);
 	void (*on_stop)(void *ud);
 	void *ud;
-	enum gv_code (*request)(void *ud, const char *method, const char *path, const json_t *body,
-				json_t **out, struct kube_status *st, struct gv_err *err);
-	void *request_ud;
 	struct leader_clock clock;
 	struct metrics_family *gauge; /* borrowed from the registry */
 	atomic_bool leading;
@@ -198,7 +196,7 @@ enum gv_code leader_new(const struct leader_config *cfg, struct leader **out, st
 	long request_ms;
 
 	*out = NULL;
-	if (!cfg->kube && !cfg->request)
+	if (!cfg->kube && !cfg->client)
 		return gv_err_set(err, GV_EINVAL, "leader election: no API server configured");
 	l = gv_xcalloc(1, sizeof(*l));
 	l->lease_ms = cfg->lease_duration_ms ? cfg->lease_duration_ms : LEADER_LEASE_DURATION_MS;
@@ -222,9 +220,9 @@ enum gv_code leader_new(const struct leader_config *cfg, struct leader **out, st
 	request_ms /= 2;
 	if (request_ms < 200)
 		request_ms = 200;
-	if (cfg->request) {
-		l->request = cfg->request;
-		l->request_ud = cfg->request_ud;
+	if (cfg->client) {
+		l->client = cfg->client;
+		l->borrowed_client = true;
 	} else {
 		l->client = kube_client_new(cfg->kube, err);
 		if (!l->client) {
@@ -296,8 +294,6 @@ static enum gv_code call(struct leader *l, const char *method, const char *path,
 {
 	memset(st, 0, sizeof(*st));
 	*out = NULL;
-	if (l->request)
-		return l->request(l->request_ud, method, path, body, out, st, err);
 	return kube_request(l->client, method, path, body, out, st, err);
 }
 
@@ -585,7 +581,8 @@ void leader_stop(struct leader *l, bool rel)
 	metrics_set(l->gauge, NULL, 0);
 	json_decref(l->cached);
 	json_decref(l->observed);
-	kube_client_free(l->client);
+	if (!l->borrowed_client)
+		kube_client_free(l->client);
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->cv);
 	free(l->ns);

@@ -75,7 +75,7 @@ struct leader_config {
 	/*
 	 * The API server: a client of its own is made from this (copied),
 	 * with the request timeout above and no retries. Required unless
-	 * `request` is set.
+	 * `client` is set.
 	 */
 	const struct kube_config *kube;
 	const char *namespace; /* of the Lease; NULL = kube->namespace, else "gavel" */
@@ -94,10 +94,11 @@ struct leader_config {
 	void *ud;
 	/* The gauge LEADER_METRIC (0/1) is registered here; NULL = none. */
 	struct metrics_registry *metrics;
-	/* Tests: requests go here instead of kube (kube_request's contract). */
-	enum gv_code (*request)(void *ud, const char *method, const char *path, const json_t *body,
-				json_t **out, struct kube_status *st, struct gv_err *err);
-	void *request_ud;
+	/*
+	 * A client to use as it is instead of one made from kube (borrowed,
+	 * must outlive the elector; tests: kube_client_new_transport).
+	 */
+	struct kube_client *client;
 	const struct leader_clock *clock; /* tests; NULL = system clocks */
 };
 
@@ -113,7 +114,7 @@ char *leader_default_identity(void);
 /*
  * Makes an elector (not running). GV_EINVAL for durations that break
  * lease > renew deadline > 1.2 x retry period, or for neither kube nor
- * request; GV_EINVAL/GV_EIO for bad TLS material in kube.
+ * client; GV_EINVAL/GV_EIO for bad TLS material in kube.
  */
 enum gv_code leader_new(const struct leader_config *cfg, struct leader **out, struct gv_err *err);
 

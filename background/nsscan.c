@@ -27,11 +27,9 @@ static double mono_seconds(void)
 }
 
 /*
- * report_load's view of the API: the reports of one namespace ("" = the
- * cluster's) only, read one object per page, so that a namespace's
- * reports are never all parsed at once (the model they are folded into is
- * much smaller than their JSON). Also the counted requests of a
- * namespace (through its scanner) and the run's proceed() for writes.
+ * A namespace's scan: its scanner (whose child client counts the
+ * namespace's requests: report_api.client), the namespace ("" = the
+ * cluster's reports: report_api.scope) and the run's proceed() for writes.
  */
 struct scope {
 	struct scanner *s;
@@ -39,93 +37,11 @@ struct scope {
 	const struct scan_hooks *hooks; /* may be NULL */
 };
 
-static enum gv_code counted_request(void *ud, const char *method, const char *path,
-				    const json_t *body, json_t **out, struct kube_status *st,
-				    struct gv_err *err)
-{
-	const struct scope *sc = ud;
-
-	return scanner_request(sc->s, method, path, body, out, st, err);
-}
-
-static enum gv_code counted_request_view(void *ud, const char *method, const char *path,
-					 enum kube_view view, const json_t *body, json_t **out,
-					 struct kube_status *st, struct gv_err *err)
-{
-	const struct scope *sc = ud;
-
-	return scanner_request_view(sc->s, method, path, view, body, out, st, err);
-}
-
 static bool scope_proceed(void *ud)
 {
 	const struct scope *sc = ud;
 
 	return !sc->hooks || !sc->hooks->proceed || sc->hooks->proceed(sc->hooks->ud);
-}
-
-/* path with the value of its `limit` query parameter replaced by 1 (caller frees). */
-static char *limit_one(const char *path)
-{
-	const char *q = strchr(path, '?'), *l, *end;
-
-	for (l = q; l && *l; l = strchr(l + 1, '&'))
-		if (!strncmp(l + 1, "limit=", 6))
-			break;
-	if (!l || !*l)
-		return gv_xstrdup(path);
-	l += 7;
-	end = l + strcspn(l, "&");
-	return gv_xasprintf("%.*s1%s", (int)(l - path), path, end);
-}
-
-/* Whether path is collection coll, with or without a query. */
-static bool is_collection(const char *path, const char *coll)
-{
-	size_t n = strlen(coll);
-
-	return !strncmp(path, coll, n) && (path[n] == '?' || !path[n]);
-}
-
-static enum gv_code scoped_request(void *ud, const char *method, const char *path,
-				   const json_t *body, json_t **out, struct kube_status *st,
-				   struct gv_err *err)
-{
-	static const char prs[] = "/apis/" REPORT_API_VERSION "/policyreports";
-	static const char cprs[] = "/apis/" REPORT_API_VERSION "/clusterpolicyreports";
-	const struct scope *sc = ud;
-	bool pr = !strcmp(method, "GET") && is_collection(path, prs);
-	bool cpr = !strcmp(method, "GET") && is_collection(path, cprs);
-	char *ens, *one, *scoped;
-	enum gv_code rc;
-
-	if ((pr && !*sc->ns) || (cpr && *sc->ns)) {
-		/* the other scope's collection: nothing of this namespace there */
-		memset(st, 0, sizeof(*st));
-		st->http = 200;
-		if (!out)
-			return GV_OK;
-		*out = json_pack("{s:s, s:s, s:{}, s:[]}", "kind",
-				 pr ? "PolicyReportList" : "ClusterPolicyReportList", "apiVersion",
-				 REPORT_API_VERSION, "metadata", "items");
-		return GV_OK;
-	}
-	if (!pr && !cpr)
-		return scanner_request(sc->s, method, path, body, out, st, err);
-	one = limit_one(path);
-	if (cpr) {
-		scoped = one;
-		one = NULL;
-	} else {
-		ens = kube_escape(sc->ns);
-		scoped = gv_xasprintf("/apis/" REPORT_API_VERSION "/namespaces/%s/policyreports%s",
-				      ens, one + sizeof(prs) - 1);
-		free(ens);
-	}
-	rc = scanner_request(sc->s, method, scoped, body, out, st, err);
-	free(scoped);
-	free(one);
-	return rc;
 }
 
 /* The memo (nsscan.h): {namespace: {policy ref: inputs}}. */
@@ -457,7 +373,6 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 				   bool *fatal, struct gv_err *err)
 {
 	const char *ns = w->spaces[idx];
-	struct scan_api sa = {.client = w->o->client};
 	struct scan_options so = {0};
 	struct report_options ro = {.split = w->o->split};
 	struct scan_stats sst = {0};
@@ -465,10 +380,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	struct scanner *scanner;
 	struct report_set *scan, *rs = NULL;
 	struct scope sc = {.ns = ns, .hooks = w->o->hooks};
-	struct report_api api = {.request = counted_request,
-				 .request_view = counted_request_view,
-				 .ud = &sc,
-				 .proceed = scope_proceed};
+	struct report_api api = {.ud = &sc, .proceed = scope_proceed}; /* client: the scanner's */
 	const struct engine_policy **due = NULL;
 	bool *fresh = NULL; /* with a memo: which of w->all this namespace evaluates */
 	size_t ndue = 0;
@@ -491,11 +403,12 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	so.inputs = w->inputs_salt != NULL && !w->memo;
 	so.results = w->o->results;
 	so.processed = w->o->processed;
-	scanner = scanner_new(&sa, &so);
+	scanner = scanner_new(w->o->client, &so);
 	ro.journal = true;
 	scan = report_set_new(&ro);
 	ro.journal = false;
 	sc.s = scanner;
+	api.client = scanner_client(scanner);
 	*fatal = true;
 	due = gv_xcalloc(w->ndue + 1, sizeof(*due));
 	if (w->ndue)
@@ -588,7 +501,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	}
 	rs = report_set_new(&ro);
 	{
-		struct report_api sapi = {.request = scoped_request, .ud = &sc};
+		struct report_api sapi = {.client = scanner_client(sc.s), .scope = ns};
 
 		t = mono_seconds();
 		rc = report_load(rs, &sapi, &rst, err);
@@ -636,7 +549,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 out:
 	if (w->rendered && !rc && !w->rendered[idx]) {
 		/* unchanged: printed as they are stored */
-		struct report_api sapi = {.request = scoped_request, .ud = &sc};
+		struct report_api sapi = {.client = scanner_client(sc.s), .scope = ns};
 		struct report_set *stored = report_set_new(&ro);
 
 		rc = report_load(stored, &sapi, &rst, err);
@@ -886,7 +799,6 @@ enum gv_code nsscan_run(const struct nsscan_options *o, const struct nsscan_inpu
 			struct nsscan_memo *memo, struct nsscan_stats *stats, struct gv_err *err)
 {
 	struct nsscan_stats local = {0};
-	struct scan_api sa = {.client = o->client};
 	struct scanner *counter;
 	struct once w = {0};
 	pthread_t th[NSSCAN_AT_ONCE];
@@ -895,7 +807,7 @@ enum gv_code nsscan_run(const struct nsscan_options *o, const struct nsscan_inpu
 
 	if (!stats)
 		stats = &local;
-	counter = scanner_new(&sa, NULL); /* requests outside the namespaces */
+	counter = scanner_new(o->client, NULL); /* requests outside the namespaces */
 	once_init(&w, o, in, memo, stats);
 	w.inputs_salt = inputs_salt(&w);
 	w.start = (int64_t)time(NULL);
@@ -932,8 +844,7 @@ enum gv_code nsscan_prune(const struct nsscan_options *o, const struct nsscan_in
 {
 	const struct engine_policyset *set = view_state_policyset(in->state);
 	struct report_options ro = {.split = o->split};
-	struct scan_api sa = {.client = o->client};
-	struct scanner *counter = scanner_new(&sa, NULL);
+	struct scanner *counter = scanner_new(o->client, NULL);
 	size_t nspaces = json_array_size(in->namespaces) + 1, total = 0;
 	struct report_stats rst = {0};
 	enum gv_code rc = GV_OK;
@@ -941,11 +852,9 @@ enum gv_code nsscan_prune(const struct nsscan_options *o, const struct nsscan_in
 	for (size_t i = 0; i < nspaces && !rc; i++) {
 		const char *ns = i ? json_string_value(json_array_get(in->namespaces, i - 1)) : "";
 		struct scope sc = {.s = counter, .ns = ns, .hooks = o->hooks};
-		struct report_api lapi = {.request = scoped_request, .ud = &sc};
-		struct report_api wapi = {.request = counted_request,
-					  .request_view = counted_request_view,
-					  .ud = &sc,
-					  .proceed = scope_proceed};
+		struct report_api lapi = {.client = scanner_client(counter), .scope = ns};
+		struct report_api wapi = {
+		    .client = scanner_client(counter), .ud = &sc, .proceed = scope_proceed};
 		struct report_set *rs;
 		size_t n;
 
@@ -980,8 +889,8 @@ enum gv_code nsscan_once(const struct nsscan_options *o, struct nsscan_stats *st
 			 struct gv_err *err)
 {
 	const char *self = o->namespace && *o->namespace ? o->namespace : "gavel";
-	struct scan_api sa = {.client = o->client};
-	struct scanner *counter = scanner_new(&sa, NULL); /* requests outside the namespaces */
+	struct scanner *counter =
+	    scanner_new(o->client, NULL); /* requests outside the namespaces */
 	struct scope sc = {.s = counter};
 	struct clusterstate cs = {0};
 	struct nsscan_input in = {0};
@@ -995,10 +904,9 @@ enum gv_code nsscan_once(const struct nsscan_options *o, struct nsscan_stats *st
 
 	memset(stats, 0, sizeof(*stats));
 	{
-		struct clusterstate_api ca = {.request = counted_request, .ud = &sc};
 		double t = mono_seconds();
 
-		rc = clusterstate_fetch(&ca, self, "gavel", &cs, err);
+		rc = clusterstate_fetch(scanner_client(sc.s), self, "gavel", &cs, err);
 		stats->fetch_seconds = mono_seconds() - t;
 		if (rc)
 			goto out;
@@ -1020,7 +928,6 @@ enum gv_code nsscan_once(const struct nsscan_options *o, struct nsscan_stats *st
 	if (rc)
 		goto out;
 	if (!o->dry_run) {
-		struct scanstate_api sapi = {.request = counted_request, .ud = &sc};
 		time_t end = time(NULL);
 		double t = mono_seconds();
 
@@ -1039,7 +946,7 @@ enum gv_code nsscan_once(const struct nsscan_options *o, struct nsscan_stats *st
 			free(text);
 			free(key);
 		}
-		rc = scanstate_write(&sapi, self, SCANSTATE_CONFIGMAP, changes, err);
+		rc = scanstate_write(scanner_client(sc.s), self, SCANSTATE_CONFIGMAP, changes, err);
 		stats->flush_seconds += mono_seconds() - t;
 		if (rc) {
 			gv_err_prefix(err, "writing the scan state: ");

@@ -332,9 +332,9 @@ static void pass(struct policystatus *ps, bool refresh)
 	size_t i;
 
 	if (refresh || !ps->state) {
-		struct scanstate_api api = {.client = ps->cfg.client};
 		json_t *state = NULL;
-		if (!scanstate_read(&api, ps->namespace, SCANSTATE_CONFIGMAP, &state, NULL)) {
+		if (!scanstate_read(ps->cfg.client, ps->namespace, SCANSTATE_CONFIGMAP, &state,
+				    NULL)) {
 			json_decref(ps->state);
 			ps->state = state;
 		} else if (!ps->state) {

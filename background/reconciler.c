@@ -328,24 +328,6 @@ static void on_lead_stop(void *ud)
 	gv_info("background: not leading any more: background scans stop");
 }
 
-/* Requests of the reconciler (ud: it) count in its scanner's figures. */
-static enum gv_code rec_request(void *ud, const char *method, const char *path, const json_t *body,
-				json_t **out, struct kube_status *st, struct gv_err *err)
-{
-	struct reconciler *r = ud;
-
-	return scanner_request(r->scanner, method, path, body, out, st, err);
-}
-
-static enum gv_code rec_request_view(void *ud, const char *method, const char *path,
-				     enum kube_view view, const json_t *body, json_t **out,
-				     struct kube_status *st, struct gv_err *err)
-{
-	struct reconciler *r = ud;
-
-	return scanner_request_view(r->scanner, method, path, view, body, out, st, err);
-}
-
 /* The report writer's permission: scan results are written by the leader only. */
 static bool flush_proceed(void *ud)
 {
@@ -537,13 +519,12 @@ static void leadership_lost(struct reconciler *r)
 /* At the start of a leadership: the reports as they are, the last scans. */
 static void leadership_init(struct reconciler *r, time_t now)
 {
-	struct scanstate_api sapi = {.request = rec_request, .ud = r};
 	struct gv_err err = {0};
 	json_t *data = NULL;
 
 	if (now < r->load_retry_at)
 		return;
-	if (scanstate_read(&sapi, r->namespace, r->state_cm, &data, &err)) {
+	if (scanstate_read(scanner_client(r->scanner), r->namespace, r->state_cm, &data, &err)) {
 		int b = backoff_next(&r->load_backoff);
 		json_decref(data);
 		gv_warn("background: start of leadership: %s (retrying in %d s)", err.msg, b);
@@ -639,12 +620,12 @@ static void prune(struct reconciler *r, time_t now)
  */
 static void write_state(struct reconciler *r, time_t now)
 {
-	struct scanstate_api sapi = {.request = rec_request, .ud = r};
 	struct gv_err err = {0};
 
 	if (!json_object_size(r->pending) || now < r->state_retry_at || r->scan_dirty)
 		return;
-	if (scanstate_write(&sapi, r->namespace, r->state_cm, r->pending, &err)) {
+	if (scanstate_write(scanner_client(r->scanner), r->namespace, r->state_cm, r->pending,
+			    &err)) {
 		int b = backoff_next(&r->state_backoff);
 		gv_warn("background: scan state ConfigMap %s/%s not written (retrying in %d s): %s",
 			r->namespace, r->state_cm, b, err.msg);
@@ -766,10 +747,8 @@ out:
 /* Writes the reports when a cycle ended or admission results waited long enough. */
 static void flush(struct reconciler *r, time_t now)
 {
-	struct report_api api = {.request = rec_request,
-				 .request_view = rec_request_view,
-				 .ud = r,
-				 .proceed = flush_proceed};
+	struct report_api api = {
+	    .client = scanner_client(r->scanner), .ud = r, .proceed = flush_proceed};
 	struct report_stats st = {0};
 	struct gv_err err = {0};
 	time_t every = (r->cfg.flush_ms + 999) / 1000;
@@ -1061,7 +1040,6 @@ enum gv_code reconciler_start(const struct reconciler_config *cfg, struct reconc
 	struct reconciler *r;
 	struct schedule s = {0};
 	struct scan_options so = {0};
-	struct scan_api sa = {0};
 	struct report_options ro = {0};
 	enum gv_code rc;
 
@@ -1136,8 +1114,7 @@ enum gv_code reconciler_start(const struct reconciler_config *cfg, struct reconc
 	so.skip_namespace = r->namespace;
 	so.results = r->results;
 	so.processed = r->processed;
-	sa.client = cfg->client;
-	r->scanner = scanner_new(&sa, &so);
+	r->scanner = scanner_new(cfg->client, &so);
 
 	if (cfg->leader_elect) {
 		struct leader_config lc = {0};
@@ -1199,8 +1176,7 @@ void reconciler_stop(struct reconciler *r)
 /* ---- one-shot commands ---- */
 
 /* {policy ref: {pass, fail, warn, error, skip}} from gavel's reports. */
-static enum gv_code count_results(const struct clusterstate_api *api, json_t **out,
-				  struct gv_err *err)
+static enum gv_code count_results(struct kube_client *client, json_t **out, struct gv_err *err)
 {
 	static const char *const colls[] = {"/apis/" REPORT_API_VERSION "/policyreports",
 					    "/apis/" REPORT_API_VERSION "/clusterpolicyreports"};
@@ -1214,7 +1190,7 @@ static enum gv_code count_results(const struct clusterstate_api *api, json_t **o
 		json_t *items = NULL;
 		const json_t *rep, *res;
 		size_t i, j;
-		enum gv_code rc = clusterstate_list(api, path, 50, &items, &st, &e);
+		enum gv_code rc = clusterstate_list(client, path, 50, &items, &st, &e);
 
 		free(path);
 		if (rc && st.http == 404)
@@ -1263,8 +1239,6 @@ enum gv_code reconciler_status(struct kube_client *client, const char *namespace
 			       const char *interval, time_t now, json_t **out, struct gv_err *err)
 {
 	const char *ns = namespace && *namespace ? namespace : "gavel";
-	struct clusterstate_api ca = {.client = client};
-	struct scanstate_api sa = {.client = client};
 	struct clusterstate cs = {0};
 	struct reconciler_global global;
 	json_t *state = NULL, *counts = NULL;
@@ -1273,9 +1247,9 @@ enum gv_code reconciler_status(struct kube_client *client, const char *namespace
 	enum gv_code rc;
 
 	*out = NULL;
-	if ((rc = clusterstate_fetch(&ca, ns, "gavel", &cs, err)) ||
-	    (rc = scanstate_read(&sa, ns, SCANSTATE_CONFIGMAP, &state, err)) ||
-	    (rc = count_results(&ca, &counts, err)))
+	if ((rc = clusterstate_fetch(client, ns, "gavel", &cs, err)) ||
+	    (rc = scanstate_read(client, ns, SCANSTATE_CONFIGMAP, &state, err)) ||
+	    (rc = count_results(client, &counts, err)))
 		goto out;
 	reconciler_global_resolve(cs.config_data, interval, &global);
 	*out = json_array();

@@ -2506,8 +2506,6 @@ static enum gv_code api_call(const struct report_api *api, const char *method, c
 	memset(st, 0, sizeof(*st));
 	if (out)
 		*out = NULL;
-	if (api->request)
-		return api->request(api->ud, method, path, body, out, st, err);
 	return kube_request(api->client, method, path, body, out, st, err);
 }
 
@@ -2519,10 +2517,6 @@ static enum gv_code api_call_meta(const struct report_api *api, const char *meth
 	memset(st, 0, sizeof(*st));
 	if (out)
 		*out = NULL;
-	if (api->request_view)
-		return api->request_view(api->ud, method, path, view, body, out, st, err);
-	if (api->request)
-		return api->request(api->ud, method, path, body, out, st, err);
 	return kube_request_view(api->client, method, path, view, body, out, st, err);
 }
 
@@ -2986,54 +2980,30 @@ static void load_item(struct report_set *rs, struct loading *ld, const json_t *i
 }
 
 static enum gv_code load_list(struct report_set *rs, const struct report_api *api,
-			      struct loading *ld, const char *coll, struct report_stats *stats,
-			      struct gv_err *err)
+			      struct loading *ld, const char *coll, int page,
+			      struct report_stats *stats, struct gv_err *err)
 {
 	char *sel = kube_escape(REPORT_LABEL_MANAGED_BY "=gavel");
-	char *cont = NULL;
-	int restarts = 0;
-	enum gv_code rc = GV_OK;
+	char *path = gv_xasprintf("%s?labelSelector=%s", coll, sel);
+	/* a restart folds items seen twice into one */
+	struct kube_list_options o = {.limit = page, .max_restarts = LIST_RESTARTS};
+	struct kube_pager *p = kube_pager_new(api->client, path, &o);
+	struct kube_page *pg;
+	enum gv_code rc;
 
-	for (;;) {
-		char *econt = cont ? kube_escape(cont) : NULL;
-		char *path = gv_xasprintf("%s?labelSelector=%s&limit=%d%s%s", coll, sel, LIST_PAGE,
-					  econt ? "&continue=" : "", econt ? econt : "");
-		struct kube_status st;
-		struct gv_err e2 = {0};
-		json_t *page = NULL;
+	while (!(rc = kube_pager_next(p, &pg, NULL, err)) && pg) {
 		const json_t *item;
-		const char *next;
 		size_t i;
 
-		rc = api_call(api, "GET", path, NULL, &page, &st, &e2);
-		free(path);
-		free(econt);
-		if (rc && st.http == 410 && restarts < LIST_RESTARTS) {
-			/* the continue token expired: start again (items seen twice fold into one)
-			 */
-			restarts++;
-			free(cont);
-			cont = NULL;
-			continue;
-		}
-		if (rc) {
-			gv_err_set(err, rc, "%s", e2.msg);
-			break;
-		}
-		json_array_foreach(json_object_get(page, "items"), i, item)
+		json_array_foreach(json_object_get(pg->list, "items"), i, item)
 		{
 			load_item(rs, ld, item);
 			if (stats)
 				stats->read++;
 		}
-		next = jstr(json_object_get(page, "metadata"), "continue");
-		free(cont);
-		cont = next && *next ? gv_xstrdup(next) : NULL;
-		json_decref(page);
-		if (!cont)
-			break;
 	}
-	free(cont);
+	kube_pager_free(p);
+	free(path);
 	free(sel);
 	return rc;
 }
@@ -3042,13 +3012,18 @@ enum gv_code report_load(struct report_set *rs, const struct report_api *api,
 			 struct report_stats *stats, struct gv_err *err)
 {
 	struct loading ld = {0};
-	char *pr = gv_xstrdup("/apis/" REPORT_API_VERSION "/policyreports");
+	/* scoped: one namespace's (or the cluster's) reports, one object a page */
+	const char *scope = api->scope;
+	char *pr = scope ? report_path(scope, NULL)
+			 : gv_xstrdup("/apis/" REPORT_API_VERSION "/policyreports");
 	char *cpr = report_path(NULL, NULL);
-	enum gv_code rc;
+	int page = scope ? 1 : LIST_PAGE;
+	enum gv_code rc = GV_OK;
 
-	rc = load_list(rs, api, &ld, pr, stats, err);
-	if (!rc)
-		rc = load_list(rs, api, &ld, cpr, stats, err);
+	if (!scope || *scope)
+		rc = load_list(rs, api, &ld, pr, page, stats, err);
+	if (!rc && (!scope || !*scope))
+		rc = load_list(rs, api, &ld, cpr, page, stats, err);
 	if (rc)
 		goto out;
 	for (size_t i = 0; i < ld.groups.cap; i++) {

@@ -408,27 +408,22 @@ void report_ops_free(struct report_op *ops, size_t n);
 /* ---- talking to the API server ---- */
 
 /*
- * How reports are read and written: kube_request() on client, or, when
- * `request` is set, that function (same contract as kube_request; tests).
- * `proceed` (optional) is asked before each group and each write; false
- * stops the flush (leadership lost, e.g. !leader_is_leader()):
- * report_flush returns GV_OK with the rest left dirty. Both get ud.
+ * How reports are read and written: requests on client (for a scan's
+ * figures, the scanner's child client: kube_client_new_child). scope:
+ * what report_load reads: NULL = every PolicyReport and
+ * ClusterPolicyReport, in pages of 50; a namespace = its PolicyReports
+ * alone, "" = the ClusterPolicyReports alone, one object a page (a
+ * namespace's reports are never all parsed at once: the model they are
+ * folded into is much smaller than their JSON). `proceed` (optional) is
+ * asked before each group and each write; false stops the flush
+ * (leadership lost, e.g. !leader_is_leader()): report_flush returns GV_OK
+ * with the rest left dirty. It gets ud.
  */
 struct report_api {
 	struct kube_client *client; /* borrowed */
-	enum gv_code (*request)(void *ud, const char *method, const char *path, const json_t *body,
-				json_t **out, struct kube_status *st, struct gv_err *err);
-	/*
-	 * Optional: requests that want metadata-only answers (writes, whose
-	 * answer is only read for its resourceVersion; digest reads) go here
-	 * with KUBE_VIEW_METADATA. NULL: `request` (full answers) when set,
-	 * else kube_request_view() on client.
-	 */
-	enum gv_code (*request_view)(void *ud, const char *method, const char *path,
-				     enum kube_view view, const json_t *body, json_t **out,
-				     struct kube_status *st, struct gv_err *err);
-	void *ud;
+	const char *scope;	    /* borrowed, may be NULL */
 	bool (*proceed)(void *ud);
+	void *ud;
 };
 
 struct report_stats {
@@ -440,8 +435,9 @@ struct report_stats {
 
 /*
  * Start-up: lists every PolicyReport and ClusterPolicyReport labelled
- * app.kubernetes.io/managed-by=gavel (pages of 50) and takes over those of
- * the current layout as the groups' known state, so that existing reports
+ * app.kubernetes.io/managed-by=gavel (pages of 50; report_api.scope
+ * narrows it) and takes over those of the current layout as the groups'
+ * known state, so that existing reports
  * are reconciled in place. Objects of the other layout (the split flag
  * changed) or with names gavel does not make are marked obsolete: their
  * results move into the groups of the current layout (a result already
@@ -470,8 +466,7 @@ enum gv_code report_flush(struct report_set *rs, const struct report_api *api,
  * ClusterPolicyReports) for report_scan_unchanged(): one GET labelled
  * app.kubernetes.io/managed-by=gavel with resourceVersion=0 (the API
  * server's cache: a stale answer can only make digests differ) and
- * KUBE_VIEW_METADATA_LIST (a request hook without a view gets the full
- * objects, which carry the metadata too). *items: new reference to the
+ * KUBE_VIEW_METADATA_LIST. *items: new reference to the
  * list's items ([] when none). GV_ENET on API errors.
  */
 enum gv_code report_list_metadata(const struct report_api *api, const char *ns, json_t **items,

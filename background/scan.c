@@ -20,6 +20,7 @@
 #include <openssl/evp.h>
 
 #include "common/json.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/banned.h"
 
@@ -27,17 +28,9 @@
 
 /* ---- hashing ---- */
 
-#define FNV_PRIME 0x100000001b3ULL
-
 uint64_t scan_hash(const void *p, size_t n, uint64_t h)
 {
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= FNV_PRIME;
-	}
-	return h;
+	return gv_fnv1a64(p, n, h);
 }
 
 uint64_t scan_hash_str(const char *s, uint64_t h)
@@ -615,7 +608,6 @@ struct target {
 };
 
 struct scanner {
-	struct scan_api api;
 	struct scan_options opt;
 	char *skip_ns; /* owned */
 	char *only_ns; /* owned: scan_options.only_namespace */
@@ -624,7 +616,7 @@ struct scanner {
 	char *cursor;	    /* owned: key of the target the next cycle starts at */
 	uint64_t *retained; /* policy keys that had their report_retain() */
 	size_t nretained;
-	atomic_size_t requests;
+	struct kube_client *client; /* owned: a child of scanner_new's, counting its requests */
 };
 
 static void target_free(struct target *t)
@@ -641,11 +633,10 @@ static void target_free(struct target *t)
 	free(t);
 }
 
-struct scanner *scanner_new(const struct scan_api *api, const struct scan_options *opt)
+struct scanner *scanner_new(struct kube_client *client, const struct scan_options *opt)
 {
 	struct scanner *s = gv_xcalloc(1, sizeof(*s));
 
-	s->api = *api;
 	if (opt)
 		s->opt = *opt;
 	if (s->opt.batch_size <= 0)
@@ -666,7 +657,7 @@ struct scanner *scanner_new(const struct scan_api *api, const struct scan_option
 	s->opt.skip_namespace = s->skip_ns;
 	s->only_ns = opt && opt->only_namespace ? gv_xstrdup(opt->only_namespace) : NULL;
 	s->opt.only_namespace = s->only_ns;
-	atomic_init(&s->requests, 0);
+	s->client = kube_client_new_child(client);
 	return s;
 }
 
@@ -691,7 +682,13 @@ void scanner_free(struct scanner *s)
 	scanner_reset(s);
 	free(s->skip_ns);
 	free(s->only_ns);
+	kube_client_free(s->client);
 	free(s);
+}
+
+struct kube_client *scanner_client(const struct scanner *s)
+{
+	return s->client;
 }
 
 const char *scanner_cursor(const struct scanner *s)
@@ -701,7 +698,7 @@ const char *scanner_cursor(const struct scanner *s)
 
 size_t scanner_requests(const struct scanner *s)
 {
-	return atomic_load(&s->requests);
+	return kube_client_requests(s->client);
 }
 
 enum gv_code scanner_request(struct scanner *s, const char *method, const char *path,
@@ -715,13 +712,10 @@ enum gv_code scanner_request_view(struct scanner *s, const char *method, const c
 				  enum kube_view view, const json_t *body, json_t **out,
 				  struct kube_status *st, struct gv_err *err)
 {
-	atomic_fetch_add(&s->requests, 1);
 	memset(st, 0, sizeof(*st));
 	if (out)
 		*out = NULL;
-	if (s->api.request)
-		return s->api.request(s->api.ud, method, path, body, out, st, err);
-	return kube_request_view(s->api.client, method, path, view, body, out, st, err);
+	return kube_request_view(s->client, method, path, view, body, out, st, err);
 }
 
 /*
@@ -768,24 +762,9 @@ static enum gv_code scanner_list(struct scanner *s, const char *path, struct pag
 	enum gv_code rc;
 
 	page_release(pg);
-	atomic_fetch_add(&s->requests, 1);
 	memset(st, 0, sizeof(*st));
-	if (s->api.request) {
-		/* the injected transport answers with values: back to text, parsed as ours is */
-		json_t *v = NULL;
-		char *text;
-
-		rc = s->api.request(s->api.ud, "GET", path, NULL, &v, st, err);
-		if (rc)
-			return rc;
-		text = v ? json_dumps(v, JSON_COMPACT) : NULL;
-		json_decref(v);
-		if (text)
-			gv_buf_adds(&pg->text, text);
-		free(text);
-	} else if ((rc = kube_get_raw(s->api.client, path, &pg->text, st, err))) {
+	if ((rc = kube_get_raw(s->client, path, &pg->text, st, err)))
 		return rc;
-	}
 	if (s->opt.parse_batch >= s->opt.batch_size) {
 		/* whole pages: parsed at once, freed at once */
 		pg->head = gv_json_parse(pg->text.data ? pg->text.data : "", pg->text.len, &perr);
@@ -812,9 +791,7 @@ static enum gv_code scanner_list(struct scanner *s, const char *path, struct pag
 static enum gv_code scanner_discover(struct scanner *s, const struct scan_kind *k,
 				     struct kube_resource *out, struct gv_err *err)
 {
-	if (s->api.discover)
-		return s->api.discover(s->api.ud, k->group, k->version, k->kind, out, err);
-	return kube_discover(s->api.client, k->group, k->version, k->kind, out, err);
+	return kube_discover(s->client, k->group, k->version, k->kind, out, err);
 }
 
 size_t scan_cursor_start(const char *const *keys, size_t n, const char *cursor)
@@ -1090,7 +1067,8 @@ static uint64_t exceptions_fingerprint(struct scanner *s)
 	static const char *const versions[] = {"v2", "v2beta1"};
 	struct kube_resource r = {0};
 	uint64_t h = SCAN_HASH_SEED;
-	char *coll = NULL, *cont = NULL;
+	char *coll = NULL;
+	struct kube_pager *p;
 	bool found = false;
 
 	for (size_t i = 0; i < GV_ARRAY_LEN(versions) && !found; i++) {
@@ -1102,42 +1080,34 @@ static uint64_t exceptions_fingerprint(struct scanner *s)
 		return h;
 	coll = kube_path(&r, NULL, NULL);
 	kube_resource_release(&r);
+	/* no restart on 410: an error makes every object look changed */
+	p = kube_pager_new(s->client, coll,
+			   &(struct kube_list_options){.limit = 500, .max_restarts = -1});
 	for (int pages = 0; pages < 1000; pages++) {
-		char *econt = cont ? kube_escape(cont) : NULL;
-		char *path = gv_xasprintf("%s?limit=500%s%s", coll, econt ? "&continue=" : "",
-					  econt ? econt : "");
 		struct kube_status st;
 		struct gv_err err = {0};
-		json_t *page = NULL;
+		struct kube_page *pg;
 		const json_t *it;
-		const char *next;
 		size_t i;
 
-		free(econt);
-		if (scanner_request(s, "GET", path, NULL, &page, &st, &err)) {
+		if (kube_pager_next(p, &pg, &st, &err)) {
 			gv_debug("background: PolicyExceptions not listed: %s", err.msg);
 			/* unknown (but not absent): every object looks changed rather than miss one
 			 */
 			if (st.http != 403 && st.http != 404)
 				h = scan_hash_str(err.msg, h ^ (uint64_t)time(NULL));
-			free(path);
 			break;
 		}
-		free(path);
-		json_array_foreach(json_object_get(page, "items"), i, it)
+		if (!pg)
+			break;
+		json_array_foreach(json_object_get(pg->list, "items"), i, it)
 		{
 			const json_t *md = json_object_get(it, "metadata");
 			h = scan_hash_str(jstr(md, "uid"), h);
 			h = scan_hash_str(jstr(md, "resourceVersion"), h);
 		}
-		next = jstr(json_object_get(page, "metadata"), "continue");
-		free(cont);
-		cont = next && *next ? gv_xstrdup(next) : NULL;
-		json_decref(page);
-		if (!cont)
-			break;
 	}
-	free(cont);
+	kube_pager_free(p);
 	free(coll);
 	return h;
 }
@@ -2010,34 +1980,30 @@ enum gv_code scanner_inputs(struct scanner *s, const struct view_state *st,
 	lost = cycle_failed_kinds(&c);
 	for (size_t i = 0; i < c.ntargets && c.inputs && !lost; i++) {
 		const struct target *t = c.targets[i].t;
-		char *coll = kube_path(&t->res, *t->ns ? t->ns : NULL, NULL), *cont = NULL;
+		char *coll;
+		struct kube_list_options lo = {
+		    .limit = s->opt.batch_size, .metadata = true, .max_restarts = -1};
+		struct kube_pager *p;
+		struct kube_page *pg;
 
-		if (!c.targets[i].npols) {
-			free(coll);
+		if (!c.targets[i].npols)
 			continue;
-		}
-		do {
-			char *path = page_path(coll, (size_t)s->opt.batch_size, cont);
+		coll = kube_path(&t->res, *t->ns ? t->ns : NULL, NULL);
+		p = kube_pager_new(s->client, coll, &lo);
+		while (!lost) {
 			struct kube_status st2;
 			struct gv_err e = {0};
-			json_t *page = NULL, *item;
-			const char *next;
+			const json_t *item;
 			size_t k;
 
-			free(cont);
-			cont = NULL;
-			/* an empty PartialObjectMetadataList has "items": null, or none */
-			if (scanner_request_view(s, "GET", path, KUBE_VIEW_METADATA_LIST, NULL,
-						 &page, &st2, &e) ||
-			    !json_is_object(page) ||
-			    !(json_is_array(json_object_get(page, "items")) ||
-			      json_is_null(json_object_get(page, "items")) ||
-			      !json_object_get(page, "items"))) {
-				gv_debug("background: %s: inputs not known: %s", t->key,
-					 e.msg[0] ? e.msg : "not a list");
+			/* no restart on 410: a listing seen twice is not the inputs of one cycle */
+			if (kube_pager_next(p, &pg, &st2, &e)) {
+				gv_debug("background: %s: inputs not known: %s", t->key, e.msg);
 				lost = true;
 			}
-			json_array_foreach(json_object_get(page, "items"), k, item)
+			if (!pg)
+				break;
+			json_array_foreach(json_object_get(pg->list, "items"), k, item)
 			{
 				if (!json_is_object(item))
 					lost = true;
@@ -2046,12 +2012,8 @@ enum gv_code scanner_inputs(struct scanner *s, const struct view_state *st,
 						   json_object_get(item, "metadata"));
 				listed++;
 			}
-			next = jstr(json_object_get(page, "metadata"), "continue");
-			if (!lost && next && *next)
-				cont = gv_xstrdup(next);
-			json_decref(page);
-			free(path);
-		} while (cont);
+		}
+		kube_pager_free(p);
 		free(coll);
 	}
 	inputs_end(c.inputs, lost, out);

@@ -184,19 +184,6 @@ void scan_cache_uids(const struct scan_cache *c, const char ***v, size_t *n);
 
 /* ---- the scanner ---- */
 
-/*
- * How the scanner talks to the API server: kube_request()/kube_discover()
- * on client, or the functions given (same contracts; tests).
- */
-struct scan_api {
-	struct kube_client *client; /* borrowed */
-	enum gv_code (*request)(void *ud, const char *method, const char *path, const json_t *body,
-				json_t **out, struct kube_status *st, struct gv_err *err);
-	enum gv_code (*discover)(void *ud, const char *group, const char *version, const char *kind,
-				 struct kube_resource *out, struct gv_err *err);
-	void *ud;
-};
-
 struct scan_options {
 	/* borrowed, may be NULL: hooks for the context entries that read the cluster, opened
 	 * for each page */
@@ -328,8 +315,12 @@ struct scan_stats {
 
 struct scanner;
 
-/* Makes a scanner (api and opt are copied). */
-struct scanner *scanner_new(const struct scan_api *api, const struct scan_options *opt);
+/*
+ * Makes a scanner (opt is copied) that sends its requests through a child
+ * of client (kube_client_new_child: they count in scanner_requests();
+ * client must outlive the scanner; tests: kube_client_new_transport).
+ */
+struct scanner *scanner_new(struct kube_client *client, const struct scan_options *opt);
 void scanner_free(struct scanner *s);
 
 /*
@@ -411,13 +402,19 @@ enum gv_code scanner_request(struct scanner *s, const char *method, const char *
 			     struct gv_err *err);
 /*
  * scanner_request() with a view (kube/kube.h): KUBE_VIEW_METADATA asks for
- * metadata-only answers. A scan_api with its own request function gets
- * the call without the view (full answers carry the metadata too).
+ * metadata-only answers.
  */
 enum gv_code scanner_request_view(struct scanner *s, const char *method, const char *path,
 				  enum kube_view view, const json_t *body, json_t **out,
 				  struct kube_status *st, struct gv_err *err);
 /* API requests made through the scanner since it was made. */
 size_t scanner_requests(const struct scanner *s);
+
+/*
+ * The scanner's client (a child of scanner_new's, kube.h: the requests
+ * sent through it count in scanner_requests()), for the requests that go
+ * with a scan (reports, scan state).
+ */
+struct kube_client *scanner_client(const struct scanner *s);
 
 #endif

@@ -91,16 +91,14 @@ bool scanstate_lookup(const json_t *data, const struct engine_policy *p, struct 
 	return text && !scanstate_decode(text, e, NULL);
 }
 
-static enum gv_code call(const struct scanstate_api *api, const char *method, const char *path,
+static enum gv_code call(struct kube_client *client, const char *method, const char *path,
 			 const json_t *body, json_t **out, struct kube_status *st,
 			 struct gv_err *err)
 {
 	memset(st, 0, sizeof(*st));
 	if (out)
 		*out = NULL;
-	if (api->request)
-		return api->request(api->ud, method, path, body, out, st, err);
-	return kube_request(api->client, method, path, body, out, st, err);
+	return kube_request(client, method, path, body, out, st, err);
 }
 
 static char *cm_path(const char *ns, const char *name)
@@ -114,7 +112,7 @@ static char *cm_path(const char *ns, const char *name)
 	return p;
 }
 
-enum gv_code scanstate_read(const struct scanstate_api *api, const char *ns, const char *name,
+enum gv_code scanstate_read(struct kube_client *client, const char *ns, const char *name,
 			    json_t **data, struct gv_err *err)
 {
 	char *path = cm_path(ns, name);
@@ -123,7 +121,7 @@ enum gv_code scanstate_read(const struct scanstate_api *api, const char *ns, con
 	enum gv_code rc;
 
 	*data = NULL;
-	rc = call(api, "GET", path, NULL, &cm, &st, err);
+	rc = call(client, "GET", path, NULL, &cm, &st, err);
 	if (rc && st.http == 404) {
 		if (err)
 			gv_err_clear(err);
@@ -138,7 +136,7 @@ enum gv_code scanstate_read(const struct scanstate_api *api, const char *ns, con
 	return rc;
 }
 
-enum gv_code scanstate_write(const struct scanstate_api *api, const char *ns, const char *name,
+enum gv_code scanstate_write(struct kube_client *client, const char *ns, const char *name,
 			     const json_t *changes, struct gv_err *err)
 {
 	char *path = cm_path(ns, name), *coll = NULL;
@@ -154,7 +152,7 @@ enum gv_code scanstate_write(const struct scanstate_api *api, const char *ns, co
 		return GV_OK;
 	}
 	patch = json_pack("{s:O}", "data", changes);
-	rc = call(api, "PATCH", path, patch, NULL, &st, &e2);
+	rc = call(client, "PATCH", path, patch, NULL, &st, &e2);
 	if (!rc || st.http != 404) {
 		if (rc)
 			gv_err_set(err, rc, "%s", e2.msg);
@@ -173,11 +171,11 @@ enum gv_code scanstate_write(const struct scanstate_api *api, const char *ns, co
 		       "gavel", "data", data);
 	coll = cm_path(ns, NULL);
 	memset(&e2, 0, sizeof(e2));
-	rc = call(api, "POST", coll, cm, NULL, &st, &e2);
+	rc = call(client, "POST", coll, cm, NULL, &st, &e2);
 	if (rc && st.http == 409) {
 		/* created meanwhile by someone else: patch it after all */
 		memset(&e2, 0, sizeof(e2));
-		rc = call(api, "PATCH", path, patch, NULL, &st, &e2);
+		rc = call(client, "PATCH", path, patch, NULL, &st, &e2);
 	}
 	if (rc)
 		gv_err_set(err, rc, "%s", e2.msg);

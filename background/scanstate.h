@@ -59,22 +59,11 @@ char *scanstate_encode(const struct scanstate_entry *e);
 enum gv_code scanstate_decode(const char *text, struct scanstate_entry *e, struct gv_err *err);
 
 /*
- * How the ConfigMap is read and written: kube_request() on client, or
- * `request` (same contract; tests).
- */
-struct scanstate_api {
-	struct kube_client *client; /* borrowed */
-	enum gv_code (*request)(void *ud, const char *method, const char *path, const json_t *body,
-				json_t **out, struct kube_status *st, struct gv_err *err);
-	void *ud;
-};
-
-/*
  * Reads the ConfigMap ns/name: *data receives a new reference to its
  * `data` object ({} when it does not exist or has none). GV_ENET on API
  * errors other than 404.
  */
-enum gv_code scanstate_read(const struct scanstate_api *api, const char *ns, const char *name,
+enum gv_code scanstate_read(struct kube_client *client, const char *ns, const char *name,
 			    json_t **data, struct gv_err *err);
 
 /*
@@ -83,7 +72,7 @@ enum gv_code scanstate_read(const struct scanstate_api *api, const char *ns, con
  * app.kubernetes.io/managed-by: gavel) when it does not exist. Nothing is
  * sent for an empty object. GV_ENET on API errors.
  */
-enum gv_code scanstate_write(const struct scanstate_api *api, const char *ns, const char *name,
+enum gv_code scanstate_write(struct kube_client *client, const char *ns, const char *name,
 			     const json_t *changes, struct gv_err *err);
 
 /* Looks up the entry of p in data (borrowed). False when absent or malformed. */

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "engine/value.h"
+#include "common/hash.h"
 #include "common/banned.h"
 
 #define DAY_S 86400
@@ -1190,15 +1191,12 @@ time_t schedule_period(const struct schedule *s)
 
 time_t schedule_jitter(const char *policy_name, time_t period)
 {
-	uint64_t h = 14695981039346656037ULL; /* FNV-1a 64 */
+	uint64_t h;
 	time_t max;
 
 	if (!policy_name || period < 10)
 		return 0;
-	for (const unsigned char *p = (const unsigned char *)policy_name; *p; p++) {
-		h ^= *p;
-		h *= 1099511628211ULL;
-	}
+	h = gv_hash_str(policy_name);
 	max = period / 10;
 	if (max > SCHEDULE_JITTER_MAX)
 		max = SCHEDULE_JITTER_MAX;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/banned.h"
 
 #define NSHARDS	 8
@@ -207,15 +208,12 @@ static const char *val(const char *const *values, size_t i)
 
 static uint64_t hash_values(const struct metrics_family *f, const char *const *values)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	static const unsigned char sep = 0xff; /* ("a","") differs from ("","a") */
+	uint64_t h = GV_FNV1A64_OFFSET;
 
 	for (size_t i = 0; i < f->nlabels; i++) {
-		for (const unsigned char *p = (const unsigned char *)val(values, i); *p; p++) {
-			h ^= *p;
-			h *= 1099511628211ull;
-		}
-		h ^= 0xff; /* separator: ("a","") differs from ("","a") */
-		h *= 1099511628211ull;
+		h = gv_fnv1a64(val(values, i), strlen(val(values, i)), h);
+		h = gv_fnv1a64(&sep, 1, h);
 	}
 	return h;
 }

@@ -99,3 +99,12 @@ size_t gv_utf8_len(const char *s, size_t n)
 	}
 	return count;
 }
+
+size_t gv_utf8_width(unsigned char lead)
+{
+	return lead < 0x80	       ? 1
+	       : (lead & 0xE0) == 0xC0 ? 2
+	       : (lead & 0xF0) == 0xE0 ? 3
+	       : (lead & 0xF8) == 0xF0 ? 4
+				       : 1;
+}

@@ -24,6 +24,14 @@ size_t gv_utf8_decode(const char *s, size_t n, unsigned *cp);
  */
 size_t gv_utf8_valid(const char *s, size_t n);
 
+/*
+ * The length a sequence starting with lead claims (2, 3 or 4 for a lead
+ * byte, 1 for ASCII and for a byte that cannot start a sequence), without
+ * checking the bytes after it: for stepping over code points of text
+ * already known to be valid, or where an invalid byte is stepped over.
+ */
+size_t gv_utf8_width(unsigned char lead);
+
 /* Appends cp (at most U+10FFFF) as UTF-8. */
 void gv_utf8_put(struct gv_buf *b, unsigned cp);
 

@@ -210,6 +210,8 @@ enum gv_code kube_discover(struct kube_client *c, const char *group, const char 
 	memset(out, 0, sizeof(*out));
 	if (!kind || !*kind)
 		return gv_err_set(err, GV_EINVAL, "discovery: no kind");
+	if (c->parent)
+		c = c->parent; /* one cache, uncounted, as before counting children */
 	pthread_mutex_lock(&c->disc_mu);
 	if (!c->disc_groups || now - c->disc_groups_at >= KUBE_DISCOVERY_TTL)
 		if ((rc = load_groups(c, err)))

@@ -398,12 +398,45 @@ struct kube_client *kube_client_new(const struct kube_config *cfg, struct gv_err
 	return c;
 }
 
+struct kube_client *kube_client_new_transport(void (*transport)(void *ud, struct kube_exchange *x),
+					      void *ud)
+{
+	char server[] = "http://transport.invalid";
+	struct kube_config cfg = {.server = server};
+	struct kube_client *c = kube_client_new(&cfg, NULL);
+
+	c->transport = transport;
+	c->transport_ud = ud;
+	c->max_retries = 0;
+	c->base_ms = 1;
+	c->cap_ms = 1;
+	return c;
+}
+
+struct kube_client *kube_client_new_child(struct kube_client *parent)
+{
+	struct kube_client *c = gv_xcalloc(1, sizeof(*c));
+
+	c->parent = parent->parent ? parent->parent : parent;
+	atomic_init(&c->requests, 0);
+	return c;
+}
+
+unsigned long kube_client_requests(const struct kube_client *c)
+{
+	return atomic_load(&((struct kube_client *)c)->requests);
+}
+
 void kube_client_free(struct kube_client *c)
 {
 	struct kube_handle *h, *next;
 
 	if (!c)
 		return;
+	if (c->parent) {
+		free(c);
+		return;
+	}
 	pthread_key_delete(c->key);
 	for (h = c->handles; h; h = next) {
 		next = h->next;
@@ -738,6 +771,50 @@ static bool http_retryable(long http)
 	return http == 429 || (http >= 500 && http != 501 && http != 505);
 }
 
+/*
+ * One exchange through the client's transport (kube_client_new_transport)
+ * instead of curl: the same outcomes as a transfer (a curl code, the HTTP
+ * status, the body buffered or streamed to on_data when 2xx).
+ */
+static CURLcode transport_perform(struct kube_client *c, const struct kube_req *req, struct xfer *x,
+				  long *http, char *errbuf)
+{
+	struct kube_exchange ex = {
+	    .method = req->method,
+	    .path = req->path,
+	    .accept = req->accept ? req->accept : "application/json",
+	    .content_type =
+		req->body ? (req->content_type ? req->content_type : "application/json") : NULL,
+	    .body = req->body,
+	    .body_len = req->body_len};
+
+	if (req->abort && atomic_load(req->abort))
+		return CURLE_ABORTED_BY_CALLBACK;
+	c->transport(c->transport_ud, &ex);
+	*http = ex.http;
+	x->retry_after = ex.retry_after;
+	if (!ex.http) {
+		snprintf(errbuf, CURL_ERROR_SIZE, "%s",
+			 ex.response.len ? gv_buf_str(&ex.response) : "connection refused");
+		gv_buf_release(&ex.response);
+		return CURLE_COULDNT_CONNECT;
+	}
+	if (req->on_data && ex.http >= 200 && ex.http < 300) {
+		if (ex.response.len && !req->on_data(ex.response.data, ex.response.len, req->ud))
+			x->consumer_stopped = true;
+		gv_buf_release(&ex.response);
+		return x->consumer_stopped ? CURLE_WRITE_ERROR : CURLE_OK;
+	}
+	if (ex.response.len > KUBE_MAX_RESPONSE) {
+		x->too_big = true;
+		gv_buf_release(&ex.response);
+		return CURLE_WRITE_ERROR;
+	}
+	gv_buf_release(x->body);
+	*x->body = ex.response;
+	return CURLE_OK;
+}
+
 enum gv_code kube_do(struct kube_client *c, const struct kube_req *req, struct gv_buf *resp,
 		     struct kube_status *st, struct gv_err *err)
 {
@@ -750,32 +827,40 @@ enum gv_code kube_do(struct kube_client *c, const struct kube_req *req, struct g
 	bool reauthed = false;
 	enum gv_code rc = GV_OK;
 
+	atomic_fetch_add(&c->requests, 1);
+	if (c->parent)
+		return kube_do(c->parent, req, resp, st, err);
 	if (!st)
 		st = &tmp;
 	memset(st, 0, sizeof(*st));
 	if (!req->path || req->path[0] != '/')
 		return gv_err_set(err, GV_EINVAL, "%s %s: path must start with '/'", req->method,
 				  req->path ? req->path : "(null)");
-	curl = req->curl ? req->curl : handle_get(c)->curl;
+	curl = req->curl || c->transport ? req->curl : handle_get(c)->curl;
 	url = gv_xasprintf("%s%s", c->cfg.server, req->path);
 	for (;;) {
 		struct curl_slist *hdrs = NULL;
 		struct xfer x = {.curl = curl, .req = req, .body = &body};
-		char *token = token_get(c, false);
 		CURLcode cc;
 		long http = 0;
 		long wait;
 
 		gv_buf_reset(&body);
 		errbuf[0] = '\0';
-		setup(c, curl, req, url, token, &x, errbuf, &hdrs);
-		cc = curl_easy_perform(curl);
-		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &http);
-		curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
-		curl_slist_free_all(hdrs);
-		if (token) {
-			memset(token, 0, strlen(token));
-			free(token);
+		if (c->transport) {
+			cc = transport_perform(c, req, &x, &http, errbuf);
+		} else {
+			char *token = token_get(c, false);
+
+			setup(c, curl, req, url, token, &x, errbuf, &hdrs);
+			cc = curl_easy_perform(curl);
+			curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &http);
+			curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
+			curl_slist_free_all(hdrs);
+			if (token) {
+				memset(token, 0, strlen(token));
+				free(token);
+			}
 		}
 		gv_debug("kube: %s %s -> %ld (curl %d)", req->method, req->path, http, (int)cc);
 
@@ -1010,6 +1095,209 @@ static void item_fill_kind(json_t *item, const char *api_version, const char *li
 	}
 }
 
+/* ---- the pager ---- */
+
+struct kube_pager {
+	struct kube_client *c; /* borrowed */
+	char *path;
+	struct kube_list_options o;
+	const atomic_bool *abort; /* borrowed, may be NULL */
+	char *cont;		  /* continue token of the next page; NULL = first page */
+	char *rv;		  /* resourceVersion of the first page */
+	char *item_kind;	  /* the last page's kind without "List" */
+	struct kube_page page;
+	unsigned long requests;
+	unsigned index;
+	int restarts;
+	bool done;
+};
+
+struct kube_pager *kube_pager_new(struct kube_client *c, const char *path,
+				  const struct kube_list_options *o)
+{
+	struct kube_pager *p = gv_xcalloc(1, sizeof(*p));
+
+	p->c = c;
+	p->path = gv_xstrdup(path);
+	if (o)
+		p->o = *o;
+	if (!p->o.max_restarts)
+		p->o.max_restarts = 3;
+	return p;
+}
+
+void kube_pager_set_abort(struct kube_pager *p, const atomic_bool *abort)
+{
+	p->abort = abort;
+}
+
+static void page_clear(struct kube_page *pg)
+{
+	json_decref(pg->list);
+	json_decref(pg->head);
+	gv_buf_release(&pg->text);
+	free(pg->spans);
+	*pg = (struct kube_page){0};
+}
+
+void kube_pager_stop(struct kube_pager *p)
+{
+	p->done = true;
+}
+
+const char *kube_pager_resource_version(const struct kube_pager *p)
+{
+	return p->rv;
+}
+
+unsigned long kube_pager_requests(const struct kube_pager *p)
+{
+	return p->requests;
+}
+
+void kube_pager_free(struct kube_pager *p)
+{
+	if (!p)
+		return;
+	page_clear(&p->page);
+	free(p->path);
+	free(p->cont);
+	free(p->rv);
+	free(p->item_kind);
+	free(p);
+}
+
+/* The page's path: p->path with limit and continue appended (caller frees). */
+static char *pager_path(const struct kube_pager *p)
+{
+	struct gv_buf b = {0};
+
+	gv_buf_adds(&b, p->path);
+	if (p->o.limit > 0 || p->cont)
+		gv_buf_addc(&b, strchr(p->path, '?') ? '&' : '?');
+	if (p->o.limit > 0)
+		gv_buf_addf(&b, "limit=%d", p->o.limit);
+	if (p->cont) {
+		char *e = kube_escape(p->cont);
+
+		gv_buf_addf(&b, "%scontinue=%s", p->o.limit > 0 ? "&" : "", e);
+		free(e);
+	}
+	return gv_buf_detach(&b);
+}
+
+enum gv_code kube_pager_next(struct kube_pager *p, struct kube_page **page, struct kube_status *st,
+			     struct gv_err *err)
+{
+	struct kube_page *pg = &p->page;
+	struct kube_status local;
+	bool restarted = false;
+	enum gv_code rc;
+
+	*page = NULL;
+	page_clear(pg);
+	if (!st)
+		st = &local;
+	memset(st, 0, sizeof(*st));
+	for (;;) {
+		struct kube_req req = {.method = "GET",
+				       .accept = p->o.metadata ? ACCEPT_METADATA_LIST : NULL,
+				       .abort = p->abort,
+				       .retries = -1};
+		struct gv_err lerr = {0};
+		char *path;
+		json_t *root;
+
+		if (p->done)
+			return GV_OK;
+		path = pager_path(p);
+		req.path = path;
+		p->requests++;
+		rc = kube_do(p->c, &req, &pg->text, st, &lerr);
+		if (rc && st->http == 410 && p->o.max_restarts > 0 &&
+		    p->restarts < p->o.max_restarts) {
+			/* An expired continue token: start over. */
+			gv_debug("kube: list %s: %s, restarting", p->path, st->reason);
+			p->restarts++;
+			restarted = true;
+			free(p->cont);
+			p->cont = NULL;
+			p->index = 0;
+			free(path);
+			page_clear(pg);
+			continue;
+		}
+		if (rc) {
+			free(path);
+			page_clear(pg);
+			p->done = true;
+			return gv_err_set(err, rc, "%s", lerr.msg);
+		}
+		if (p->o.text)
+			root = pg->head = gv_json_parse_list(pg->text.data, pg->text.len, "items",
+							     &pg->spans, &pg->nspans, &lerr);
+		else
+			root = pg->list = gv_json_parse(pg->text.data, pg->text.len, &lerr);
+		if (!root) {
+			rc = gv_err_set(err, GV_ENET, "GET %s: response is not JSON: %s", path,
+					lerr.msg);
+			free(path);
+			page_clear(pg);
+			p->done = true;
+			return rc;
+		}
+		if (!p->o.text) {
+			json_t *items = json_object_get(root, "items");
+
+			gv_buf_release(&pg->text);
+			/* an empty PartialObjectMetadataList has "items": null, or none */
+			if (p->o.metadata && json_is_object(root) &&
+			    (!items || json_is_null(items)))
+				json_object_set_new(root, "items", items = json_array());
+			if (!json_is_array(items)) {
+				rc = gv_err_set(err, GV_ENET, "GET %s: not a list", path);
+				free(path);
+				page_clear(pg);
+				p->done = true;
+				return rc;
+			}
+		}
+		free(path);
+		break;
+	}
+	{
+		json_t *root = pg->list ? pg->list : pg->head, *item;
+		const json_t *md = json_object_get(root, "metadata");
+		const char *next = json_string_value(json_object_get(md, "continue"));
+		const char *kind = json_string_value(json_object_get(root, "kind"));
+		size_t i, n;
+
+		if (!p->index) {
+			const char *v = json_string_value(json_object_get(md, "resourceVersion"));
+
+			free(p->rv);
+			p->rv = v ? gv_xstrdup(v) : NULL;
+		}
+		pg->api_version = json_string_value(json_object_get(root, "apiVersion"));
+		if (kind && (n = strlen(kind)) > 4 && !strcmp(kind + n - 4, "List")) {
+			free(p->item_kind);
+			p->item_kind = gv_xstrndup(kind, n - 4);
+			pg->item_kind = p->item_kind;
+		}
+		if (pg->list)
+			json_array_foreach(json_object_get(root, "items"), i, item)
+			    item_fill_kind(item, pg->api_version, kind);
+		free(p->cont);
+		p->cont = next && *next ? gv_xstrdup(next) : NULL;
+		if (!p->cont)
+			p->done = true;
+	}
+	pg->restarted = restarted;
+	pg->index = p->index++;
+	*page = pg;
+	return GV_OK;
+}
+
 enum gv_code kube_list(struct kube_client *c, const char *path, int limit,
 		       int (*fn)(const json_t *item, void *ud), void *ud, char **resource_version,
 		       struct gv_err *err)
@@ -1022,87 +1310,28 @@ enum gv_code kube_list_abortable(struct kube_client *c, const char *path, int li
 				 char **resource_version, const atomic_bool *abort,
 				 struct gv_err *err)
 {
-	char *rv = NULL, *cont = NULL;
-	enum gv_code rc = GV_OK;
-	int restarts = 0;
+	struct kube_list_options o = {.limit = limit};
+	struct kube_pager *p = kube_pager_new(c, path, &o);
+	struct kube_page *pg;
+	enum gv_code rc;
 
 	if (resource_version)
 		*resource_version = NULL;
-restart:
-	for (bool first = true;; first = false) {
-		struct gv_buf p = {0};
-		struct kube_status st;
-		struct gv_err lerr;
-		json_t *page = NULL, *items, *item;
-		const char *next, *av, *kind;
+	kube_pager_set_abort(p, abort);
+	while (!(rc = kube_pager_next(p, &pg, NULL, err)) && pg) {
+		const json_t *item;
 		size_t i;
-		bool stop = false;
 
-		gv_buf_adds(&p, path);
-		if (limit > 0 || cont)
-			gv_buf_addc(&p, strchr(path, '?') ? '&' : '?');
-		if (limit > 0)
-			gv_buf_addf(&p, "limit=%d", limit);
-		if (cont) {
-			char *e = kube_escape(cont);
-
-			gv_buf_addf(&p, "%scontinue=%s", limit > 0 ? "&" : "", e);
-			free(e);
-		}
-		gv_err_clear(&lerr);
-		rc = request_json(c, "GET", gv_buf_str(&p), NULL, NULL, NULL, abort, &page, &st,
-				  &lerr);
-		gv_buf_release(&p);
-		if (rc && st.http == 410 && restarts < 3) {
-			/* An expired continue token: start over. */
-			gv_debug("kube: list %s: %s, restarting", path, st.reason);
-			restarts++;
-			free(cont);
-			cont = NULL;
-			rc = GV_OK;
-			goto restart;
-		}
-		if (rc) {
-			gv_err_set(err, rc, "%s", lerr.msg);
-			goto out;
-		}
-		if (!json_is_object(page) ||
-		    !json_is_array(items = json_object_get(page, "items"))) {
-			json_decref(page);
-			rc = gv_err_set(err, GV_ENET, "GET %s: not a list", path);
-			goto out;
-		}
-		if (first) {
-			const char *v = json_string_value(
-			    json_object_get(json_object_get(page, "metadata"), "resourceVersion"));
-
-			free(rv);
-			rv = v ? gv_xstrdup(v) : NULL;
-		}
-		av = json_string_value(json_object_get(page, "apiVersion"));
-		kind = json_string_value(json_object_get(page, "kind"));
-		json_array_foreach(items, i, item)
+		json_array_foreach(json_object_get(pg->list, "items"), i, item)
 		{
-			item_fill_kind(item, av, kind);
 			if (fn && fn(item, ud)) {
-				stop = true;
+				kube_pager_stop(p);
 				break;
 			}
 		}
-		next = json_string_value(
-		    json_object_get(json_object_get(page, "metadata"), "continue"));
-		free(cont);
-		cont = next && *next && !stop ? gv_xstrdup(next) : NULL;
-		json_decref(page);
-		if (!cont)
-			break;
 	}
-	if (resource_version) {
-		*resource_version = rv;
-		rv = NULL;
-	}
-out:
-	free(rv);
-	free(cont);
+	if (!rc && resource_version && kube_pager_resource_version(p))
+		*resource_version = gv_xstrdup(kube_pager_resource_version(p));
+	kube_pager_free(p);
 	return rc;
 }

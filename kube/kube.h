@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "common/gv.h"
+#include "common/json.h"
 
 /* Connection settings. All strings owned. */
 struct kube_config {
@@ -70,6 +71,18 @@ struct kube_client;
  */
 struct kube_client *kube_client_new(const struct kube_config *cfg, struct gv_err *err);
 void kube_client_free(struct kube_client *c);
+
+/*
+ * A child of parent (which must outlive it): its requests are sent by
+ * parent (connections, retries, tuning, discovery cache and test
+ * transport are parent's) and counted by the child, for figures such as
+ * the API requests of one namespace's scan. Not for informers. Free with
+ * kube_client_free.
+ */
+struct kube_client *kube_client_new_child(struct kube_client *parent);
+
+/* Requests sent through c so far (each counts once, whatever its retries). */
+unsigned long kube_client_requests(const struct kube_client *c);
 
 /*
  * Tuning (call before sharing the client between threads). Retries: at most
@@ -207,20 +220,110 @@ char *kube_path(const struct kube_resource *r, const char *ns, const char *name)
 char *kube_escape(const char *s);
 
 /*
- * Lists a collection page by page (`limit`, `continue`), calling fn for each
- * item (borrowed); fn returns non-zero to stop. Restarts from the beginning
- * on 410 Gone. *resource_version (may be NULL) receives the list's
- * resourceVersion (caller frees).
- *
- * limit <= 0 asks for everything in one response. path may carry a query
- * (labelSelector=...). Items get "apiVersion" and "kind" (the list's kind
- * without "List") when the server left them out, as list items usually are.
- * After a restart fn sees items again from the first page (at most 3
- * restarts, then GV_ENET). Memory is bounded by one page.
+ * Lists a collection page by page: the one way gavel lists. Options:
+ * limit (items per page; <= 0 asks for everything in one response),
+ * metadata (the items are PartialObjectMetadata: KUBE_VIEW_METADATA_LIST;
+ * a page whose items are null or missing, as an empty one is, has none),
+ * text (pages are handed over as received and only their head is parsed,
+ * for callers that parse items one at a time: gv_json_parse_list()),
+ * max_restarts (how often an expired continue token, 410 Gone, starts the
+ * listing over from the first page; < 0: never, 0: 3). path may carry a
+ * query (labelSelector=...); limit and continue are appended.
+ */
+struct kube_list_options {
+	int limit;
+	bool metadata;
+	bool text;
+	int max_restarts;
+};
+
+/*
+ * One page, owned by the pager and valid until the next kube_pager_next().
+ * Parsed pages (text false): list is the page with its items' apiVersion
+ * and kind filled in from the list's when the server left them out.
+ * Text pages: text holds the body, head the page without its items
+ * (gv_json_parse_list) and spans[0..nspans) the items' bytes in text;
+ * items are as the server sent them (fill apiVersion and kind from
+ * api_version and item_kind). restarted: the listing started over before
+ * this page (410 Gone), so items of earlier pages come again. index: 0
+ * for the first page of a listing (again after a restart).
+ */
+struct kube_page {
+	json_t *list;
+	struct gv_buf text;
+	json_t *head;
+	struct gv_json_span *spans;
+	size_t nspans;
+	const char *api_version; /* the list's apiVersion, or NULL */
+	const char *item_kind;	 /* the list's kind without "List", or NULL */
+	bool restarted;
+	unsigned index;
+};
+
+struct kube_pager;
+
+/* A pager over path (copied) with options o (NULL = defaults); c must outlive it. */
+struct kube_pager *kube_pager_new(struct kube_client *c, const char *path,
+				  const struct kube_list_options *o);
+
+/*
+ * The next page: GV_OK with *page set (owned by the pager), or GV_OK with
+ * *page NULL when the listing is complete (after the last page, or at once
+ * after kube_pager_stop()). Errors (GV_ENET, GV_ELIMIT; st filled when not
+ * NULL) end the listing: later calls return GV_OK with *page NULL. More
+ * than max_restarts 410s in one listing are an error.
+ */
+enum gv_code kube_pager_next(struct kube_pager *p, struct kube_page **page, struct kube_status *st,
+			     struct gv_err *err);
+
+/* Ends the listing: no further page is requested. */
+void kube_pager_stop(struct kube_pager *p);
+
+/* The resourceVersion of the listing's first page (borrowed), NULL before it or when none. */
+const char *kube_pager_resource_version(const struct kube_pager *p);
+
+/* Requests made so far (each page and each restarted page). */
+unsigned long kube_pager_requests(const struct kube_pager *p);
+
+void kube_pager_free(struct kube_pager *p);
+
+/*
+ * Lists a collection with a kube_pager (parsed pages of limit), calling fn
+ * for each item (borrowed); fn returns non-zero to stop. Restarts from the
+ * beginning on 410 Gone (at most 3 restarts, then GV_ENET): fn then sees
+ * items again from the first page. *resource_version (may be NULL)
+ * receives the list's resourceVersion (caller frees). Memory is bounded by
+ * one page.
  */
 enum gv_code kube_list(struct kube_client *c, const char *path, int limit,
 		       int (*fn)(const json_t *item, void *ud), void *ud, char **resource_version,
 		       struct gv_err *err);
+
+/*
+ * A test transport: a client made with kube_client_new_transport() hands
+ * every request to transport() instead of the network, which fills in
+ * http (0 = a connection failure whose reason is the response text),
+ * response (the body, JSON or a Status; released by the client) and
+ * optionally retry_after (s). The request fields are borrowed for the
+ * call. Everything above the wire behaves as with a server: Status
+ * parsing, retries (none by default: kube_client_set_retries),
+ * discovery, lists, views (seen in accept), patch types (content_type).
+ * transport may be called from several threads at once.
+ */
+struct kube_exchange {
+	const char *method;	  /* GET, POST, PUT, PATCH, DELETE */
+	const char *path;	  /* with query */
+	const char *accept;	  /* Accept header */
+	const char *content_type; /* NULL when there is no body */
+	const char *body;	  /* NULL or body_len bytes */
+	size_t body_len;
+	long http;
+	struct gv_buf response;
+	long retry_after;
+};
+
+struct kube_client *kube_client_new_transport(void (*transport)(void *ud, struct kube_exchange *x),
+					      void *ud);
 
 /*
  * Informer: keeps every object of a collection in memory with list + watch

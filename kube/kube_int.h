@@ -50,6 +50,12 @@ struct kube_client {
 	    *disc_groups; /* owned: [{"name": g, "preferred": v, "versions": [v...]}], core first */
 	time_t disc_groups_at;
 	json_t *disc_gv; /* owned: "group/version" -> {"at": time, "resources": [...]} */
+	/* kube_client_new_transport: exchanges go there instead of curl */
+	void (*transport)(void *ud, struct kube_exchange *x);
+	void *transport_ud;
+	/* kube_client_new_child: requests go through parent, counted here */
+	struct kube_client *parent;
+	atomic_ulong requests; /* kube_do calls (one per request, whatever its retries) */
 };
 
 /*
@@ -81,6 +87,9 @@ struct kube_req {
  */
 enum gv_code kube_do(struct kube_client *c, const struct kube_req *req, struct gv_buf *resp,
 		     struct kube_status *st, struct gv_err *err);
+
+/* Makes the pager's requests end (GV_ENET) when *abort becomes true (abort may be NULL). */
+void kube_pager_set_abort(struct kube_pager *p, const atomic_bool *abort);
 
 /* kube_list that ends early (GV_ENET) when *abort becomes true (abort may be NULL). */
 enum gv_code kube_list_abortable(struct kube_client *c, const char *path, int limit,

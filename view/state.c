@@ -11,18 +11,10 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/utf8.h"
 #include "common/banned.h"
 
 /* ---- wildcards ---- */
-
-static size_t cp_len(unsigned char c)
-{
-	return c < 0x80		    ? 1
-	       : (c & 0xE0) == 0xC0 ? 2
-	       : (c & 0xF0) == 0xE0 ? 3
-	       : (c & 0xF8) == 0xF0 ? 4
-				    : 1;
-}
 
 /* `*` = any run of code points, `?` = one code point (go-wildcard). */
 static bool wild(const char *pat, const char *s)
@@ -43,7 +35,7 @@ static bool wild(const char *pat, const char *s)
 		}
 		if (*pat == '?') {
 			pat++;
-			s += cp_len((unsigned char)*s);
+			s += gv_utf8_width((unsigned char)*s);
 			continue;
 		}
 		if (*pat && *pat == *s) {
@@ -54,7 +46,7 @@ static bool wild(const char *pat, const char *s)
 		if (!star)
 			return false;
 		pat = star;
-		retry += cp_len((unsigned char)*retry);
+		retry += gv_utf8_width((unsigned char)*retry);
 		s = retry;
 	}
 	while (*pat == '*')

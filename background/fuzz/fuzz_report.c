@@ -23,10 +23,11 @@
 
 #include "background/report.h"
 #include "common/fuzz/fuzz.h"
+#include "kube/tests/transport.h"
 
 #include "common/banned.h"
 
-struct fake_api {
+struct fake_server {
 	const json_t *items; /* borrowed */
 	int writes;
 };
@@ -63,7 +64,7 @@ static void check_objects(const json_t *objs, size_t chunk_results)
 static enum gv_code fake_request(void *ud, const char *method, const char *path, const json_t *body,
 				 json_t **out, struct kube_status *st, struct gv_err *err)
 {
-	struct fake_api *api = ud;
+	struct fake_server *api = ud;
 
 	if (!strcmp(method, "GET")) {
 		if (!strchr(path, '?')) {
@@ -167,8 +168,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct report_options opt = {0};
 	struct report_set *rs;
-	struct fake_api fake = {0};
+	struct fake_server fake = {0};
 	struct report_api api = {0};
+	struct fake_api fa;
 	json_t *doc, *items, *all;
 	bool split, admission;
 
@@ -205,12 +207,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The same objects read at start-up and while flushing. */
 	rs = report_set_new(&opt);
 	fake.items = items;
-	api.request = fake_request;
-	api.ud = &fake;
+	fa = (struct fake_api){.request = fake_request, .ud = &fake};
+	api.client = fake_api_client(&fa);
 	report_load(rs, &api, NULL, NULL);
 	fill(rs, admission);
 	report_flush(rs, &api, NULL, NULL);
 	report_flush(rs, &api, NULL, NULL);
+	kube_client_free(api.client);
 	all = report_render_all(rs);
 	check_objects(all, opt.chunk_results);
 	json_decref(all);

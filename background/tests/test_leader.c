@@ -20,6 +20,7 @@
 
 #include "background/leader.h"
 #include "common/metrics.h"
+#include "kube/tests/transport.h"
 
 #include "common/banned.h"
 
@@ -36,6 +37,8 @@ struct store {
 	int gets, posts, puts;
 	/* called (without the lock) before a PUT is served */
 	void (*before_put)(struct store *s);
+	struct fake_api fa;	    /* store_request behind ... */
+	struct kube_client *client; /* ... this client's test transport */
 };
 
 static enum gv_code status(struct kube_status *st, struct gv_err *err, long http,
@@ -163,8 +166,7 @@ static struct leader *elector(struct store *s, struct fclock *fc, const char *id
 				    .on_stop = on_stop,
 				    .ud = ev,
 				    .metrics = reg,
-				    .request = store_request,
-				    .request_ud = s};
+				    .client = s->client};
 	struct leader *l = NULL;
 	struct gv_err err = {0};
 
@@ -181,11 +183,14 @@ static struct store *store_new(void)
 	struct store *s = gv_xcalloc(1, sizeof(*s));
 
 	pthread_mutex_init(&s->mu, NULL);
+	s->fa = (struct fake_api){.request = store_request, .ud = s};
+	s->client = fake_api_client(&s->fa);
 	return s;
 }
 
 static void store_free(struct store *s)
 {
+	kube_client_free(s->client);
 	json_decref(s->lease);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
@@ -227,7 +232,7 @@ static void test_times(void **state)
 static void test_config(void **state)
 {
 	struct store *s = store_new();
-	struct leader_config cfg = {.request = store_request, .request_ud = s};
+	struct leader_config cfg = {.client = s->client};
 	struct leader *l = NULL;
 	struct gv_err err = {0};
 	char *id;
@@ -237,8 +242,7 @@ static void test_config(void **state)
 	assert_int_equal(leader_new(&cfg, &l, &err), GV_EINVAL);
 	assert_non_null(strstr(err.msg, "renew deadline"));
 	gv_err_clear(&err);
-	cfg = (struct leader_config){.request = store_request,
-				     .request_ud = s,
+	cfg = (struct leader_config){.client = s->client,
 				     .renew_deadline_ms = 2400}; /* not above 1.2 x 2 s */
 	assert_int_equal(leader_new(&cfg, &l, &err), GV_EINVAL);
 	gv_err_clear(&err);
@@ -246,7 +250,7 @@ static void test_config(void **state)
 	assert_int_equal(leader_new(&cfg, &l, &err), GV_EINVAL);
 	assert_null(l);
 
-	cfg = (struct leader_config){.request = store_request, .request_ud = s};
+	cfg = (struct leader_config){.client = s->client};
 	assert_int_equal(leader_new(&cfg, &l, NULL), GV_OK);
 	/* default identity: <POD_NAME or hostname>_<pid>_<hex> */
 	assert_non_null(strchr(leader_identity(l), '_'));
@@ -548,8 +552,7 @@ static struct leader *threaded(struct store *s, const char *id, struct events *e
 				    .on_start = on_start,
 				    .on_stop = on_stop,
 				    .ud = ev,
-				    .request = store_request,
-				    .request_ud = s};
+				    .client = s->client};
 	struct leader *l = NULL;
 
 	assert_int_equal(leader_new(&cfg, &l, NULL), GV_OK);

@@ -23,27 +23,12 @@
 #include "background/scanstate.h"
 #include "background/schedule.h"
 #include "common/log.h"
+#include "common/tests/helpers.h"
+#include "kube/tests/transport.h"
 
 #include "common/banned.h"
 
 /* ---- helpers ---- */
-
-/* JSON with ' for ". */
-static json_t *J(const char *text)
-{
-	char *s = gv_xstrdup(text);
-	json_error_t e;
-	json_t *v;
-
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	v = json_loads(s, JSON_DECODE_ANY, &e);
-	if (!v)
-		fail_msg("bad test JSON: %s: %s", e.text, s);
-	free(s);
-	return v;
-}
 
 static struct engine_policy *compile(const char *text)
 {
@@ -630,16 +615,18 @@ static void test_cursor_start(void **state)
 /* ---- a fake API server ---- */
 
 struct fake {
-	json_t *pods;	    /* array of Pod objects, sorted by namespace/name */
-	json_t *configmaps; /* array */
-	int requests;	    /* GETs of collections */
-	int pod_pages;	    /* pages of pods served */
-	bool forbid_cms;    /* 403 on configmaps */
-	bool expire_once;   /* the next request with a continue token gets 410 */
-	bool fail_all;	    /* every request fails (API server down) */
-	bool not_a_list;    /* pods are answered with an array, not a list object */
-	json_t *written;    /* report objects by path (POST/PUT) */
-	json_t *state;	    /* the scan-state ConfigMap, or NULL */
+	json_t *pods;		    /* array of Pod objects, sorted by namespace/name */
+	json_t *configmaps;	    /* array */
+	int requests;		    /* GETs of collections */
+	int pod_pages;		    /* pages of pods served */
+	bool forbid_cms;	    /* 403 on configmaps */
+	bool expire_once;	    /* the next request with a continue token gets 410 */
+	bool fail_all;		    /* every request fails (API server down) */
+	bool not_a_list;	    /* pods are answered with an array, not a list object */
+	json_t *written;	    /* report objects by path (POST/PUT) */
+	json_t *state;		    /* the scan-state ConfigMap, or NULL */
+	struct fake_api fa;	    /* fake_request behind ... */
+	struct kube_client *client; /* ... this client's test transport (fake_init) */
 };
 
 static json_t *pod(const char *ns, const char *name, const char *uid, const char *rv,
@@ -770,6 +757,23 @@ static enum gv_code fake_answer(struct fake *f, const char *method, const char *
 		st->http = 0;
 		return gv_err_set(err, GV_ENET, "%s %s: connection refused", method, path);
 	}
+	/* discovery: the core group serves Pods and ConfigMaps, no other group */
+	if (!strcmp(method, "GET") && !strcmp(path, "/api")) {
+		*out = json_pack("{s:s, s:[s]}", "kind", "APIVersions", "versions", "v1");
+		return GV_OK;
+	}
+	if (!strcmp(method, "GET") && !strcmp(path, "/apis")) {
+		*out = json_pack("{s:s, s:[]}", "kind", "APIGroupList", "groups");
+		return GV_OK;
+	}
+	if (!strcmp(method, "GET") && !strcmp(path, "/api/v1")) {
+		*out = json_pack(
+		    "{s:s, s:s, s:[{s:s, s:b, s:s, s:[s, s]}, {s:s, s:b, s:s, s:[s, s]}]}", "kind",
+		    "APIResourceList", "groupVersion", "v1", "resources", "name", "pods",
+		    "namespaced", 1, "kind", "Pod", "verbs", "list", "watch", "name", "configmaps",
+		    "namespaced", 1, "kind", "ConfigMap", "verbs", "list", "watch");
+		return GV_OK;
+	}
 	if (!strcmp(method, "GET") && !strncmp(path, "/api/v1/", 8) && strstr(path, "pods")) {
 		f->requests++;
 		if (f->not_a_list) {
@@ -845,28 +849,6 @@ static enum gv_code fake_request(void *ud, const char *method, const char *path,
 	return rc;
 }
 
-static enum gv_code fake_discover(void *ud, const char *group, const char *version,
-				  const char *kind, struct kube_resource *out, struct gv_err *err)
-{
-	(void)ud;
-	(void)version;
-	if (group && *group)
-		return gv_err_set(err, GV_ENOENT, "not served");
-	memset(out, 0, sizeof(*out));
-	if (!strcmp(kind, "Pod"))
-		out->resource = gv_xstrdup("pods");
-	else if (!strcmp(kind, "ConfigMap"))
-		out->resource = gv_xstrdup("configmaps");
-	else
-		return gv_err_set(err, GV_ENOENT, "not served");
-	out->group = gv_xstrdup("");
-	out->version = gv_xstrdup("v1");
-	out->kind = gv_xstrdup(kind);
-	out->namespaced = true;
-	out->listable = true;
-	return GV_OK;
-}
-
 static void fake_init(struct fake *f, int nns, int per_ns)
 {
 	char ns[32], name[32], uid[32];
@@ -883,10 +865,13 @@ static void fake_init(struct fake *f, int nns, int per_ns)
 		}
 	}
 	fake_sort(f);
+	f->fa = (struct fake_api){.request = fake_request, .ud = f};
+	f->client = fake_api_client(&f->fa);
 }
 
 static void fake_release(struct fake *f)
 {
+	kube_client_free(f->client);
 	json_decref(f->pods);
 	json_decref(f->configmaps);
 	json_decref(f->written);
@@ -921,7 +906,6 @@ static bool g_prefetch; /* world_init: scan_options.prefetch */
 
 static void world_init(struct world *w, int nns, int per_ns, size_t limit, bool incremental)
 {
-	struct scan_api api = {.request = fake_request, .discover = fake_discover, .ud = &w->f};
 	struct scan_options opt = {.batch_size = 7,
 				   .workers = 2,
 				   .incremental = incremental,
@@ -934,7 +918,7 @@ static void world_init(struct world *w, int nns, int per_ns, size_t limit, bool 
 	w->pols[w->npols++] = policy_with("'background':true,");
 	world_state(w, NULL);
 	w->rs = report_set_new(NULL);
-	w->s = scanner_new(&api, &opt);
+	w->s = scanner_new(w->f.client, &opt);
 }
 
 static void world_release(struct world *w)
@@ -1166,7 +1150,7 @@ static void test_scan_stops(void **state)
 }
 
 /* One cycle of a new scanner (as `gavel scan` makes one per namespace) for due[0]. */
-static void scan_fresh(const struct scan_api *api, const struct scan_options *opt,
+static void scan_fresh(struct kube_client *api, const struct scan_options *opt,
 		       const struct world *w, const struct engine_policy **due,
 		       struct report_set *rs, struct scan_outcome *out, struct scan_stats *st)
 {
@@ -1186,7 +1170,6 @@ static void test_scan_one_namespace(void **state)
 	struct world w;
 	struct scan_stats st;
 	struct scan_outcome out[1];
-	struct scan_api api = {.request = fake_request, .discover = fake_discover, .ud = &w.f};
 	struct scan_options opt = {
 	    .batch_size = 3, .workers = 2, .skip_namespace = "gavel", .only_namespace = "ns-01"};
 	const struct engine_policy *due[1];
@@ -1196,7 +1179,7 @@ static void test_scan_one_namespace(void **state)
 	world_init(&w, 3, 4, 0, true);
 	due[0] = engine_policyset_get(view_state_policyset(w.st), 0);
 	rs = report_set_new(NULL);
-	scan_fresh(&api, &opt, &w, due, rs, out, &st);
+	scan_fresh(w.f.client, &opt, &w, due, rs, out, &st);
 	/* ns-01's Pods alone, listed in that namespace */
 	assert_int_equal(st.listed, 4);
 	assert_int_equal(st.pages, 2);
@@ -1206,7 +1189,7 @@ static void test_scan_one_namespace(void **state)
 
 	/* a Pod of ns-01 deleted while nobody scanned: the next scan drops its results */
 	json_array_remove(w.f.pods, 5);
-	scan_fresh(&api, &opt, &w, due, rs, out, &st);
+	scan_fresh(w.f.client, &opt, &w, due, rs, out, &st);
 	assert_int_equal(st.listed, 3);
 	assert_int_equal(report_count(rs), 3);
 
@@ -1216,7 +1199,7 @@ static void test_scan_one_namespace(void **state)
 	 * stale.
 	 */
 	opt.only_namespace = "";
-	scan_fresh(&api, &opt, &w, due, rs, out, &st);
+	scan_fresh(w.f.client, &opt, &w, due, rs, out, &st);
 	assert_int_equal(st.listed, 0);
 	assert_int_equal(st.targets, 0);
 	assert_true(out[0].retained);
@@ -1232,20 +1215,20 @@ static void test_scan_one_namespace(void **state)
 		assert_string_equal(key, "/v1/pods");
 		free(key);
 		opt.only_namespace = "ns-01";
-		scan_fresh(&api, &opt, &w, due, rs, out, &st);
+		scan_fresh(w.f.client, &opt, &w, due, rs, out, &st);
 		assert_int_equal(report_count(rs), 3);
 		opt.empty_resources = empty;
 		opt.nempty = 2;
 		/* results newer than retain_since (a Pod created while the scan ran) stay */
 		opt.retain_since = (int64_t)time(NULL) - 60;
-		scan_fresh(&api, &opt, &w, due, rs, out, &st);
+		scan_fresh(w.f.client, &opt, &w, due, rs, out, &st);
 		assert_int_equal(st.listed, 0);
 		assert_int_equal(st.targets, 0);
 		assert_true(out[0].retained);
 		assert_int_equal(report_count(rs), 3);
 		/* older ones go */
 		opt.retain_since = (int64_t)time(NULL) + 60;
-		scan_fresh(&api, &opt, &w, due, rs, out, &st);
+		scan_fresh(w.f.client, &opt, &w, due, rs, out, &st);
 		assert_int_equal(st.listed, 0);
 		assert_int_equal(report_count(rs), 0);
 	}
@@ -1264,7 +1247,6 @@ static void scan_large_page(int parse_batch)
 	struct world w;
 	struct scan_stats st;
 	struct scan_outcome out[1];
-	struct scan_api api = {.request = fake_request, .discover = fake_discover, .ud = &w.f};
 	struct scan_options opt = {
 	    .batch_size = 500, .workers = 2, .parse_batch = parse_batch, .skip_namespace = "gavel"};
 	const struct engine_policy *due[1];
@@ -1276,7 +1258,7 @@ static void scan_large_page(int parse_batch)
 	world_init(&w, 3, 100, 0, true);
 	due[0] = engine_policyset_get(view_state_policyset(w.st), 0);
 	rs = report_set_new(NULL);
-	scan_fresh(&api, &opt, &w, due, rs, out, &st);
+	scan_fresh(w.f.client, &opt, &w, due, rs, out, &st);
 	assert_int_equal(st.pages, 1);
 	assert_int_equal(st.listed, 300);
 	assert_int_equal(st.evaluated, 300);
@@ -1305,7 +1287,7 @@ static void scan_large_page(int parse_batch)
 
 	w.f.not_a_list = true;
 	{
-		struct scanner *s = scanner_new(&api, &opt);
+		struct scanner *s = scanner_new(w.f.client, &opt);
 		assert_int_equal(scanner_run(s, w.st, due, 1, rs, NULL, out, &st, &err), GV_ENET);
 		assert_non_null(strstr(err.msg, "response is not a list: '{' expected"));
 		scanner_free(s);
@@ -1385,7 +1367,6 @@ static void test_scan_incremental_whole(void **state)
 /* The scanner of w replaced by one that records inputs digests (limit: resource_limit). */
 static void world_inputs(struct world *w, size_t limit)
 {
-	struct scan_api api = {.request = fake_request, .discover = fake_discover, .ud = &w->f};
 	struct scan_options opt = {.batch_size = 7,
 				   .workers = 2,
 				   .resource_limit = limit,
@@ -1393,7 +1374,7 @@ static void world_inputs(struct world *w, size_t limit)
 				   .inputs = true};
 
 	scanner_free(w->s);
-	w->s = scanner_new(&api, &opt);
+	w->s = scanner_new(w->f.client, &opt);
 }
 
 /* scanner_inputs() for every policy of w into out; the objects listed. */
@@ -1537,7 +1518,7 @@ static void test_state_encoding(void **state)
 static void test_state_read_write(void **state)
 {
 	struct fake f;
-	struct scanstate_api api = {.request = fake_request, .ud = &f};
+	struct kube_client *api;
 	struct engine_policy *p = policy_with("");
 	struct scanstate_entry e = {.last_scan = 1700000000}, got;
 	json_t *data = NULL, *changes;
@@ -1545,36 +1526,37 @@ static void test_state_read_write(void **state)
 
 	(void)state;
 	fake_init(&f, 0, 0);
+	api = f.client;
 	/* absent: empty */
-	assert_int_equal(scanstate_read(&api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_OK);
+	assert_int_equal(scanstate_read(api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_OK);
 	assert_int_equal(json_object_size(data), 0);
 	json_decref(data);
 	/* the first write creates it */
 	text = scanstate_encode(&e);
 	changes = json_pack("{s:s}", "ClusterPolicy.require-team", text);
 	free(text);
-	assert_int_equal(scanstate_write(&api, "gavel", SCANSTATE_CONFIGMAP, changes, NULL), GV_OK);
+	assert_int_equal(scanstate_write(api, "gavel", SCANSTATE_CONFIGMAP, changes, NULL), GV_OK);
 	json_decref(changes);
 	assert_non_null(f.state);
 	assert_string_equal(json_string_value(json_object_get(
 				json_object_get(json_object_get(f.state, "metadata"), "labels"),
 				"app.kubernetes.io/managed-by")),
 			    "gavel");
-	assert_int_equal(scanstate_read(&api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_OK);
+	assert_int_equal(scanstate_read(api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_OK);
 	assert_true(scanstate_lookup(data, p, &got));
 	assert_int_equal(got.last_scan, 1700000000);
 	json_decref(data);
 	/* later writes patch: null removes a key */
 	changes = J("{'ClusterPolicy.require-team':null,'ClusterPolicy.other':'{}'}");
-	assert_int_equal(scanstate_write(&api, "gavel", SCANSTATE_CONFIGMAP, changes, NULL), GV_OK);
+	assert_int_equal(scanstate_write(api, "gavel", SCANSTATE_CONFIGMAP, changes, NULL), GV_OK);
 	json_decref(changes);
-	assert_int_equal(scanstate_read(&api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_OK);
+	assert_int_equal(scanstate_read(api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_OK);
 	assert_false(scanstate_lookup(data, p, &got));
 	assert_non_null(json_object_get(data, "ClusterPolicy.other"));
 	json_decref(data);
 	/* API errors are errors */
 	f.fail_all = true;
-	assert_int_equal(scanstate_read(&api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_ENET);
+	assert_int_equal(scanstate_read(api, "gavel", SCANSTATE_CONFIGMAP, &data, NULL), GV_ENET);
 	fake_release(&f);
 	engine_policy_unref(p);
 }

@@ -17,27 +17,12 @@
 
 #include "background/report.h"
 #include "admission/admission.h"
+#include "common/tests/helpers.h"
+#include "kube/tests/transport.h"
 
 #include "common/banned.h"
 
 /* ---- helpers ---- */
-
-/* JSON with ' for ". */
-static json_t *J(const char *text)
-{
-	char *s = gv_xstrdup(text);
-	json_error_t e;
-	json_t *v;
-
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	v = json_loads(s, JSON_DECODE_ANY, &e);
-	if (!v)
-		fail_msg("bad test JSON: %s: %s", e.text, s);
-	free(s);
-	return v;
-}
 
 static struct engine_policy *compile(const char *text)
 {
@@ -890,8 +875,10 @@ struct fake {
 	/* called before a write is served (a concurrent writer) */
 	void (*hook)(struct fake *f, const char *method, const char *key);
 	int hook_runs;
-	long fail_http;	  /* answer the next write with this */
-	int proceed_left; /* proceed_counted: answers true this many times */
+	long fail_http;		    /* answer the next write with this */
+	int proceed_left;	    /* proceed_counted: answers true this many times */
+	struct fake_api fa;	    /* fake_request behind ... */
+	struct kube_client *client; /* ... this client's test transport */
 };
 
 static int method_index(const char *m)
@@ -1094,18 +1081,21 @@ static struct fake *fake_new(void)
 	struct fake *f = gv_xcalloc(1, sizeof(*f));
 
 	f->objs = json_object();
+	f->fa = (struct fake_api){.request = fake_request, .ud = f};
+	f->client = fake_api_client(&f->fa);
 	return f;
 }
 
 static void fake_free(struct fake *f)
 {
+	kube_client_free(f->client);
 	json_decref(f->objs);
 	free(f);
 }
 
 static struct report_api fake_api(struct fake *f)
 {
-	return (struct report_api){.request = fake_request, .ud = f};
+	return (struct report_api){.client = f->client, .ud = f};
 }
 
 static const json_t *fobj(struct fake *f, const char *key)
