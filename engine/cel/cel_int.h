@@ -158,10 +158,12 @@ struct cel_var {
 };
 
 /*
- * A field lookup on a JSON object made once per evaluation: the bound
- * variables do not change while a program runs, so a path such as
- * object.spec names one value however often it is written (gen: the
- * evaluation that filled it).
+ * A field lookup on a JSON object made once per evaluation: the documents
+ * do not change while a program runs, so a path such as object.spec names
+ * one value however often it is written, and c.securityContext one value
+ * per element c (obj: the object it was looked up on; gen: the evaluation
+ * that filled it, advanced also by each host call, whose answers may be
+ * released and their addresses reused).
  */
 struct cel_field_cache {
 	uint64_t gen;

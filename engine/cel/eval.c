@@ -499,7 +499,7 @@ static __attribute__((noinline)) struct cel_value eval_binary(struct cel_eval *e
 
 static struct cel_value eval_unary(struct cel_eval *ev, const struct cel_node *n)
 {
-	struct cel_value a = cel_eval_node(ev, n->a[0]);
+	struct cel_value a = eval_child(ev, n->a[0]);
 
 	if (a.kind == CEL_ERROR)
 		return a;
@@ -527,13 +527,13 @@ static struct cel_value eval_unary(struct cel_eval *ev, const struct cel_node *n
 /* && (and=true) or || with commutative error absorption. */
 static struct cel_value eval_logic(struct cel_eval *ev, const struct cel_node *n, bool and)
 {
-	struct cel_value a = cel_eval_node(ev, n->a[0]), b;
+	struct cel_value a = eval_child(ev, n->a[0]), b;
 
 	if (ev->aborted)
 		return aborted(ev);
 	if (a.kind == CEL_BOOL && a.v.b != and)
 		return a;
-	b = cel_eval_node(ev, n->a[1]);
+	b = eval_child(ev, n->a[1]);
 	if (ev->aborted)
 		return aborted(ev);
 	if (b.kind == CEL_BOOL && b.v.b != and)
@@ -922,9 +922,23 @@ static struct cel_value eval_index(struct cel_eval *ev, const struct cel_node *n
 
 static struct cel_value eval_has(struct cel_eval *ev, const struct cel_node *n)
 {
-	struct cel_value o = cel_eval_node(ev, n->a[0]), r;
-	struct cel_value key = cel_str(n->name, n->nlen);
+	const struct cel_node *c = n->a[0];
+	struct cel_value o, r, key;
+	struct chain_val st;
 
+	/*
+	 * The operand as cel_eval_node would give it (a selection chain walked
+	 * in place: charged 1 for its top node here, the rest by eval_chain).
+	 */
+	if (c->kind == N_SELECT && cel_charge(ev, 1) && eval_chain(ev, c, 0, &st)) {
+		if (st.opt && st.none)
+			return cel_bool(false);
+		o = st.v;
+	} else if (c->kind == N_SELECT) {
+		o = ev->aborted ? aborted(ev) : eval_select_generic(ev, c);
+	} else {
+		o = eval_child(ev, c);
+	}
 	if (o.kind == CEL_ERROR)
 		return o;
 	if (o.kind == CEL_OPTIONAL) {
@@ -934,8 +948,10 @@ static struct cel_value eval_has(struct cel_eval *ev, const struct cel_node *n)
 	}
 	if (o.kind == CEL_MAP && o.json) /* a presence check, the value is not needed */
 		return cel_bool(json_object_getn(o.v.json, n->name, n->nlen) != NULL);
-	if (o.kind == CEL_MAP)
+	if (o.kind == CEL_MAP) {
+		key = cel_str(n->name, n->nlen);
 		return cel_bool(cel_map_find(&o, &key, &r));
+	}
 	return cel_err(ev, n->pos, "invalid type for field selection: %s", cel_type_name(&o));
 }
 
@@ -1554,8 +1570,10 @@ static __attribute__((noinline)) void path_key(const struct cel_node *n, struct 
 		parts[np++] = t;
 		t = t->a[0];
 	}
-	if (t->kind != N_IDENT || t->slot)
+	if (t->kind != N_IDENT)
 		return;
+	/* a comprehension variable's paths apart from a bound variable's of the same name */
+	gv_buf_add(b, t->slot ? "$" : "", t->slot ? 1 : 0);
 	gv_buf_add(b, t->name, strlen(t->name) + 1);
 	while (np > 0) {
 		t = parts[--np];
@@ -1564,8 +1582,11 @@ static __attribute__((noinline)) void path_key(const struct cel_node *n, struct 
 }
 
 /*
- * A field cache entry for each selection on a chain rooted at a bound
- * variable (after resolve_node: slot 0), one per distinct path of names.
+ * A field cache entry for each selection on a chain rooted at a variable
+ * (bound, or a comprehension's: after resolve_node a slot), one per distinct
+ * path of names. An entry is used only for the JSON object it was filled
+ * from (chain_field), so a comprehension variable's paths are shared by the
+ * expressions of one iteration (c.securityContext in has() and in the test).
  */
 static void cache_node(struct cel_program *p, struct cel_node *n, struct paths *ps)
 {

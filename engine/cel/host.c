@@ -37,6 +37,11 @@ static struct cel_value host_call(struct cel_eval *ev, const struct cel_node *n,
 	}
 	r = ev->host->call(ev->host->ud, n->name, a, msg, sizeof(msg));
 	json_decref(a);
+	/*
+	 * The host may release an earlier answer, whose address a new one can
+	 * take: the field cache's entries (keyed by the object's address) end here.
+	 */
+	ev->gen++;
 	if (!r)
 		return cel_err(ev, n->pos, "%s", msg[0] ? msg : "host call failed");
 	return cel_from_json(r);
