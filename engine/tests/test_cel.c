@@ -589,6 +589,13 @@ static void test_chains(void **state)
 	     NULL},
 	    {"object.l.exists(x, x.a.b == 1)", "{'l': [{'a': {'b': 2}}, {'a': {'b': 1}}]}", "true",
 	     NULL},
+	    /* a loop variable's paths are cached per element, never across elements */
+	    {"object.l.map(x, has(x.a.b) ? x.a.b : 0)",
+	     "{'l': [{'a': {'b': 2}}, {'a': {}}, {'a': {'b': 5}}]}", "[2, 0, 5]", NULL},
+	    {"object.l.all(x, !has(x.a) || !has(x.a.b) || x.a.b == false)",
+	     "{'l': [{'a': {'b': false}}, {}, {'a': {}}, {'a': {'b': true}}]}", "false", NULL},
+	    {"object.l.map(x, object.l.map(x, x.a.b))", "{'l': [{'a': {'b': 1}}, {'a': {'b': 2}}]}",
+	     "[[1, 2], [1, 2]]", NULL},
 	};
 	json_t *d1 = load("{'spec': {'n': 1}}"), *d2 = load("{'spec': {'n': 2}}");
 	struct cel_eval *ev = cel_eval_new(0);
