@@ -71,6 +71,7 @@ struct admission_fixed_source {
 	struct view_state *state;	/* owned reference; may be swapped with _set */
 	void *lock;			/* owned */
 };
+/* Fills *f (all of it: hooks it does not offer are NULL) with a reference to state. */
 void admission_fixed_source_init(struct admission_fixed_source *f, struct view_state *state);
 /* Replaces the state (a reference is taken); readers see the new one from their next request. */
 void admission_fixed_source_set(struct admission_fixed_source *f, struct view_state *state);

@@ -4,6 +4,7 @@
 #include "admission/admission_int.h"
 
 #include <pthread.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "common/banned.h"
@@ -25,6 +26,8 @@ void admission_fixed_source_init(struct admission_fixed_source *f, struct view_s
 {
 	pthread_mutex_t *mu = gv_xmalloc(sizeof(*mu));
 
+	/* every hook the source does not offer (written, acquire_fresh) NULL */
+	memset(f, 0, sizeof(*f));
 	pthread_mutex_init(mu, NULL);
 	f->lock = mu;
 	f->state = view_state_ref(state);
