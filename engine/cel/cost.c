@@ -228,14 +228,17 @@ static struct est walk(struct coster *c, const struct cel_node *n)
 	case N_BINARY:
 		a = walk(c, n->a[0]);
 		b = walk(c, n->a[1]);
-		e.cmin = add(1, add(a.cmin, b.cmin));
+		/*
+		 * the minimum: the left operand alone, as an error there returns
+		 * before the right one (and any concatenation) is evaluated
+		 */
+		e.cmin = add(1, a.cmin);
 		e.cmax = add(1, add(a.cmax, b.cmax));
 		e.smin = e.smax = 0;
 		if (n->op == OP_ADD) {
-			/* concatenation: the runtime charges at least size/16 */
+			/* concatenation: the runtime charges at most size/4 + 1 */
 			e.smin = add(a.smin, b.smin);
 			e.smax = add(a.smax, b.smax);
-			e.cmin = add(e.cmin, e.smin / 64);
 			e.cmax = add(e.cmax, e.smax / 4 + 1);
 		} else if (n->op == OP_IN) {
 			e.cmax = add(e.cmax, b.smax);
@@ -246,14 +249,19 @@ static struct est walk(struct coster *c, const struct cel_node *n)
 	default:
 		break;
 	}
-	/* select, has, index, unary, call: children, then the call's own cost */
+	/*
+	 * select, has, index, unary, call: children, then the call's own cost;
+	 * the minimum counts the first child alone (an error there returns
+	 * before the others are evaluated; a lazy function such as or() may
+	 * leave its argument unused)
+	 */
 	e.cmin = 1;
 	e.cmax = 1;
 	for (i = 0; i < n->n; i++) {
 		a = walk(c, n->a[i]);
 		/* a qualified name (net.IP, a.b.c) may resolve in one step */
-		if (!(n->kind == N_SELECT &&
-		      (n->a[i]->kind == N_IDENT || n->a[i]->kind == N_SELECT)))
+		if (i == 0 && !(n->kind == N_SELECT &&
+				(n->a[i]->kind == N_IDENT || n->a[i]->kind == N_SELECT)))
 			e.cmin = add(e.cmin, a.cmin);
 		e.cmax = add(e.cmax, a.cmax);
 		if (i == 0) {

@@ -272,6 +272,12 @@ static void test_cost_estimate(void **state)
 	    {"[3].transformList(i, v, i == 0 && 6 == 3, v * v + i)", "{}"},
 	    {"[1, 2].map(x, x > 5, x * x * x)", "{}"},
 	    {"{'a': 1}.transformMap(k, v, false, v + v + v)", "{}"},
+	    /*
+	     * fuzz_cel crash-67e08a66: an operator returns at an error on its left
+	     * before evaluating its right, and or() leaves its unused argument so
+	     */
+	    {"optional.ofNonZeroValue(42).or(option42 % u % 5u).value() == 42", "{}"},
+	    {"optional.of(1).orValue(nope + 1 + 2 + 3) == 1", "{}"},
 	};
 	size_t i;
 
