@@ -37,7 +37,7 @@ static const char DOC[] =
 
 /*
  * The type check is sound: a value computed by a program whose deduced type
- * is known has that type.
+ * is known has that type (or is null where null is assignable: see below).
  */
 static void check_type(const struct cel_program *p, const struct cel_value *v)
 {
@@ -67,6 +67,14 @@ static void check_type(const struct cel_program *p, const struct cel_value *v)
 
 		if (strncmp(t, kinds[i].prefix, n) != 0 ||
 		    (kinds[i].prefix[n - 1] != '(' && t[n] != 0))
+			continue;
+		/*
+		 * null is assignable to timestamps, durations and optionals (check.c,
+		 * as cel-go): [optional.of(1), null][1] is typed optional_type(int)
+		 */
+		if (v->kind == CEL_NULL &&
+		    (kinds[i].kind == CEL_TIMESTAMP || kinds[i].kind == CEL_DURATION ||
+		     kinds[i].kind == CEL_OPTIONAL))
 			continue;
 		if (v->kind != kinds[i].kind) {
 			fprintf(stderr, "deduced type %s, value of kind %d: %s\n", t, v->kind,
