@@ -101,8 +101,8 @@ struct admission_vpol_request {
 	/*
 	 * The context loader's hooks of this request (view_context), or NULL:
 	 * resource.Get/List (apiCall GETs) and globalContext.Get
-	 * (globalReference) go through them; without them, and for the other
-	 * Kyverno libraries, a call is an evaluation error.
+	 * (globalReference), http.Get/Post through hooks->http; without them,
+	 * and for the other Kyverno libraries, a call is an evaluation error.
 	 */
 	const struct engine_hooks *hooks;
 	struct metrics_family *results; /* kyverno_policy_results_total, or NULL */

@@ -19,8 +19,8 @@
 /*
  * The host of one request: resource.Get/List and globalContext.Get through
  * the context loader's hooks (the calls the legacy apiCall and
- * globalReference entries make, with their deadline and cache); the rest an
- * explicit error.
+ * globalReference entries make, with their deadline and cache), http.Get/Post
+ * through its http hook; the rest (image.GetMetadata) an explicit error.
  */
 struct vhost {
 	struct cel_host host;
@@ -160,6 +160,18 @@ static const json_t *vhost_call(void *ud, const char *fn, const json_t *args, ch
 		}
 		json_decref(entry);
 		json_decref(ctx);
+	} else if (!strcasecmp(fn, "http.Get") || !strcasecmp(fn, "http.Post")) {
+		bool post = !strcasecmp(fn, "http.Post");
+		const json_t *hdrs = json_array_get(args, post ? 2 : 1);
+		if (!h->hooks || !h->hooks->http)
+			snprintf(err, n, "request failed: no HTTP client");
+		else if (h->hooks->http(h->hooks->ud, post ? "POST" : "GET", arg_str(args, 0),
+					json_is_null(hdrs) ? NULL : hdrs,
+					post ? json_array_get(args, 1) : NULL, h->policy_ns, &out,
+					&e))
+			snprintf(err, n, "%s", e.msg);
+		else
+			ret = keep(h, out);
 	} else {
 		snprintf(err, n, "%s is not evaluated by gavel serve", fn);
 	}

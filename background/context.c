@@ -331,12 +331,13 @@ static CURL *thread_handle(void)
 }
 
 /*
- * Makes the call within timeout_ms; *out the parsed JSON answer. Errors:
- * GV_ENET (connection, TLS, timeout, non-2xx), GV_ELIMIT (body too large),
- * GV_EINVAL (body not JSON).
+ * Makes the call within timeout_ms: *status the HTTP status, body the
+ * answer (max_response bytes at most). Errors: GV_ENET (connection, TLS,
+ * timeout), GV_ELIMIT (body too large).
  */
-static enum gv_code http_do(struct context_loader *l, const struct http_call *c, long timeout_ms,
-			    json_t **out, struct gv_err *err)
+static enum gv_code http_perform(struct context_loader *l, const struct http_call *c,
+				 long timeout_ms, long *status, struct gv_buf *out,
+				 struct gv_err *err)
 {
 	const struct kube_config *k = l->o.kube;
 	CURL *h = thread_handle();
@@ -344,12 +345,10 @@ static enum gv_code http_do(struct context_loader *l, const struct http_call *c,
 	struct capped body = {.max = l->o.max_response};
 	char errbuf[CURL_ERROR_SIZE] = "";
 	char *auth = NULL, *token = NULL;
-	long status = 0;
 	CURLcode cc;
 	enum gv_code rc = GV_OK;
-	json_error_t je;
 
-	*out = NULL;
+	*status = 0;
 	if (!h)
 		return gv_err_set(err, GV_EINTERNAL, "cannot make an HTTP handle");
 	for (const struct curl_slist *s = c->headers; s; s = s->next)
@@ -412,7 +411,7 @@ static enum gv_code http_do(struct context_loader *l, const struct http_call *c,
 	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	cc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
 	if (body.over) {
 		rc = gv_err_set(err, GV_ELIMIT, "%s %s: the response is larger than %zu bytes",
 				c->method, c->url, l->o.max_response);
@@ -428,20 +427,7 @@ static enum gv_code http_do(struct context_loader *l, const struct http_call *c,
 				*errbuf ? errbuf : curl_easy_strerror(cc));
 		goto out;
 	}
-	if (status < 200 || status > 299) {
-		char ex[256];
-		json_t *st = json_loadb(body.b.data ? body.b.data : "", body.b.len, 0, &je);
-		const char *msg = jstr(st, "message");
-		excerpt(&body.b, ex, sizeof(ex));
-		rc = gv_err_set(err, GV_ENET, "%s %s: HTTP %ld: %s", c->method, c->url, status,
-				msg ? msg : ex);
-		json_decref(st);
-		goto out;
-	}
-	*out = json_loadb(body.b.data ? body.b.data : "", body.b.len, JSON_DECODE_ANY, &je);
-	if (!*out)
-		rc = gv_err_set(err, GV_EINVAL, "%s %s: the response is not JSON: %s", c->method,
-				c->url, je.text);
+	gv_buf_add(out, body.b.data ? body.b.data : "", body.b.len);
 out:
 	/* nothing of this call stays set: the handle outlives these buffers */
 	curl_easy_reset(h);
@@ -449,6 +435,42 @@ out:
 	free(auth);
 	free(token);
 	gv_buf_release(&body.b);
+	return rc;
+}
+
+/*
+ * Makes the call within timeout_ms; *out the parsed JSON answer. Errors:
+ * GV_ENET (connection, TLS, timeout, non-2xx), GV_ELIMIT (body too large),
+ * GV_EINVAL (body not JSON).
+ */
+static enum gv_code http_do(struct context_loader *l, const struct http_call *c, long timeout_ms,
+			    json_t **out, struct gv_err *err)
+{
+	struct gv_buf body = {0};
+	long status = 0;
+	enum gv_code rc;
+	json_error_t je;
+
+	*out = NULL;
+	rc = http_perform(l, c, timeout_ms, &status, &body, err);
+	if (rc)
+		goto out;
+	if (status < 200 || status > 299) {
+		char ex[256];
+		json_t *st = json_loadb(body.data ? body.data : "", body.len, 0, &je);
+		const char *msg = jstr(st, "message");
+		excerpt(&body, ex, sizeof(ex));
+		rc = gv_err_set(err, GV_ENET, "%s %s: HTTP %ld: %s", c->method, c->url, status,
+				msg ? msg : ex);
+		json_decref(st);
+		goto out;
+	}
+	*out = json_loadb(body.data ? body.data : "", body.len, JSON_DECODE_ANY, &je);
+	if (!*out)
+		rc = gv_err_set(err, GV_EINVAL, "%s %s: the response is not JSON: %s", c->method,
+				c->url, je.text);
+out:
+	gv_buf_release(&body);
 	return rc;
 }
 
@@ -584,6 +606,86 @@ static enum gv_code session_call(struct session *s, const struct http_call *c, j
 	if (rc)
 		gv_err_set(err, rc, "%s", e.msg);
 	*out = data;
+	return rc;
+}
+
+/*
+ * engine_hooks.http: Kyverno's CEL http library (cel-semantics.md section
+ * 6) within the session's deadline, not cached (a POST may have effects).
+ */
+static enum gv_code hook_http(void *ud, const char *method, const char *url, const json_t *headers,
+			      const json_t *body, const char *policy_namespace, json_t **out,
+			      struct gv_err *err)
+{
+	struct session *s = ud;
+	struct http_call c = {0};
+	struct gv_buf answer = {0};
+	long left = (long)(s->deadline_ms - now_ms());
+	long timeout = s->l->o.call_timeout_ms, status = 0;
+	const char *key;
+	const json_t *v;
+	json_t *data;
+	enum gv_code rc;
+
+	*out = NULL;
+	if (policy_namespace && *policy_namespace && !s->l->o.allow_http_namespaced)
+		return gv_err_set(err, GV_EINVAL,
+				  "request failed: http calls are not allowed in namespaced "
+				  "policies (--allow-http-in-namespaced-policies)");
+	if (strncmp(url, "https://", 8) && strncmp(url, "http://", 7))
+		return gv_err_set(err, GV_EINVAL, "request failed: url %s is not http(s)://", url);
+	if (headers && !json_is_object(headers))
+		return gv_err_set(err, GV_EINVAL, "request failed: headers are not a map");
+	c.method = !strcmp(method, "POST") ? "POST" : "GET";
+	json_object_foreach((json_t *)headers, key, v)
+	{
+		const char *val = json_string_value(v);
+		char *line;
+		if (!*key || strpbrk(key, ":\r\n") || !val || strpbrk(val, "\r\n")) {
+			curl_slist_free_all(c.headers);
+			return gv_err_set(err, GV_EINVAL,
+					  "request failed: header %s is not a valid header", key);
+		}
+		line = gv_xasprintf("%s: %s", key, val);
+		c.headers = curl_slist_append(c.headers, line);
+		free(line);
+	}
+	c.url = gv_xstrdup(url);
+	if (!strcmp(c.method, "POST"))
+		c.body = json_dumps(body ? body : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+	if (left <= 0) {
+		rc = gv_err_set(err, GV_ENET,
+				"request failed: %s %s: the evaluation's deadline "
+				"has passed",
+				c.method, url);
+		goto out;
+	}
+	rc = http_perform(s->l, &c, left < timeout ? left : timeout, &status, &answer, err);
+	if (rc) {
+		gv_err_prefix(err, "request failed: ");
+		goto out;
+	}
+	/* Go's json.Unmarshal into any: numbers are float64 */
+	data = json_loadb(answer.data ? answer.data : "", answer.len,
+			  JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, NULL);
+	if (json_is_object(data)) {
+		json_object_set_new(data, "statusCode", json_integer(status));
+		*out = data;
+	} else {
+		if (!data)
+			data = json_stringn(answer.data ? answer.data : "", answer.len);
+		if (!data) {
+			rc = gv_err_set(err, GV_EINVAL,
+					"request failed: %s %s: the response is neither JSON nor "
+					"UTF-8 text",
+					c.method, url);
+			goto out;
+		}
+		*out = json_pack("{s:o, s:I}", "body", data, "statusCode", (json_int_t)status);
+	}
+out:
+	http_call_release(&c);
+	gv_buf_release(&answer);
 	return rc;
 }
 
@@ -1257,6 +1359,7 @@ static const struct engine_hooks *source_open(void *ud, const struct engine_poli
 	pthread_mutex_init(&s->mu, NULL);
 	s->hooks.ud = s;
 	s->hooks.load_context = hook_load_context;
+	s->hooks.http = hook_http;
 	return &s->hooks;
 }
 

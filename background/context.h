@@ -48,6 +48,13 @@
  *                    helpers) are an error. A fetch failure: "failed to fetch
  *                    image descriptor: <ref>, error: <reason>".
  *
+ * The hooks' http callback (engine_hooks.http) makes the calls of Kyverno's
+ * CEL http library (cel-semantics.md section 6) with the same timeout,
+ * deadline and size cap, uncached: any status is an answer ({..., statusCode}),
+ * a failed request "request failed: <reason>"; a NamespacedValidatingPolicy's
+ * calls are refused unless context_options.allow_http_namespaced (Kyverno's
+ * --allowHTTPInNamespacedPolicies).
+ *
  * Every failure is a GV_E* code with err set; the engine makes it the rule's
  * `error` result "failed to load context: <message>". GV_ENOENT (the
  * offline "skip this entry") is never returned.
@@ -76,7 +83,8 @@ struct context_options {
 	long deadline_ms;		/* 0 = CONTEXT_DEADLINE_MS */
 	size_t max_response;		/* 0 = CONTEXT_MAX_RESPONSE */
 	long sync_wait_ms;		/* 0 = CONTEXT_SYNC_WAIT_MS */
-	const char *namespace; /* borrowed: gavel's namespace (pull secrets); NULL = "gavel" */
+	const char *namespace;	    /* borrowed: gavel's namespace (pull secrets); NULL = "gavel" */
+	bool allow_http_namespaced; /* http.* from NamespacedValidatingPolicies (hooks.http) */
 };
 
 struct context_loader;

@@ -96,6 +96,7 @@ struct serve_opts {
 	const char *omit_events; /* --omit-events: NULL = PolicyApplied,PolicySkipped */
 	long scan_limit;
 	bool split_reports;
+	bool allow_http_ns; /* --allow-http-in-namespaced-policies */
 	int log_level;
 	int log_json;
 	int manage_certs;		     /* 1 on, 0 off, -1 default (on in cluster mode) */
@@ -147,6 +148,9 @@ static void serve_usage(FILE *f)
 	    "  --background-scan-resource-limit N  objects per scan cycle (default: no limit)\n"
 	    "  --incremental-scan=BOOL        skip unchanged objects (default true)\n"
 	    "  --split-policy-report          one report per policy and namespace\n"
+	    "  --allow-http-in-namespaced-policies=BOOL  let NamespacedValidatingPolicies\n"
+	    "                        call http.Get/Post (default false, as Kyverno's\n"
+	    "                        --allowHTTPInNamespacedPolicies)\n"
 	    "  --omit-events LIST    Event reasons not written (default\n"
 	    "                        PolicyApplied,PolicySkipped; \"\" = none); the ConfigMap\n"
 	    "                        key omitEvents overrides it\n"
@@ -327,6 +331,21 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 				    "gavel serve: --auto-update-webhooks: want true or false\n");
 				return 2;
 			}
+		} else if (!strncmp(argv[i], "--allow-http-in-namespaced-policies", 35) ||
+			   !strncmp(argv[i], "--allowHTTPInNamespacedPolicies", 31)) {
+			const char *rest = argv[i] + (argv[i][7] == '-' ? 35 : 31);
+			int b = !*rest ? 1 : *rest == '=' ? parse_bool(rest + 1) : -2;
+			if (b == -2) {
+				fprintf(stderr, "gavel serve: unknown argument %s\n", argv[i]);
+				serve_usage(stderr);
+				return 2;
+			}
+			if (b < 0) {
+				fprintf(stderr, "gavel serve: %.*s: want true or false\n",
+					(int)(rest - argv[i]), argv[i]);
+				return 2;
+			}
+			o->allow_http_ns = b;
 		} else if (!strcmp(argv[i], "--split-policy-report")) {
 			o->split_reports = true;
 		} else if (cmd_take(argc, argv, &i, "--background-scan-interval", NULL, &v,
@@ -899,8 +918,11 @@ int cmd_serve(int argc, char **argv)
 			code = fail("kubeconfig: ", &err);
 			goto out;
 		}
-		ctxl = context_loader_new(&(struct context_options){
-		    .client = client, .kube = kcfg, .namespace = o.namespace});
+		ctxl = context_loader_new(
+		    &(struct context_options){.client = client,
+					      .kube = kcfg,
+					      .namespace = o.namespace,
+					      .allow_http_namespaced = o.allow_http_ns});
 		sc.client = client;
 		sc.namespace = o.namespace;
 		sc.static_policies = pols;

@@ -200,6 +200,21 @@ struct engine_hooks {
 	 * at all: common/clock.h's real ones.
 	 */
 	const struct jp_env *env;
+	/*
+	 * A call of Kyverno's CEL http library (cel-semantics.md section 6):
+	 * method "GET" or "POST", url an absolute http(s) URL, headers an
+	 * object of string values or NULL, body (POST) any JSON value, sent as
+	 * JSON, or NULL. policy_namespace is the namespace of the calling
+	 * NamespacedValidatingPolicy, "" for a cluster-wide policy. Returns
+	 * GV_OK with *out a new reference, as Kyverno's library answers: the
+	 * decoded body when it is a JSON object, with "statusCode" added;
+	 * {"body": <decoded JSON value, or the text>, "statusCode": N}
+	 * otherwise. Any status is an answer; a failed request (connection,
+	 * TLS, timeout, oversize body) or a call not allowed is an error.
+	 */
+	enum gv_code (*http)(void *ud, const char *method, const char *url, const json_t *headers,
+			     const json_t *body, const char *policy_namespace, json_t **out,
+			     struct gv_err *err);
 };
 
 /*

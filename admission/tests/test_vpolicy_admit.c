@@ -122,7 +122,28 @@ static enum gv_code fake_load(void *ud, const json_t *entry, const json_t *ctx, 
 			  path ? path : "?");
 }
 
-static const struct engine_hooks fake_hooks = {.load_context = fake_load};
+/* http.Get/Post: /allow answers {allowed: true}, /echo what was posted with the headers. */
+static enum gv_code fake_http(void *ud, const char *method, const char *url, const json_t *headers,
+			      const json_t *body, const char *policy_namespace, json_t **out,
+			      struct gv_err *err)
+{
+	(void)ud;
+	if (*policy_namespace)
+		return gv_err_set(err, GV_EINVAL, "request failed: namespaced %s",
+				  policy_namespace);
+	if (!strcmp(method, "GET") && !strcmp(url, "https://svc.example/allow")) {
+		*out = json_pack("{s:b, s:i}", "allowed", 1, "statusCode", 200);
+		return GV_OK;
+	}
+	if (!strcmp(method, "POST") && !strcmp(url, "https://svc.example/echo")) {
+		*out = json_pack("{s:O, s:O, s:i}", "got", body ? body : json_null(), "headers",
+				 headers ? headers : json_null(), "statusCode", 200);
+		return GV_OK;
+	}
+	return gv_err_set(err, GV_ENET, "request failed: %s %s: connection refused", method, url);
+}
+
+static const struct engine_hooks fake_hooks = {.load_context = fake_load, .http = fake_http};
 
 static const struct engine_hooks *fake_open(void *ud, const struct engine_policyset *set,
 					    long deadline_ms)
@@ -464,6 +485,63 @@ static void test_libraries_from_cluster(void **state)
 	free(img);
 }
 
+static void test_http_library(void **state)
+{
+	struct fixture f;
+	char *pols =
+	    array_of(2,
+		     vp("ValidatingPolicy", NULL, "get", "[\"Deny\"]",
+			"http.Get('https://svc.example/allow').allowed && "
+			"http.get('https://svc.example/allow').statusCode == 200",
+			NULL),
+		     vp("ValidatingPolicy", NULL, "post", "[\"Deny\"]",
+			"http.Post('https://svc.example/echo', {'name': object.metadata.name}, "
+			"{'X-Team': 'a'}).got.name == object.metadata.name && "
+			"http.post('https://svc.example/echo', 1).headers == null",
+			NULL));
+	char *down = array_of(1, vp("ValidatingPolicy", NULL, "down", "[\"Deny\"]",
+				    "http.Get('https://down.example/').allowed", NULL));
+	char *nvp = array_of(1, vp("NamespacedValidatingPolicy", "team-a", "ns", "[\"Deny\"]",
+				   "http.Get('https://svc.example/allow').allowed", NULL));
+	struct admission_handler_config hc = {0};
+	json_t *j;
+
+	(void)state;
+	hc.context = &fake_context;
+	fixture_init(&f, pols, "[]", NULL);
+	admission_handler_free(f.h);
+	hc.source = &f.src.source;
+	f.h = admission_handler_new(&hc);
+	j = judge(&f, "team-a", POD_GOOD);
+	assert_true(allowed(j));
+	json_decref(j);
+	fixture_release(&f);
+	/* a failed request is an error, and Deny blocks on it */
+	fixture_init(&f, down, "[]", NULL);
+	admission_handler_free(f.h);
+	hc.source = &f.src.source;
+	f.h = admission_handler_new(&hc);
+	j = judge(&f, "team-a", POD_GOOD);
+	assert_false(allowed(j));
+	assert_non_null(strstr(message(j), "Policy down error: "));
+	assert_non_null(strstr(message(j), "request failed: GET https://down.example/"));
+	json_decref(j);
+	fixture_release(&f);
+	/* the loader learns the namespace of a NamespacedValidatingPolicy */
+	fixture_init(&f, nvp, "[]", NULL);
+	admission_handler_free(f.h);
+	hc.source = &f.src.source;
+	f.h = admission_handler_new(&hc);
+	j = judge(&f, "team-a", POD_GOOD);
+	assert_false(allowed(j));
+	assert_non_null(strstr(message(j), "request failed: namespaced team-a"));
+	json_decref(j);
+	fixture_release(&f);
+	free(pols);
+	free(down);
+	free(nvp);
+}
+
 static void test_validate_policy(void **state)
 {
 	struct fixture f;
@@ -537,6 +615,7 @@ int main(void)
 	    cmocka_unit_test(test_exception_expiry),
 	    cmocka_unit_test(test_with_legacy_denial),
 	    cmocka_unit_test(test_libraries_from_cluster),
+	    cmocka_unit_test(test_http_library),
 	    cmocka_unit_test(test_validate_policy),
 	    cmocka_unit_test(test_compile_error_left_out),
 	};

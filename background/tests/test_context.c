@@ -3,7 +3,8 @@
  * kube/tests/httpd.h standing in for the API server and a service: configMap
  * from the watched cache (hit, miss, variables in the name), apiCall GET and
  * POST with jmesPath and default, the per-session cache, a timeout, an
- * oversize and a non-JSON answer, globalReference of both kinds,
+ * oversize and a non-JSON answer, globalReference of both kinds, the CEL
+ * http library's calls (hooks.http),
  * imageRegistry's errors (unreachable registry, providers), and the rule result a failure gives
  * through engine_evaluate().
  */
@@ -587,6 +588,121 @@ static void test_image_registry(void **state)
 	f->src->close(f->src->ud, h);
 }
 
+/* hooks.http: Kyverno's CEL http library (cel-semantics.md section 6). */
+static enum gv_code call_http(const struct engine_hooks *h, const char *method, const char *url,
+			      const char *headers, const char *body, const char *ns, char **out,
+			      char *msg, size_t n)
+{
+	json_t *hd = headers ? J(headers) : NULL, *v = NULL;
+	json_t *b = body ? json_loads(body, JSON_DECODE_ANY, NULL) : NULL;
+	struct gv_err err = {0};
+	enum gv_code rc = h->http(h->ud, method, url, hd, b, ns, &v, &err);
+
+	snprintf(msg, n, "%s", err.msg);
+	*out = v ? dump(v) : NULL;
+	json_decref(v);
+	json_decref(hd);
+	json_decref(b);
+	return rc;
+}
+
+static void test_http(void **state)
+{
+	struct fixture *f = *state;
+	const struct engine_hooks *h = f->src->open(f->src->ud, NULL, 0);
+	char msg[512], *s, *url;
+
+	assert_non_null(h->http);
+	/* an object body gets statusCode; not cached: two calls, two requests */
+	url = gv_xasprintf("%s/api/v1/namespaces/team/pods", f->server);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(call_http(h, "GET", url, NULL, NULL, "", &s, msg, sizeof(msg)),
+				 GV_OK);
+		assert_string_equal(s, "{\"items\":[{},{},{}],\"kind\":\"PodList\","
+				       "\"statusCode\":200}");
+		free(s);
+	}
+	assert_int_equal(atomic_load(&f->s.pods_gets), 2);
+	free(url);
+	/* any status is an answer */
+	url = gv_xasprintf("%s/missing", f->server);
+	assert_int_equal(call_http(h, "GET", url, NULL, NULL, "", &s, msg, sizeof(msg)), GV_OK);
+	assert_non_null(strstr(s, "\"reason\":\"NotFound\""));
+	assert_non_null(strstr(s, "\"statusCode\":404"));
+	/* numbers decode as doubles, as Go's json.Unmarshal into any */
+	assert_non_null(strstr(s, "\"code\":404.0"));
+	free(s);
+	free(url);
+	/* not an object: {body, statusCode} */
+	url = gv_xasprintf("%s/notjson", f->server);
+	assert_int_equal(call_http(h, "GET", url, NULL, NULL, "", &s, msg, sizeof(msg)), GV_OK);
+	assert_string_equal(s, "{\"body\":\"hello\",\"statusCode\":200}");
+	free(s);
+	free(url);
+	/* POST: the body as JSON, the headers given, no credentials of gavel's */
+	url = gv_xasprintf("%s/echo", f->server);
+	assert_int_equal(call_http(h, "POST", url, "{\"Authorization\":\"Bearer x\"}",
+				   "{\"a\":[1,\"b\"]}", "", &s, msg, sizeof(msg)),
+			 GV_OK);
+	assert_string_equal(s, "{\"auth\":\"Bearer x\",\"got\":{\"a\":[1.0,\"b\"]},"
+			       "\"statusCode\":200}");
+	free(s);
+	assert_int_equal(call_http(h, "POST", url, NULL, "\"text\"", "", &s, msg, sizeof(msg)),
+			 GV_OK);
+	assert_string_equal(s, "{\"auth\":\"\",\"got\":\"text\",\"statusCode\":200}");
+	free(s);
+	/* a NamespacedValidatingPolicy's call is refused by default */
+	assert_int_equal(call_http(h, "POST", url, NULL, "{}", "team", &s, msg, sizeof(msg)),
+			 GV_EINVAL);
+	assert_null(s);
+	assert_non_null(strstr(msg, "not allowed in namespaced policies"));
+	/* a bad header, a bad scheme */
+	assert_int_equal(
+	    call_http(h, "GET", url, "{\"a:b\":\"c\"}", NULL, "", &s, msg, sizeof(msg)), GV_EINVAL);
+	assert_non_null(strstr(msg, "not a valid header"));
+	assert_int_equal(
+	    call_http(h, "GET", "file:///etc/passwd", NULL, NULL, "", &s, msg, sizeof(msg)),
+	    GV_EINVAL);
+	assert_non_null(strstr(msg, "is not http(s)://"));
+	free(url);
+	/* failed requests: too large, no answer */
+	url = gv_xasprintf("%s/big", f->server);
+	assert_int_equal(call_http(h, "GET", url, NULL, NULL, "", &s, msg, sizeof(msg)), GV_ELIMIT);
+	assert_non_null(strstr(msg, "request failed: "));
+	assert_non_null(strstr(msg, "larger than 4096 bytes"));
+	free(url);
+	url = gv_xasprintf("%s/slow", f->server);
+	assert_int_equal(call_http(h, "GET", url, NULL, NULL, "", &s, msg, sizeof(msg)), GV_ENET);
+	assert_non_null(strstr(msg, "request failed: "));
+	free(url);
+	f->src->close(f->src->ud, h);
+}
+
+/* With allow_http_namespaced a NamespacedValidatingPolicy may call. */
+static void test_http_namespaced_allowed(void **state)
+{
+	struct fixture *f = *state;
+	struct context_options o = {0};
+	struct context_loader *l;
+	const struct view_context *src;
+	const struct engine_hooks *h;
+	char msg[512], *s, *url;
+
+	o.client = f->client;
+	o.kube = &f->cfg;
+	o.allow_http_namespaced = true;
+	l = context_loader_new(&o);
+	src = context_loader_source(l);
+	h = src->open(src->ud, NULL, 0);
+	url = gv_xasprintf("%s/notjson", f->server);
+	assert_int_equal(call_http(h, "GET", url, NULL, NULL, "team", &s, msg, sizeof(msg)), GV_OK);
+	assert_string_equal(s, "{\"body\":\"hello\",\"statusCode\":200}");
+	free(s);
+	free(url);
+	src->close(src->ud, h);
+	context_loader_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -597,6 +713,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_api_call_service_tls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_global_reference, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_image_registry, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_http, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_http_namespaced_allowed, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
