@@ -14,6 +14,7 @@
 #include "common/gv.h"
 #include "common/json.h"
 #include "kube/events.h"
+#include "view/metrics.h"
 
 /* ---- message.c: the denial message (kyverno-semantics.md section 8.2) ---- */
 

@@ -34,14 +34,6 @@ struct admission_handler {
 
 static const char *const request_labels[] = {"resource_kind", "resource_namespace",
 					     "resource_request_operation", "request_allowed", NULL};
-static const char *const result_labels[] = {"policy_name",
-					    "rule_name",
-					    "rule_result",
-					    "policy_validation_mode",
-					    "resource_kind",
-					    "resource_namespace",
-					    "resource_request_operation",
-					    NULL};
 static const double duration_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 					  0.1,	  0.25,	 0.5,	 1,	2.5,  5,     10};
 
@@ -66,9 +58,7 @@ struct admission_handler *admission_handler_new(const struct admission_handler_c
 		    cfg->metrics, "kyverno_admission_review_duration_seconds",
 		    "Time to answer one admission review, in seconds.", request_labels,
 		    duration_buckets, GV_ARRAY_LEN(duration_buckets));
-		h->results =
-		    metrics_counter_new(cfg->metrics, "kyverno_policy_results_total",
-					"Rule results of admission requests.", result_labels);
+		h->results = view_policy_results_new(cfg->metrics);
 	}
 	return h;
 }
@@ -445,11 +435,18 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 				free(w);
 			}
 			nreported += d.reported;
-			metrics_inc(
-			    h->results,
-			    (const char *const[]){pname, r->rule, engine_status_name(r->status),
-						  r->action == ENGINE_ENFORCE ? "enforce" : "audit",
-						  rv->kind, rv->namespace, op});
+			if (h->results) {
+				struct view_result_labels ml = {
+				    .resource_kind = rv->kind,
+				    .resource_namespace = rv->namespace,
+				    .resource_request_operation = op,
+				    .rule_name = r->rule,
+				    .rule_result = engine_status_name(r->status),
+				    .rule_execution_cause = "admission_request",
+				    .dry_run = rv->dry_run ? "true" : "false"};
+				view_result_labels_policy(&ml, resp->policy, r->action);
+				view_result_count(h->results, &ml);
+			}
 		}
 	}
 	{

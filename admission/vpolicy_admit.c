@@ -253,13 +253,21 @@ bool admission_vpol_judge(const struct view_state *state, const struct admission
 				const struct vpol_rule_result *rr = &rep.v[r].rules[j];
 				bool bad = rr->status == ENGINE_FAIL || rr->status == ENGINE_ERROR;
 				char *text;
-				if (rq->results)
-					metrics_inc(rq->results,
-						    (const char *const[]){
-							vpol_name(p), rr->rule,
-							engine_status_name(rr->status),
-							acts & VIEW_VPOL_DENY ? "enforce" : "audit",
-							rq->kind, rq->namespace, rq->op_label});
+				if (rq->results) {
+					struct view_result_labels ml = {
+					    .resource_kind = rq->kind,
+					    .resource_namespace = rq->namespace,
+					    .resource_request_operation = rq->op_label,
+					    .rule_name = rr->rule,
+					    .rule_result = engine_status_name(rr->status),
+					    .rule_execution_cause = "admission_request",
+					    .dry_run =
+						json_is_true(json_object_get(rq->request, "dryRun"))
+						    ? "true"
+						    : "false"};
+					view_result_labels_vpol(&ml, p);
+					view_result_count(rq->results, &ml);
+				}
 				if (!bad)
 					continue;
 				/* Kyverno's vpol handler: "Policy <name> failed|error: <message>"

@@ -1000,14 +1000,6 @@ static void collect_locked(struct reconciler *r, struct gv_buf *out)
 
 /* ---- lifecycle ---- */
 
-static const char *const result_labels[] = {"policy_name",
-					    "rule_name",
-					    "rule_result",
-					    "policy_validation_mode",
-					    "resource_kind",
-					    "resource_namespace",
-					    "resource_request_operation",
-					    NULL};
 static const double duration_buckets[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1,   2.5,
 					  5,	10,   30,  60,	 120, 300, 600};
 
@@ -1081,19 +1073,15 @@ enum gv_code reconciler_start(const struct reconciler_config *cfg, struct reconc
 
 	if (cfg->metrics) {
 		r->duration =
-		    metrics_histogram_new(cfg->metrics, "kyverno_background_scan_duration_seconds",
+		    metrics_histogram_new(cfg->metrics, "gavel_background_scan_duration_seconds",
 					  "Duration of one background scan cycle, in seconds.",
 					  NULL, duration_buckets, GV_ARRAY_LEN(duration_buckets));
 		r->processed = metrics_counter_new(
-		    cfg->metrics, "kyverno_background_scan_resources_processed_total",
+		    cfg->metrics, "gavel_background_scan_resources_processed_total",
 		    "Objects taken through background scans (evaluated or "
 		    "found unchanged).",
 		    NULL);
-		r->results =
-		    metrics_counter_new(cfg->metrics, "kyverno_policy_results_total",
-					"Rule results of admission requests and background "
-					"scans.",
-					result_labels);
+		r->results = view_policy_results_new(cfg->metrics);
 		r->collector = collector_claim(r);
 		if (r->collector)
 			metrics_registry_add_collector(cfg->metrics, collect, r->collector);

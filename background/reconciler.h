@@ -60,8 +60,8 @@
  * writes; the memo is forgotten, so that a new leadership starts from what
  * the reports say.
  *
- * Metrics (cfg.metrics): kyverno_background_scan_duration_seconds
- * (histogram, per cycle), kyverno_background_scan_resources_processed_total,
+ * Metrics (cfg.metrics): gavel_background_scan_duration_seconds
+ * (histogram, per cycle), gavel_background_scan_resources_processed_total,
  * kyverno_policy_results_total{policy_validation_mode="background"} (the
  * admission handler's family), gavel_background_scan_suspended{policy},
  * gavel_background_scan_last_success_timestamp_seconds{policy} (rendered at

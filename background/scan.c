@@ -1437,10 +1437,18 @@ static void slot_commit(struct cycle *c, struct cyc_target *ct, struct slot *sl,
 		for (size_t j = 0; j < resp->nrules; j++) {
 			const struct engine_rule_result *rr = &resp->rules[j];
 			c->stats->results++;
-			metrics_inc(c->s->opt.results,
-				    (const char *const[]){engine_policy_name(resp->policy),
-							  rr->rule, engine_status_name(rr->status),
-							  "background", r->kind, sl->ns, ""});
+			if (c->s->opt.results) {
+				/* a background scan evaluates as a CREATE (section 6.5) */
+				struct view_result_labels ml = {
+				    .resource_kind = r->kind,
+				    .resource_namespace = sl->ns,
+				    .resource_request_operation = "create",
+				    .rule_name = rr->rule,
+				    .rule_result = engine_status_name(rr->status),
+				    .rule_execution_cause = "background_scan"};
+				view_result_labels_policy(&ml, resp->policy, rr->action);
+				view_result_count(c->s->opt.results, &ml);
+			}
 		}
 	}
 	for (size_t k = 0; k < ct->npols; k++) {

@@ -31,6 +31,7 @@
 #include <jansson.h>
 
 #include "view/view.h"
+#include "view/metrics.h"
 #include "common/metrics.h"
 #include "background/report.h"
 #include "common/gv.h"
@@ -249,7 +250,7 @@ struct scan_options {
 	 * admission handler's family: policy_name, rule_name, rule_result,
 	 * policy_validation_mode = "background", resource_kind,
 	 * resource_namespace, resource_request_operation = "") and
-	 * kyverno_background_scan_resources_processed_total (no labels).
+	 * gavel_background_scan_resources_processed_total (no labels).
 	 */
 	struct metrics_family *results;
 	struct metrics_family *processed;

@@ -52,6 +52,7 @@
 
 #include "admission/admission.h"
 #include "common/metrics.h"
+#include "view/metrics.h"
 #include "background/context.h"
 #include "background/policystatus.h"
 #include "background/reconciler.h"
@@ -771,6 +772,17 @@ static void certmgr_stop(struct certmgr *m)
 	m->ca = NULL;
 }
 
+/* kyverno_policy_rule_info_total at each scrape, from the state the handler judges with. */
+static void rule_info_collect(void *ud, struct gv_buf *out)
+{
+	const struct admission_source *src = ud;
+	struct view_state *st = src->acquire(src->ud);
+
+	view_policy_rule_info_render(st, out);
+	if (st)
+		view_state_unref(st);
+}
+
 /* The handler's state source in cluster mode: the snapshot's current state. */
 static struct view_state *snapshot_acquire(void *ud)
 {
@@ -949,6 +961,7 @@ int cmd_serve(int argc, char **argv)
 	}
 
 	metrics = metrics_registry_new();
+	metrics_registry_add_collector(metrics, rule_info_collect, (void *)source);
 	if (queue)
 		audit_queue_register_metrics(queue, metrics);
 	{

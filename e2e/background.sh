@@ -479,12 +479,12 @@ case_stale() {
 
 case_metrics() {
 	local f=$E2E_DIR/r1.metrics
-	record "metric kyverno_background_scan_duration_seconds" check_metric "$f" \
-		"kyverno_background_scan_duration_seconds_count "
-	record "metric kyverno_background_scan_resources_processed_total" check_metric "$f" \
-		"kyverno_background_scan_resources_processed_total "
-	record "metric kyverno_policy_results_total{policy_validation_mode=background}" \
-		check_metric "$f" 'kyverno_policy_results_total{policy_name="fast",rule_name="check-team",rule_result="fail",policy_validation_mode="background",resource_kind="ConfigMap",resource_namespace="bg-fast"'
+	record "metric gavel_background_scan_duration_seconds" check_metric "$f" \
+		"gavel_background_scan_duration_seconds_count "
+	record "metric gavel_background_scan_resources_processed_total" check_metric "$f" \
+		"gavel_background_scan_resources_processed_total "
+	record "metric kyverno_policy_results_total{rule_execution_cause=background_scan}" \
+		check_metric "$f" 'kyverno_policy_results_total{policy_validation_mode="audit",policy_type="cluster",policy_background_mode="true",policy_namespace="-",policy_name="fast",resource_kind="ConfigMap",resource_namespace="bg-fast",resource_request_operation="create",rule_name="check-team",rule_result="fail",rule_type="validate",rule_execution_cause="background_scan",dry_run="false"}'
 	# the driver rewrites its metrics file each cycle: the hourly policy's
 	# recorded last scan may reach it a cycle after its results did
 	eventually 10 expect_metric "metric gavel_background_scan_last_success_timestamp_seconds" \

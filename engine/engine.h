@@ -87,6 +87,11 @@ json_t *engine_autogen_rules(const json_t *doc);
 size_t engine_policy_rule_count(const struct engine_policy *p);
 const char *engine_policy_rule_name(const struct engine_policy *p, size_t i);
 /*
+ * The failure action of rule i before namespace overrides (section 1.4):
+ * its validate.failureAction, else the policy's validationFailureAction.
+ */
+enum engine_action engine_policy_rule_action(const struct engine_policy *p, size_t i);
+/*
  * Whether rule i may run in background mode: false when it uses
  * admission-only variables (request.userInfo, request.roles,
  * request.clusterRoles, serviceAccountName, serviceAccountNamespace) or

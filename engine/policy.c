@@ -552,6 +552,11 @@ const char *engine_policy_rule_name(const struct engine_policy *p, size_t i)
 	return i < p->nrules ? p->rules[i].name : NULL;
 }
 
+enum engine_action engine_policy_rule_action(const struct engine_policy *p, size_t i)
+{
+	return i < p->nrules && p->rules[i].has_action ? p->rules[i].action : p->action;
+}
+
 bool engine_policy_rule_background_safe(const struct engine_policy *p, size_t i)
 {
 	return i < p->nrules && p->rules[i].background_safe;

@@ -29,7 +29,7 @@
 # Every SOAK_SAMPLE_EVERY seconds (from the end of the warm-up) one row: RSS
 # (VmRSS), open descriptors, threads, reviews served and their rate, scans
 # completed (gavel's /metrics: kyverno_admission_requests_total,
-# kyverno_background_scan_duration_seconds_count). At the end: RSS and
+# gavel_background_scan_duration_seconds_count). At the end: RSS and
 # descriptor growth from the first row to the last (targets: RSS under 5%,
 # no descriptor growth), their range in each half of the soak (sampled every
 # SOAK_UPDATE_EVERY seconds: RSS swings with the scans), reviews served and
@@ -316,7 +316,7 @@ sample() {
 	mem "$1"
 	if curl -s --max-time 10 "http://127.0.0.1:$mport/metrics" >"$out/metrics.txt"; then
 		reqs=$(metric_sum kyverno_admission_requests_total)
-		scans=$(metric_sum kyverno_background_scan_duration_seconds_count)
+		scans=$(metric_sum gavel_background_scan_duration_seconds_count)
 	else
 		reqs=-
 		scans=-

@@ -1336,6 +1336,72 @@ static void test_metrics(void **state)
 	metrics_registry_free(r);
 }
 
+/* kyverno_policy_rule_info_total and the result labels of each policy kind (view/metrics.h). */
+static void test_policy_metric_labels(void **state)
+{
+	static const char yaml[] =
+	    "apiVersion: kyverno.io/v1\nkind: Policy\nmetadata: {name: np, namespace: team}\n"
+	    "spec:\n  validationFailureAction: Enforce\n  background: false\n  rules:\n"
+	    "  - name: r1\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n"
+	    "    validate: {message: m, pattern: {metadata: {labels: {a: \"?*\"}}}}\n";
+	static const char vp[] =
+	    "{\"apiVersion\":\"policies.kyverno.io/v1\",\"kind\":\"NamespacedValidatingPolicy\","
+	    "\"metadata\":{\"name\":\"nv\",\"namespace\":\"team\"},\"spec\":{"
+	    "\"validationActions\":[\"Audit\"],\"evaluation\":{\"background\":{\"enabled\":"
+	    "false}},\"matchConstraints\":{\"resourceRules\":[{\"apiGroups\":[\"\"],"
+	    "\"apiVersions\":[\"v1\"],\"operations\":[\"CREATE\"],\"resources\":[\"pods\"]}]},"
+	    "\"validations\":[{\"expression\":\"true\"}]}}";
+	struct gv_docs docs = {0};
+	struct gv_err err = {0};
+	struct engine_policy *p;
+	struct engine_policyset *set;
+	struct view_state *st;
+	struct view_vpolset *vs;
+	json_t *vpols = json_array();
+	struct view_result_labels l = {0};
+	struct gv_buf b = {0};
+
+	(void)state;
+	json_array_append_new(vpols, json_loads(vp, 0, NULL));
+	assert_int_equal(gv_yaml_load(yaml, strlen(yaml), "t", &docs, &err), GV_OK);
+	p = engine_policy_compile(docs.v[0].value, &err);
+	assert_non_null(p);
+	set = engine_policyset_new(&p, 1, NULL, 0);
+	st = view_state_new(set, NULL, NULL);
+	vs = view_vpolset_new(vpols, NULL);
+	view_state_set_vpols(st, vs);
+	view_policy_rule_info_render(st, &b);
+	assert_non_null(strstr(gv_buf_str(&b), "# TYPE kyverno_policy_rule_info_total gauge\n"));
+	assert_non_null(strstr(gv_buf_str(&b),
+			       "kyverno_policy_rule_info_total{policy_validation_mode=\"enforce\","
+			       "policy_type=\"namespaced\",policy_background_mode=\"false\","
+			       "policy_namespace=\"team\",policy_name=\"np\",rule_name=\"r1\","
+			       "rule_type=\"validate\",status_ready=\"true\"} 1\n"));
+	assert_non_null(strstr(gv_buf_str(&b),
+			       "kyverno_policy_rule_info_total{policy_validation_mode=\"audit\","
+			       "policy_type=\"namespaced\",policy_background_mode=\"false\","
+			       "policy_namespace=\"team\",policy_name=\"nv\",rule_name=\"\","
+			       "rule_type=\"validate\",status_ready=\"true\"} 1\n"));
+	view_result_labels_policy(&l, p, ENGINE_AUDIT);
+	assert_string_equal(l.policy_validation_mode, "audit");
+	assert_string_equal(l.policy_type, "namespaced");
+	assert_string_equal(l.policy_namespace, "team");
+	view_result_labels_vpol(&l, view_vpolset_policy(vs, 0));
+	assert_string_equal(l.policy_name, "nv");
+	assert_string_equal(l.policy_background_mode, "false");
+	gv_buf_release(&b);
+	/* no state yet: the family's header alone */
+	view_policy_rule_info_render(NULL, &b);
+	assert_null(strstr(gv_buf_str(&b), "} 1"));
+	gv_buf_release(&b);
+	view_vpolset_unref(vs);
+	view_state_unref(st);
+	engine_policyset_unref(set);
+	engine_policy_unref(p);
+	gv_docs_release(&docs);
+	json_decref(vpols);
+}
+
 static void test_handler_metrics(void **state)
 {
 	struct fixture f;
@@ -1354,13 +1420,17 @@ static void test_handler_metrics(void **state)
 					       "\"Pod\",resource_namespace=\"default\","
 					       "resource_request_operation=\"create\","
 					       "request_allowed=\"false\"} 1\n"));
-	assert_non_null(strstr(gv_buf_str(&b), "kyverno_policy_results_total{policy_name=\"p1\","
-					       "rule_name=\"a\",rule_result=\"fail\","
-					       "policy_validation_mode=\"enforce\",resource_kind="
-					       "\"Pod\",resource_namespace=\"default\","
-					       "resource_request_operation=\"create\"} 1\n"));
-	assert_non_null(strstr(gv_buf_str(&b), "policy_name=\"p3\",rule_name=\"d\",rule_result="
-					       "\"fail\",policy_validation_mode=\"audit\""));
+	assert_non_null(strstr(gv_buf_str(&b),
+			       "kyverno_policy_results_total{policy_validation_mode=\"enforce\","
+			       "policy_type=\"cluster\",policy_background_mode=\"true\","
+			       "policy_namespace=\"-\",policy_name=\"p1\",resource_kind=\"Pod\","
+			       "resource_namespace=\"default\",resource_request_operation="
+			       "\"create\",rule_name=\"a\",rule_result=\"fail\",rule_type="
+			       "\"validate\",rule_execution_cause=\"admission_request\","
+			       "dry_run=\"false\"} 1\n"));
+	assert_non_null(strstr(gv_buf_str(&b), "{policy_validation_mode=\"audit\",policy_type="
+					       "\"cluster\",policy_background_mode=\"true\","
+					       "policy_namespace=\"-\",policy_name=\"p3\""));
 	assert_non_null(strstr(gv_buf_str(&b), "kyverno_admission_review_duration_seconds_count{"));
 	gv_buf_release(&b);
 	fixture_release(&f);
@@ -1574,6 +1644,7 @@ int main(void)
 	    cmocka_unit_test(test_yaml_key_order),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_handler_metrics),
+	    cmocka_unit_test(test_policy_metric_labels),
 	    cmocka_unit_test(test_json_parser),
 	    cmocka_unit_test(test_json_parse_list),
 	    cmocka_unit_test(test_snapshot_build),
