@@ -812,6 +812,14 @@ static char *yaml_scalar(const char *s)
 
 static char *policy_ref(const struct load_policy *lp);
 
+/* metadata.annotations[key] of a ClusterPolicy/Policy or of a CEL policy, or NULL. */
+static const char *lp_annotation(const struct load_policy *lp, const char *key)
+{
+	if (lp->vpol)
+		return vpol_annotation(lp->vpol, key);
+	return engine_policy_annotation(lp->policy, key);
+}
+
 /* Fills st->pinfo (before the workers start). */
 static void pinfo_init(struct apply_state *st)
 {
@@ -819,12 +827,10 @@ static void pinfo_init(struct apply_state *st)
 	for (size_t p = 0; p < st->pols.n; p++) {
 		const struct load_policy *lp = &st->pols.v[p];
 		struct apply_pinfo *pi = &st->pinfo[p];
-		const char *scored =
-		    engine_policy_annotation(lp->policy, "policies.kyverno.io/scored");
-		const char *sev = engine_report_severity(
-		    engine_policy_annotation(lp->policy, "policies.kyverno.io/severity"));
-		const char *cat =
-		    engine_policy_annotation(lp->policy, "policies.kyverno.io/category");
+		const char *scored = lp_annotation(lp, "policies.kyverno.io/scored");
+		const char *sev =
+		    engine_report_severity(lp_annotation(lp, "policies.kyverno.io/severity"));
+		const char *cat = lp_annotation(lp, "policies.kyverno.io/category");
 		struct gv_buf meta = {0};
 
 		pi->ref = policy_ref(lp);
@@ -1307,7 +1313,7 @@ static char *policy_ref(const struct load_policy *lp)
 
 static bool unscored(const struct load_policy *lp)
 {
-	const char *s = engine_policy_annotation(lp->policy, "policies.kyverno.io/scored");
+	const char *s = lp_annotation(lp, "policies.kyverno.io/scored");
 
 	return s && !strcmp(s, "false");
 }

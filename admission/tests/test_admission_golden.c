@@ -2,7 +2,10 @@
  * Golden cases for admission answers: each folder of admission/testdata/
  * (NNN-name) holds
  *
- *   policy.yaml      the policies the case needs (ClusterPolicy / Policy)
+ *   policy.yaml      the policies the case needs (ClusterPolicy / Policy;
+ *                    policies.kyverno.io ValidatingPolicy,
+ *                    NamespacedValidatingPolicy and PolicyException go to
+ *                    the state's view_vpolset)
  *   request.json     an AdmissionReview as the API server sends it
  *   response.json    the AdmissionReview gavel answers (HTTP 200)
  *   config.json      optional: gavel's ConfigMap data (resourceFilters, ...)
@@ -65,6 +68,57 @@ static json_t *load_json(const char *dir, const char *name, bool required)
 	return j;
 }
 
+/* Whether a document is a policies.kyverno.io kind (a CEL policy or exception). */
+static bool is_cel_doc(const json_t *doc, const char *kind)
+{
+	const char *av = json_string_value(json_object_get(doc, "apiVersion"));
+	const char *k = json_string_value(json_object_get(doc, "kind"));
+
+	if (!av || !k || strncmp(av, "policies.kyverno.io/", strlen("policies.kyverno.io/")) != 0)
+		return false;
+	if (kind)
+		return !strcmp(k, kind);
+	return !strcmp(k, "ValidatingPolicy") || !strcmp(k, "NamespacedValidatingPolicy");
+}
+
+/*
+ * The CEL policies and exceptions of policy.yaml as a view_vpolset (NULL
+ * when there are none); a document that does not compile fails the case.
+ */
+static struct view_vpolset *compile_vpols(const char *dir)
+{
+	char *yaml = read_file(dir, "policy.yaml", true);
+	struct gv_docs docs = {0};
+	struct gv_err err = {0};
+	json_t *pols = json_array(), *xs = json_array();
+	struct view_vpolset *vs = NULL;
+
+	if (gv_yaml_load(yaml, strlen(yaml), "policy.yaml", &docs, &err))
+		fail_msg("%s/policy.yaml: %s", dir, err.msg);
+	for (size_t i = 0; i < docs.n; i++) {
+		if (is_cel_doc(docs.v[i].value, NULL))
+			json_array_append(pols, docs.v[i].value);
+		else if (is_cel_doc(docs.v[i].value, "PolicyException"))
+			json_array_append(xs, docs.v[i].value);
+	}
+	if (json_array_size(pols) || json_array_size(xs)) {
+		const json_t *errs;
+
+		vs = view_vpolset_new(pols, xs);
+		errs = view_vpolset_errors(vs);
+		if (json_array_size(errs)) {
+			char *e = json_dumps(errs, JSON_COMPACT);
+
+			fail_msg("%s/policy.yaml: %s", dir, e);
+		}
+	}
+	json_decref(pols);
+	json_decref(xs);
+	gv_docs_release(&docs);
+	free(yaml);
+	return vs;
+}
+
 static struct engine_policyset *compile_policies(const char *dir)
 {
 	char *yaml = read_file(dir, "policy.yaml", true);
@@ -80,6 +134,9 @@ static struct engine_policyset *compile_policies(const char *dir)
 	for (size_t i = 0; i < docs.n; i++) {
 		struct gv_err e = {0};
 
+		if (is_cel_doc(docs.v[i].value, NULL) ||
+		    is_cel_doc(docs.v[i].value, "PolicyException"))
+			continue;
 		pv[n] = engine_policy_compile(docs.v[i].value, &e);
 		if (!pv[n])
 			fail_msg("%s/policy.yaml document %zu: %s: %s", dir, i, e.pointer, e.msg);
@@ -118,6 +175,7 @@ static bool run_case(const char *dir, bool update)
 	char *request = read_file(dir, "request.json", true);
 	struct view_config *cfg = view_config_new(cfg_data);
 	struct view_state *state = view_state_new(set, ns, cfg);
+	struct view_vpolset *vs = compile_vpols(dir);
 	struct admission_fixed_source src;
 	struct admission_handler_config hc = {0};
 	struct admission_handler *h;
@@ -125,6 +183,8 @@ static bool run_case(const char *dir, bool update)
 	json_t *got, *want = NULL;
 	bool ok = true;
 
+	if (vs)
+		view_state_set_vpols(state, vs);
 	admission_fixed_source_init(&src, state);
 	hc.source = &src.source;
 	hc.namespace = "gavel";
@@ -158,6 +218,8 @@ out:
 	admission_handler_free(h);
 	admission_fixed_source_release(&src);
 	view_state_unref(state);
+	if (vs)
+		view_vpolset_unref(vs);
 	view_config_unref(cfg);
 	engine_policyset_unref(set);
 	json_decref(cfg_data);
