@@ -248,6 +248,10 @@ bool admission_vpol_judge(const struct view_state *state, const struct admission
 							engine_status_name(rr->status),
 							acts & VIEW_VPOL_DENY ? "enforce" : "audit",
 							rq->kind, rq->namespace, rq->op_label});
+				if (rq->events)
+					admission_vpol_events(rq->events, rq->event_object,
+							      vpol_doc(p), rr->rule, rr->status,
+							      rr->message, acts & VIEW_VPOL_DENY);
 				if (!bad)
 					continue;
 				/* Kyverno's vpol handler: "Policy <name> failed|error: <message>"
