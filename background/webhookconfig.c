@@ -794,7 +794,6 @@ struct webhookconfig {
 	/* Under mu: */
 	uint64_t crd_changes; /* CRD change batches seen by the informer */
 	json_t *covered;      /* "uid/generation" of the policies the configuration was made for */
-	bool unusable; /* the configuration or its template is missing: nothing to wait for */
 
 	/* Owned by the thread: */
 	json_t *compiled;     /* "uid/generation" -> true (compiles) | false */
@@ -895,6 +894,80 @@ static enum gv_code get_config(struct webhookconfig *w, const char *name, json_t
 	return rc;
 }
 
+json_t *webhookconfig_resolve_crd(const json_t *crds, const char *kind)
+{
+	char *copy = gv_xstrdup(kind), *tok[3] = {0};
+	const char *group = NULL, *version = NULL, *k;
+	size_t n = 0, i;
+	const json_t *crd;
+	json_t *out = NULL;
+
+	for (char *p = copy; p && n < 3;) {
+		tok[n++] = p;
+		p = strchr(p, '/');
+		if (p)
+			*p++ = '\0';
+		if (p && n == 3)
+			goto done; /* a subresource or more */
+	}
+	if (n == 1) {
+		k = tok[0];
+	} else if (n == 3) {
+		group = tok[0];
+		version = strcmp(tok[1], "*") ? tok[1] : NULL;
+		k = tok[2];
+	} else {
+		goto done;
+	}
+	json_array_foreach(crds, i, crd)
+	{
+		const json_t *spec = json_object_get(crd, "spec");
+		const json_t *names = json_object_get(spec, "names");
+		const char *g = json_string_value(json_object_get(spec, "group"));
+		const char *plural = json_string_value(json_object_get(names, "plural"));
+		const char *scope = json_string_value(json_object_get(spec, "scope"));
+		const char *ck = json_string_value(json_object_get(names, "kind"));
+		const char *use = NULL;
+		size_t j;
+		const json_t *v;
+		if (!g || !plural || !ck || strcmp(ck, k) || (group && strcmp(group, g)))
+			continue;
+		json_array_foreach(json_object_get(spec, "versions"), j, v)
+		{
+			const char *name = json_string_value(json_object_get(v, "name"));
+			if (!name || !json_is_true(json_object_get(v, "served")))
+				continue;
+			if (version ? !strcmp(version, name)
+				    : (!use || json_is_true(json_object_get(v, "storage"))))
+				use = name;
+		}
+		if (!use)
+			continue;
+		out = json_pack("[o]",
+				part(g, use,
+				     scope && !strcmp(scope, "Cluster") ? "Cluster" : "Namespaced",
+				     json_pack("[s]", plural)));
+		break;
+	}
+done:
+	free(copy);
+	return out;
+}
+
+struct crd_resolver {
+	struct kube_client *client;
+	json_t *crds; /* the informer's CRDs, taken for one build */
+};
+
+/* Discovery, else the CRDs the informer holds (a kind installed a moment ago). */
+static json_t *resolve_with_crds(void *ud, const char *kind)
+{
+	struct crd_resolver *cr = ud;
+	json_t *out = webhookconfig_resolve_discovery(cr->client, kind);
+
+	return out ? out : webhookconfig_resolve_crd(cr->crds, kind);
+}
+
 /* Returns true when the configuration matches the policies (written or already so). */
 static bool sync_once(struct webhookconfig *w)
 {
@@ -904,7 +977,8 @@ static bool sync_once(struct webhookconfig *w)
 	struct view_state *state = snapshot_state(w->cfg.snapshot);
 	struct view_vpolset *vset = state ? view_state_vpols(state) : NULL;
 	json_t *data = snapshot_config_data(w->cfg.snapshot);
-	struct webhookconfig_resolver r = {webhookconfig_resolve_discovery, w->cfg.client};
+	struct crd_resolver cr = {w->cfg.client, w->crds ? kube_informer_list(w->crds) : NULL};
+	struct webhookconfig_resolver r = {resolve_with_crds, &cr};
 	bool done = false, unusable = false;
 
 	/* The ValidatingPolicies that compiled (the state's set leaves the others out). */
@@ -998,8 +1072,8 @@ static bool sync_once(struct webhookconfig *w)
 		json_decref(cur);
 	}
 	pthread_mutex_lock(&w->mu);
-	w->unusable = unusable;
-	if (done) {
+	/* unusable: nothing to wait for, but only for the policies this sync saw */
+	if (done || unusable) {
 		size_t i;
 		const json_t *d;
 		json_object_clear(w->covered);
@@ -1011,6 +1085,7 @@ static bool sync_once(struct webhookconfig *w)
 		}
 	}
 	pthread_mutex_unlock(&w->mu);
+	json_decref(cr.crds);
 	json_decref(data);
 	json_decref(good);
 	json_decref(docs);
@@ -1042,7 +1117,9 @@ static void *thread_main(void *ud)
 	struct webhookconfig *w = ud;
 	uint64_t seen = 0, pending = 0, crd_seen = 0;
 	struct timespec changed = {0}, synced = {0}, crd_at = {0};
-	int crd_left = 0; /* syncs still due after a CRD change */
+	/* syncs after a CRD change, in ms from it; none due at first */
+	static const long crd_delays_ms[] = WEBHOOKCONFIG_CRD_DELAYS_MS;
+	size_t crd_step = GV_ARRAY_LEN(crd_delays_ms);
 
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop) {
@@ -1066,18 +1143,13 @@ static void *thread_main(void *ud)
 		if (crd != crd_seen) {
 			/*
 			 * A CRD created, Established, changed or deleted: discovery
-			 * again and the rules with it, WEBHOOKCONFIG_SETTLE_MS on and
-			 * twice more WEBHOOKCONFIG_CRD_RETRY_MS apart (a new group
-			 * reaches discovery a little after its CRD is Established).
+			 * again and the rules with it at once and at the delays of
+			 * crd_delays_ms after (a new group reaches discovery a
+			 * little after its CRD is Established).
 			 */
 			crd_seen = crd;
 			crd_at = now;
-			crd_at.tv_nsec += WEBHOOKCONFIG_SETTLE_MS * 1000000L;
-			if (crd_at.tv_nsec >= 1000000000L) {
-				crd_at.tv_sec++;
-				crd_at.tv_nsec -= 1000000000L;
-			}
-			crd_left = 3;
+			crd_step = 0;
 		}
 		if (gen && gen != pending) {
 			/* from the first change since the last sync: churn does not starve it */
@@ -1090,19 +1162,17 @@ static void *thread_main(void *ud)
 		since_sync = now.tv_sec - synced.tv_sec;
 		if (w->cfg.leader && !reconciler_leading(w->cfg.leader)) {
 			seen = 0;
-		} else if (gen && crd_left && ms_between(&crd_at, &now) >= 0) {
-			kube_discovery_invalidate(w->cfg.client);
+		} else if (gen && crd_step < GV_ARRAY_LEN(crd_delays_ms) &&
+			   ms_between(&crd_at, &now) >= crd_delays_ms[crd_step]) {
+			/* at once: the CRDs (resolve_with_crds); after: discovery too */
+			if (crd_step)
+				kube_discovery_invalidate(w->cfg.client);
 			seen = pending;
 			synced = now;
 			sync_once(w);
-			crd_at = now;
-			crd_at.tv_sec += WEBHOOKCONFIG_CRD_RETRY_MS / 1000;
-			crd_at.tv_nsec += (WEBHOOKCONFIG_CRD_RETRY_MS % 1000) * 1000000L;
-			if (crd_at.tv_nsec >= 1000000000L) {
-				crd_at.tv_sec++;
-				crd_at.tv_nsec -= 1000000000L;
-			}
-			crd_left--;
+			while (crd_step < GV_ARRAY_LEN(crd_delays_ms) &&
+			       ms_between(&crd_at, &now) >= crd_delays_ms[crd_step])
+				crd_step++;
 		} else if (gen && ((pending != seen && since_change >= WEBHOOKCONFIG_SETTLE_MS) ||
 				   (seen && since_sync >= WEBHOOKCONFIG_RESYNC_S))) {
 			seen = pending;
@@ -1149,7 +1219,7 @@ bool webhookconfig_covers(struct webhookconfig *w, const json_t *doc)
 		return true;
 	key = policy_key(doc);
 	pthread_mutex_lock(&w->mu);
-	yes = w->unusable || json_object_get(w->covered, key) != NULL;
+	yes = json_object_get(w->covered, key) != NULL;
 	pthread_mutex_unlock(&w->mu);
 	free(key);
 	return yes;

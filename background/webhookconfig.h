@@ -75,9 +75,12 @@
  * build (the changes within it are built together), and
  * every WEBHOOKCONFIG_RESYNC_S, and after a CustomResourceDefinition
  * changes (an informer on WEBHOOKCONFIG_CRD_PATH, as Kyverno watches CRDs):
- * discovery is forgotten and the rules rebuilt WEBHOOKCONFIG_SETTLE_MS
- * later and twice more WEBHOOKCONFIG_CRD_RETRY_MS apart, so a policy on a
- * kind installed after it gets its rule within seconds; it PUTs the configuration only when its
+ * the rules are rebuilt at once (a kind discovery does not list yet taken
+ * from the CRDs the informer holds, webhookconfig_resolve_crd), then
+ * discovery is forgotten and the rules rebuilt at each delay
+ * of WEBHOOKCONFIG_CRD_DELAYS_MS (ms after the change: a new group reaches
+ * discovery a little after its CRD is Established), so a policy on a kind
+ * installed after it gets its rule within a second or so; it PUTs the configuration only when its
  * webhooks differ from what it last wrote or from what the server holds,
  * with resourceVersion, retrying a 409 at most WEBHOOKCONFIG_ATTEMPTS
  * times.
@@ -99,8 +102,11 @@
 #define WEBHOOKCONFIG_ATTEMPTS	   3
 #define WEBHOOKCONFIG_TIMEOUT	   10
 #define WEBHOOKCONFIG_OPERATIONS_N 4
-#define WEBHOOKCONFIG_CRD_RETRY_MS 1500
-#define WEBHOOKCONFIG_CRD_PATH	   "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+#define WEBHOOKCONFIG_CRD_DELAYS_MS                                                                \
+	{                                                                                          \
+		0, 250, 500, 1000, 2000, 4000                                                      \
+	}
+#define WEBHOOKCONFIG_CRD_PATH "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 /*
  * How a kind of a policy (the text in `kinds`) is served: a new reference
@@ -131,6 +137,17 @@ bool webhookconfig_owned(const char *name);
 /* The resolver on a client's discovery (ud: the struct kube_client *). */
 json_t *webhookconfig_resolve_discovery(void *ud, const char *kind);
 
+/*
+ * A kind as the CustomResourceDefinitions `crds` (borrowed array) declare
+ * it, for a CRD that discovery does not list yet (created a moment ago,
+ * not yet Established): "Kind", "group/version/Kind" or
+ * "group/<star>/Kind" (no subresource); the served version named, else the
+ * storage version; scope from spec.scope. The writer asks it when
+ * discovery does not know a kind. Same shape as the resolver's; NULL when
+ * no CRD declares it.
+ */
+json_t *webhookconfig_resolve_crd(const json_t *crds, const char *kind);
+
 struct webhookconfig_config {
 	struct kube_client *client;	 /* borrowed, required */
 	struct snapshot *snapshot;	 /* borrowed, required */
@@ -159,8 +176,9 @@ struct webhookconfig *webhookconfig_start(const struct webhookconfig_config *cfg
  * policies holding this one (doc borrowed; same uid and
  * metadata.generation; a ClusterPolicy, Policy or a ValidatingPolicy of
  * the state's compiled set): its webhooks are registered. True for w NULL (no
- * writer) and while the configuration or its template is missing
- * (nothing to wait for). The policy status writer reports a compiled
+ * writer), and when the last sync found the configuration or its template
+ * missing (nothing to wait for) for the policies that sync saw: a policy
+ * newer than the last sync waits for the next one. The policy status writer reports a compiled
  * admission policy Ready only then, as Kyverno reports Ready once the
  * policy's webhooks are registered.
  */

@@ -193,16 +193,12 @@ static void test_ignore_timeout_wildcards(void **state)
 
 static void test_not_registered(void **state)
 {
-	json_t
-	    *
-		out =
-		    build("[" VPOL("ValidatingPolicy", "",
-				   POD_RULE(
-				       OPS_CU) ",\"evaluation\":{\"admission\":{\"enabled\":false}"
-					       "}") "," VPOL("ValidatingPolicy", "",
-							     POD_RULE(
-								 OPS_CU) ",\"evaluation\":{"
-									 "\"mode\":\"JSON\"}") "]");
+	json_t *out = build(
+	    "[" VPOL("ValidatingPolicy", "",
+		     POD_RULE(OPS_CU) ",\"evaluation\":{\"admission\":{\"enabled\":false}"
+				      "}") "," VPOL("ValidatingPolicy", "",
+						    POD_RULE(OPS_CU) ",\"evaluation\":{"
+								     "\"mode\":\"JSON\"}") "]");
 
 	(void)state;
 	assert_int_equal(json_array_size(out), 0);
@@ -255,6 +251,35 @@ static void test_mixed_with_clusterpolicy(void **state)
 	json_decref(out);
 }
 
+static void test_resolve_crd(void **state)
+{
+	json_t *crds =
+	    load("[{\"spec\":{\"group\":\"e2e.gavel.dev\",\"scope\":\"Cluster\",\"names\":{"
+		 "\"plural\":\"widgets\",\"kind\":\"Widget\"},\"versions\":[{\"name\":\"v1beta1\","
+		 "\"served\":true},{\"name\":\"v1\",\"served\":true,\"storage\":true},{\"name\":"
+		 "\"v2\",\"served\":false}]}}]");
+	json_t *out;
+	char *s;
+
+	(void)state;
+	out = webhookconfig_resolve_crd(crds, "Widget");
+	s = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(s, "[{\"apiGroup\":\"e2e.gavel.dev\",\"apiVersion\":\"v1\","
+			       "\"resources\":[\"widgets\"],\"scope\":\"Cluster\"}]");
+	free(s);
+	json_decref(out);
+	out = webhookconfig_resolve_crd(crds, "e2e.gavel.dev/v1beta1/Widget");
+	assert_string_equal(
+	    json_string_value(json_object_get(json_array_get(out, 0), "apiVersion")), "v1beta1");
+	json_decref(out);
+	/* not served, another group, a subresource, an unknown kind */
+	assert_null(webhookconfig_resolve_crd(crds, "e2e.gavel.dev/v2/Widget"));
+	assert_null(webhookconfig_resolve_crd(crds, "other.dev/v1/Widget"));
+	assert_null(webhookconfig_resolve_crd(crds, "Widget/status"));
+	assert_null(webhookconfig_resolve_crd(crds, "Gadget"));
+	json_decref(crds);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -264,6 +289,7 @@ int main(void)
 	    cmocka_unit_test(test_not_registered),
 	    cmocka_unit_test(test_namespaced),
 	    cmocka_unit_test(test_mixed_with_clusterpolicy),
+	    cmocka_unit_test(test_resolve_crd),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
