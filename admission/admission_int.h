@@ -90,6 +90,8 @@ void admission_warnings_release(struct admission_warnings *w);
 
 /* ---- vpolicy_admit.c: CEL policies (cel-semantics.md sections 2.6, 3) ---- */
 
+struct admission_event_request;
+
 /* One judged request, for the CEL policies. Everything borrowed. */
 struct admission_vpol_request {
 	const json_t *request;	      /* AdmissionReview.request */
@@ -107,6 +109,9 @@ struct admission_vpol_request {
 	 */
 	const struct engine_hooks *hooks;
 	struct metrics_family *results; /* kyverno_policy_results_total, or NULL */
+	/* The Events of the results (admission_vpol_events), or NULL: none. */
+	struct kube_events *events;
+	const struct admission_event_request *event_object;
 };
 
 /*
@@ -157,6 +162,21 @@ struct admission_event_request {
  */
 void admission_events_emit(struct kube_events *ev, const struct admission_event_request *rq,
 			   const struct engine_report *rep, int only);
+
+/*
+ * The Events of one ValidatingPolicy or NamespacedValidatingPolicy result
+ * at admission, as admission_events_emit gives them for a kyverno.io rule
+ * (Kyverno's webhook event generation takes both kinds of engine
+ * response): status fail / error / pass / skip -> PolicyViolation /
+ * PolicyError / PolicyApplied / PolicySkipped on the policy (the
+ * document's apiVersion, kind, namespace, name and uid), and but for skip
+ * on the resource; rule is the result's ("" for a validation). blocked:
+ * validationActions has Deny (a fail or error is then "(blocked)").
+ * Nothing for a dry run or ev NULL. Everything borrowed.
+ */
+void admission_vpol_events(struct kube_events *ev, const struct admission_event_request *rq,
+			   const json_t *policy, const char *rule, enum engine_status status,
+			   const char *message, bool blocked);
 
 /* ---- policycheck.c: /validate-policy warnings and messages ---- */
 

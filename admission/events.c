@@ -10,6 +10,63 @@
 #include "common/log.h"
 #include "common/banned.h"
 
+/*
+ * The Events of one rule result: on the policy and (but for skip) on the
+ * resource, Kyverno's buildPolicyEventMessage and NewResourceViolationEvent.
+ */
+static void emit_result(struct kube_events *ev, const struct admission_event_request *rq,
+			const struct kube_event_object *pol, const char *rule,
+			enum engine_status status, const char *message, bool blocks)
+{
+	enum kube_event_reason reason;
+	bool on_resource = true;
+	bool with_msg = status == ENGINE_ERROR && message;
+	char *pmsg, *rmsg;
+	struct kube_event_object res = {
+	    .api_version = rq->api_version,
+	    .kind = rq->kind,
+	    .namespace = rq->namespace,
+	    .name = rq->name,
+	    .uid = rq->uid,
+	};
+
+	switch (status) {
+	case ENGINE_FAIL:
+		reason = KUBE_EVENT_POLICY_VIOLATION;
+		break;
+	case ENGINE_ERROR:
+		reason = KUBE_EVENT_POLICY_ERROR;
+		break;
+	case ENGINE_PASS:
+		reason = KUBE_EVENT_POLICY_APPLIED;
+		break;
+	case ENGINE_SKIP:
+		reason = KUBE_EVENT_POLICY_SKIPPED;
+		on_resource = false;
+		break;
+	default:
+		return;
+	}
+	if (rq->namespace && *rq->namespace)
+		pmsg = gv_xasprintf("%s %s/%s: [%s] %s%s%s%s", rq->kind, rq->namespace, rq->name,
+				    rule, engine_status_name(status), blocks ? " (blocked)" : "",
+				    with_msg ? "; " : "", with_msg ? message : "");
+	else
+		pmsg = gv_xasprintf("%s %s: [%s] %s%s%s%s", rq->kind, rq->name, rule,
+				    engine_status_name(status), blocks ? " (blocked)" : "",
+				    with_msg ? "; " : "", with_msg ? message : "");
+	kube_events_emit(ev, pol, reason, "kyverno-admission",
+			 blocks ? "Resource Blocked" : "Resource Passed", pmsg);
+	if (on_resource) {
+		rmsg = gv_xasprintf("policy %s/%s %s: %s", pol->name, rule,
+				    engine_status_name(status), message ? message : "");
+		kube_events_emit(ev, &res, reason, "kyverno-admission",
+				 blocks ? "Resource Blocked" : "Resource Passed", rmsg);
+		free(rmsg);
+	}
+	free(pmsg);
+}
+
 void admission_events_emit(struct kube_events *ev, const struct admission_event_request *rq,
 			   const struct engine_report *rep, int only)
 {
@@ -20,71 +77,39 @@ void admission_events_emit(struct kube_events *ev, const struct admission_event_
 		const struct engine_policy *p = resp->policy;
 		if (only >= 0 && (int)engine_policy_failure_policy(p) != only)
 			continue; /* judged by the other webhook */
-		const char *pns = engine_policy_namespace(p);
 		const json_t *pmd = json_object_get(engine_policy_doc(p), "metadata");
 		struct kube_event_object pol = {
 		    .api_version = "kyverno.io/v1",
 		    .kind = engine_policy_kind(p),
-		    .namespace = pns,
+		    .namespace = engine_policy_namespace(p),
 		    .name = engine_policy_name(p),
 		    .uid = json_string_value(json_object_get(pmd, "uid")),
-		};
-		struct kube_event_object res = {
-		    .api_version = rq->api_version,
-		    .kind = rq->kind,
-		    .namespace = rq->namespace,
-		    .name = rq->name,
-		    .uid = rq->uid,
 		};
 		for (size_t j = 0; j < resp->nrules; j++) {
 			const struct engine_rule_result *r = &resp->rules[j];
 			struct engine_decision d = engine_decide(p, r, ENGINE_ADMISSION);
-			enum kube_event_reason reason;
-			bool on_resource = true;
-			char *pmsg, *rmsg;
-			switch (r->status) {
-			case ENGINE_FAIL:
-				reason = KUBE_EVENT_POLICY_VIOLATION;
-				break;
-			case ENGINE_ERROR:
-				reason = KUBE_EVENT_POLICY_ERROR;
-				break;
-			case ENGINE_PASS:
-				reason = KUBE_EVENT_POLICY_APPLIED;
-				break;
-			case ENGINE_SKIP:
-				reason = KUBE_EVENT_POLICY_SKIPPED;
-				on_resource = false;
-				break;
-			default:
-				continue;
-			}
-			/* Kyverno's buildPolicyEventMessage and NewResourceViolationEvent. */
-			if (rq->namespace && *rq->namespace)
-				pmsg = gv_xasprintf(
-				    "%s %s/%s: [%s] %s%s%s%s", rq->kind, rq->namespace, rq->name,
-				    r->rule, engine_status_name(r->status),
-				    d.blocks ? " (blocked)" : "",
-				    r->status == ENGINE_ERROR && r->message ? "; " : "",
-				    r->status == ENGINE_ERROR && r->message ? r->message : "");
-			else
-				pmsg = gv_xasprintf(
-				    "%s %s: [%s] %s%s%s%s", rq->kind, rq->name, r->rule,
-				    engine_status_name(r->status), d.blocks ? " (blocked)" : "",
-				    r->status == ENGINE_ERROR && r->message ? "; " : "",
-				    r->status == ENGINE_ERROR && r->message ? r->message : "");
-			kube_events_emit(ev, &pol, reason, "kyverno-admission",
-					 d.blocks ? "Resource Blocked" : "Resource Passed", pmsg);
-			if (on_resource) {
-				rmsg = gv_xasprintf("policy %s/%s %s: %s", engine_policy_name(p),
-						    r->rule, engine_status_name(r->status),
-						    r->message ? r->message : "");
-				kube_events_emit(ev, &res, reason, "kyverno-admission",
-						 d.blocks ? "Resource Blocked" : "Resource Passed",
-						 rmsg);
-				free(rmsg);
-			}
-			free(pmsg);
+			emit_result(ev, rq, &pol, r->rule, r->status, r->message, d.blocks);
 		}
 	}
+}
+
+void admission_vpol_events(struct kube_events *ev, const struct admission_event_request *rq,
+			   const json_t *policy, const char *rule, enum engine_status status,
+			   const char *message, bool blocked)
+{
+	const json_t *md = json_object_get(policy, "metadata");
+	const char *ns = json_string_value(json_object_get(md, "namespace"));
+	const char *av = json_string_value(json_object_get(policy, "apiVersion"));
+	struct kube_event_object pol = {
+	    .api_version = av ? av : "policies.kyverno.io/v1",
+	    .kind = json_string_value(json_object_get(policy, "kind")),
+	    .namespace = ns && *ns ? ns : NULL,
+	    .name = json_string_value(json_object_get(md, "name")),
+	    .uid = json_string_value(json_object_get(md, "uid")),
+	};
+
+	if (!ev || !rq || rq->dry_run || !pol.kind || !pol.name)
+		return;
+	emit_result(ev, rq, &pol, rule ? rule : "", status, message,
+		    blocked && (status == ENGINE_FAIL || status == ENGINE_ERROR));
 }

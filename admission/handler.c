@@ -449,6 +449,15 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 			}
 		}
 	}
+	const json_t *emd = obj_field(judged, "metadata");
+	struct admission_event_request erq = {
+	    .api_version = str_field(judged, "apiVersion"),
+	    .kind = str_field(judged, "kind") ? str_field(judged, "kind") : rv->kind,
+	    .namespace = rv->namespace,
+	    .name = str_field(emd, "name") ? str_field(emd, "name") : rv->name,
+	    .uid = str_field(emd, "uid"),
+	    .dry_run = rv->dry_run,
+	};
 	{
 		struct admission_vpol_request vrq = {
 		    .request = rv->req,
@@ -460,6 +469,8 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 		    .op_label = op,
 		    .only = only,
 		    .results = h->results,
+		    .events = h->events,
+		    .event_object = &erq,
 		};
 		if (h->context && view_vpolset_count(view_state_vpols(state)))
 			vrq.hooks =
@@ -468,18 +479,8 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 		if (vrq.hooks)
 			h->context->close(h->context->ud, vrq.hooks);
 	}
-	if (h->events) {
-		const json_t *md = obj_field(judged, "metadata");
-		struct admission_event_request erq = {
-		    .api_version = str_field(judged, "apiVersion"),
-		    .kind = str_field(judged, "kind") ? str_field(judged, "kind") : rv->kind,
-		    .namespace = rv->namespace,
-		    .name = str_field(md, "name") ? str_field(md, "name") : rv->name,
-		    .uid = str_field(md, "uid"),
-		    .dry_run = rv->dry_run,
-		};
+	if (h->events)
 		admission_events_emit(h->events, &erq, &rep, only);
-	}
 	if (blocked) {
 		const json_t *meta = obj_field(judged, "metadata");
 		const char *kind = str_field(judged, "kind");

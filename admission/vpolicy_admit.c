@@ -268,6 +268,10 @@ bool admission_vpol_judge(const struct view_state *state, const struct admission
 					view_result_labels_vpol(&ml, p);
 					view_result_count(rq->results, &ml);
 				}
+				if (rq->events)
+					admission_vpol_events(rq->events, rq->event_object,
+							      vpol_doc(p), rr->rule, rr->status,
+							      rr->message, acts & VIEW_VPOL_DENY);
 				if (!bad)
 					continue;
 				/* Kyverno's vpol handler: "Policy <name> failed|error: <message>"

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/vpolicy.h"
 #include "common/log.h"
 #include "common/banned.h"
 
@@ -333,6 +334,189 @@ static json_t *selectors_of(const json_t *data, const char *ns)
 	return out;
 }
 
+/* ---- ValidatingPolicy / NamespacedValidatingPolicy (cel-semantics.md 2.1, 2.3, 2.7) ---- */
+
+static bool is_vpol_doc(const json_t *doc)
+{
+	const char *kind = json_string_value(json_object_get(doc, "kind"));
+
+	return vpol_is_policy_doc(doc) && kind &&
+	       (!strcmp(kind, "ValidatingPolicy") || !strcmp(kind, "NamespacedValidatingPolicy"));
+}
+
+/* Whether a ValidatingPolicy is registered at all: admission on, Kubernetes mode. */
+static bool vpol_in_webhook(const json_t *doc)
+{
+	const json_t *ev = json_object_get(spec_of(doc), "evaluation");
+	const char *mode = json_string_value(json_object_get(ev, "mode"));
+
+	if (json_is_false(json_object_get(json_object_get(ev, "admission"), "enabled")))
+		return false;
+	return !mode || strcmp(mode, "JSON");
+}
+
+static unsigned ops_mask(const json_t *ops)
+{
+	unsigned m = 0;
+	size_t i;
+	const json_t *v;
+
+	json_array_foreach(ops, i, v)
+	{
+		const char *s = json_string_value(v);
+		if (s && !strcmp(s, "*"))
+			m = (1u << WEBHOOKCONFIG_OPERATIONS_N) - 1;
+		for (size_t k = 0; s && k < WEBHOOKCONFIG_OPERATIONS_N; k++)
+			if (!strcmp(s, all_ops[k]))
+				m |= 1u << k;
+	}
+	/* none named: every operation (gavel's matcher decides) */
+	return m ? m : (1u << WEBHOOKCONFIG_OPERATIONS_N) - 1;
+}
+
+/* The rule of h for group|version|scope|ops, made when missing. */
+static json_t *hook_rule(struct hook *h, const char *g, const char *ver, const char *scope,
+			 unsigned ops)
+{
+	char *key = gv_xasprintf("%s|%s|%s|%u", g, ver, scope, ops);
+	json_t *rule = json_object_get(h->rules, key);
+
+	if (!rule) {
+		json_t *opl = json_array();
+		for (size_t k = 0; k < WEBHOOKCONFIG_OPERATIONS_N; k++)
+			if (ops & (1u << k))
+				json_array_append_new(opl, json_string(all_ops[k]));
+		rule = json_pack("{s:[s], s:[s], s:o, s:{}, s:s}", "apiGroups", g, "apiVersions",
+				 ver, "operations", opl, "resources", "scope", scope);
+		json_object_set_new(h->rules, key, rule);
+	}
+	free(key);
+	return rule;
+}
+
+/*
+ * One resourceRules entry as the API server reads it: every apiGroup x
+ * apiVersion, the resources as written (wildcards and subresources: the
+ * API server resolves them), scope as written ("*" when unset). A
+ * NamespacedValidatingPolicy only sees requests in its namespace:
+ * Namespaced, and nothing for a Cluster rule.
+ */
+static void add_vpol_rule(struct hook *h, const json_t *rr, bool namespaced)
+{
+	unsigned ops = ops_mask(json_object_get(rr, "operations"));
+	const char *scope = json_string_value(json_object_get(rr, "scope"));
+	size_t i, j, k;
+	const json_t *g, *ver, *res;
+
+	if (!scope || !*scope)
+		scope = "*";
+	if (namespaced) {
+		if (!strcmp(scope, "Cluster"))
+			return;
+		scope = "Namespaced";
+	}
+	json_array_foreach(json_object_get(rr, "apiGroups"), i, g)
+	{
+		json_array_foreach(json_object_get(rr, "apiVersions"), j, ver)
+		{
+			json_t *set;
+			if (!json_is_string(g) || !json_is_string(ver))
+				continue;
+			set = json_object_get(
+			    hook_rule(h, json_string_value(g), json_string_value(ver), scope, ops),
+			    "resources");
+			json_array_foreach(json_object_get(rr, "resources"), k, res)
+			{
+				if (json_string_value(res) && *json_string_value(res))
+					json_object_set_new(set, json_string_value(res),
+							    json_true());
+			}
+		}
+	}
+}
+
+static bool str_only(const json_t *a, const char *want)
+{
+	const char *s = json_string_value(json_array_get(a, 0));
+
+	return json_array_size(a) == 1 && s && !strcmp(s, want);
+}
+
+static bool selector_set(const json_t *sel)
+{
+	return json_object_size(json_object_get(sel, "matchLabels")) ||
+	       json_array_size(json_object_get(sel, "matchExpressions"));
+}
+
+/*
+ * The autogen rules of a Pod policy (cel-semantics.md 2.7): when
+ * matchConstraints is one rule on core v1 pods (no resourceNames, no
+ * excludeResourceRules, no objectSelector), apps/v1 daemonsets,
+ * deployments, replicasets, statefulsets and batch/v1 jobs, cronjobs, as
+ * autogen.podControllers.controllers lets through (absent: all; []:
+ * none), with the pod rule's operations; scope dropped.
+ */
+static void add_vpol_autogen(struct hook *h, const json_t *spec, bool namespaced)
+{
+	const json_t *mc = json_object_get(spec, "matchConstraints");
+	const json_t *rules = json_object_get(mc, "resourceRules");
+	const json_t *pod = json_array_get(rules, 0);
+	const json_t *ctl = json_object_get(
+	    json_object_get(json_object_get(spec, "autogen"), "podControllers"), "controllers");
+	static const char *const names[] = {"daemonsets",   "deployments", "replicasets",
+					    "statefulsets", "jobs",	   "cronjobs"};
+	json_t *apps = json_array(), *batch = json_array();
+
+	if (json_array_size(rules) != 1 ||
+	    json_array_size(json_object_get(mc, "excludeResourceRules")) ||
+	    selector_set(json_object_get(mc, "objectSelector")) ||
+	    json_array_size(json_object_get(pod, "resourceNames")) ||
+	    !str_only(json_object_get(pod, "apiGroups"), "") ||
+	    !str_only(json_object_get(pod, "apiVersions"), "v1") ||
+	    !str_only(json_object_get(pod, "resources"), "pods"))
+		goto out;
+	for (size_t i = 0; i < GV_ARRAY_LEN(names); i++) {
+		bool on = !json_is_array(ctl);
+		size_t k;
+		const json_t *c;
+		json_array_foreach(ctl, k, c) on |=
+		    json_is_string(c) && !strcmp(json_string_value(c), names[i]);
+		if (on)
+			json_array_append_new(i < 4 ? apps : batch, json_string(names[i]));
+	}
+	{
+		json_t *ra = json_pack("{s:[s], s:[s], s:O}", "apiGroups", "apps", "apiVersions",
+				       "v1", "resources", apps);
+		json_t *rb = json_pack("{s:[s], s:[s], s:O}", "apiGroups", "batch", "apiVersions",
+				       "v1", "resources", batch);
+		if (json_object_get(pod, "operations")) {
+			json_object_set(ra, "operations", json_object_get(pod, "operations"));
+			json_object_set(rb, "operations", json_object_get(pod, "operations"));
+		}
+		if (json_array_size(apps))
+			add_vpol_rule(h, ra, namespaced);
+		if (json_array_size(batch))
+			add_vpol_rule(h, rb, namespaced);
+		json_decref(ra);
+		json_decref(rb);
+	}
+out:
+	json_decref(apps);
+	json_decref(batch);
+}
+
+static void add_vpol(struct hook *h, const json_t *doc, bool namespaced)
+{
+	const json_t *spec = spec_of(doc);
+	size_t i;
+	const json_t *rr;
+
+	json_array_foreach(
+	    json_object_get(json_object_get(spec, "matchConstraints"), "resourceRules"), i, rr)
+	    add_vpol_rule(h, rr, namespaced);
+	add_vpol_autogen(h, spec, namespaced);
+}
+
 static int hook_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct hook *)a)->name, ((const struct hook *)b)->name);
@@ -367,8 +551,16 @@ json_t *webhookconfig_build(const json_t *docs, const json_t *config_data, const
 		size_t j;
 		const json_t *rule;
 
-		if (json_is_false(json_object_get(spec, "admission")))
+		bool vp = is_vpol_doc(doc);
+
+		if (vp ? !vpol_in_webhook(doc) : json_is_false(json_object_get(spec, "admission")))
 			continue;
+		if (vp) {
+			/* a ValidatingPolicy's matchConditions are gavel's to evaluate */
+			mc = NULL;
+			namespaced = !strcmp(json_string_value(json_object_get(doc, "kind")),
+					     "NamespacedValidatingPolicy");
+		}
 		if (json_array_size(mc)) {
 			const char *pns = json_string_value(json_object_get(md, "namespace"));
 			const char *pname = json_string_value(json_object_get(md, "name"));
@@ -395,6 +587,11 @@ json_t *webhookconfig_build(const json_t *docs, const json_t *config_data, const
 			int t = timeout_of(doc, default_timeout);
 			if (t > h->timeout)
 				h->timeout = t;
+		}
+		if (vp) {
+			add_vpol(h, doc, namespaced);
+			free(hname);
+			continue;
 		}
 		json_array_foreach(json_object_get(spec, "rules"), j, rule)
 		    add_rule(h, rule, namespaced, r, cache);
@@ -592,9 +789,11 @@ struct webhookconfig {
 	pthread_cond_t cv;
 	bool stop;
 
+	struct kube_informer *crds; /* CustomResourceDefinitions, for their changes alone */
+
 	/* Under mu: */
-	json_t *covered; /* "uid/generation" of the policies the configuration was made for */
-	bool unusable;	 /* the configuration or its template is missing: nothing to wait for */
+	uint64_t crd_changes; /* CRD change batches seen by the informer */
+	json_t *covered;      /* "uid/generation" of the policies the configuration was made for */
 
 	/* Owned by the thread: */
 	json_t *compiled;     /* "uid/generation" -> true (compiles) | false */
@@ -695,16 +894,99 @@ static enum gv_code get_config(struct webhookconfig *w, const char *name, json_t
 	return rc;
 }
 
+json_t *webhookconfig_resolve_crd(const json_t *crds, const char *kind)
+{
+	char *copy = gv_xstrdup(kind), *tok[3] = {0};
+	const char *group = NULL, *version = NULL, *k;
+	size_t n = 0, i;
+	const json_t *crd;
+	json_t *out = NULL;
+
+	for (char *p = copy; p && n < 3;) {
+		tok[n++] = p;
+		p = strchr(p, '/');
+		if (p)
+			*p++ = '\0';
+		if (p && n == 3)
+			goto done; /* a subresource or more */
+	}
+	if (n == 1) {
+		k = tok[0];
+	} else if (n == 3) {
+		group = tok[0];
+		version = strcmp(tok[1], "*") ? tok[1] : NULL;
+		k = tok[2];
+	} else {
+		goto done;
+	}
+	json_array_foreach(crds, i, crd)
+	{
+		const json_t *spec = json_object_get(crd, "spec");
+		const json_t *names = json_object_get(spec, "names");
+		const char *g = json_string_value(json_object_get(spec, "group"));
+		const char *plural = json_string_value(json_object_get(names, "plural"));
+		const char *scope = json_string_value(json_object_get(spec, "scope"));
+		const char *ck = json_string_value(json_object_get(names, "kind"));
+		const char *use = NULL;
+		size_t j;
+		const json_t *v;
+		if (!g || !plural || !ck || strcmp(ck, k) || (group && strcmp(group, g)))
+			continue;
+		json_array_foreach(json_object_get(spec, "versions"), j, v)
+		{
+			const char *name = json_string_value(json_object_get(v, "name"));
+			if (!name || !json_is_true(json_object_get(v, "served")))
+				continue;
+			if (version ? !strcmp(version, name)
+				    : (!use || json_is_true(json_object_get(v, "storage"))))
+				use = name;
+		}
+		if (!use)
+			continue;
+		out = json_pack("[o]",
+				part(g, use,
+				     scope && !strcmp(scope, "Cluster") ? "Cluster" : "Namespaced",
+				     json_pack("[s]", plural)));
+		break;
+	}
+done:
+	free(copy);
+	return out;
+}
+
+struct crd_resolver {
+	struct kube_client *client;
+	json_t *crds; /* the informer's CRDs, taken for one build */
+};
+
+/* Discovery, else the CRDs the informer holds (a kind installed a moment ago). */
+static json_t *resolve_with_crds(void *ud, const char *kind)
+{
+	struct crd_resolver *cr = ud;
+	json_t *out = webhookconfig_resolve_discovery(cr->client, kind);
+
+	return out ? out : webhookconfig_resolve_crd(cr->crds, kind);
+}
+
 /* Returns true when the configuration matches the policies (written or already so). */
 static bool sync_once(struct webhookconfig *w)
 {
 	char *ename = kube_escape(w->name);
 	char *path = gv_xasprintf("%s/%s", VWC_PATH, ename);
 	json_t *docs = snapshot_policy_docs(w->cfg.snapshot), *good = good_docs(w, docs);
+	struct view_state *state = snapshot_state(w->cfg.snapshot);
+	struct view_vpolset *vset = state ? view_state_vpols(state) : NULL;
 	json_t *data = snapshot_config_data(w->cfg.snapshot);
-	struct webhookconfig_resolver r = {webhookconfig_resolve_discovery, w->cfg.client};
+	struct crd_resolver cr = {w->cfg.client, w->crds ? kube_informer_list(w->crds) : NULL};
+	struct webhookconfig_resolver r = {resolve_with_crds, &cr};
 	bool done = false, unusable = false;
 
+	/* The ValidatingPolicies that compiled (the state's set leaves the others out). */
+	for (size_t i = 0; i < view_vpolset_count(vset); i++) {
+		const json_t *d = vpol_doc(view_vpolset_policy(vset, i));
+		if (is_vpol_doc(d))
+			json_array_append(good, (json_t *)d);
+	}
 	for (int attempt = 1; attempt <= WEBHOOKCONFIG_ATTEMPTS; attempt++) {
 		json_t *cur = NULL, *tcur = NULL, *desired, *view, *hooks, *body, *resp = NULL;
 		struct kube_status st = {0};
@@ -790,8 +1072,8 @@ static bool sync_once(struct webhookconfig *w)
 		json_decref(cur);
 	}
 	pthread_mutex_lock(&w->mu);
-	w->unusable = unusable;
-	if (done) {
+	/* unusable: nothing to wait for, but only for the policies this sync saw */
+	if (done || unusable) {
 		size_t i;
 		const json_t *d;
 		json_object_clear(w->covered);
@@ -803,24 +1085,46 @@ static bool sync_once(struct webhookconfig *w)
 		}
 	}
 	pthread_mutex_unlock(&w->mu);
+	json_decref(cr.crds);
 	json_decref(data);
 	json_decref(good);
 	json_decref(docs);
+	if (state)
+		view_state_unref(state);
 	free(path);
 	free(ename);
 	return done;
 }
 
+/* The CRD informer's callback: a kind may have come or gone. */
+static void crd_changed(void *ud)
+{
+	struct webhookconfig *w = ud;
+
+	pthread_mutex_lock(&w->mu);
+	w->crd_changes++;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static long ms_between(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) * 1000 + (b->tv_nsec - a->tv_nsec) / 1000000;
+}
+
 static void *thread_main(void *ud)
 {
 	struct webhookconfig *w = ud;
-	uint64_t seen = 0, pending = 0;
-	struct timespec changed = {0}, synced = {0};
+	uint64_t seen = 0, pending = 0, crd_seen = 0;
+	struct timespec changed = {0}, synced = {0}, crd_at = {0};
+	/* syncs after a CRD change, in ms from it; none due at first */
+	static const long crd_delays_ms[] = WEBHOOKCONFIG_CRD_DELAYS_MS;
+	size_t crd_step = GV_ARRAY_LEN(crd_delays_ms);
 
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop) {
 		struct timespec ts, now;
-		uint64_t gen;
+		uint64_t gen, crd;
 		long since_change, since_sync;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -832,9 +1136,21 @@ static void *thread_main(void *ud)
 		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
 		if (w->stop)
 			break;
+		crd = w->crd_changes;
 		pthread_mutex_unlock(&w->mu);
 		gen = snapshot_generation(w->cfg.snapshot);
 		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (crd != crd_seen) {
+			/*
+			 * A CRD created, Established, changed or deleted: discovery
+			 * again and the rules with it at once and at the delays of
+			 * crd_delays_ms after (a new group reaches discovery a
+			 * little after its CRD is Established).
+			 */
+			crd_seen = crd;
+			crd_at = now;
+			crd_step = 0;
+		}
 		if (gen && gen != pending) {
 			/* from the first change since the last sync: churn does not starve it */
 			if (pending == seen)
@@ -846,6 +1162,17 @@ static void *thread_main(void *ud)
 		since_sync = now.tv_sec - synced.tv_sec;
 		if (w->cfg.leader && !reconciler_leading(w->cfg.leader)) {
 			seen = 0;
+		} else if (gen && crd_step < GV_ARRAY_LEN(crd_delays_ms) &&
+			   ms_between(&crd_at, &now) >= crd_delays_ms[crd_step]) {
+			/* at once: the CRDs (resolve_with_crds); after: discovery too */
+			if (crd_step)
+				kube_discovery_invalidate(w->cfg.client);
+			seen = pending;
+			synced = now;
+			sync_once(w);
+			while (crd_step < GV_ARRAY_LEN(crd_delays_ms) &&
+			       ms_between(&crd_at, &now) >= crd_delays_ms[crd_step])
+				crd_step++;
 		} else if (gen && ((pending != seen && since_change >= WEBHOOKCONFIG_SETTLE_MS) ||
 				   (seen && since_sync >= WEBHOOKCONFIG_RESYNC_S))) {
 			seen = pending;
@@ -879,6 +1206,7 @@ struct webhookconfig *webhookconfig_start(const struct webhookconfig_config *cfg
 		free(w);
 		return NULL;
 	}
+	w->crds = kube_informer_start(w->cfg.client, WEBHOOKCONFIG_CRD_PATH, crd_changed, w);
 	return w;
 }
 
@@ -891,7 +1219,7 @@ bool webhookconfig_covers(struct webhookconfig *w, const json_t *doc)
 		return true;
 	key = policy_key(doc);
 	pthread_mutex_lock(&w->mu);
-	yes = w->unusable || json_object_get(w->covered, key) != NULL;
+	yes = json_object_get(w->covered, key) != NULL;
 	pthread_mutex_unlock(&w->mu);
 	free(key);
 	return yes;
@@ -901,6 +1229,7 @@ void webhookconfig_stop(struct webhookconfig *w)
 {
 	if (!w)
 		return;
+	kube_informer_stop(w->crds); /* before the thread: its callback signals it */
 	pthread_mutex_lock(&w->mu);
 	w->stop = true;
 	pthread_cond_signal(&w->cv);

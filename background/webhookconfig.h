@@ -18,7 +18,7 @@
  * is copied from validate-policy.gavel.svc with the path replaced.
  *
  * Which policies: every ClusterPolicy and Policy that compiles and has
- * spec.admission not false. Failure policy:
+ * spec.admission not false (docs may also hold ValidatingPolicies, below). Failure policy:
  * spec.webhookConfiguration.failurePolicy, else spec.failurePolicy, else
  * Fail. timeoutSeconds: the largest of the webhook's policies'
  * spec.webhookConfiguration.timeoutSeconds / spec.webhookTimeoutSeconds,
@@ -40,6 +40,29 @@
  * group, version and operations has are left out of the others), sorted by
  * apiGroup, apiVersion, scope and operations, resources sorted.
  *
+ * ValidatingPolicy and NamespacedValidatingPolicy (policies.kyverno.io;
+ * cel-semantics.md 2.1, 2.3, 2.7) share these webhooks: spec.failurePolicy
+ * picks fail or ignore (Fail when unset), webhookConfiguration.timeoutSeconds
+ * counts like webhookTimeoutSeconds. Each matchConstraints.resourceRules
+ * entry gives a rule per apiGroup x apiVersion with its resources as
+ * written (the API server resolves "*", "pods/<star>", "<star>/scale"
+ * itself, as for Kyverno's vpol webhooks), its operations ("*" = all four,
+ * none = all four) and its scope ("*" when unset); a
+ * NamespacedValidatingPolicy's rules are Namespaced and its Cluster rules
+ * left out. The autogen kinds of a Pod policy (apps/v1 and batch/v1
+ * controllers, autogen.podControllers.controllers) are added with the pod
+ * rule's operations. Left out: evaluation.admission.enabled false,
+ * evaluation.mode JSON, a policy that does not compile (the state's
+ * view_vpolset), ValidatingAdmissionPolicies (the API server runs them).
+ * Not carried to the webhook, gavel deciding them itself: a policy's
+ * matchConditions (they may call Kyverno's libraries), its
+ * namespaceSelector/objectSelector, excludeResourceRules, resourceNames,
+ * and matchPolicy (the webhook's is Equivalent, which sends a superset).
+ * Divergence: Kyverno gives a policy with timeoutSeconds a fine-grained
+ * webhook of its own with a per-policy path; gavel has no per-policy
+ * path, and a second webhook would have the request judged twice, so the
+ * shared webhook takes the largest timeout instead.
+ *
  * Selectors: namespaceSelector and objectSelector from the ConfigMap key
  * `webhooks` (Kyverno's: a JSON object, or an array whose first element is
  * used, with namespaceSelector / objectSelector), gavel's own namespace
@@ -50,7 +73,14 @@
  * The writer (leader only) rebuilds when the policies or the ConfigMap
  * changed, WEBHOOKCONFIG_SETTLE_MS after the first change since the last
  * build (the changes within it are built together), and
- * every WEBHOOKCONFIG_RESYNC_S; it PUTs the configuration only when its
+ * every WEBHOOKCONFIG_RESYNC_S, and after a CustomResourceDefinition
+ * changes (an informer on WEBHOOKCONFIG_CRD_PATH, as Kyverno watches CRDs):
+ * the rules are rebuilt at once (a kind discovery does not list yet taken
+ * from the CRDs the informer holds, webhookconfig_resolve_crd), then
+ * discovery is forgotten and the rules rebuilt at each delay
+ * of WEBHOOKCONFIG_CRD_DELAYS_MS (ms after the change: a new group reaches
+ * discovery a little after its CRD is Established), so a policy on a kind
+ * installed after it gets its rule within a second or so; it PUTs the configuration only when its
  * webhooks differ from what it last wrote or from what the server holds,
  * with resourceVersion, retrying a 409 at most WEBHOOKCONFIG_ATTEMPTS
  * times.
@@ -72,6 +102,11 @@
 #define WEBHOOKCONFIG_ATTEMPTS	   3
 #define WEBHOOKCONFIG_TIMEOUT	   10
 #define WEBHOOKCONFIG_OPERATIONS_N 4
+#define WEBHOOKCONFIG_CRD_DELAYS_MS                                                                \
+	{                                                                                          \
+		0, 250, 500, 1000, 2000, 4000                                                      \
+	}
+#define WEBHOOKCONFIG_CRD_PATH "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 /*
  * How a kind of a policy (the text in `kinds`) is served: a new reference
@@ -85,8 +120,10 @@ struct webhookconfig_resolver {
 
 /*
  * The generated webhooks (new reference to an array, sorted by name) for
- * the policy documents `docs` (borrowed; every one is used: filter out the
- * ones that do not compile first), the ConfigMap's data (borrowed, may be
+ * the policy documents `docs` (borrowed; ClusterPolicy, Policy,
+ * ValidatingPolicy, NamespacedValidatingPolicy, other kinds ignored as the
+ * VP rules say; every one is used: filter out the ones that do not compile
+ * first), the ConfigMap's data (borrowed, may be
  * NULL), gavel's namespace, the clientConfig to copy (borrowed; its
  * service.path or the path of its url is replaced), the default timeout.
  */
@@ -99,6 +136,17 @@ bool webhookconfig_owned(const char *name);
 
 /* The resolver on a client's discovery (ud: the struct kube_client *). */
 json_t *webhookconfig_resolve_discovery(void *ud, const char *kind);
+
+/*
+ * A kind as the CustomResourceDefinitions `crds` (borrowed array) declare
+ * it, for a CRD that discovery does not list yet (created a moment ago,
+ * not yet Established): "Kind", "group/version/Kind" or
+ * "group/<star>/Kind" (no subresource); the served version named, else the
+ * storage version; scope from spec.scope. The writer asks it when
+ * discovery does not know a kind. Same shape as the resolver's; NULL when
+ * no CRD declares it.
+ */
+json_t *webhookconfig_resolve_crd(const json_t *crds, const char *kind);
 
 struct webhookconfig_config {
 	struct kube_client *client;	 /* borrowed, required */
@@ -126,9 +174,11 @@ struct webhookconfig *webhookconfig_start(const struct webhookconfig_config *cfg
 /*
  * Whether the configuration was last found or written to match a set of
  * policies holding this one (doc borrowed; same uid and
- * metadata.generation): its webhooks are registered. True for w NULL (no
- * writer) and while the configuration or its template is missing
- * (nothing to wait for). The policy status writer reports a compiled
+ * metadata.generation; a ClusterPolicy, Policy or a ValidatingPolicy of
+ * the state's compiled set): its webhooks are registered. True for w NULL (no
+ * writer), and when the last sync found the configuration or its template
+ * missing (nothing to wait for) for the policies that sync saw: a policy
+ * newer than the last sync waits for the next one. The policy status writer reports a compiled
  * admission policy Ready only then, as Kyverno reports Ready once the
  * policy's webhooks are registered.
  */
