@@ -119,16 +119,18 @@ void view_policy_rule_info_render(const struct view_state *st, struct gv_buf *ou
 		for (size_t r = 0; r < engine_policy_rule_count(p); r++) {
 			const char *un = engine_policy_rule_unsupported(p, r);
 			/* mutate, generate, verifyImages keep their type; validate otherwise */
-			const char *type = un && (!strcmp(un, "mutate") || !strcmp(un, "generate") ||
-						  !strcmp(un, "verifyImages"))
-					       ? un
-					       : "validate";
+			const char *type =
+			    un && (!strcmp(un, "mutate") || !strcmp(un, "generate") ||
+				   !strcmp(un, "verifyImages"))
+				? un
+				: "validate";
 			rule_info(out,
-				  engine_policy_rule_action(p, r) == ENGINE_ENFORCE ? "enforce" : "audit",
+				  engine_policy_rule_action(p, r) == ENGINE_ENFORCE ? "enforce"
+										    : "audit",
 				  namespaced ? "namespaced" : "cluster",
 				  engine_policy_background(p) ? "true" : "false",
-				  namespaced ? engine_policy_namespace(p) : "-", engine_policy_name(p),
-				  engine_policy_rule_name(p, r), type);
+				  namespaced ? engine_policy_namespace(p) : "-",
+				  engine_policy_name(p), engine_policy_rule_name(p, r), type);
 		}
 	}
 	for (size_t i = 0; vs && i < view_vpolset_count(vs); i++) {

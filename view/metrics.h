@@ -1,7 +1,8 @@
 /*
  * metrics.h - the policy metrics admission and the background scans both
  * write, registered in one place with Kyverno's names and label sets
- * (Kyverno's pkg/metrics: policyresults, policyruleinfo), so a dashboard built for Kyverno reads gavel.
+ * (Kyverno's pkg/metrics: policyresults, policyruleinfo), so a dashboard built for Kyverno reads
+ * gavel.
  *
  *   kyverno_policy_results_total    counter, one per rule result
  *   kyverno_policy_rule_info_total  gauge: 1 per loaded rule (a collector's text)
