@@ -819,7 +819,7 @@ static void entry_in(struct report_set *rs, const struct report_entry *in, const
 	memset(e, 0, sizeof(*e));
 	e->policy = intern(rs, policy);
 	e->rule = intern(rs, in->rule);
-	e->source = intern(rs, REPORT_SOURCE);
+	e->source = intern(rs, in->source ? in->source : REPORT_SOURCE);
 	e->severity = severity_norm(rs, in->severity);
 	e->category = category_norm(rs, in->category);
 	e->process = intern(rs, report_process_name(in->process));
@@ -1357,15 +1357,23 @@ void report_retain_since(struct report_set *rs, const char *policy, const char *
 struct prune_arg {
 	struct gv_map policies; /* interned ref -> const struct engine_policy */
 	const char *background;
+	const char *src_vpol, *src_vap; /* interned sources of CEL results */
+	struct gv_map vpol, vap;	/* interned ref -> const struct report_live */
 };
 
 static bool match_pruned(const struct rnode *nd, const struct rentry *e, const void *arg)
 {
 	const struct prune_arg *a = arg;
-	const struct engine_policy *p = gv_map_get(&a->policies, e->policy);
+	const struct engine_policy *p;
 	size_t nr;
 
 	(void)nd;
+	if (e->source && (e->source == a->src_vpol || e->source == a->src_vap)) {
+		const struct report_live *l =
+		    gv_map_get(e->source == a->src_vpol ? &a->vpol : &a->vap, e->policy);
+		return !l || (!l->background && e->process == a->background);
+	}
+	p = gv_map_get(&a->policies, e->policy);
 	if (!p)
 		return true;
 	if (!engine_policy_background(p) && e->process == a->background)
@@ -1379,10 +1387,26 @@ static bool match_pruned(const struct rnode *nd, const struct rentry *e, const v
 
 size_t report_prune(struct report_set *rs, const struct engine_policyset *set)
 {
+	return report_prune_live(rs, set, NULL, 0);
+}
+
+size_t report_prune_live(struct report_set *rs, const struct engine_policyset *set,
+			 const struct report_live *live, size_t nlive)
+{
 	struct prune_arg a = {.background =
-				  intern(rs, report_process_name(REPORT_BACKGROUND_SCAN))};
+				  intern(rs, report_process_name(REPORT_BACKGROUND_SCAN)),
+			      .src_vpol = intern(rs, REPORT_SOURCE_VPOL),
+			      .src_vap = intern(rs, REPORT_SOURCE_VAP)};
 	struct sweep sw = {NULL, match_pruned, &a};
 	size_t n = set ? engine_policyset_count(set) : 0, hits;
+
+	for (size_t i = 0; i < nlive; i++) {
+		const char *src = intern(rs, live[i].source);
+
+		if (src == a.src_vpol || src == a.src_vap)
+			gv_map_put(src == a.src_vpol ? &a.vpol : &a.vap, intern(rs, live[i].ref),
+				   (void *)&live[i]);
+	}
 
 	for (size_t i = 0; i < n; i++) {
 		const struct engine_policy *p = engine_policyset_get(set, i);
@@ -1393,6 +1417,8 @@ size_t report_prune(struct report_set *rs, const struct engine_policyset *set)
 	}
 	hits = sweep_all(rs, &sw);
 	gv_map_release(&a.policies);
+	gv_map_release(&a.vpol);
+	gv_map_release(&a.vap);
 	return hits;
 }
 

@@ -157,6 +157,13 @@ struct vpol_exception *const *view_vpolset_exceptions(const struct view_vpolset 
  */
 size_t view_vpolset_exceptions_at(const struct view_vpolset *s, int64_t now,
 				  struct vpol_exception **out);
+/*
+ * The documents (borrowed from s) of the exceptions in force at `now`, in
+ * the order of view_vpolset_exceptions_at(); out has room for every
+ * exception. Returns how many were written.
+ */
+size_t view_vpolset_exception_docs_at(const struct view_vpolset *s, int64_t now,
+				      const json_t **out);
 /* [{kind, namespace, name, pointer, message}] of the documents left out. */
 const json_t *view_vpolset_errors(const struct view_vpolset *s);
 

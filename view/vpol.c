@@ -23,6 +23,7 @@ struct view_vpolset {
 	int64_t *xexp;		   /* spec.expiresAt of x[i], Unix seconds; INT64_MAX = none */
 	size_t nx;
 	json_t *errors; /* owned: [{kind, namespace, name, pointer, message}] */
+	json_t *xdocs;	/* owned: the documents of x, in order */
 };
 
 static const char *meta(const json_t *doc, const char *key)
@@ -93,6 +94,7 @@ struct view_vpolset *view_vpolset_new(const json_t *policies, const json_t *exce
 
 	atomic_init(&s->refs, 1);
 	s->errors = json_array();
+	s->xdocs = json_array();
 	s->v = gv_xcalloc(json_array_size(policies) + 1, sizeof(*s->v));
 	json_array_foreach(policies, i, d)
 	{
@@ -133,6 +135,7 @@ struct view_vpolset *view_vpolset_new(const json_t *policies, const json_t *exce
 			    json_string_value(
 				json_object_get(json_object_get(d, "spec"), "expiresAt")));
 		s->x[s->nx++] = x;
+		json_array_append(s->xdocs, (json_t *)d);
 	}
 	return s;
 }
@@ -156,6 +159,7 @@ void view_vpolset_unref(struct view_vpolset *s)
 	free(s->x);
 	free(s->xexp);
 	json_decref(s->errors);
+	json_decref(s->xdocs);
 	free(s);
 }
 
@@ -183,6 +187,17 @@ size_t view_vpolset_exceptions_at(const struct view_vpolset *s, int64_t now,
 	for (size_t i = 0; s && i < s->nx; i++)
 		if (s->xexp[i] > now)
 			out[k++] = s->x[i];
+	return k;
+}
+
+size_t view_vpolset_exception_docs_at(const struct view_vpolset *s, int64_t now,
+				      const json_t **out)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; s && i < s->nx; i++)
+		if (s->xexp[i] > now)
+			out[k++] = json_array_get(s->xdocs, i);
 	return k;
 }
 
