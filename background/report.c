@@ -1034,7 +1034,8 @@ static enum gv_code check_entries(const struct report_resource *res, const struc
 		return gv_err_set(err, GV_EINVAL, "report: %s %s: no uid", str_or(res->kind, "?"),
 				  str_or(res->name, "?"));
 	for (size_t i = 0; i < n; i++) {
-		if (!e[i].rule || !*e[i].rule)
+		/* a ValidatingPolicy's result has rule "" (left out of the entry, as Kyverno) */
+		if (!e[i].rule || (!*e[i].rule && !e[i].source))
 			return gv_err_set(err, GV_EINVAL, "report: result %zu has no rule", i);
 		if (need_policy && (!e[i].policy || !*e[i].policy))
 			return gv_err_set(err, GV_EINVAL, "report: result %zu has no policy", i);

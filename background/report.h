@@ -142,7 +142,7 @@ enum gv_code report_resource_from_object(const json_t *obj, struct report_resour
 /* One result as a change gives it. Strings borrowed. */
 struct report_entry {
 	const char *policy;	   /* "name" or "namespace/name" (report_policy_ref) */
-	const char *rule;	   /* required */
+	const char *rule;	   /* required; "" only with a source (CEL policies) */
 	enum engine_status result; /* as reported (report_status()) */
 	const char *message;	   /* NULL = "" */
 	const char *severity;	   /* NULL = none */
