@@ -109,13 +109,32 @@ static enum gv_code list_cel(struct kube_client *client, json_t **vpols, json_t 
 	return GV_OK;
 }
 
+/* ValidatingAdmissionPolicies and their bindings (not served before Kubernetes 1.30: none). */
+static enum gv_code list_vap(struct kube_client *client, json_t **vaps, json_t **bindings,
+			     struct gv_err *err)
+{
+	static const char *const vers[] = {"v1"};
+	enum gv_code rc;
+
+	*vaps = *bindings = NULL;
+	if ((rc = list_group_kind(client, "admissionregistration.k8s.io",
+				  "validatingadmissionpolicies", vers, 1, vaps, err)) ||
+	    (rc = list_group_kind(client, "admissionregistration.k8s.io",
+				  "validatingadmissionpolicybindings", vers, 1, bindings, err))) {
+		json_decref(*vaps);
+		*vaps = NULL;
+		return rc;
+	}
+	return GV_OK;
+}
+
 enum gv_code clusterstate_fetch(struct kube_client *client, const char *namespace,
 				const char *configmap, struct clusterstate *out, struct gv_err *err)
 {
 	static const char *const pol_versions[] = {"v1", "v2beta1"};
 	static const char *const exc_versions[] = {"v2", "v2beta1"};
 	json_t *cpols = NULL, *pols = NULL, *excs = NULL, *nss = NULL, *cm = NULL, *nsmap = NULL;
-	json_t *vdocs = NULL, *vxs = NULL;
+	json_t *vdocs = NULL, *vxs = NULL, *vaps = NULL, *vbind = NULL;
 	struct view_vpolset *vset = NULL;
 	struct engine_policyset *set = NULL;
 	struct view_config *config = NULL;
@@ -129,7 +148,8 @@ enum gv_code clusterstate_fetch(struct kube_client *client, const char *namespac
 	if ((rc = list_kind(client, "clusterpolicies", pol_versions, 2, &cpols, err)) ||
 	    (rc = list_kind(client, "policies", pol_versions, 2, &pols, err)) ||
 	    (rc = list_kind(client, "policyexceptions", exc_versions, 2, &excs, err)) ||
-	    (rc = list_cel(client, &vdocs, &vxs, err)))
+	    (rc = list_cel(client, &vdocs, &vxs, err)) ||
+	    (rc = list_vap(client, &vaps, &vbind, err)))
 		goto out;
 	rc = clusterstate_list(client, "/api/v1/namespaces", 500, &nss, NULL, err);
 	if (rc)
@@ -176,13 +196,33 @@ enum gv_code clusterstate_fetch(struct kube_client *client, const char *namespac
 	nsmap = snapshot_build_namespaces(nss);
 	config = view_config_new(out->config_data);
 	out->state = view_state_new(set, nsmap, config);
-	vset = view_vpolset_new(vdocs, vxs);
-	view_state_set_vpols(out->state, vset);
 	out->vpolicies = json_incref(vdocs);
+	json_array_foreach(vaps, i, d)
+	{
+		if (!json_object_get(d, "kind"))
+			json_object_set_new(d, "kind", json_string("ValidatingAdmissionPolicy"));
+	}
+	json_array_foreach(vbind, i, d)
+	{
+		if (!json_object_get(d, "kind"))
+			json_object_set_new(d, "kind",
+					    json_string("ValidatingAdmissionPolicyBinding"));
+	}
+	{
+		json_t *all = json_copy(vdocs);
+
+		json_array_extend(all, vaps);
+		vset = view_vpolset_new(all, vxs);
+		json_decref(all);
+	}
+	view_vpolset_set_bindings(vset, vbind);
+	view_state_set_vpols(out->state, vset);
 out:
 	view_vpolset_unref(vset);
 	json_decref(vdocs);
 	json_decref(vxs);
+	json_decref(vaps);
+	json_decref(vbind);
 	if (set)
 		engine_policyset_unref(set);
 	view_config_unref(config);

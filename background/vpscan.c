@@ -379,7 +379,7 @@ static json_t *namespace_object(const struct view_state *st, const char *ns)
 /* Evaluates one object for one policy and replaces its results. */
 static void eval_one(const struct vpscan_args *a, const struct vtarget *t, struct vdue *vd,
 		     const struct vpol_policy *p, const json_t *obj, struct vpol_input *in,
-		     struct vpscan_stats *stats)
+		     const json_t *vapu, struct vpscan_stats *stats)
 {
 	struct report_resource res;
 	struct vpol_report rep = {0};
@@ -394,6 +394,8 @@ static void eval_one(const struct vpscan_args *a, const struct vtarget *t, struc
 		return;
 	clock_gettime(CLOCK_REALTIME, &now);
 	in->object = obj;
+	/* cel-semantics.md section 5: a VAP's background user */
+	in->user_info = vpol_kind(p) == VPOL_VAP ? vapu : NULL;
 	if (vpol_evaluate(p, in, &rep, &err)) {
 		gv_warn("background: %s %s: %s %s/%s not evaluated: %s", vpol_kind_name(p), vd->ref,
 			t->kind, res.namespace ? res.namespace : "", res.name, err.msg);
@@ -468,6 +470,10 @@ enum gv_code vpscan_namespace(const struct vpscan_plan *plan, const struct vpsca
 	struct vpol_exception **xs;
 	size_t nx = 0;
 	json_t *nso = namespace_object(a->state, a->ns);
+	/* the user a ValidatingAdmissionPolicy sees in background (section 5) */
+	json_t *vapu = json_pack("{s:s, s:s, s:[s]}", "username", "system:kyverno:background-scan",
+				 "uid", "system:kyverno:background-scan", "groups",
+				 "system:kyverno:background-scan");
 	struct vpol_input in = {0};
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	bool lost = !ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
@@ -483,6 +489,7 @@ enum gv_code vpscan_namespace(const struct vpscan_plan *plan, const struct vpsca
 	in.exceptions = xs;
 	in.nexceptions = nx;
 	in.user_info = NULL;
+	in.bindings = view_vpolset_bindings(set, &in.nbindings);
 	for (size_t i = 0; i < a->ndue; i++) {
 		vd[i].pi = plan->npols;
 		for (size_t k = 0; k < plan->npols; k++)
@@ -568,7 +575,8 @@ enum gv_code vpscan_namespace(const struct vpscan_plan *plan, const struct vpsca
 				in.resource = t->resource;
 				for (size_t w = 0; w < nw; w++) {
 					struct vdue *d = &vd[which[w]];
-					eval_one(a, t, d, a->due[which[w]], item, &in, stats);
+					eval_one(a, t, d, a->due[which[w]], item, &in, vapu,
+						 stats);
 					json_array_append_new(d->uids, json_string(jstr(md, "uid")));
 				}
 			}
@@ -602,6 +610,7 @@ enum gv_code vpscan_namespace(const struct vpscan_plan *plan, const struct vpsca
 		EVP_MD_CTX_free(ctx);
 	}
 	json_decref(nso);
+	json_decref(vapu);
 	for (size_t i = 0; i < a->ndue; i++) {
 		free(vd[i].ref);
 		json_decref(vd[i].uids);

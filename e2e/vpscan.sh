@@ -18,8 +18,9 @@
 # spec.scanSuspend: true stops it and false resumes it; a cycle with nothing
 # changed evaluates nothing; `gavel status` lists the ValidatingPolicies with
 # their schedules; `gavel scan --dry-run` reports them too; a
-# ValidatingAdmissionPolicy in background when the API server serves
-# admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (not 1.20: skipped).
+# ValidatingAdmissionPolicy (+ binding) in background when the API server
+# serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (not 1.20:
+# skipped).
 # Outcomes are awaited by polling, never timed. Ends with "N passed, N
 # failed"; exit status 1 when a case failed, 2 when the environment could
 # not be set up.
@@ -275,8 +276,34 @@ case_vap() {
 			"the API server does not serve admissionregistration.k8s.io ValidatingAdmissionPolicy"
 		return 0
 	fi
-	skip "ValidatingAdmissionPolicy reported in background" \
-		"gavel serve does not watch ValidatingAdmissionPolicies yet"
+	local f
+	f=$(manifest vap-team <<'EOF'
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: vap-require-team}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: [""]
+        apiVersions: [v1]
+        operations: [CREATE, UPDATE]
+        resources: [pods]
+  validations:
+    - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
+      message: "vap: label team is required"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: vap-require-team-binding}
+spec:
+  policyName: vap-require-team
+  validationActions: [Audit]
+EOF
+)
+	expect_allowed "ValidatingAdmissionPolicy and binding created" k apply -f "$f"
+	eventually 120 expect_results "ValidatingAdmissionPolicy reported in background" \
+		"polr-ns-$NSA $NSA/no-team ValidatingAdmissionPolicy vap-require-team vap-require-team fail"
 }
 
 main() {

@@ -24,6 +24,8 @@ struct view_vpolset {
 	size_t nx;
 	json_t *errors; /* owned: [{kind, namespace, name, pointer, message}] */
 	json_t *xdocs;	/* owned: the documents of x, in order */
+	json_t *bindings; /* owned: ValidatingAdmissionPolicyBinding documents */
+	const json_t **bv; /* owned array of borrowed pointers into bindings */
 };
 
 static const char *meta(const json_t *doc, const char *key)
@@ -160,6 +162,8 @@ void view_vpolset_unref(struct view_vpolset *s)
 	free(s->xexp);
 	json_decref(s->errors);
 	json_decref(s->xdocs);
+	json_decref(s->bindings);
+	free(s->bv);
 	free(s);
 }
 
@@ -199,6 +203,30 @@ size_t view_vpolset_exception_docs_at(const struct view_vpolset *s, int64_t now,
 		if (s->xexp[i] > now)
 			out[k++] = json_array_get(s->xdocs, i);
 	return k;
+}
+
+void view_vpolset_set_bindings(struct view_vpolset *s, const json_t *bindings)
+{
+	size_t i;
+	const json_t *d;
+
+	json_decref(s->bindings);
+	free(s->bv);
+	s->bindings = json_array();
+	json_array_foreach(bindings, i, d)
+	{
+		if (vpol_is_binding_doc(d))
+			json_array_append(s->bindings, (json_t *)d);
+	}
+	s->bv = gv_xcalloc(json_array_size(s->bindings) + 1, sizeof(*s->bv));
+	for (i = 0; i < json_array_size(s->bindings); i++)
+		s->bv[i] = json_array_get(s->bindings, i);
+}
+
+const json_t *const *view_vpolset_bindings(const struct view_vpolset *s, size_t *n)
+{
+	*n = s && s->bindings ? json_array_size(s->bindings) : 0;
+	return s ? s->bv : NULL;
 }
 
 const json_t *view_vpolset_errors(const struct view_vpolset *s)
