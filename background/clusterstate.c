@@ -55,9 +55,9 @@ static void sort_strings(json_t *a)
 }
 
 /* Lists a kind of group at the first served version; none served = empty. */
-static enum gv_code list_group_kind(struct kube_client *client, const char *group,
-				    const char *kind, const char *const *versions,
-				    size_t nversions, json_t **items, struct gv_err *err)
+static enum gv_code list_group_kind(struct kube_client *client, const char *group, const char *kind,
+				    const char *const *versions, size_t nversions, json_t **items,
+				    struct gv_err *err)
 {
 	for (size_t i = 0; i < nversions; i++) {
 		char *path = gv_xasprintf("/apis/%s/%s/%s", group, versions[i], kind);
@@ -82,7 +82,8 @@ static enum gv_code list_kind(struct kube_client *client, const char *kind,
 	return list_group_kind(client, "kyverno.io", kind, versions, nversions, items, err);
 }
 
-/* The policies.kyverno.io documents: ValidatingPolicy, NamespacedValidatingPolicy, PolicyException. */
+/* The policies.kyverno.io documents: ValidatingPolicy, NamespacedValidatingPolicy, PolicyException.
+ */
 static enum gv_code list_cel(struct kube_client *client, json_t **vpols, json_t **xs,
 			     struct gv_err *err)
 {
@@ -91,8 +92,8 @@ static enum gv_code list_cel(struct kube_client *client, json_t **vpols, json_t 
 	enum gv_code rc;
 
 	*vpols = *xs = NULL;
-	if ((rc = list_group_kind(client, "policies.kyverno.io", "validatingpolicies", vers, 3,
-				  &a, err)) ||
+	if ((rc = list_group_kind(client, "policies.kyverno.io", "validatingpolicies", vers, 3, &a,
+				  err)) ||
 	    (rc = list_group_kind(client, "policies.kyverno.io", "namespacedvalidatingpolicies",
 				  vers, 2, &b, err)) ||
 	    (rc = list_group_kind(client, "policies.kyverno.io", "policyexceptions", vers, 3, xs,

@@ -539,7 +539,8 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 				va.ndue = w->nvall;
 				va.metadata_only = true;
 				if (vpscan_namespace(w->plan, &va, &vst, &verr))
-					gv_debug("background: %s: inputs not known: %s", ns, verr.msg);
+					gv_debug("background: %s: inputs not known: %s", ns,
+						 verr.msg);
 				nobj += vst.listed;
 				snprintf(legacy, sizeof(legacy), "%s", objects);
 				objects_join(w, legacy, vst.inputs, objects);
@@ -1172,8 +1173,8 @@ enum gv_code nsscan_once(const struct nsscan_options *o, struct nsscan_stats *st
 		}
 		for (size_t i = 0; i < nvdue; i++) {
 			struct scanstate_entry e = {0};
-			const char *uid = json_string_value(json_object_get(
-			    json_object_get(vpol_doc(vdue[i]), "metadata"), "uid"));
+			const char *uid = json_string_value(
+			    json_object_get(json_object_get(vpol_doc(vdue[i]), "metadata"), "uid"));
 			char *key = vpscan_state_key(vdue[i]), *text;
 
 			e.last_scan = end;

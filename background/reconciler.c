@@ -30,8 +30,8 @@
 #define STOP_FLUSH_S  5 /* the last flush of admission results at stop may take this long */
 #define STATE_PREFIX1 "ClusterPolicy."
 /* CEL policies' keys (vpscan_state_key) */
-static const char *const state_prefixes_cel[] = {
-    "ValidatingPolicy.", "NamespacedValidatingPolicy.", "ValidatingAdmissionPolicy."};
+static const char *const state_prefixes_cel[] = {"ValidatingPolicy.", "NamespacedValidatingPolicy.",
+						 "ValidatingAdmissionPolicy."};
 #define STATE_PREFIX2 "Policy."
 
 /* ---- schedules ---- */
@@ -1256,8 +1256,8 @@ static enum gv_code count_results(struct kube_client *client, json_t **out, stru
 				json_t *cnt;
 				if (!pol || !r)
 					continue;
-				/* CEL policies' results: "<source>/<ref>" (a ClusterPolicy may share
-				 * the name) */
+				/* CEL policies' results: "<source>/<ref>" (a ClusterPolicy may
+				 * share the name) */
 				key = src && (!strcmp(src, REPORT_SOURCE_VPOL) ||
 					      !strcmp(src, REPORT_SOURCE_VAP))
 					  ? gv_xasprintf("%s/%s", src, pol)
@@ -1335,12 +1335,12 @@ static json_t *status_cel(const json_t *doc, const struct view_vpolset *vs, cons
 		has_last = text && !scanstate_decode(text, &last, NULL);
 		free(key);
 	}
-	background = p ? vpscan_background(p)
-		       : !json_is_false(json_object_get(
-			     json_object_get(
-				 json_object_get(json_object_get(doc, "spec"), "evaluation"),
-				 "background"),
-			     "enabled"));
+	background =
+	    p ? vpscan_background(p)
+	      : !json_is_false(json_object_get(
+		    json_object_get(json_object_get(json_object_get(doc, "spec"), "evaluation"),
+				    "background"),
+		    "enabled"));
 	reconciler_sched_resolve(doc, ref, global, &sched);
 	when = reconciler_when(&sched, global->suspended, has_last ? &last : NULL, uid,
 			       p ? vpscan_fingerprint(p) : 0, now, &next);
@@ -1462,10 +1462,8 @@ enum gv_code reconciler_status(struct kube_client *client, const char *namespace
 		free(ref);
 		free(key);
 	}
-	json_array_foreach(cs.vpolicies, i, doc)
-		json_array_append_new(*out,
-				      status_cel(doc, view_state_vpols(cs.state), state, counts,
-						 &global, now));
+	json_array_foreach(cs.vpolicies, i, doc) json_array_append_new(
+	    *out, status_cel(doc, view_state_vpols(cs.state), state, counts, &global, now));
 out:
 	json_decref(state);
 	json_decref(counts);

@@ -1394,8 +1394,7 @@ size_t report_prune(struct report_set *rs, const struct engine_policyset *set)
 size_t report_prune_live(struct report_set *rs, const struct engine_policyset *set,
 			 const struct report_live *live, size_t nlive)
 {
-	struct prune_arg a = {.background =
-				  intern(rs, report_process_name(REPORT_BACKGROUND_SCAN)),
+	struct prune_arg a = {.background = intern(rs, report_process_name(REPORT_BACKGROUND_SCAN)),
 			      .src_vpol = intern(rs, REPORT_SOURCE_VPOL),
 			      .src_vap = intern(rs, REPORT_SOURCE_VAP)};
 	struct sweep sw = {NULL, match_pruned, &a};

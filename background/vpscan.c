@@ -82,8 +82,8 @@ bool vpscan_reads_outside(const struct vpol_policy *p)
 
 /* A resolved collection. */
 struct vtarget {
-	char *key;	      /* owned: "<group>/<version>/<resource>" */
-	char *api_version;    /* owned: "v1", "apps/v1" */
+	char *key;		       /* owned: "<group>/<version>/<resource>" */
+	char *api_version;	       /* owned: "v1", "apps/v1" */
 	char *group, *resource, *kind; /* owned */
 	bool namespaced;
 	size_t *pols; /* owned: indices into plan->pols */
@@ -151,8 +151,8 @@ static char *preferred_version(struct disc *d, const char *group)
 static struct vtarget *plan_target(struct vpscan_plan *plan, struct disc *d, const char *group,
 				   const char *version, const char *resource, bool *ok)
 {
-	char *path = *group ? gv_xasprintf("/apis/%s/%s", group, version)
-			    : gv_xasprintf("/api/%s", version);
+	char *path =
+	    *group ? gv_xasprintf("/apis/%s/%s", group, version) : gv_xasprintf("/api/%s", version);
 	char *key = gv_xasprintf("%s/%s/%s", group, version, resource);
 	const json_t *doc = disc_get(d, path), *r;
 	const json_t *found = NULL;
@@ -228,18 +228,18 @@ static bool pod_autogen(const json_t *spec)
 	       only(json_object_get(r, "resources"), "pods") &&
 	       !json_array_size(json_object_get(r, "resourceNames")) &&
 	       !json_array_size(json_object_get(mc, "excludeResourceRules")) &&
-	       !json_object_size(json_object_get(json_object_get(mc, "objectSelector"),
-						 "matchLabels")) &&
-	       !json_array_size(json_object_get(json_object_get(mc, "objectSelector"),
-						"matchExpressions"));
+	       !json_object_size(
+		   json_object_get(json_object_get(mc, "objectSelector"), "matchLabels")) &&
+	       !json_array_size(
+		   json_object_get(json_object_get(mc, "objectSelector"), "matchExpressions"));
 }
 
 static void plan_policy(struct vpscan_plan *plan, struct disc *d, size_t pi)
 {
 	struct vplan_pol *pp = &plan->pols[pi];
 	const json_t *spec = json_object_get(vpol_doc(pp->p), "spec");
-	const json_t *rules = json_object_get(json_object_get(spec, "matchConstraints"),
-					      "resourceRules");
+	const json_t *rules =
+	    json_object_get(json_object_get(spec, "matchConstraints"), "resourceRules");
 	size_t i, j, k, l;
 	const json_t *r, *g, *v, *res;
 
@@ -312,8 +312,8 @@ static int target_cmp(const void *a, const void *b)
 	return strcmp(((const struct vtarget *)a)->key, ((const struct vtarget *)b)->key);
 }
 
-struct vpscan_plan *vpscan_plan_new(struct kube_client *client, const struct vpol_policy *const *pols,
-				    size_t n)
+struct vpscan_plan *vpscan_plan_new(struct kube_client *client,
+				    const struct vpol_policy *const *pols, size_t n)
 {
 	struct vpscan_plan *plan = gv_xcalloc(1, sizeof(*plan));
 	struct disc d = {client, json_object()};
@@ -471,9 +471,9 @@ enum gv_code vpscan_namespace(const struct vpscan_plan *plan, const struct vpsca
 	size_t nx = 0;
 	json_t *nso = namespace_object(a->state, a->ns);
 	/* the user a ValidatingAdmissionPolicy sees in background (section 5) */
-	json_t *vapu = json_pack("{s:s, s:s, s:[s]}", "username", "system:kyverno:background-scan",
-				 "uid", "system:kyverno:background-scan", "groups",
-				 "system:kyverno:background-scan");
+	json_t *vapu =
+	    json_pack("{s:s, s:s, s:[s]}", "username", "system:kyverno:background-scan", "uid",
+		      "system:kyverno:background-scan", "groups", "system:kyverno:background-scan");
 	struct vpol_input in = {0};
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	bool lost = !ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
@@ -504,8 +504,8 @@ enum gv_code vpscan_namespace(const struct vpscan_plan *plan, const struct vpsca
 		size_t *which = gv_xcalloc(t->npols + 1, sizeof(*which)), nw = 0;
 		struct kube_list_options lo = {
 		    .limit = limit, .metadata = a->metadata_only, .max_restarts = -1};
-		struct kube_resource kr = {.group = t->group, .resource = t->resource,
-					   .namespaced = t->namespaced};
+		struct kube_resource kr = {
+		    .group = t->group, .resource = t->resource, .namespaced = t->namespaced};
 		struct kube_pager *pg;
 		struct kube_page *page;
 		char *coll;
@@ -547,8 +547,8 @@ enum gv_code vpscan_namespace(const struct vpscan_plan *plan, const struct vpsca
 							vd[which[w]].complete = false;
 					}
 				} else {
-					rc = gv_err_set(err, GV_ENET, "listing %s: %s", coll,
-							e.msg);
+					rc =
+					    gv_err_set(err, GV_ENET, "listing %s: %s", coll, e.msg);
 				}
 				lost = true;
 				break;
@@ -575,9 +575,9 @@ enum gv_code vpscan_namespace(const struct vpscan_plan *plan, const struct vpsca
 				in.resource = t->resource;
 				for (size_t w = 0; w < nw; w++) {
 					struct vdue *d = &vd[which[w]];
-					eval_one(a, t, d, a->due[which[w]], item, &in, vapu,
-						 stats);
-					json_array_append_new(d->uids, json_string(jstr(md, "uid")));
+					eval_one(a, t, d, a->due[which[w]], item, &in, vapu, stats);
+					json_array_append_new(d->uids,
+							      json_string(jstr(md, "uid")));
 				}
 			}
 		}

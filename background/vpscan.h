@@ -41,7 +41,8 @@
 /* REPORT_SOURCE_VPOL, or REPORT_SOURCE_VAP for a ValidatingAdmissionPolicy. */
 const char *vpscan_source(const struct vpol_policy *p);
 
-/* The report `policy` of p: "name", or "namespace/name" for a NamespacedValidatingPolicy. Caller frees. */
+/* The report `policy` of p: "name", or "namespace/name" for a NamespacedValidatingPolicy. Caller
+ * frees. */
 char *vpscan_policy_ref(const struct vpol_policy *p);
 
 /*
@@ -93,8 +94,8 @@ struct vpscan_plan;
  * discovery fails is skipped (logged at debug level) and the policies
  * listing it are incomplete.
  */
-struct vpscan_plan *vpscan_plan_new(struct kube_client *client, const struct vpol_policy *const *pols,
-				    size_t n);
+struct vpscan_plan *vpscan_plan_new(struct kube_client *client,
+				    const struct vpol_policy *const *pols, size_t n);
 void vpscan_plan_free(struct vpscan_plan *plan);
 
 /* One namespace's scan. */

@@ -86,9 +86,10 @@ static void print_table(const json_t *rows)
 
 		cells[i] = gv_xcalloc(NCOL, sizeof(**cells));
 		/* CEL policies by kind: a ValidatingPolicy may share a ClusterPolicy's name */
-		cells[i][0] = strstr(sval(r, "kind", ""), "ValidatingPolicy")
-				  ? gv_xasprintf("%s/%s", sval(r, "kind", ""), sval(r, "policy", ""))
-				  : gv_xstrdup(sval(r, "policy", ""));
+		cells[i][0] =
+		    strstr(sval(r, "kind", ""), "ValidatingPolicy")
+			? gv_xasprintf("%s/%s", sval(r, "kind", ""), sval(r, "policy", ""))
+			: gv_xstrdup(sval(r, "policy", ""));
 		cells[i][1] = !strcmp(src, "global")
 				  ? gv_xasprintf("%s (global)", sval(r, "schedule", ""))
 				  : gv_xstrdup(sval(r, "schedule", ""));

@@ -22,9 +22,9 @@ struct view_vpolset {
 	struct vpol_exception **x; /* owned */
 	int64_t *xexp;		   /* spec.expiresAt of x[i], Unix seconds; INT64_MAX = none */
 	size_t nx;
-	json_t *errors; /* owned: [{kind, namespace, name, pointer, message}] */
-	json_t *xdocs;	/* owned: the documents of x, in order */
-	json_t *bindings; /* owned: ValidatingAdmissionPolicyBinding documents */
+	json_t *errors;	   /* owned: [{kind, namespace, name, pointer, message}] */
+	json_t *xdocs;	   /* owned: the documents of x, in order */
+	json_t *bindings;  /* owned: ValidatingAdmissionPolicyBinding documents */
 	const json_t **bv; /* owned array of borrowed pointers into bindings */
 };
 
@@ -194,8 +194,7 @@ size_t view_vpolset_exceptions_at(const struct view_vpolset *s, int64_t now,
 	return k;
 }
 
-size_t view_vpolset_exception_docs_at(const struct view_vpolset *s, int64_t now,
-				      const json_t **out)
+size_t view_vpolset_exception_docs_at(const struct view_vpolset *s, int64_t now, const json_t **out)
 {
 	size_t k = 0;
 

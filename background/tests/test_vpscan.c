@@ -72,9 +72,9 @@ static void replace1(struct report_set *rs, const struct report_resource *r, con
 }
 
 #define CPOL_TEAM                                                                                  \
-	"{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\",\"metadata\":{\"name\":"    \
+	"{\"apiVersion\":\"kyverno.io/v1\",\"kind\":\"ClusterPolicy\",\"metadata\":{\"name\":"     \
 	"\"require-team\"},\"spec\":{\"background\":true,\"rules\":[{\"name\":\"team\",\"match\":" \
-	"{\"any\":[{\"resources\":{\"kinds\":[\"Pod\"]}}]},\"validate\":{\"message\":\"m\","      \
+	"{\"any\":[{\"resources\":{\"kinds\":[\"Pod\"]}}]},\"validate\":{\"message\":\"m\","       \
 	"\"pattern\":{\"metadata\":{\"labels\":{\"team\":\"?*\"}}}}}]}}"
 
 /* A Pod ValidatingPolicy (kind, name, namespace, extra spec members). */
@@ -85,7 +85,8 @@ static char *vp_text(const char *kind, const char *name, const char *ns, const c
 	    "\"%s\"%s%s%s,\"uid\":\"uid-%s\"},\"spec\":{%s\"validationActions\":[\"Audit\"],"
 	    "\"matchConstraints\":{\"resourceRules\":[{\"apiGroups\":[\"\"],\"apiVersions\":"
 	    "[\"v1\"],\"operations\":[\"CREATE\",\"UPDATE\"],\"resources\":[\"pods\"]}]},"
-	    "\"validations\":[{\"expression\":\"has(object.metadata.labels) && \\u0027team\\u0027 in "
+	    "\"validations\":[{\"expression\":\"has(object.metadata.labels) && \\u0027team\\u0027 "
+	    "in "
 	    "object.metadata.labels\",\"message\":\"label team is required\"}]}}",
 	    kind, name, ns ? ",\"namespace\":\"" : "", ns ? ns : "", ns ? "\"" : "", name,
 	    extra ? extra : "");
@@ -106,8 +107,8 @@ static void test_prune_live(void **state)
 	struct report_entry vp = ent("", ENGINE_FAIL, REPORT_SOURCE_VPOL, REPORT_BACKGROUND_SCAN);
 	struct report_entry vpx =
 	    ent("exception", ENGINE_SKIP, REPORT_SOURCE_VPOL, REPORT_BACKGROUND_SCAN);
-	struct report_entry vap = ent("some-vap", ENGINE_FAIL, REPORT_SOURCE_VAP,
-				      REPORT_BACKGROUND_SCAN);
+	struct report_entry vap =
+	    ent("some-vap", ENGINE_FAIL, REPORT_SOURCE_VAP, REPORT_BACKGROUND_SCAN);
 	struct report_entry adm = ent("", ENGINE_FAIL, REPORT_SOURCE_VPOL, REPORT_ADMISSION_REVIEW);
 	struct report_live live[] = {{REPORT_SOURCE_VPOL, "require-team", true},
 				     {REPORT_SOURCE_VPOL, "team-a/nvp", false}};
@@ -193,23 +194,23 @@ static void test_mixed_layouts(void **state)
 		objs = report_render_all(rs);
 		if (!split) {
 			assert_int_equal(json_array_size(objs), 1);
-			assert_string_equal(json_string_value(json_object_get(
-						json_object_get(json_array_get(objs, 0), "metadata"),
-						"name")),
-					    "polr-ns-team-a");
+			assert_string_equal(
+			    json_string_value(json_object_get(
+				json_object_get(json_array_get(objs, 0), "metadata"), "name")),
+			    "polr-ns-team-a");
 			assert_int_equal(
 			    json_array_size(json_object_get(json_array_get(objs, 0), "results")),
 			    2);
 		} else {
 			assert_int_equal(json_array_size(objs), 2);
-			assert_string_equal(json_string_value(json_object_get(
-						json_object_get(json_array_get(objs, 0), "metadata"),
-						"name")),
-					    "polr-ns-team-a-require-team");
-			assert_string_equal(json_string_value(json_object_get(
-						json_object_get(json_array_get(objs, 1), "metadata"),
-						"name")),
-					    "polr-ns-team-a-vp-team");
+			assert_string_equal(
+			    json_string_value(json_object_get(
+				json_object_get(json_array_get(objs, 0), "metadata"), "name")),
+			    "polr-ns-team-a-require-team");
+			assert_string_equal(
+			    json_string_value(json_object_get(
+				json_object_get(json_array_get(objs, 1), "metadata"), "name")),
+			    "polr-ns-team-a-vp-team");
 		}
 		json_decref(objs);
 		report_set_free(rs);
@@ -224,8 +225,7 @@ struct fake {
 	const char *color; /* label of pod b */
 };
 
-static json_t *pod_obj(const char *ns, const char *name, const char *uid, const char *rv,
-		       bool team)
+static json_t *pod_obj(const char *ns, const char *name, const char *uid, const char *rv, bool team)
 {
 	return json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:o}}", "apiVersion", "v1", "kind",
 			 "Pod", "metadata", "name", name, "namespace", ns, "uid", uid,
@@ -233,9 +233,8 @@ static json_t *pod_obj(const char *ns, const char *name, const char *uid, const 
 			 team ? json_pack("{s:s}", "team", "x") : json_object());
 }
 
-static enum gv_code fake_request(void *ud, const char *method, const char *path,
-				 const json_t *body, json_t **out, struct kube_status *st,
-				 struct gv_err *err)
+static enum gv_code fake_request(void *ud, const char *method, const char *path, const json_t *body,
+				 json_t **out, struct kube_status *st, struct gv_err *err)
 {
 	struct fake *f = ud;
 
@@ -268,7 +267,8 @@ static enum gv_code fake_request(void *ud, const char *method, const char *path,
 	}
 	if (!strncmp(path, "/api/v1/namespaces/", 19)) {
 		f->lists++;
-		*out = J("{\"apiVersion\":\"v1\",\"kind\":\"PodList\",\"metadata\":{},\"items\":[]}");
+		*out =
+		    J("{\"apiVersion\":\"v1\",\"kind\":\"PodList\",\"metadata\":{},\"items\":[]}");
 		return GV_OK;
 	}
 	st->http = 404;
@@ -323,9 +323,9 @@ static void test_scan_namespace(void **state)
 				    REPORT_SOURCE_VPOL);
 		assert_string_equal(json_string_value(json_object_get(r, "policy")), "vp-team");
 		assert_null(json_object_get(r, "rule"));
-		assert_string_equal(json_string_value(json_object_get(
-					json_object_get(r, "properties"), "process")),
-				    "background scan");
+		assert_string_equal(
+		    json_string_value(json_object_get(json_object_get(r, "properties"), "process")),
+		    "background scan");
 		if (!strcmp(json_string_value(json_object_get(r, "result")), "fail")) {
 			fails++;
 			assert_string_equal(json_string_value(json_object_get(r, "message")),
@@ -365,11 +365,12 @@ static void test_scan_namespace(void **state)
 }
 
 #define VAP                                                                                        \
-	"{\"apiVersion\":\"admissionregistration.k8s.io/v1\",\"kind\":"                           \
-	"\"ValidatingAdmissionPolicy\",\"metadata\":{\"name\":\"vap-team\"},\"spec\":{"           \
-	"\"matchConstraints\":{\"resourceRules\":[{\"apiGroups\":[\"\"],\"apiVersions\":"         \
-	"[\"v1\"],\"operations\":[\"CREATE\"],\"resources\":[\"pods\"]}]},\"validations\":[{"     \
-	"\"expression\":\"has(object.metadata.labels) && \\u0027team\\u0027 in object.metadata.labels\"}]}}"
+	"{\"apiVersion\":\"admissionregistration.k8s.io/v1\",\"kind\":"                            \
+	"\"ValidatingAdmissionPolicy\",\"metadata\":{\"name\":\"vap-team\"},\"spec\":{"            \
+	"\"matchConstraints\":{\"resourceRules\":[{\"apiGroups\":[\"\"],\"apiVersions\":"          \
+	"[\"v1\"],\"operations\":[\"CREATE\"],\"resources\":[\"pods\"]}]},\"validations\":[{"      \
+	"\"expression\":\"has(object.metadata.labels) && \\u0027team\\u0027 in "                   \
+	"object.metadata.labels\"}]}}"
 
 /*
  * A ValidatingAdmissionPolicy: reported with its source when its kinds are
