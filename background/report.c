@@ -560,6 +560,7 @@ static struct report_entry *entries_copy(const struct report_entry *e, size_t n)
 		v[i].message = dup_or_null(e[i].message);
 		v[i].severity = dup_or_null(e[i].severity);
 		v[i].category = dup_or_null(e[i].category);
+		v[i].source = dup_or_null(e[i].source);
 	}
 	return v;
 }
@@ -574,6 +575,7 @@ static void jrec_release(struct jrec *j)
 		free((char *)j->e[i].message);
 		free((char *)j->e[i].severity);
 		free((char *)j->e[i].category);
+		free((char *)j->e[i].source);
 	}
 	free(j->e);
 	for (size_t i = 0; i < j->nuids; i++)
@@ -2227,6 +2229,8 @@ static char *jrec_text(const struct jrec *j)
 		gv_buf_addc(&eb, (char)('0' + (int)e->result));
 		gv_buf_addc(&eb, e->scored ? 's' : 'u');
 		gv_buf_addc(&eb, (char)('0' + (int)e->process));
+		if (e->source) /* CEL policies' results (none: a legacy digest as it was) */
+			buf_field(&eb, e->source);
 		parts[np++] = gv_buf_detach(&eb);
 	}
 	for (size_t i = 0; i < j->nuids; i++)
