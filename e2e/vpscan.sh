@@ -15,7 +15,8 @@
 # scan of one keeps the others' results; a changed policy is evaluated again,
 # a deleted one's results go; spec.scanInterval of a few seconds fires on a
 # ValidatingPolicy (an existing object's change reaches the report),
-# spec.scanSuspend: true stops it and false resumes it; a cycle with nothing
+# spec.scanSuspend: true stops it and false resumes it (the BackgroundScan
+# condition in status.conditionStatus says so); a cycle with nothing
 # changed evaluates nothing; `gavel status` lists the ValidatingPolicies with
 # their schedules; `gavel scan --dry-run` reports them too; a
 # ValidatingAdmissionPolicy (+ binding) in background when the API server
@@ -239,6 +240,10 @@ case_interval() {
 	expect_allowed "scanSuspend: true" set_suspend true
 	eventually 60 expect_output "suspension logged" cat "$E2E_DIR/gavel.log" -- \
 		"policy vps-interval: scans suspended (spec.scanSuspend)"
+	eventually 60 expect_output "status: BackgroundScan condition Suspended" \
+		k get validatingpolicy vps-interval -o \
+		'jsonpath={.status.conditionStatus.conditions[?(@.type=="BackgroundScan")].reason}' -- \
+		Suspended
 	eventually 60 expect_output "gavel status: suspended by the policy" \
 		"$GAVEL" status --kubeconfig "$KUBECONFIG" --namespace "$GAVEL_NAMESPACE" -o json -- \
 		'"policy": "vps-interval"' '"suspendedBy": "policy"'
@@ -251,6 +256,10 @@ case_interval() {
 	expect_allowed "scanSuspend: false" set_suspend false
 	eventually 90 expect_results "resumed: the change reaches the report" \
 		"polr-ns-$NSA $NSA/painted $VP vps-interval - pass"
+	eventually 60 expect_output "status: BackgroundScan condition Scheduled again" \
+		k get validatingpolicy vps-interval -o \
+		'jsonpath={.status.conditionStatus.conditions[?(@.type=="BackgroundScan")].reason}' -- \
+		Scheduled
 }
 
 case_status_and_scan() {

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "background/policystatus.h"
 #include "background/report.h"
 #include "background/vpscan.h"
 #include "common/tests/helpers.h"
@@ -457,12 +458,57 @@ static void test_fingerprint(void **state)
 	free(t3);
 }
 
+/*
+ * The BackgroundScan condition of a CEL policy goes into
+ * status.conditionStatus.conditions beside Kyverno's, which stay; its
+ * lastTransitionTime holds while its status does.
+ */
+static void test_status_cel(void **state)
+{
+	json_t *cur = J("{'conditionStatus': {'ready': true, 'conditions': [{'type': "
+			"'WebhookConfigured', 'status': 'True'}, {'type': 'BackgroundScan', "
+			"'status': 'True', 'reason': 'Scheduled', 'lastTransitionTime': "
+			"'2026-01-01T00:00:00Z'}]}, 'autogen': {}}");
+	struct policystatus_scan scan = {
+	    .present = true, .when = RECONCILER_WAITING, .last = 1767225600, .next = 1767229200};
+	json_t *st = policystatus_build_cel(cur, &scan, 1767230000);
+	const json_t *conds = json_object_get(json_object_get(st, "conditionStatus"), "conditions");
+	const json_t *bs = json_array_get(conds, 1);
+
+	(void)state;
+	assert_int_equal(json_array_size(conds), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(conds, 0), "type")),
+			    "WebhookConfigured");
+	assert_string_equal(json_string_value(json_object_get(bs, "reason")), "Scheduled");
+	assert_string_equal(json_string_value(json_object_get(bs, "lastTransitionTime")),
+			    "2026-01-01T00:00:00Z");
+	assert_non_null(json_object_get(st, "autogen"));
+	json_decref(st);
+	scan.when = RECONCILER_SUSPENDED;
+	st = policystatus_build_cel(cur, &scan, 1767230000);
+	bs = json_array_get(json_object_get(json_object_get(st, "conditionStatus"), "conditions"),
+			    1);
+	assert_string_equal(json_string_value(json_object_get(bs, "status")), "False");
+	assert_string_equal(json_string_value(json_object_get(bs, "reason")), "Suspended");
+	assert_string_not_equal(json_string_value(json_object_get(bs, "lastTransitionTime")),
+				"2026-01-01T00:00:00Z");
+	json_decref(st);
+	/* no schedule of its own any more: the condition goes */
+	scan.present = false;
+	st = policystatus_build_cel(cur, &scan, 1767230000);
+	assert_int_equal(
+	    json_array_size(json_object_get(json_object_get(st, "conditionStatus"), "conditions")),
+	    1);
+	json_decref(st);
+	json_decref(cur);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_prune_live),	   cmocka_unit_test(test_mixed_layouts),
 	    cmocka_unit_test(test_scan_namespace), cmocka_unit_test(test_vap_and_not_served),
-	    cmocka_unit_test(test_fingerprint),
+	    cmocka_unit_test(test_fingerprint),	   cmocka_unit_test(test_status_cel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
