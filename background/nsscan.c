@@ -298,6 +298,18 @@ static char *inputs_salt(const struct once *w)
 			digest_json(ctx, json_object_get(md, "resourceVersion"));
 		}
 		free(xd);
+		/* and the ValidatingAdmissionPolicyBindings */
+		{
+			const json_t *const *bv = view_vpolset_bindings(vs, &nx);
+
+			digest_str(ctx, "vap-bindings");
+			for (i = 0; i < nx; i++) {
+				const json_t *md = json_object_get(bv[i], "metadata");
+
+				digest_json(ctx, json_object_get(md, "uid"));
+				digest_json(ctx, json_object_get(md, "resourceVersion"));
+			}
+		}
 	}
 	free(build);
 	return digest_end(ctx);
