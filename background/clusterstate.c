@@ -54,13 +54,13 @@ static void sort_strings(json_t *a)
 	free(v);
 }
 
-/* Lists a kyverno.io kind at the first served version; none served = empty. */
-static enum gv_code list_kind(struct kube_client *client, const char *kind,
-			      const char *const *versions, size_t nversions, json_t **items,
-			      struct gv_err *err)
+/* Lists a kind of group at the first served version; none served = empty. */
+static enum gv_code list_group_kind(struct kube_client *client, const char *group, const char *kind,
+				    const char *const *versions, size_t nversions, json_t **items,
+				    struct gv_err *err)
 {
 	for (size_t i = 0; i < nversions; i++) {
-		char *path = gv_xasprintf("/apis/kyverno.io/%s/%s", versions[i], kind);
+		char *path = gv_xasprintf("/apis/%s/%s/%s", group, versions[i], kind);
 		struct kube_status st;
 		struct gv_err e = {0};
 		enum gv_code rc = clusterstate_list(client, path, 500, items, &st, &e);
@@ -75,12 +75,68 @@ static enum gv_code list_kind(struct kube_client *client, const char *kind,
 	return GV_OK;
 }
 
+static enum gv_code list_kind(struct kube_client *client, const char *kind,
+			      const char *const *versions, size_t nversions, json_t **items,
+			      struct gv_err *err)
+{
+	return list_group_kind(client, "kyverno.io", kind, versions, nversions, items, err);
+}
+
+/* The policies.kyverno.io documents: ValidatingPolicy, NamespacedValidatingPolicy, PolicyException.
+ */
+static enum gv_code list_cel(struct kube_client *client, json_t **vpols, json_t **xs,
+			     struct gv_err *err)
+{
+	static const char *const vers[] = {"v1", "v1beta1", "v1alpha1"};
+	json_t *a = NULL, *b = NULL;
+	enum gv_code rc;
+
+	*vpols = *xs = NULL;
+	if ((rc = list_group_kind(client, "policies.kyverno.io", "validatingpolicies", vers, 3, &a,
+				  err)) ||
+	    (rc = list_group_kind(client, "policies.kyverno.io", "namespacedvalidatingpolicies",
+				  vers, 2, &b, err)) ||
+	    (rc = list_group_kind(client, "policies.kyverno.io", "policyexceptions", vers, 3, xs,
+				  err))) {
+		json_decref(a);
+		json_decref(b);
+		json_decref(*xs);
+		*xs = NULL;
+		return rc;
+	}
+	json_array_extend(a, b);
+	json_decref(b);
+	*vpols = a;
+	return GV_OK;
+}
+
+/* ValidatingAdmissionPolicies and their bindings (not served before Kubernetes 1.30: none). */
+static enum gv_code list_vap(struct kube_client *client, json_t **vaps, json_t **bindings,
+			     struct gv_err *err)
+{
+	static const char *const vers[] = {"v1"};
+	enum gv_code rc;
+
+	*vaps = *bindings = NULL;
+	if ((rc = list_group_kind(client, "admissionregistration.k8s.io",
+				  "validatingadmissionpolicies", vers, 1, vaps, err)) ||
+	    (rc = list_group_kind(client, "admissionregistration.k8s.io",
+				  "validatingadmissionpolicybindings", vers, 1, bindings, err))) {
+		json_decref(*vaps);
+		*vaps = NULL;
+		return rc;
+	}
+	return GV_OK;
+}
+
 enum gv_code clusterstate_fetch(struct kube_client *client, const char *namespace,
 				const char *configmap, struct clusterstate *out, struct gv_err *err)
 {
 	static const char *const pol_versions[] = {"v1", "v2beta1"};
 	static const char *const exc_versions[] = {"v2", "v2beta1"};
 	json_t *cpols = NULL, *pols = NULL, *excs = NULL, *nss = NULL, *cm = NULL, *nsmap = NULL;
+	json_t *vdocs = NULL, *vxs = NULL, *vaps = NULL, *vbind = NULL;
+	struct view_vpolset *vset = NULL;
 	struct engine_policyset *set = NULL;
 	struct view_config *config = NULL;
 	struct kube_status st;
@@ -92,7 +148,9 @@ enum gv_code clusterstate_fetch(struct kube_client *client, const char *namespac
 	memset(out, 0, sizeof(*out));
 	if ((rc = list_kind(client, "clusterpolicies", pol_versions, 2, &cpols, err)) ||
 	    (rc = list_kind(client, "policies", pol_versions, 2, &pols, err)) ||
-	    (rc = list_kind(client, "policyexceptions", exc_versions, 2, &excs, err)))
+	    (rc = list_kind(client, "policyexceptions", exc_versions, 2, &excs, err)) ||
+	    (rc = list_cel(client, &vdocs, &vxs, err)) ||
+	    (rc = list_vap(client, &vaps, &vbind, err)))
 		goto out;
 	rc = clusterstate_list(client, "/api/v1/namespaces", 500, &nss, NULL, err);
 	if (rc)
@@ -139,7 +197,33 @@ enum gv_code clusterstate_fetch(struct kube_client *client, const char *namespac
 	nsmap = snapshot_build_namespaces(nss);
 	config = view_config_new(out->config_data);
 	out->state = view_state_new(set, nsmap, config);
+	out->vpolicies = json_incref(vdocs);
+	json_array_foreach(vaps, i, d)
+	{
+		if (!json_object_get(d, "kind"))
+			json_object_set_new(d, "kind", json_string("ValidatingAdmissionPolicy"));
+	}
+	json_array_foreach(vbind, i, d)
+	{
+		if (!json_object_get(d, "kind"))
+			json_object_set_new(d, "kind",
+					    json_string("ValidatingAdmissionPolicyBinding"));
+	}
+	{
+		json_t *all = json_copy(vdocs);
+
+		json_array_extend(all, vaps);
+		vset = view_vpolset_new(all, vxs);
+		json_decref(all);
+	}
+	view_vpolset_set_bindings(vset, vbind);
+	view_state_set_vpols(out->state, vset);
 out:
+	view_vpolset_unref(vset);
+	json_decref(vdocs);
+	json_decref(vxs);
+	json_decref(vaps);
+	json_decref(vbind);
 	if (set)
 		engine_policyset_unref(set);
 	view_config_unref(config);
@@ -163,6 +247,7 @@ void clusterstate_release(struct clusterstate *cs)
 		return;
 	view_state_unref(cs->state);
 	json_decref(cs->policies);
+	json_decref(cs->vpolicies);
 	json_decref(cs->config_data);
 	json_decref(cs->exceptions);
 	json_decref(cs->namespaces);

@@ -1,6 +1,7 @@
 /*
  * clusterstate.h - one read of what background/snapshot.h keeps current
- * with informers: ClusterPolicies, Policies, PolicyExceptions, Namespaces
+ * with informers: ClusterPolicies, Policies, PolicyExceptions, Namespaces,
+ * ValidatingPolicies, NamespacedValidatingPolicies, CEL PolicyExceptions
  * and gavel's ConfigMap, listed once and made into an view_state.
  * For the one-shot commands (`gavel scan`, `gavel status`), which need no
  * watches.
@@ -22,6 +23,12 @@ struct clusterstate {
 	json_t *namespaces;  /* owned: array of the namespaces' names, sorted */
 	json_t *exceptions;  /* owned: the PolicyException documents, as listed */
 	size_t npolicies;    /* policies that compiled (in the set) */
+	/*
+	 * owned: the policies.kyverno.io ValidatingPolicy and
+	 * NamespacedValidatingPolicy documents, as listed; they and the CEL
+	 * PolicyExceptions are compiled into state's view_vpolset.
+	 */
+	json_t *vpolicies;
 };
 
 /*

@@ -15,6 +15,7 @@
 
 #include "background/clusterstate.h"
 #include "background/scanstate.h"
+#include "background/vpscan.h"
 #include "common/log.h"
 #include "common/banned.h"
 
@@ -84,6 +85,14 @@ struct once {
 	const char *self;	  /* gavel's namespace */
 	const struct engine_policy *const *all, *const *due;
 	size_t nall, ndue;
+	/* CEL policies (nsscan_input.vall, vdue); vrefs: their memo keys "<source>/<ref>" */
+	const struct vpol_policy *const *vall, *const *vdue;
+	size_t nvall, nvdue;
+	char **vrefs;
+	struct vpscan_plan *plan; /* the resources of vall */
+	struct report_live *live; /* every CEL policy of the state, for report_prune_live */
+	char **live_refs;
+	size_t nlive;
 	const char **spaces; /* "" (cluster-scoped objects), then the namespaces */
 	size_t nspaces;
 	char **refs; /* report_policy_ref of all[i] (owned) */
@@ -246,6 +255,14 @@ static char *inputs_salt(const struct once *w)
 		if (engine_doc_reads_outside(exc))
 			return NULL;
 	}
+	for (i = 0; i < w->nvall; i++) {
+		if (vpscan_reads_outside(w->vall[i])) {
+			gv_info("background: %s %s reads more than the objects: every object is "
+				"evaluated",
+				vpol_kind_name(w->vall[i]), vpol_name(w->vall[i]));
+			return NULL;
+		}
+	}
 	if (!(build = build_identity()) || !(ctx = digest_begin())) {
 		free(build);
 		return NULL;
@@ -263,6 +280,36 @@ static char *inputs_salt(const struct once *w)
 
 		digest_json(ctx, json_object_get(md, "uid"));
 		digest_json(ctx, json_object_get(md, "resourceVersion"));
+	}
+	if (w->nvall) {
+		/* the CEL PolicyExceptions in force now (one that expires changes the digest) */
+		struct view_vpolset *vs = view_state_vpols(w->in->state);
+		size_t nx = 0;
+		const json_t **xd;
+
+		view_vpolset_exceptions(vs, &nx);
+		xd = gv_xcalloc(nx + 1, sizeof(*xd));
+		nx = view_vpolset_exception_docs_at(vs, (int64_t)time(NULL), xd);
+		digest_str(ctx, "cel-exceptions");
+		for (i = 0; i < nx; i++) {
+			const json_t *md = json_object_get(xd[i], "metadata");
+
+			digest_json(ctx, json_object_get(md, "uid"));
+			digest_json(ctx, json_object_get(md, "resourceVersion"));
+		}
+		free(xd);
+		/* and the ValidatingAdmissionPolicyBindings */
+		{
+			const json_t *const *bv = view_vpolset_bindings(vs, &nx);
+
+			digest_str(ctx, "vap-bindings");
+			for (i = 0; i < nx; i++) {
+				const json_t *md = json_object_get(bv[i], "metadata");
+
+				digest_json(ctx, json_object_get(md, "uid"));
+				digest_json(ctx, json_object_get(md, "resourceVersion"));
+			}
+		}
 	}
 	free(build);
 	return digest_end(ctx);
@@ -318,8 +365,20 @@ static bool memo_current(const struct once *w, const char *ns, size_t i, const c
 	return inputs && json_is_string(m) && !strcmp(json_string_value(m), inputs);
 }
 
-/* Records inputs for the policies flagged in which (NULL = all of them), under w->mu. */
-static void memo_set(struct once *w, const char *ns, const bool *which, const char *inputs)
+/* The same for vall[i]. */
+static bool vmemo_current(const struct once *w, const char *ns, size_t i, const char *inputs)
+{
+	const json_t *m = json_object_get(json_object_get(w->memo->ns, ns), w->vrefs[i]);
+
+	return inputs && json_is_string(m) && !strcmp(json_string_value(m), inputs);
+}
+
+/*
+ * Records inputs for the policies flagged in which and vwhich (NULL = all
+ * of them), under w->mu.
+ */
+static void memo_set(struct once *w, const char *ns, const bool *which, const bool *vwhich,
+		     const char *inputs)
 {
 	json_t *m;
 
@@ -333,6 +392,45 @@ static void memo_set(struct once *w, const char *ns, const bool *which, const ch
 	for (size_t i = 0; i < w->nall; i++)
 		if (!which || which[i])
 			json_object_set_new(m, w->refs[i], json_string(inputs));
+	for (size_t i = 0; i < w->nvall; i++)
+		if (!vwhich || vwhich[i])
+			json_object_set_new(m, w->vrefs[i], json_string(inputs));
+}
+
+/* Index of p in w->vall, or w->nvall. */
+static size_t vall_index(const struct once *w, const struct vpol_policy *p)
+{
+	for (size_t i = 0; i < w->nvall; i++)
+		if (w->vall[i] == p)
+			return i;
+	return w->nvall;
+}
+
+/*
+ * The objects digest of a namespace with CEL policies: the legacy
+ * scanner's and vpscan's together (the legacy one alone without CEL
+ * policies, so that reports stamped before CEL policies keep their
+ * stamps). "" when either is unknown. out has SCAN_INPUTS_LEN bytes.
+ */
+static void objects_join(const struct once *w, const char *legacy, const char *cel,
+			 char out[SCAN_INPUTS_LEN])
+{
+	EVP_MD_CTX *ctx;
+	char *d;
+
+	if (!w->nvall || !legacy[0]) {
+		snprintf(out, SCAN_INPUTS_LEN, "%s", w->nvall ? "" : legacy);
+		return;
+	}
+	out[0] = '\0';
+	if (!cel[0] || !(ctx = digest_begin()))
+		return;
+	digest_str(ctx, legacy);
+	digest_str(ctx, cel);
+	if ((d = digest_end(ctx))) {
+		snprintf(out, SCAN_INPUTS_LEN, "%s", d);
+		free(d);
+	}
 }
 
 /* Index of p in w->all, or w->nall. */
@@ -384,6 +482,11 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	const struct engine_policy **due = NULL;
 	bool *fresh = NULL; /* with a memo: which of w->all this namespace evaluates */
 	size_t ndue = 0;
+	const struct vpol_policy **vdue = NULL;
+	bool *vfresh = NULL; /* the same for w->vall */
+	size_t nvdue = 0;
+	struct vpscan_stats vst = {0};
+	struct vpscan_args va = {0};
 	double load = 0, flush = 0, t;
 	size_t results = 0;
 	char *digest = NULL, *inputs = NULL;
@@ -414,6 +517,17 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	if (w->ndue)
 		memcpy(due, w->due, w->ndue * sizeof(*due));
 	ndue = w->ndue;
+	vdue = gv_xcalloc(w->nvdue + 1, sizeof(*vdue));
+	if (w->nvdue)
+		memcpy(vdue, w->vdue, w->nvdue * sizeof(*vdue));
+	nvdue = w->nvdue;
+	va.client = scanner_client(scanner);
+	va.state = w->in->state;
+	va.ns = ns;
+	va.self = w->self;
+	va.since = w->start;
+	va.batch_size = w->o->batch_size;
+	va.results = w->o->results;
 	if (w->inputs_salt) {
 		/* reports written from the same inputs: nothing to evaluate */
 		char objects[SCAN_INPUTS_LEN];
@@ -429,20 +543,38 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 		if (w->memo || report_scan_inputs(items)) {
 			t = mono_seconds();
 			scanner_inputs(scanner, w->in->state, w->all, w->nall, objects, &nobj);
+			if (w->nvall) {
+				struct gv_err verr = {0};
+				char legacy[SCAN_INPUTS_LEN];
+
+				va.due = w->vall;
+				va.ndue = w->nvall;
+				va.metadata_only = true;
+				if (vpscan_namespace(w->plan, &va, &vst, &verr))
+					gv_debug("background: %s: inputs not known: %s", ns,
+						 verr.msg);
+				nobj += vst.listed;
+				snprintf(legacy, sizeof(legacy), "%s", objects);
+				objects_join(w, legacy, vst.inputs, objects);
+				va.metadata_only = false;
+				memset(&vst, 0, sizeof(vst));
+			}
 			sst.list_seconds = sst.seconds = mono_seconds() - t;
 			inputs = objects[0] ? inputs_digest(w, ns, objects) : NULL;
 			if (inputs && report_inputs_unchanged(ns, items, inputs, &results)) {
 				sst.listed = sst.unchanged = nobj;
 				rst.unchanged += json_array_size(items);
 				pthread_mutex_lock(&w->mu);
-				memo_set(w, ns, NULL, inputs);
+				memo_set(w, ns, NULL, NULL, inputs);
 				pthread_mutex_unlock(&w->mu);
 				*fatal = false;
 				goto out;
 			}
 			if (w->memo && inputs) {
 				fresh = gv_xcalloc(w->nall + 1, sizeof(*fresh));
+				vfresh = gv_xcalloc(w->nvall + 1, sizeof(*vfresh));
 				ndue = 0;
+				nvdue = 0;
 				pthread_mutex_lock(&w->mu);
 				for (size_t i = 0; i < w->ndue; i++) {
 					size_t k = all_index(w, w->due[i]);
@@ -452,8 +584,16 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 					if (k < w->nall)
 						fresh[k] = true;
 				}
+				for (size_t i = 0; i < w->nvdue; i++) {
+					size_t k = vall_index(w, w->vdue[i]);
+					if (k < w->nvall && vmemo_current(w, ns, k, inputs))
+						continue;
+					vdue[nvdue++] = w->vdue[i];
+					if (k < w->nvall)
+						vfresh[k] = true;
+				}
 				pthread_mutex_unlock(&w->mu);
-				if (!ndue) {
+				if (!ndue && !nvdue) {
 					sst.listed = sst.unchanged = nobj;
 					*fatal = false;
 					goto out;
@@ -473,11 +613,33 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 		*fatal = false;
 		goto out;
 	}
+	if (nvdue && !sst.partial) {
+		double tv = mono_seconds();
+
+		va.due = vdue;
+		va.ndue = nvdue;
+		va.rs = scan;
+		rc = vpscan_namespace(w->plan, &va, &vst, err);
+		sst.listed += vst.listed;
+		sst.filtered += vst.filtered;
+		sst.evaluated += vst.evaluated;
+		sst.results += vst.results;
+		sst.requests += vst.requests;
+		sst.forbidden += vst.forbidden;
+		sst.eval_seconds += mono_seconds() - tv;
+		sst.seconds += mono_seconds() - tv;
+		if (rc)
+			goto out;
+	}
 	*partial = sst.partial;
 	if (!sst.partial)
 		digest = report_journal_digest(scan, w->salt);
-	if (!w->memo && w->inputs_salt && sst.inputs[0])
-		inputs = inputs_digest(w, ns, sst.inputs);
+	if (!w->memo && w->inputs_salt && sst.inputs[0]) {
+		char objects[SCAN_INPUTS_LEN];
+
+		objects_join(w, sst.inputs, nvdue == w->nvall ? vst.inputs : "", objects);
+		inputs = objects[0] ? inputs_digest(w, ns, objects) : NULL;
+	}
 	if (!w->o->dry_run && digest) {
 		if (!items) {
 			t = mono_seconds();
@@ -493,7 +655,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 			rst.unchanged += json_array_size(items);
 			results = report_count(scan);
 			pthread_mutex_lock(&w->mu);
-			memo_set(w, ns, fresh, inputs);
+			memo_set(w, ns, fresh, vfresh, inputs);
 			pthread_mutex_unlock(&w->mu);
 			*fatal = false;
 			goto out;
@@ -511,7 +673,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 			goto out;
 		}
 	}
-	report_prune(rs, view_state_policyset(w->in->state));
+	report_prune_live(rs, view_state_policyset(w->in->state), w->live, w->nlive);
 	report_replay(rs, scan);
 	report_set_digest(rs, digest);
 	if (w->memo && inputs) {
@@ -521,6 +683,8 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 		pthread_mutex_lock(&w->mu);
 		for (size_t i = 0; i < w->nall && all; i++)
 			all = fresh[i] || memo_current(w, ns, i, inputs);
+		for (size_t i = 0; i < w->nvall && all; i++)
+			all = vfresh[i] || vmemo_current(w, ns, i, inputs);
 		pthread_mutex_unlock(&w->mu);
 		report_set_inputs(rs, all ? inputs : NULL);
 	} else {
@@ -540,7 +704,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 		if (report_dirty_count(rs))
 			goto out; /* stopped by proceed(): not written */
 		pthread_mutex_lock(&w->mu);
-		memo_set(w, ns, fresh, inputs);
+		memo_set(w, ns, fresh, vfresh, inputs);
 		pthread_mutex_unlock(&w->mu);
 	}
 	if (w->rendered)
@@ -578,6 +742,8 @@ out:
 	free(inputs);
 	free(due);
 	free(fresh);
+	free(vdue);
+	free(vfresh);
 	report_set_free(rs);
 	report_set_free(scan);
 	scanner_free(scanner);
@@ -706,18 +872,27 @@ static void empty_resources(struct once *w, struct scanner *counter)
  * results), by reference and fingerprint (scan_policy_fingerprint: its
  * spec and annotations). Caller frees.
  */
-static char *policy_salt(const struct engine_policyset *set)
+static char *policy_salt(const struct engine_policyset *set, const struct view_vpolset *vs)
 {
-	size_t n = set ? engine_policyset_count(set) : 0;
+	size_t nl = set ? engine_policyset_count(set) : 0, n = nl + view_vpolset_count(vs);
 	char **v = gv_xcalloc(n + 1, sizeof(*v));
 	struct gv_buf b = {0};
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < nl; i++) {
 		const struct engine_policy *p = engine_policyset_get(set, i);
 		char *ref = report_policy_ref(p);
 
 		v[i] =
 		    gv_xasprintf("%s=%016llx", ref, (unsigned long long)scan_policy_fingerprint(p));
+		free(ref);
+	}
+	/* CEL policies (none: the salt of a legacy set is what it always was) */
+	for (size_t i = nl; i < n; i++) {
+		const struct vpol_policy *p = view_vpolset_policy(vs, i - nl);
+		char *ref = vpscan_policy_ref(p);
+
+		v[i] = gv_xasprintf("%s/%s=%016llx", vpscan_source(p), ref,
+				    (unsigned long long)vpscan_fingerprint(p));
 		free(ref);
 	}
 	qsort(v, n, sizeof(*v), gv_strptr_cmp);
@@ -728,6 +903,33 @@ static char *policy_salt(const struct engine_policyset *set)
 	}
 	free(v);
 	return gv_buf_detach(&b);
+}
+
+/* report_prune_live()'s list of every CEL policy of vs (refs owned by *refs). */
+static void live_init(struct report_live **live, char ***refs, size_t *n,
+		      const struct view_vpolset *vs)
+{
+	size_t k = view_vpolset_count(vs);
+
+	*live = gv_xcalloc(k + 1, sizeof(**live));
+	*refs = gv_xcalloc(k + 1, sizeof(**refs));
+	for (size_t i = 0; i < k; i++) {
+		const struct vpol_policy *p = view_vpolset_policy(vs, i);
+
+		(*refs)[i] = vpscan_policy_ref(p);
+		(*live)[i].ref = (*refs)[i];
+		(*live)[i].source = vpscan_source(p);
+		(*live)[i].background = vpscan_background(p);
+	}
+	*n = k;
+}
+
+static void live_release(struct report_live *live, char **refs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(refs[i]);
+	free(refs);
+	free(live);
 }
 
 static void once_init(struct once *w, const struct nsscan_options *o, const struct nsscan_input *in,
@@ -746,7 +948,18 @@ static void once_init(struct once *w, const struct nsscan_options *o, const stru
 	w->refs = gv_xcalloc(w->nall + 1, sizeof(*w->refs));
 	for (size_t i = 0; i < w->nall; i++)
 		w->refs[i] = report_policy_ref(w->all[i]);
-	w->salt = policy_salt(view_state_policyset(in->state));
+	w->salt = policy_salt(view_state_policyset(in->state), view_state_vpols(in->state));
+	w->vall = in->vall;
+	w->nvall = in->nvall;
+	w->vdue = in->vdue;
+	w->nvdue = in->nvdue;
+	w->vrefs = gv_xcalloc(w->nvall + 1, sizeof(*w->vrefs));
+	for (size_t i = 0; i < w->nvall; i++) {
+		char *ref = vpscan_policy_ref(w->vall[i]);
+		w->vrefs[i] = gv_xasprintf("%s/%s", vpscan_source(w->vall[i]), ref);
+		free(ref);
+	}
+	live_init(&w->live, &w->live_refs, &w->nlive, view_state_vpols(in->state));
 	w->stats = stats;
 	w->nspaces = json_array_size(in->namespaces) + 1;
 	w->spaces = gv_xcalloc(w->nspaces, sizeof(*w->spaces));
@@ -785,6 +998,11 @@ static void once_release(struct once *w)
 	for (size_t i = 0; i < w->nall; i++)
 		free(w->refs[i]);
 	free(w->refs);
+	for (size_t i = 0; i < w->nvall; i++)
+		free(w->vrefs[i]);
+	free(w->vrefs);
+	live_release(w->live, w->live_refs, w->nlive);
+	vpscan_plan_free(w->plan);
 	free(w->spaces);
 	free(w->salt);
 	free(w->inputs_salt);
@@ -812,6 +1030,8 @@ enum gv_code nsscan_run(const struct nsscan_options *o, const struct nsscan_inpu
 	w.inputs_salt = inputs_salt(&w);
 	w.start = (int64_t)time(NULL);
 	empty_resources(&w, counter);
+	if (w.nvall)
+		w.plan = vpscan_plan_new(scanner_client(counter), w.vall, w.nvall);
 	if (o->emit)
 		w.rendered = gv_xcalloc(w.nspaces, sizeof(*w.rendered));
 	/* one namespace at a time under a resource limit: it is spent in order */
@@ -848,7 +1068,11 @@ enum gv_code nsscan_prune(const struct nsscan_options *o, const struct nsscan_in
 	size_t nspaces = json_array_size(in->namespaces) + 1, total = 0;
 	struct report_stats rst = {0};
 	enum gv_code rc = GV_OK;
+	struct report_live *live;
+	char **live_refs;
+	size_t nlive;
 
+	live_init(&live, &live_refs, &nlive, view_state_vpols(in->state));
 	for (size_t i = 0; i < nspaces && !rc; i++) {
 		const char *ns = i ? json_string_value(json_array_get(in->namespaces, i - 1)) : "";
 		struct scope sc = {.s = counter, .ns = ns, .hooks = o->hooks};
@@ -864,7 +1088,7 @@ enum gv_code nsscan_prune(const struct nsscan_options *o, const struct nsscan_in
 		rc = report_load(rs, &lapi, &rst, err);
 		if (rc) {
 			gv_err_prefix(err, "reading the reports: ");
-		} else if ((n = report_prune(rs, set)) > 0) {
+		} else if ((n = report_prune_live(rs, set, live, nlive)) > 0) {
 			total += n;
 			rc = report_flush(rs, &wapi, &rst, err);
 			if (rc)
@@ -875,6 +1099,7 @@ enum gv_code nsscan_prune(const struct nsscan_options *o, const struct nsscan_in
 				      *ns ? ns : "");
 		report_set_free(rs);
 	}
+	live_release(live, live_refs, nlive);
 	if (pruned)
 		*pruned = total;
 	if (stats) {
@@ -896,6 +1121,8 @@ enum gv_code nsscan_once(const struct nsscan_options *o, struct nsscan_stats *st
 	struct nsscan_input in = {0};
 	const struct engine_policy **due = NULL;
 	size_t ndue = 0;
+	const struct vpol_policy **vdue = NULL;
+	size_t nvdue = 0;
 	json_t *changes = NULL;
 	const struct engine_policyset *set;
 	double t0 = mono_seconds();
@@ -917,13 +1144,23 @@ enum gv_code nsscan_once(const struct nsscan_options *o, struct nsscan_stats *st
 	for (size_t i = 0; i < np; i++)
 		if (engine_policy_background(engine_policyset_get(set, i)))
 			due[ndue++] = engine_policyset_get(set, i);
-	stats->policies = ndue;
+	{
+		struct view_vpolset *vs = view_state_vpols(cs.state);
+
+		vdue = gv_xcalloc(view_vpolset_count(vs) + 1, sizeof(*vdue));
+		for (size_t i = 0; i < view_vpolset_count(vs); i++)
+			if (vpscan_background(view_vpolset_policy(vs, i)))
+				vdue[nvdue++] = view_vpolset_policy(vs, i);
+	}
+	stats->policies = ndue + nvdue;
 	in.state = cs.state;
 	in.namespaces = cs.namespaces;
 	in.config_data = cs.config_data;
 	in.exceptions = cs.exceptions;
 	in.all = in.due = due;
 	in.nall = in.ndue = ndue;
+	in.vall = in.vdue = vdue;
+	in.nvall = in.nvdue = nvdue;
 	rc = nsscan_run(o, &in, NULL, stats, err);
 	if (rc)
 		goto out;
@@ -946,6 +1183,20 @@ enum gv_code nsscan_once(const struct nsscan_options *o, struct nsscan_stats *st
 			free(text);
 			free(key);
 		}
+		for (size_t i = 0; i < nvdue; i++) {
+			struct scanstate_entry e = {0};
+			const char *uid = json_string_value(
+			    json_object_get(json_object_get(vpol_doc(vdue[i]), "metadata"), "uid"));
+			char *key = vpscan_state_key(vdue[i]), *text;
+
+			e.last_scan = end;
+			e.fingerprint = vpscan_fingerprint(vdue[i]);
+			snprintf(e.uid, sizeof(e.uid), "%s", uid ? uid : "");
+			text = scanstate_encode(&e);
+			json_object_set_new(changes, key, json_string(text));
+			free(text);
+			free(key);
+		}
 		rc = scanstate_write(scanner_client(sc.s), self, SCANSTATE_CONFIGMAP, changes, err);
 		stats->flush_seconds += mono_seconds() - t;
 		if (rc) {
@@ -958,6 +1209,7 @@ out:
 	stats->seconds = mono_seconds() - t0;
 	json_decref(changes);
 	free(due);
+	free(vdue);
 	clusterstate_release(&cs);
 	scanner_free(counter);
 	return rc;

@@ -91,6 +91,17 @@ struct nsscan_input {
 	size_t nall;
 	const struct engine_policy *const *due;
 	size_t ndue;
+	/*
+	 * The CEL policies (ValidatingPolicy, NamespacedValidatingPolicy:
+	 * vpscan.h) likewise: every one background scans evaluate, and those
+	 * due now (a subset). Their results go into the same reports (one per
+	 * namespace, or per policy with split), their objects and fingerprints
+	 * into the same inputs digests and memo.
+	 */
+	const struct vpol_policy *const *vall;
+	size_t nvall;
+	const struct vpol_policy *const *vdue;
+	size_t nvdue;
 };
 
 /* Figures of a run; phase times are summed over the namespaces. */

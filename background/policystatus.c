@@ -14,6 +14,7 @@
 #include "background/scan.h"
 #include "background/scanstate.h"
 #include "background/schedule.h"
+#include "background/vpscan.h"
 #include "common/log.h"
 #include "common/banned.h"
 
@@ -131,6 +132,33 @@ json_t *policystatus_build(const json_t *doc, const char *compile_error,
 	json_object_set_new(st, "rulecount", rule_count(doc));
 	json_object_set_new(st, "validatingadmissionpolicy",
 			    json_pack("{s:b, s:s}", "generated", 0, "message", ""));
+	return st;
+}
+
+json_t *policystatus_build_cel(const json_t *current, const struct policystatus_scan *scan,
+			       time_t now)
+{
+	json_t *st = json_is_object(current) ? json_deep_copy(current) : json_object();
+	json_t *cs = json_object_get(st, "conditionStatus"), *conds = json_array();
+	size_t i;
+	const json_t *c;
+
+	if (!json_is_object(cs)) {
+		cs = json_object();
+		json_object_set_new(st, "conditionStatus", cs);
+	}
+	json_array_foreach(json_object_get(cs, "conditions"), i, c)
+	{
+		const char *t = json_string_value(json_object_get(c, "type"));
+		if (!t || strcmp(t, "BackgroundScan"))
+			json_array_append(conds, (json_t *)c);
+	}
+	if (scan && scan->present)
+		json_array_append_new(conds, scan_condition(scan, cs, now));
+	if (json_array_size(conds) || json_object_get(cs, "conditions"))
+		json_object_set_new(cs, "conditions", conds);
+	else
+		json_decref(conds);
 	return st;
 }
 
@@ -320,6 +348,98 @@ static void write_status(struct policystatus *ps, const char *key, const json_t 
 	free(path);
 }
 
+/*
+ * The BackgroundScan condition of the ValidatingPolicies and
+ * NamespacedValidatingPolicies with a schedule of their own (or while every
+ * scan is suspended), in status.conditionStatus.conditions (their status
+ * shape), the same condition as the legacy policies'; the other conditions
+ * are Kyverno's and left as they are. PUT on the status subresource; a
+ * conflict is tried again on a later pass.
+ */
+static void pass_cel(struct policystatus *ps, const struct reconciler_global *global, time_t now,
+		     json_t *seen)
+{
+	struct view_state *st = snapshot_state(ps->cfg.snapshot);
+	struct view_vpolset *vs = view_state_vpols(st);
+
+	for (size_t i = 0; i < view_vpolset_count(vs); i++) {
+		const struct vpol_policy *p = view_vpolset_policy(vs, i);
+		const json_t *doc = vpol_doc(p), *spec = json_object_get(doc, "spec");
+		const json_t *cur = json_object_get(doc, "status");
+		char *ref, *skey, *key, *path, *ns, *name;
+		const char *text, *replaced, *av;
+		struct scanstate_entry last = {0};
+		struct reconciler_sched sched;
+		struct policystatus_scan scan = {0};
+		bool own, has_last;
+		json_t *want;
+
+		if (vpol_kind(p) == VPOL_VAP)
+			continue;
+		own = json_object_get(spec, "scanInterval") ||
+		      json_object_get(spec, "scanSchedule") || json_object_get(spec, "scanSuspend");
+		key = gv_xasprintf("%s/%s/%s", vpol_kind_name(p), vpol_namespace(p), vpol_name(p));
+		json_object_set_new(seen, key, json_true());
+		replaced = json_string_value(json_object_get(ps->written, key));
+		if (replaced && !strcmp(replaced, md_str(doc, "resourceVersion"))) {
+			free(key); /* our write is not in the informer yet */
+			continue;
+		}
+		json_object_del(ps->written, key);
+		ref = vpscan_policy_ref(p);
+		skey = vpscan_state_key(p);
+		text = json_string_value(json_object_get(ps->state, skey));
+		has_last = text && !scanstate_decode(text, &last, NULL);
+		reconciler_sched_resolve(doc, ref, global, &sched);
+		scan.present = vpscan_background(p) && (own || global->suspended);
+		scan.when =
+		    reconciler_when(&sched, global->suspended, has_last ? &last : NULL,
+				    md_str(doc, "uid"), vpscan_fingerprint(p), now, &scan.next);
+		scan.last = has_last ? last.last_scan : 0;
+		scan.error = sched.error;
+		scan.suspended_by =
+		    global->suspended ? "backgroundScanSuspend" : "spec.scanSuspend";
+		want = policystatus_build_cel(cur, &scan, now);
+		if (!json_equal(want, cur ? cur : json_object()) &&
+		    (scan.present ||
+		     find_condition(json_object_get(cur, "conditionStatus"), "BackgroundScan"))) {
+			json_t *body = json_deep_copy(doc), *resp = NULL;
+			struct kube_status kst = {0};
+			struct gv_err err = {0};
+
+			av = json_string_value(json_object_get(doc, "apiVersion"));
+			ns = kube_escape(vpol_namespace(p));
+			name = kube_escape(vpol_name(p));
+			path =
+			    *vpol_namespace(p)
+				? gv_xasprintf(
+				      "/apis/%s/namespaces/%s/namespacedvalidatingpolicies/"
+				      "%s/status",
+				      av, ns, name)
+				: gv_xasprintf("/apis/%s/validatingpolicies/%s/status", av, name);
+			json_object_set(body, "status", want);
+			if (!kube_request(ps->cfg.client, "PUT", path, body, &resp, &kst, &err)) {
+				atomic_fetch_add(&ps->writes, 1);
+				json_object_set_new(ps->written, key,
+						    json_string(md_str(doc, "resourceVersion")));
+			} else if (kst.http != 404 && kst.http != 409) {
+				gv_warn("policystatus: status of %s not written: %s", key, err.msg);
+			}
+			json_decref(body);
+			json_decref(resp);
+			free(path);
+			free(ns);
+			free(name);
+		}
+		json_decref(want);
+		reconciler_sched_release(&sched);
+		free(ref);
+		free(skey);
+		free(key);
+	}
+	view_state_unref(st);
+}
+
 static void pass(struct policystatus *ps, bool refresh)
 {
 	json_t *docs = snapshot_policy_docs(ps->cfg.snapshot);
@@ -374,6 +494,7 @@ static void pass(struct policystatus *ps, bool refresh)
 		reconciler_sched_release(&sched);
 		free(key);
 	}
+	pass_cel(ps, &global, now, seen);
 	json_object_foreach_safe(ps->compiled, tmp, k, v)
 	{
 		if (!json_object_get(seen, k))

@@ -73,6 +73,17 @@ struct policystatus_scan {
 json_t *policystatus_build(const json_t *doc, const char *compile_error,
 			   const struct policystatus_scan *scan, const json_t *current, time_t now);
 
+/*
+ * The status of a ValidatingPolicy / NamespacedValidatingPolicy whose
+ * current status is `current` (borrowed, NULL = none): the same, with the
+ * BackgroundScan condition above (present scans only) in
+ * status.conditionStatus.conditions, where Kyverno keeps these policies'
+ * conditions; the other conditions are kept as they are (Kyverno's
+ * WebhookConfigured, RBACPermissionsGranted). New reference.
+ */
+json_t *policystatus_build_cel(const json_t *current, const struct policystatus_scan *scan,
+			       time_t now);
+
 struct policystatus_config {
 	struct kube_client *client;	 /* borrowed, required */
 	struct snapshot *snapshot;	 /* borrowed, required */

@@ -22,12 +22,16 @@
 #include "background/clusterstate.h"
 #include "background/leader.h"
 #include "background/nsscan.h"
+#include "background/vpscan.h"
 #include "common/log.h"
 #include "common/banned.h"
 
 #define DRAIN_BATCH   64
 #define STOP_FLUSH_S  5 /* the last flush of admission results at stop may take this long */
 #define STATE_PREFIX1 "ClusterPolicy."
+/* CEL policies' keys (vpscan_state_key) */
+static const char *const state_prefixes_cel[] = {"ValidatingPolicy.", "NamespacedValidatingPolicy.",
+						 "ValidatingAdmissionPolicy."};
 #define STATE_PREFIX2 "Policy."
 
 /* ---- schedules ---- */
@@ -227,7 +231,8 @@ enum reconciler_when reconciler_when(const struct reconciler_sched *s, bool glob
 struct rpol {
 	char *ref;		       /* owned: report name */
 	char *key;		       /* owned: scan-state key */
-	const struct engine_policy *p; /* borrowed from r->state */
+	const struct engine_policy *p; /* borrowed from r->state; NULL for a CEL policy */
+	const struct vpol_policy *vp;  /* a CEL policy (vpscan.h), borrowed from r->state */
 	bool background;
 	struct reconciler_sched sched;
 	uint64_t fp;
@@ -373,13 +378,29 @@ static void scan_page_done(void *ud)
 	drain(ud, 0);
 }
 
-/* Looks up a policy of the old table by ref (NULL when absent). */
-static const struct rpol *old_pol(const struct rpol *v, size_t n, const char *ref)
+/*
+ * Looks up a policy of the old table by scan-state key (NULL when absent):
+ * unique across kinds, where a ValidatingPolicy and a ClusterPolicy may
+ * share a report ref.
+ */
+static const struct rpol *old_pol(const struct rpol *v, size_t n, const char *key)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!strcmp(v[i].ref, ref))
+		if (!strcmp(v[i].key, key))
 			return &v[i];
 	return NULL;
+}
+
+/* The state entry of a table entry (false when absent or malformed). */
+static bool rpol_lookup(const json_t *data, const struct rpol *p, struct scanstate_entry *e)
+{
+	const char *text;
+
+	if (p->p)
+		return scanstate_lookup(data, p->p, e);
+	text = json_string_value(json_object_get(data, p->key));
+	memset(e, 0, sizeof(*e));
+	return text && !scanstate_decode(text, e, NULL);
 }
 
 /* Logs the ConfigMap's settings when they change. */
@@ -407,34 +428,40 @@ static void global_log(struct reconciler *r)
 static bool table_rebuild(struct reconciler *r)
 {
 	const struct engine_policyset *set = view_state_policyset(r->state);
-	size_t n = set ? engine_policyset_count(set) : 0, k = 0;
+	struct view_vpolset *vs = view_state_vpols(r->state);
+	size_t nl = set ? engine_policyset_count(set) : 0, n = nl + view_vpolset_count(vs), k = 0;
 	struct rpol *v = gv_xcalloc(n + 1, sizeof(*v));
 	struct rpol *old;
 	size_t nold;
 	bool gone = false;
 
 	for (size_t i = 0; i < n; i++) {
-		const struct engine_policy *p = engine_policyset_get(set, i);
+		const struct engine_policy *p = i < nl ? engine_policyset_get(set, i) : NULL;
+		const struct vpol_policy *vp = i < nl ? NULL : view_vpolset_policy(vs, i - nl);
+		const json_t *doc = p ? engine_policy_doc(p) : vpol_doc(vp);
 		const struct rpol *o;
 		struct rpol *np = &v[k++];
-		const char *uid = json_string_value(
-		    json_object_get(json_object_get(engine_policy_doc(p), "metadata"), "uid"));
+		const char *uid =
+		    json_string_value(json_object_get(json_object_get(doc, "metadata"), "uid"));
 
 		np->p = p;
-		np->ref = report_policy_ref(p);
-		np->key = scanstate_key(p);
-		np->background = engine_policy_background(p);
-		np->fp = scan_policy_fingerprint(p);
+		np->vp = vp;
+		np->ref = p ? report_policy_ref(p) : vpscan_policy_ref(vp);
+		np->key = p ? scanstate_key(p) : vpscan_state_key(vp);
+		np->background = p ? engine_policy_background(p) : vpscan_background(vp);
+		np->fp = p ? scan_policy_fingerprint(p) : vpscan_fingerprint(vp);
 		snprintf(np->uid, sizeof(np->uid), "%s", uid ? uid : "");
-		reconciler_sched_resolve(engine_policy_doc(p), np->ref, &r->global, &np->sched);
-		o = old_pol(r->pols, r->npols, np->ref);
+		/* the same schedule fields and semantics for every kind (a gavel extension on CEL
+		 * policies) */
+		reconciler_sched_resolve(doc, np->ref, &r->global, &np->sched);
+		o = old_pol(r->pols, r->npols, np->key);
 		if (o) {
 			np->last = o->last;
 			np->has_last = o->has_last;
 			np->spec_suspended = o->spec_suspended;
 			snprintf(np->logged, sizeof(np->logged), "%s", o->logged);
 		} else if (r->state_data) {
-			np->has_last = scanstate_lookup(r->state_data, p, &np->last);
+			np->has_last = rpol_lookup(r->state_data, np, &np->last);
 		}
 		if (!np->background)
 			continue;
@@ -452,7 +479,7 @@ static bool table_rebuild(struct reconciler *r)
 		}
 	}
 	for (size_t i = 0; i < r->npols && !gone; i++) {
-		const struct rpol *o = &r->pols[i], *now = old_pol(v, k, o->ref);
+		const struct rpol *o = &r->pols[i], *now = old_pol(v, k, o->key);
 
 		gone = !now || now->fp != o->fp || now->background != o->background;
 	}
@@ -476,14 +503,15 @@ static void table_apply_state(struct reconciler *r)
 
 	pthread_mutex_lock(&r->mu);
 	for (size_t i = 0; i < r->npols; i++)
-		r->pols[i].has_last =
-		    scanstate_lookup(r->state_data, r->pols[i].p, &r->pols[i].last);
+		r->pols[i].has_last = rpol_lookup(r->state_data, &r->pols[i], &r->pols[i].last);
 	pthread_mutex_unlock(&r->mu);
 	json_object_foreach(r->state_data, key, v)
 	{
-		bool known = false;
-		if (strncmp(key, STATE_PREFIX1, strlen(STATE_PREFIX1)) &&
-		    strncmp(key, STATE_PREFIX2, strlen(STATE_PREFIX2)))
+		bool known = false, ours = !strncmp(key, STATE_PREFIX1, strlen(STATE_PREFIX1)) ||
+					   !strncmp(key, STATE_PREFIX2, strlen(STATE_PREFIX2));
+		for (size_t i = 0; i < GV_ARRAY_LEN(state_prefixes_cel) && !ours; i++)
+			ours = !strncmp(key, state_prefixes_cel[i], strlen(state_prefixes_cel[i]));
+		if (!ours)
 			continue;
 		for (size_t i = 0; i < r->npols && !known; i++)
 			known = !strcmp(r->pols[i].key, key);
@@ -550,6 +578,7 @@ static void scan_setup(struct reconciler *r, const struct scan_hooks *hooks,
 	const char *key;
 	const json_t *v;
 	const struct engine_policy **all = gv_xcalloc(r->npols + 1, sizeof(*all));
+	const struct vpol_policy **vall = gv_xcalloc(r->npols + 1, sizeof(*vall));
 
 	memset(o, 0, sizeof(*o));
 	memset(in, 0, sizeof(*in));
@@ -579,10 +608,16 @@ static void scan_setup(struct reconciler *r, const struct scan_hooks *hooks,
 	in->namespaces = *namespaces;
 	in->config_data = r->cfg_data;
 	in->exceptions = r->exceptions;
-	for (size_t i = 0; i < r->npols; i++)
-		if (r->pols[i].background)
+	for (size_t i = 0; i < r->npols; i++) {
+		if (!r->pols[i].background)
+			continue;
+		if (r->pols[i].p)
 			all[in->nall++] = r->pols[i].p;
+		else
+			vall[in->nvall++] = r->pols[i].vp;
+	}
 	in->all = all;
+	in->vall = vall;
 }
 
 /* Removes the results of policies gone or changed, namespace by namespace. */
@@ -609,6 +644,7 @@ static void prune(struct reconciler *r, time_t now)
 			gv_info("background: %zu stale results removed", pruned);
 	}
 	free((void *)in.all);
+	free((void *)in.vall);
 	json_decref(nss);
 }
 
@@ -644,7 +680,8 @@ static void write_state(struct reconciler *r, time_t now)
 static void run_due(struct reconciler *r, time_t now)
 {
 	const struct engine_policy **due;
-	size_t *idx, n = 0;
+	const struct vpol_policy **vdue;
+	size_t *idx, n = 0, nd = 0, nv = 0;
 	struct nsscan_stats ns = {0};
 	struct scan_stats stats;
 	struct scan_hooks hooks = {scan_proceed, scan_page_done, r};
@@ -659,6 +696,7 @@ static void run_due(struct reconciler *r, time_t now)
 	if (now < r->cycle_retry_at)
 		return;
 	due = gv_xcalloc(r->npols + 1, sizeof(*due));
+	vdue = gv_xcalloc(r->npols + 1, sizeof(*vdue));
 	idx = gv_xcalloc(r->npols + 1, sizeof(*idx));
 	for (size_t i = 0; i < r->npols; i++) {
 		struct rpol *p = &r->pols[i];
@@ -667,8 +705,11 @@ static void run_due(struct reconciler *r, time_t now)
 		if (reconciler_when(&p->sched, r->global.suspended, p->has_last ? &p->last : NULL,
 				    p->uid, p->fp, now, NULL) != RECONCILER_DUE)
 			continue;
-		idx[n] = i;
-		due[n++] = p->p;
+		idx[n++] = i;
+		if (p->p)
+			due[nd++] = p->p;
+		else
+			vdue[nv++] = p->vp;
 		if (names.len < 200)
 			gv_buf_addf(&names, "%s%s", names.len ? ", " : "", p->ref);
 	}
@@ -677,7 +718,9 @@ static void run_due(struct reconciler *r, time_t now)
 	gv_debug("background: scanning %zu policies: %s", n, gv_buf_str(&names));
 	scan_setup(r, &hooks, &o, &in, &nss);
 	in.due = due;
-	in.ndue = n;
+	in.ndue = nd;
+	in.vdue = vdue;
+	in.nvdue = nv;
 	{
 		struct timespec t0, t1;
 
@@ -688,6 +731,7 @@ static void run_due(struct reconciler *r, time_t now)
 		    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	}
 	free((void *)in.all);
+	free((void *)in.vall);
 	json_decref(nss);
 	stats = ns.scan;
 	stats.requests = ns.requests;
@@ -741,6 +785,7 @@ static void run_due(struct reconciler *r, time_t now)
 out:
 	gv_buf_release(&names);
 	free(due);
+	free(vdue);
 	free(idx);
 }
 
@@ -766,7 +811,7 @@ static void flush(struct reconciler *r, time_t now)
 		return;
 	/* results of policies deleted meanwhile (admission items of other replicas) */
 	if (is_leading(r) && r->loaded)
-		report_prune(r->rs, view_state_policyset(r->state));
+		vpscan_prune(r->rs, r->state);
 	r->last_flush = now;
 	if (report_flush(r->rs, &api, &st, &err)) {
 		int b = backoff_next(&r->flush_backoff);
@@ -813,7 +858,8 @@ static void step(struct reconciler *r)
 		json_decref(r->exceptions);
 		r->exceptions = exceptions;
 	}
-	if (st && (!r->state || view_state_policyset(st) != view_state_policyset(r->state))) {
+	if (st && (!r->state || view_state_policyset(st) != view_state_policyset(r->state) ||
+		   view_state_vpols(st) != view_state_vpols(r->state))) {
 		view_state_unref(r->state);
 		r->state = st;
 		st = NULL;
@@ -842,7 +888,7 @@ static void step(struct reconciler *r)
 		policies = table_rebuild(r); /* some policy gone or changed */
 		if (r->loaded)
 			table_apply_state(r);
-		if (policies && report_prune(r->rs, view_state_policyset(r->state)))
+		if (policies && vpscan_prune(r->rs, r->state))
 			r->flush_now = true;
 		if (policies && r->loaded && is_leading(r))
 			r->prune_due = true;
@@ -1193,16 +1239,25 @@ static enum gv_code count_results(struct kube_client *client, json_t **out, stru
 			{
 				const char *pol = json_string_value(json_object_get(res, "policy"));
 				const char *r = json_string_value(json_object_get(res, "result"));
+				const char *src = json_string_value(json_object_get(res, "source"));
+				char *key;
 				json_t *cnt;
 				if (!pol || !r)
 					continue;
-				cnt = json_object_get(*out, pol);
+				/* CEL policies' results: "<source>/<ref>" (a ClusterPolicy may
+				 * share the name) */
+				key = src && (!strcmp(src, REPORT_SOURCE_VPOL) ||
+					      !strcmp(src, REPORT_SOURCE_VAP))
+					  ? gv_xasprintf("%s/%s", src, pol)
+					  : gv_xstrdup(pol);
+				cnt = json_object_get(*out, key);
 				if (!cnt) {
 					cnt =
 					    json_pack("{s:i, s:i, s:i, s:i, s:i}", "pass", 0,
 						      "fail", 0, "warn", 0, "error", 0, "skip", 0);
-					json_object_set_new(*out, pol, cnt);
+					json_object_set_new(*out, key, cnt);
 				}
+				free(key);
 				if (json_object_get(cnt, r))
 					json_object_set_new(
 					    cnt, r,
@@ -1221,6 +1276,96 @@ static json_t *time_or_null(time_t t)
 	char buf[64];
 
 	return t > 0 ? json_string(schedule_time_format(t, buf, sizeof(buf))) : json_null();
+}
+
+/*
+ * The status of one ValidatingPolicy / NamespacedValidatingPolicy document:
+ * the legacy policies' fields, its schedule read by the same code
+ * (reconciler_sched_resolve, reconciler_when), state "invalid" with the
+ * compiler's message when it is not in vs.
+ */
+static json_t *status_cel(const json_t *doc, const struct view_vpolset *vs, const json_t *state,
+			  const json_t *counts, const struct reconciler_global *global, time_t now)
+{
+	const json_t *md = json_object_get(doc, "metadata");
+	const char *name = json_string_value(json_object_get(md, "name"));
+	const char *pns = json_string_value(json_object_get(md, "namespace"));
+	const char *kind = json_string_value(json_object_get(doc, "kind"));
+	const char *uid = json_string_value(json_object_get(md, "uid"));
+	const struct vpol_policy *p = NULL;
+	const char *error = NULL;
+	struct reconciler_sched sched;
+	struct scanstate_entry last = {0};
+	enum reconciler_when when;
+	bool has_last = false, background;
+	time_t next = 0;
+	json_t *o = json_object(), *cnt;
+	char *ref, *ckey;
+	size_t i;
+	const json_t *e;
+
+	for (i = 0; i < view_vpolset_count(vs) && !p; i++) {
+		const struct vpol_policy *c = view_vpolset_policy(vs, i);
+		if (name && !strcmp(vpol_name(c), name) && !strcmp(vpol_kind_name(c), kind) &&
+		    !strcmp(vpol_namespace(c), pns ? pns : ""))
+			p = c;
+	}
+	json_array_foreach(view_vpolset_errors(vs), i, e)
+	{
+		if (!p && name && !strcmp(json_string_value(json_object_get(e, "name")), name))
+			error = json_string_value(json_object_get(e, "message"));
+	}
+	ref = pns && *pns ? gv_xasprintf("%s/%s", pns, name ? name : "")
+			  : gv_xstrdup(name ? name : "");
+	if (p) {
+		char *key = vpscan_state_key(p);
+		const char *text = json_string_value(json_object_get(state, key));
+		has_last = text && !scanstate_decode(text, &last, NULL);
+		free(key);
+	}
+	background =
+	    p ? vpscan_background(p)
+	      : !json_is_false(json_object_get(
+		    json_object_get(json_object_get(json_object_get(doc, "spec"), "evaluation"),
+				    "background"),
+		    "enabled"));
+	reconciler_sched_resolve(doc, ref, global, &sched);
+	when = reconciler_when(&sched, global->suspended, has_last ? &last : NULL, uid,
+			       p ? vpscan_fingerprint(p) : 0, now, &next);
+	json_object_set_new(o, "policy", json_string(ref));
+	json_object_set_new(o, "kind", json_string(kind ? kind : ""));
+	json_object_set_new(o, "background", json_boolean(background));
+	json_object_set_new(o, "schedule", json_string(sched.text));
+	json_object_set_new(o, "source", json_string(reconciler_source_name(sched.source)));
+	if (!p) {
+		json_object_set_new(o, "state", json_string("invalid"));
+		json_object_set_new(o, "error", json_string(error ? error : "not compiled"));
+		next = 0;
+	} else if (!background) {
+		json_object_set_new(o, "state", json_string("not-background"));
+		next = 0;
+	} else {
+		json_object_set_new(o, "state", json_string(reconciler_when_name(when)));
+		if (when == RECONCILER_INVALID)
+			json_object_set_new(o, "error", json_string(sched.error));
+	}
+	json_object_set_new(o, "suspended",
+			    json_boolean(background && (global->suspended || sched.suspended)));
+	if (background && (global->suspended || sched.suspended))
+		json_object_set_new(o, "suspendedBy",
+				    json_string(global->suspended ? "configmap" : "policy"));
+	json_object_set_new(o, "lastScan", time_or_null(has_last ? last.last_scan : 0));
+	json_object_set_new(o, "nextScan", time_or_null(next));
+	ckey = gv_xasprintf("%s/%s", REPORT_SOURCE_VPOL, ref);
+	cnt = json_object_get(counts, ckey);
+	json_object_set_new(o, "results",
+			    cnt ? json_incref(cnt)
+				: json_pack("{s:i, s:i, s:i, s:i, s:i}", "pass", 0, "fail", 0,
+					    "warn", 0, "error", 0, "skip", 0));
+	free(ckey);
+	free(ref);
+	reconciler_sched_release(&sched);
+	return o;
 }
 
 enum gv_code reconciler_status(struct kube_client *client, const char *namespace,
@@ -1305,6 +1450,8 @@ enum gv_code reconciler_status(struct kube_client *client, const char *namespace
 		free(ref);
 		free(key);
 	}
+	json_array_foreach(cs.vpolicies, i, doc) json_array_append_new(
+	    *out, status_cel(doc, view_state_vpols(cs.state), state, counts, &global, now));
 out:
 	json_decref(state);
 	json_decref(counts);

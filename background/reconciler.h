@@ -224,7 +224,9 @@ uint64_t reconciler_cycles(const struct reconciler *r);
 
 /*
  * `gavel status`: one object per policy (new reference to an array, in
- * ClusterPolicy-then-Policy, name order):
+ * ClusterPolicy-then-Policy, name order, then the ValidatingPolicies and
+ * NamespacedValidatingPolicies, kind "ValidatingPolicy" /
+ * "NamespacedValidatingPolicy", whose schedules are read the same way):
  *   {"policy": ref, "kind", "background": bool, "schedule": text,
  *    "source": "global"|"spec.scanInterval"|"spec.scanSchedule",
  *    "state": reconciler_when_name(), "error": reason (invalid only),

@@ -560,6 +560,7 @@ static struct report_entry *entries_copy(const struct report_entry *e, size_t n)
 		v[i].message = dup_or_null(e[i].message);
 		v[i].severity = dup_or_null(e[i].severity);
 		v[i].category = dup_or_null(e[i].category);
+		v[i].source = dup_or_null(e[i].source);
 	}
 	return v;
 }
@@ -574,6 +575,7 @@ static void jrec_release(struct jrec *j)
 		free((char *)j->e[i].message);
 		free((char *)j->e[i].severity);
 		free((char *)j->e[i].category);
+		free((char *)j->e[i].source);
 	}
 	free(j->e);
 	for (size_t i = 0; i < j->nuids; i++)
@@ -819,7 +821,7 @@ static void entry_in(struct report_set *rs, const struct report_entry *in, const
 	memset(e, 0, sizeof(*e));
 	e->policy = intern(rs, policy);
 	e->rule = intern(rs, in->rule);
-	e->source = intern(rs, REPORT_SOURCE);
+	e->source = intern(rs, in->source ? in->source : REPORT_SOURCE);
 	e->severity = severity_norm(rs, in->severity);
 	e->category = category_norm(rs, in->category);
 	e->process = intern(rs, report_process_name(in->process));
@@ -1034,7 +1036,8 @@ static enum gv_code check_entries(const struct report_resource *res, const struc
 		return gv_err_set(err, GV_EINVAL, "report: %s %s: no uid", str_or(res->kind, "?"),
 				  str_or(res->name, "?"));
 	for (size_t i = 0; i < n; i++) {
-		if (!e[i].rule || !*e[i].rule)
+		/* a ValidatingPolicy's result has rule "" (left out of the entry, as Kyverno) */
+		if (!e[i].rule || (!*e[i].rule && !e[i].source))
 			return gv_err_set(err, GV_EINVAL, "report: result %zu has no rule", i);
 		if (need_policy && (!e[i].policy || !*e[i].policy))
 			return gv_err_set(err, GV_EINVAL, "report: result %zu has no policy", i);
@@ -1357,15 +1360,23 @@ void report_retain_since(struct report_set *rs, const char *policy, const char *
 struct prune_arg {
 	struct gv_map policies; /* interned ref -> const struct engine_policy */
 	const char *background;
+	const char *src_vpol, *src_vap; /* interned sources of CEL results */
+	struct gv_map vpol, vap;	/* interned ref -> const struct report_live */
 };
 
 static bool match_pruned(const struct rnode *nd, const struct rentry *e, const void *arg)
 {
 	const struct prune_arg *a = arg;
-	const struct engine_policy *p = gv_map_get(&a->policies, e->policy);
+	const struct engine_policy *p;
 	size_t nr;
 
 	(void)nd;
+	if (e->source && (e->source == a->src_vpol || e->source == a->src_vap)) {
+		const struct report_live *l =
+		    gv_map_get(e->source == a->src_vpol ? &a->vpol : &a->vap, e->policy);
+		return !l || (!l->background && e->process == a->background);
+	}
+	p = gv_map_get(&a->policies, e->policy);
 	if (!p)
 		return true;
 	if (!engine_policy_background(p) && e->process == a->background)
@@ -1379,10 +1390,25 @@ static bool match_pruned(const struct rnode *nd, const struct rentry *e, const v
 
 size_t report_prune(struct report_set *rs, const struct engine_policyset *set)
 {
-	struct prune_arg a = {.background =
-				  intern(rs, report_process_name(REPORT_BACKGROUND_SCAN))};
+	return report_prune_live(rs, set, NULL, 0);
+}
+
+size_t report_prune_live(struct report_set *rs, const struct engine_policyset *set,
+			 const struct report_live *live, size_t nlive)
+{
+	struct prune_arg a = {.background = intern(rs, report_process_name(REPORT_BACKGROUND_SCAN)),
+			      .src_vpol = intern(rs, REPORT_SOURCE_VPOL),
+			      .src_vap = intern(rs, REPORT_SOURCE_VAP)};
 	struct sweep sw = {NULL, match_pruned, &a};
 	size_t n = set ? engine_policyset_count(set) : 0, hits;
+
+	for (size_t i = 0; i < nlive; i++) {
+		const char *src = intern(rs, live[i].source);
+
+		if (src == a.src_vpol || src == a.src_vap)
+			gv_map_put(src == a.src_vpol ? &a.vpol : &a.vap, intern(rs, live[i].ref),
+				   (void *)&live[i]);
+	}
 
 	for (size_t i = 0; i < n; i++) {
 		const struct engine_policy *p = engine_policyset_get(set, i);
@@ -1393,6 +1419,8 @@ size_t report_prune(struct report_set *rs, const struct engine_policyset *set)
 	}
 	hits = sweep_all(rs, &sw);
 	gv_map_release(&a.policies);
+	gv_map_release(&a.vpol);
+	gv_map_release(&a.vap);
 	return hits;
 }
 
@@ -2201,6 +2229,8 @@ static char *jrec_text(const struct jrec *j)
 		gv_buf_addc(&eb, (char)('0' + (int)e->result));
 		gv_buf_addc(&eb, e->scored ? 's' : 'u');
 		gv_buf_addc(&eb, (char)('0' + (int)e->process));
+		if (e->source) /* CEL policies' results (none: a legacy digest as it was) */
+			buf_field(&eb, e->source);
 		parts[np++] = gv_buf_detach(&eb);
 	}
 	for (size_t i = 0; i < j->nuids; i++)

@@ -142,7 +142,7 @@ enum gv_code report_resource_from_object(const json_t *obj, struct report_resour
 /* One result as a change gives it. Strings borrowed. */
 struct report_entry {
 	const char *policy;	   /* "name" or "namespace/name" (report_policy_ref) */
-	const char *rule;	   /* required */
+	const char *rule;	   /* required; "" only with a source (CEL policies) */
 	enum engine_status result; /* as reported (report_status()) */
 	const char *message;	   /* NULL = "" */
 	const char *severity;	   /* NULL = none */
@@ -151,7 +151,17 @@ struct report_entry {
 	int64_t seconds; /* timestamp: Unix seconds */
 	int32_t nanos;	 /* and nanoseconds, 0..999999999 */
 	enum report_process process;
+	/*
+	 * The result's `source`: NULL = REPORT_SOURCE (legacy policies);
+	 * REPORT_SOURCE_VPOL / REPORT_SOURCE_VAP for CEL policies
+	 * (cel-semantics.md section 7).
+	 */
+	const char *source;
 };
+
+/* Sources of CEL policies' results, as Kyverno writes them (cel-semantics.md section 7). */
+#define REPORT_SOURCE_VPOL "KyvernoValidatingPolicy"
+#define REPORT_SOURCE_VAP  "ValidatingAdmissionPolicy"
 
 /* The policy field of a report entry for p: "name" or "namespace/name". Caller frees. */
 char *report_policy_ref(const struct engine_policy *p);
@@ -282,6 +292,27 @@ void report_retain_since(struct report_set *rs, const char *policy, const char *
  * number of results removed.
  */
 size_t report_prune(struct report_set *rs, const struct engine_policyset *set);
+
+/*
+ * A live CEL policy for report_prune_live(): its results (source
+ * REPORT_SOURCE_VPOL or REPORT_SOURCE_VAP, policy ref) stay, whatever
+ * their rule; its "background scan" results go when background is false.
+ */
+struct report_live {
+	const char *source; /* REPORT_SOURCE_VPOL or REPORT_SOURCE_VAP */
+	const char *ref;    /* "name" or "namespace/name" */
+	bool background;    /* evaluation.background.enabled */
+};
+
+/*
+ * report_prune() that also knows the live CEL policies live[0..nlive):
+ * results whose source is REPORT_SOURCE_VPOL or REPORT_SOURCE_VAP are
+ * judged against them alone (kept when a live policy of that source has
+ * that ref), the others against set as report_prune() does. Returns the
+ * number of results removed.
+ */
+size_t report_prune_live(struct report_set *rs, const struct engine_policyset *set,
+			 const struct report_live *live, size_t nlive);
 
 /* ---- the journal and scan digests (`gavel scan`) ---- */
 

@@ -14,11 +14,24 @@
 #include "common/log.h"
 #include "common/banned.h"
 
-enum watch_kind { W_CPOL, W_POL, W_EXC, W_NS, W_CM, W_VPOL, W_NVPOL, W_CEXC, W_COUNT };
+enum watch_kind {
+	W_CPOL,
+	W_POL,
+	W_EXC,
+	W_NS,
+	W_CM,
+	W_VPOL,
+	W_NVPOL,
+	W_CEXC,
+	W_VAP,	/* admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (background only) */
+	W_VAPB, /* and its bindings */
+	W_COUNT
+};
 
 #define POLICY_BITS ((1u << W_CPOL) | (1u << W_POL) | (1u << W_EXC))
 /* policies.kyverno.io ValidatingPolicy, NamespacedValidatingPolicy, PolicyException */
-#define VPOL_BITS ((1u << W_VPOL) | (1u << W_NVPOL) | (1u << W_CEXC))
+#define VPOL_BITS                                                                                  \
+	((1u << W_VPOL) | (1u << W_NVPOL) | (1u << W_CEXC) | (1u << W_VAP) | (1u << W_VAPB))
 
 struct watch {
 	struct snapshot *s;
@@ -352,6 +365,15 @@ static enum gv_code discover(struct snapshot *s, enum watch_kind k, char **path,
 		rc = kube_discover(s->client, "policies.kyverno.io", NULL, "PolicyException", &r,
 				   &e);
 		break;
+	case W_VAP:
+		/* not served before Kubernetes 1.30 (v1): then not watched, quietly */
+		rc = kube_discover(s->client, "admissionregistration.k8s.io", "v1",
+				   "ValidatingAdmissionPolicy", &r, &e);
+		break;
+	case W_VAPB:
+		rc = kube_discover(s->client, "admissionregistration.k8s.io", "v1",
+				   "ValidatingAdmissionPolicyBinding", &r, &e);
+		break;
 	case W_NS:
 		*path = gv_xstrdup("/api/v1/namespaces");
 		return GV_OK;
@@ -386,7 +408,9 @@ static const char *kind_name(enum watch_kind k)
 					    "ConfigMap",
 					    "ValidatingPolicy",
 					    "NamespacedValidatingPolicy",
-					    "PolicyException.policies.kyverno.io"};
+					    "PolicyException.policies.kyverno.io",
+					    "ValidatingAdmissionPolicy",
+					    "ValidatingAdmissionPolicyBinding"};
 
 	return k < W_COUNT ? names[k] : "?";
 }
@@ -430,7 +454,7 @@ static bool all_synced(struct snapshot *s)
 		struct watch *w = &s->w[k];
 		if (!w->path || kube_informer_synced(w->inf) || w->waived)
 			continue;
-		if ((k == W_EXC || k == W_CEXC) &&
+		if ((k == W_EXC || k == W_CEXC || k == W_VAP || k == W_VAPB) &&
 		    time(NULL) - w->started >= OPTIONAL_SYNC_WAIT_S) {
 			gv_warn("snapshot: %s not listed after %ds: going on without them until "
 				"they are",
@@ -462,7 +486,7 @@ static json_t *find_configmap(struct snapshot *s)
 }
 
 /* Appends private copies of the objects w lists (kind filled in) to out. */
-static void add_docs(json_t *out, struct watch *w, const char *kind)
+static void add_docs_api(json_t *out, struct watch *w, const char *kind, const char *api_version)
 {
 	json_t *v = watch_list(w);
 	size_t i;
@@ -471,10 +495,14 @@ static void add_docs(json_t *out, struct watch *w, const char *kind)
 	json_array_foreach(v, i, d)
 	{
 		const char *api = json_string_value(json_object_get(d, "apiVersion"));
-		json_array_append_new(out,
-				      doc_copy(d, kind, api ? NULL : "policies.kyverno.io/v1"));
+		json_array_append_new(out, doc_copy(d, kind, api ? NULL : api_version));
 	}
 	json_decref(v);
+}
+
+static void add_docs(json_t *out, struct watch *w, const char *kind)
+{
+	add_docs_api(out, w, kind, "policies.kyverno.io/v1");
 }
 
 /* ---- awaited writes (s->mu held) ---- */
@@ -584,12 +612,18 @@ static void rebuild(struct snapshot *s)
 		s->config = view_config_new(data);
 	}
 	if ((s->pending & VPOL_BITS) || !s->vpols) {
-		json_t *docs_v = json_array(), *xs = json_array();
+		json_t *docs_v = json_array(), *xs = json_array(), *bindings = json_array();
 		add_docs(docs_v, &s->w[W_VPOL], "ValidatingPolicy");
 		add_docs(docs_v, &s->w[W_NVPOL], "NamespacedValidatingPolicy");
 		add_docs(xs, &s->w[W_CEXC], "PolicyException");
+		add_docs_api(docs_v, &s->w[W_VAP], "ValidatingAdmissionPolicy",
+			     "admissionregistration.k8s.io/v1");
+		add_docs_api(bindings, &s->w[W_VAPB], "ValidatingAdmissionPolicyBinding",
+			     "admissionregistration.k8s.io/v1");
 		view_vpolset_unref(s->vpols);
 		s->vpols = view_vpolset_new(docs_v, xs);
+		view_vpolset_set_bindings(s->vpols, bindings);
+		json_decref(bindings);
 		if (json_array_size(docs_v) || json_array_size(xs))
 			gv_info(
 			    "snapshot: %zu ValidatingPolicies loaded (%zu in the cluster), %zu CEL "

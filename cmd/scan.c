@@ -7,7 +7,9 @@
  *              [--background-scan-workers N] [--background-scan-resource-limit N]
  *              [--log-level L]
  *
- * Reads the policies, exceptions, namespaces and gavel's ConfigMap once,
+ * Reads the policies (ClusterPolicy, Policy, ValidatingPolicy,
+ * NamespacedValidatingPolicy, ValidatingAdmissionPolicy and its bindings
+ * when served), exceptions, namespaces and gavel's ConfigMap once,
  * then scans namespace by namespace in bounded memory (background/nsscan.h,
  * the same scan the reconciler of `gavel serve` runs), then every policy's
  * last scan goes to the scan-state ConfigMap. --dry-run writes nothing and

@@ -4,7 +4,8 @@
  *   gavel status [--kubeconfig F] [-o table|json] [--namespace NS]
  *                [--background-scan-interval D]
  *
- * For every ClusterPolicy and Policy: its schedule and where it comes from
+ * For every ClusterPolicy and Policy, ValidatingPolicy and
+ * NamespacedValidatingPolicy (shown as "<kind>/<name>"): its schedule and where it comes from
  * (global interval, spec.scanInterval, spec.scanSchedule), its last
  * completed scan (the scan-state ConfigMap), its next scan, the result
  * counts of gavel's reports, and whether it is suspended
@@ -84,7 +85,11 @@ static void print_table(const json_t *rows)
 		const char *err = sval(r, "error", NULL);
 
 		cells[i] = gv_xcalloc(NCOL, sizeof(**cells));
-		cells[i][0] = gv_xstrdup(sval(r, "policy", ""));
+		/* CEL policies by kind: a ValidatingPolicy may share a ClusterPolicy's name */
+		cells[i][0] =
+		    strstr(sval(r, "kind", ""), "ValidatingPolicy")
+			? gv_xasprintf("%s/%s", sval(r, "kind", ""), sval(r, "policy", ""))
+			: gv_xstrdup(sval(r, "policy", ""));
 		cells[i][1] = !strcmp(src, "global")
 				  ? gv_xasprintf("%s (global)", sval(r, "schedule", ""))
 				  : gv_xstrdup(sval(r, "schedule", ""));

@@ -5,7 +5,7 @@
 # conformance corpus (when ../shared/conformance exists).
 set -u
 # Socket and end-to-end suites run after the unit, golden and conformance ones.
-SHELL_SUITES=${SHELL_SUITES-"scripts/tests/install_deps_test.sh cmd/tests/cli_test.sh scripts/enum-check.sh scripts/include-check.sh admission/tests/socket_test.sh admission/tests/hostile_test.sh e2e/kind/check.sh e2e/admission.sh e2e/background.sh e2e/faults.sh e2e/registry.sh e2e/roles.sh e2e/context.sh e2e/cluster.sh e2e/chainsaw.sh e2e/vpolicy.sh e2e/vpwebhook.sh"}
+SHELL_SUITES=${SHELL_SUITES-"scripts/tests/install_deps_test.sh cmd/tests/cli_test.sh scripts/enum-check.sh scripts/include-check.sh admission/tests/socket_test.sh admission/tests/hostile_test.sh e2e/kind/check.sh e2e/admission.sh e2e/background.sh e2e/faults.sh e2e/registry.sh e2e/roles.sh e2e/context.sh e2e/cluster.sh e2e/chainsaw.sh e2e/vpolicy.sh e2e/vpwebhook.sh e2e/vpscan.sh"}
 passed=0
 failed=0
 status=0

@@ -157,6 +157,22 @@ struct vpol_exception *const *view_vpolset_exceptions(const struct view_vpolset 
  */
 size_t view_vpolset_exceptions_at(const struct view_vpolset *s, int64_t now,
 				  struct vpol_exception **out);
+/*
+ * The documents (borrowed from s) of the exceptions in force at `now`, in
+ * the order of view_vpolset_exceptions_at(); out has room for every
+ * exception. Returns how many were written.
+ */
+size_t view_vpolset_exception_docs_at(const struct view_vpolset *s, int64_t now,
+				      const json_t **out);
+/*
+ * The ValidatingAdmissionPolicyBinding documents of the set (the
+ * ValidatingAdmissionPolicies themselves are among its policies,
+ * vpol_kind() VPOL_VAP: background scans only). set_bindings (before s is
+ * shared) keeps the binding documents of `bindings` (borrowed array);
+ * bindings returns them (borrowed), *n of them.
+ */
+void view_vpolset_set_bindings(struct view_vpolset *s, const json_t *bindings);
+const json_t *const *view_vpolset_bindings(const struct view_vpolset *s, size_t *n);
 /* [{kind, namespace, name, pointer, message}] of the documents left out. */
 const json_t *view_vpolset_errors(const struct view_vpolset *s);
 

@@ -22,7 +22,10 @@ struct view_vpolset {
 	struct vpol_exception **x; /* owned */
 	int64_t *xexp;		   /* spec.expiresAt of x[i], Unix seconds; INT64_MAX = none */
 	size_t nx;
-	json_t *errors; /* owned: [{kind, namespace, name, pointer, message}] */
+	json_t *errors;	   /* owned: [{kind, namespace, name, pointer, message}] */
+	json_t *xdocs;	   /* owned: the documents of x, in order */
+	json_t *bindings;  /* owned: ValidatingAdmissionPolicyBinding documents */
+	const json_t **bv; /* owned array of borrowed pointers into bindings */
 };
 
 static const char *meta(const json_t *doc, const char *key)
@@ -93,6 +96,7 @@ struct view_vpolset *view_vpolset_new(const json_t *policies, const json_t *exce
 
 	atomic_init(&s->refs, 1);
 	s->errors = json_array();
+	s->xdocs = json_array();
 	s->v = gv_xcalloc(json_array_size(policies) + 1, sizeof(*s->v));
 	json_array_foreach(policies, i, d)
 	{
@@ -133,6 +137,7 @@ struct view_vpolset *view_vpolset_new(const json_t *policies, const json_t *exce
 			    json_string_value(
 				json_object_get(json_object_get(d, "spec"), "expiresAt")));
 		s->x[s->nx++] = x;
+		json_array_append(s->xdocs, (json_t *)d);
 	}
 	return s;
 }
@@ -156,6 +161,9 @@ void view_vpolset_unref(struct view_vpolset *s)
 	free(s->x);
 	free(s->xexp);
 	json_decref(s->errors);
+	json_decref(s->xdocs);
+	json_decref(s->bindings);
+	free(s->bv);
 	free(s);
 }
 
@@ -184,6 +192,40 @@ size_t view_vpolset_exceptions_at(const struct view_vpolset *s, int64_t now,
 		if (s->xexp[i] > now)
 			out[k++] = s->x[i];
 	return k;
+}
+
+size_t view_vpolset_exception_docs_at(const struct view_vpolset *s, int64_t now, const json_t **out)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; s && i < s->nx; i++)
+		if (s->xexp[i] > now)
+			out[k++] = json_array_get(s->xdocs, i);
+	return k;
+}
+
+void view_vpolset_set_bindings(struct view_vpolset *s, const json_t *bindings)
+{
+	size_t i;
+	const json_t *d;
+
+	json_decref(s->bindings);
+	free(s->bv);
+	s->bindings = json_array();
+	json_array_foreach(bindings, i, d)
+	{
+		if (vpol_is_binding_doc(d))
+			json_array_append(s->bindings, (json_t *)d);
+	}
+	s->bv = gv_xcalloc(json_array_size(s->bindings) + 1, sizeof(*s->bv));
+	for (i = 0; i < json_array_size(s->bindings); i++)
+		s->bv[i] = json_array_get(s->bindings, i);
+}
+
+const json_t *const *view_vpolset_bindings(const struct view_vpolset *s, size_t *n)
+{
+	*n = s && s->bindings ? json_array_size(s->bindings) : 0;
+	return s ? s->bv : NULL;
 }
 
 const json_t *view_vpolset_errors(const struct view_vpolset *s)
