@@ -57,6 +57,7 @@ struct vpol_policy {
 	json_t *doc;		/* owned reference */
 	bool json_mode;
 	bool has_param_kind;
+	bool uses_request;    /* an expression may read `request` */
 	struct vbody *bodies; /* [0] the policy, then its autogen copies */
 	size_t nbodies;
 };
@@ -68,6 +69,7 @@ struct vpol_exception {
 	struct vexpr *conds;
 	size_t nconds;
 	json_t *images, *values; /* owned arrays or NULL */
+	bool uses_request;	 /* a condition may read `request` */
 	bool report_pass;
 	long priority;
 };
@@ -477,6 +479,37 @@ static bool ident_byte(char c)
 	return isalnum((unsigned char)c) || c == '_';
 }
 
+/*
+ * Whether a string anywhere in j holds the identifier id (delimited by
+ * non-identifier bytes): a CEL expression that reads a variable names it,
+ * so one without it never reads that variable (messages and names may give
+ * false positives, which only cost the variable's construction).
+ */
+static bool json_mentions(const json_t *j, const char *id)
+{
+	size_t n = strlen(id), i;
+	const char *k;
+	json_t *v;
+
+	if (json_is_string(j)) {
+		const char *s = json_string_value(j), *p = s;
+		while ((p = strstr(p, id))) {
+			if ((p == s || !ident_byte(p[-1])) && !ident_byte(p[n]))
+				return true;
+			p += n;
+		}
+		return false;
+	}
+	if (json_is_array(j)) {
+		json_array_foreach(j, i, v) if (json_mentions(v, id)) return true;
+		return false;
+	}
+	if (json_is_object(j)) {
+		json_object_foreach((json_t *)j, k, v) if (json_mentions(v, id)) return true;
+	}
+	return false;
+}
+
 char *vpol_autogen_text(const char *text, bool cronjob, bool keep_namespace)
 {
 	static const char *const from[] = {"oldObject.spec", "oldObject.metadata", "object.spec",
@@ -662,6 +695,7 @@ struct vpol_policy *vpol_compile(const json_t *doc, struct gv_err *err)
 	p->doc = json_incref((json_t *)doc);
 	p->json_mode = !strcmp(str_of(json_object_get(spec, "evaluation"), "mode"), "JSON");
 	p->has_param_kind = json_is_object(json_object_get(spec, "paramKind"));
+	p->uses_request = json_mentions(spec, "request");
 	if (!json_is_object(spec)) {
 		gv_err_setp(err, GV_EINVAL, "/spec", "spec is required");
 		goto fail;
@@ -786,6 +820,7 @@ struct vpol_exception *vpol_exception_compile(const json_t *doc, struct gv_err *
 	if (json_array_size(json_object_get(spec, "allowedValues")))
 		x->values = json_incref(json_object_get(spec, "allowedValues"));
 	x->report_pass = !strcmp(str_of(spec, "reportResult"), "pass");
+	x->uses_request = json_mentions(json_object_get(spec, "matchConditions"), "request");
 	{
 		char *end = NULL;
 		long v = strtol(prio, &end, 10);
@@ -933,6 +968,21 @@ static const json_t *empty_obj(void)
 	if (e)
 		return e;
 	mine = json_object();
+	if (atomic_compare_exchange_strong(&shared, &e, mine))
+		return mine;
+	json_decref(mine);
+	return e;
+}
+
+/* The `exceptions` document when no exception allows anything (shared, read-only). */
+static const json_t *no_exceptions(void)
+{
+	static _Atomic(json_t *) shared;
+	json_t *e = atomic_load(&shared), *mine;
+
+	if (e)
+		return e;
+	mine = json_pack("{s:[],s:[]}", "allowedImages", "allowedValues");
 	if (atomic_compare_exchange_strong(&shared, &e, mine))
 		return mine;
 	json_decref(mine);
@@ -1190,7 +1240,7 @@ static bool exception_refers(const struct vpol_exception *x, const struct vpol_p
 static bool run_exceptions(struct cel_eval *ev, const struct vpol_policy *p,
 			   const struct vpol_input *in, struct vout *o)
 {
-	json_t *images = json_array(), *values = json_array();
+	json_t *images = NULL, *values = NULL;
 	struct gv_buf names = {0}, errs = {0};
 	const struct vpol_exception *chosen = NULL;
 	bool done = false;
@@ -1219,9 +1269,11 @@ static bool run_exceptions(struct cel_eval *ev, const struct vpol_policy *p,
 		}
 		if (!chosen) {
 			if (x->images)
-				json_array_extend(images, x->images);
+				json_array_extend(images ? images : (images = json_array()),
+						  x->images);
 			if (x->values)
-				json_array_extend(values, x->values);
+				json_array_extend(values ? values : (values = json_array()),
+						  x->values);
 		}
 	}
 	if (chosen) {
@@ -1231,9 +1283,15 @@ static bool run_exceptions(struct cel_eval *ev, const struct vpol_policy *p,
 		done = true;
 		goto out;
 	}
+	if (!images && !values) {
+		/* The common case: nothing allowed, one shared read-only document. */
+		cel_bind_json(ev, "exceptions", no_exceptions());
+		goto out;
+	}
 	{
-		json_t *ex =
-		    json_pack("{s:O,s:O}", "allowedImages", images, "allowedValues", values);
+		json_t *ex = json_pack("{s:o,s:o}", "allowedImages", images ? images : json_array(),
+				       "allowedValues", values ? values : json_array());
+		images = values = NULL;
 		/* kept alive by the caller's holder until the evaluation ends */
 		cel_bind_json(ev, "exceptions", ex);
 		json_decref(o->holder);
@@ -1247,39 +1305,69 @@ out:
 	return done;
 }
 
-/* Binds the ValidatingPolicy variables (section 2.9). */
-static json_t *bind_vpol_env(struct cel_eval *ev, const struct vpol_policy *p,
-			     const struct vpol_input *in, const struct vreq *q)
+/*
+ * The state of one input shared by the policies evaluated against it
+ * (vpolicy.h): its request fields, the `request` document (built on first
+ * use) and one CEL context.
+ */
+struct vpol_batch {
+	const struct vpol_input *in; /* borrowed */
+	bool usable;		     /* an object or an old object */
+	struct vreq q;
+	json_t *request; /* owned, or NULL until a policy reads it */
+	struct cel_eval *ev;
+};
+
+/* Whether an evaluation of p may read `request` (p's expressions or its exceptions'). */
+static bool needs_request(const struct vpol_policy *p, const struct vpol_input *in)
 {
-	json_t *req;
+	if (p->uses_request)
+		return true;
+	for (size_t i = 0; i < in->nexceptions; i++)
+		if (in->exceptions[i]->uses_request && exception_refers(in->exceptions[i], p))
+			return true;
+	return false;
+}
+
+/* Binds the ValidatingPolicy variables (section 2.9). */
+static void bind_vpol_env(struct vpol_batch *bt, const struct vpol_policy *p)
+{
+	struct cel_eval *ev = bt->ev;
+	const struct vpol_input *in = bt->in;
 
 	if (p->json_mode || in->json_payload) {
 		cel_bind_json(ev, "object", in->object ? in->object : json_null());
 		cel_bind_json(ev, "oldObject", json_null());
 		cel_bind_json(ev, "request", json_null());
 		cel_bind_json(ev, "namespaceObject", json_null());
-		return NULL;
+		return;
 	}
-	req = request_json(q, in, true);
 	cel_bind_json(ev, "object", in->object ? in->object : empty_obj());
 	cel_bind_json(ev, "oldObject", in->old_object ? in->old_object : empty_obj());
-	cel_bind_json(ev, "request", req);
+	if (needs_request(p, in)) {
+		if (!bt->request)
+			bt->request = request_json(&bt->q, in, true);
+		cel_bind_json(ev, "request", bt->request);
+	}
 	cel_bind_json(ev, "namespaceObject",
 		      in->namespace_object ? in->namespace_object : json_null());
-	return req;
 }
 
-static void eval_vpol_body(struct cel_eval *ev, const struct vpol_policy *p, const struct vbody *b,
-			   const struct vpol_input *in, const struct vreq *q, struct vout *o)
+static void eval_vpol_body(struct vpol_batch *bt, const struct vpol_policy *p,
+			   const struct vbody *b, struct vout *o)
 {
+	struct cel_eval *ev = bt->ev;
+	const struct vpol_input *in = bt->in;
 	struct gv_buf errs = {0};
 	int c;
 
 	o->none = true;
 	if (!p->json_mode) {
-		if (!b->match.present || !vmatch_eval(&b->match, q, in->namespace_object))
+		if (!b->match.present || !vmatch_eval(&b->match, &bt->q, in->namespace_object))
 			return;
 	}
+	cel_eval_reset(ev);
+	bind_vpol_env(bt, p);
 	if (run_exceptions(ev, p, in, o))
 		goto out;
 	c = run_conditions(ev, b->conds, b->nconds, &errs);
@@ -1430,33 +1518,49 @@ static void eval_vap(struct cel_eval *ev, const struct vpol_policy *p, const str
 	json_decref(nso);
 }
 
-enum gv_code vpol_evaluate(const struct vpol_policy *p, const struct vpol_input *in,
-			   struct vpol_report *out, struct gv_err *err)
+struct vpol_batch *vpol_batch_new(const struct vpol_input *in)
 {
-	struct cel_eval *ev;
-	struct vreq q;
+	struct vpol_batch *bt = gv_xcalloc(1, sizeof(*bt));
+
+	bt->in = in;
+	bt->usable = in->object || in->old_object;
+	if (bt->usable)
+		vreq_init(&bt->q, in);
+	bt->ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
+	return bt;
+}
+
+void vpol_batch_free(struct vpol_batch *bt)
+{
+	if (!bt)
+		return;
+	json_decref(bt->request);
+	cel_eval_free(bt->ev);
+	free(bt);
+}
+
+enum gv_code vpol_batch_evaluate(struct vpol_batch *bt, const struct vpol_policy *p,
+				 struct vpol_report *out, struct gv_err *err)
+{
+	const struct vpol_input *in = bt->in;
+	struct cel_eval *ev = bt->ev;
 
 	memset(out, 0, sizeof(*out));
-	if (!in->object && !in->old_object)
+	if (!bt->usable)
 		return gv_err_set(err, GV_EINVAL, "no object to evaluate");
 	if (in->json_payload && !p->json_mode)
 		return GV_OK;
-	vreq_init(&q, in);
-	ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
-	if (p->kind != VPOL_VAP)
-		cel_eval_set_host(ev, in->host);
+	cel_eval_set_host(ev, p->kind != VPOL_VAP ? in->host : NULL);
 	out->v = gv_xcalloc(p->nbodies, sizeof(*out->v));
 	for (size_t i = 0; i < p->nbodies; i++) {
 		struct vout o = {.none = true};
-		json_t *req = NULL;
 		bool keep;
-		cel_eval_reset(ev);
 		if (p->kind == VPOL_VAP) {
-			eval_vap(ev, p, in, &q, &o);
+			cel_eval_reset(ev);
+			eval_vap(ev, p, in, &bt->q, &o);
 			keep = true;
 		} else {
-			req = bind_vpol_env(ev, p, in, &q);
-			eval_vpol_body(ev, p, &p->bodies[i], in, &q, &o);
+			eval_vpol_body(bt, p, &p->bodies[i], &o);
 			keep = !o.none || p->json_mode || p->bodies[i].match.keep_empty;
 		}
 		if (keep) {
@@ -1472,12 +1576,29 @@ enum gv_code vpol_evaluate(const struct vpol_policy *p, const struct vpol_input 
 		}
 		free(o.message);
 		json_decref(o.holder);
-		json_decref(req);
 		if (p->kind == VPOL_VAP)
 			break;
 	}
-	cel_eval_free(ev);
+	/* Nothing of this policy's evaluation stays bound for the next one. */
+	cel_eval_reset(ev);
 	return GV_OK;
+}
+
+enum gv_code vpol_evaluate(const struct vpol_policy *p, const struct vpol_input *in,
+			   struct vpol_report *out, struct gv_err *err)
+{
+	struct vpol_batch *bt;
+	enum gv_code rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!in->object && !in->old_object)
+		return gv_err_set(err, GV_EINVAL, "no object to evaluate");
+	if (in->json_payload && !p->json_mode)
+		return GV_OK;
+	bt = vpol_batch_new(in);
+	rc = vpol_batch_evaluate(bt, p, out, err);
+	vpol_batch_free(bt);
+	return rc;
 }
 
 void vpol_report_release(struct vpol_report *r)

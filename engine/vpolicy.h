@@ -143,6 +143,21 @@ enum gv_code vpol_evaluate(const struct vpol_policy *p, const struct vpol_input 
 void vpol_report_release(struct vpol_report *r);
 
 /*
+ * Several policies against one input: the input's request fields are read
+ * once, the `request` document is built at most once (and only when a
+ * policy's expressions name it), and one CEL context serves them all.
+ * vpol_batch_evaluate(b, p, ...) gives exactly what vpol_evaluate(p, in,
+ * ...) gives. `in` and everything it points to are borrowed and must
+ * outlive the batch. A batch is used by one thread at a time; the policies
+ * may be shared. Free with vpol_batch_free() (NULL is fine).
+ */
+struct vpol_batch;
+struct vpol_batch *vpol_batch_new(const struct vpol_input *in);
+enum gv_code vpol_batch_evaluate(struct vpol_batch *b, const struct vpol_policy *p,
+				 struct vpol_report *out, struct gv_err *err);
+void vpol_batch_free(struct vpol_batch *b);
+
+/*
  * validate.cel of a kyverno.io rule (section 4): `cel` is the validate.cel
  * object, `pre` the rule's celPreconditions (or NULL), `message` the rule's
  * validate.message (or NULL), `rule` its name. Errors as vpol_compile
