@@ -208,9 +208,29 @@ static const char *host_call_in(const char *src)
  */
 static _Thread_local bool vap_env;
 
-/* Compiles one expression at JSON pointer ptr. */
-static enum gv_code expr_compile(const json_t *j, const char *ptr, struct cel_program **out,
-				 struct gv_err *err)
+/* Whether type is one of the '|'-separated types of want. */
+static bool type_in(const char *type, const char *want)
+{
+	size_t n = strlen(type);
+
+	for (const char *w = want; w;) {
+		const char *bar = strchr(w, '|');
+		size_t wn = bar ? (size_t)(bar - w) : strlen(w);
+		if (wn == n && !strncmp(w, type, n))
+			return true;
+		w = bar ? bar + 1 : NULL;
+	}
+	return false;
+}
+
+/*
+ * Compiles one expression at JSON pointer ptr, in the environment of d
+ * (NULL: every variable dyn). want: the static types the result may have
+ * ("bool", "string|null_type"; cel-semantics.md 1.10), or NULL for any; a
+ * type the check does not know is let through (checked when evaluated).
+ */
+static enum gv_code expr_compile(const json_t *j, const char *ptr, const struct cel_decls *d,
+				 const char *want, struct cel_program **out, struct gv_err *err)
 {
 	struct cel_parse_error pe = {0};
 	const char *src = json_string_value(j);
@@ -225,9 +245,21 @@ static enum gv_code expr_compile(const json_t *j, const char *ptr, struct cel_pr
 						      "expression %s",
 				   (int)strcspn(lib, ".("), lib, src);
 	}
-	*out = cel_compile(src, strlen(src), 0, &pe);
-	if (*out)
-		return GV_OK;
+	*out = cel_compile_decls(src, strlen(src), 0, d, &pe);
+	if (*out) {
+		const char *type = cel_program_type(*out);
+		char w[64];
+		if (!want || !cel_program_type_known(*out) || type_in(type, want))
+			return GV_OK;
+		snprintf(w, sizeof(w), "%.*s", (int)strcspn(want, "|"), want);
+		gv_err_setp(err, GV_EINVAL, ptr,
+			    "compilation failed: output is expected to be of type %s, but "
+			    "expression %s is of type %s",
+			    w, src, type);
+		cel_program_free(*out);
+		*out = NULL;
+		return GV_EINVAL;
+	}
 	{
 		const char *lib = kyverno_lib_call(src);
 		if (lib)
@@ -240,13 +272,21 @@ static enum gv_code expr_compile(const json_t *j, const char *ptr, struct cel_pr
 			   pe.line, pe.col, pe.msg, pe.caret);
 }
 
+/*
+ * Compiles a list of {name_key, expr_key} objects. d and want as
+ * expr_compile; with vars, d is the environment of the first one and each
+ * later one also sees the earlier ones (Kubernetes' variables: each may
+ * read the variables defined before it only).
+ */
 static enum gv_code exprs_compile(const json_t *list, const char *ptr, const char *name_key,
-				  const char *expr_key, struct vexpr **out, size_t *n,
-				  struct gv_err *err)
+				  const char *expr_key, const struct cel_decls *d, const char *want,
+				  bool vars, struct vexpr **out, size_t *n, struct gv_err *err)
 {
 	size_t i;
 	json_t *e;
-	enum gv_code rc;
+	enum gv_code rc = GV_OK;
+	struct cel_decls vd = d ? *d : (struct cel_decls){0};
+	const char **names = NULL, **types = NULL;
 
 	*out = NULL;
 	*n = 0;
@@ -255,17 +295,36 @@ static enum gv_code exprs_compile(const json_t *list, const char *ptr, const cha
 	if (!json_is_array(list))
 		return gv_err_setp(err, GV_EINVAL, ptr, "must be a list");
 	*out = gv_xcalloc(json_array_size(list) + 1, sizeof(**out));
+	if (vars && d && d->typed_variables) {
+		names = gv_xcalloc(d->nvars + json_array_size(list) + 1, sizeof(*names));
+		types = gv_xcalloc(d->nvars + json_array_size(list) + 1, sizeof(*types));
+		for (i = 0; i < d->nvars; i++) {
+			names[i] = d->var_names[i];
+			types[i] = d->var_types[i];
+		}
+		vd.var_names = names;
+		vd.var_types = types;
+	}
 	json_array_foreach(list, i, e)
 	{
 		char p[512];
 		struct vexpr *x = &(*out)[*n];
 		snprintf(p, sizeof(p), "%s/%zu/%s", ptr, i, expr_key);
-		if ((rc = expr_compile(json_object_get(e, expr_key), p, &x->prog, err)))
-			return rc;
+		if ((rc = expr_compile(json_object_get(e, expr_key), p, d ? &vd : NULL, want,
+				       &x->prog, err)))
+			goto out;
 		x->name = name_key ? gv_xstrdup(str_of(e, name_key)) : NULL;
 		(*n)++;
+		if (names) {
+			names[vd.nvars] = x->name;
+			types[vd.nvars++] =
+			    cel_program_type_known(x->prog) ? cel_program_type(x->prog) : "?";
+		}
 	}
-	return GV_OK;
+out:
+	free(names);
+	free(types);
+	return rc;
 }
 
 static void exprs_free(struct vexpr *v, size_t n)
@@ -380,7 +439,7 @@ static void body_release_v(struct vbody *b)
 }
 
 static enum gv_code validations_compile(const json_t *list, const char *ptr, struct vbody *b,
-					struct gv_err *err)
+					const struct cel_decls *d, bool typed, struct gv_err *err)
 {
 	size_t i;
 	json_t *e;
@@ -399,12 +458,14 @@ static enum gv_code validations_compile(const json_t *list, const char *ptr, str
 		const json_t *msg = json_object_get(e, "message");
 
 		snprintf(p, sizeof(p), "%s/%zu/expression", ptr, i);
-		if ((rc = expr_compile(json_object_get(e, "expression"), p, &v->expr, err)))
+		if ((rc = expr_compile(json_object_get(e, "expression"), p, d,
+				       typed ? "bool" : NULL, &v->expr, err)))
 			return rc;
 		b->nvals++;
 		if (json_is_string(me) && json_string_length(me)) {
 			snprintf(p, sizeof(p), "%s/%zu/messageExpression", ptr, i);
-			if ((rc = expr_compile(me, p, &v->msg_expr, err)))
+			if ((rc = expr_compile(me, p, d, typed ? "string" : NULL, &v->msg_expr,
+					       err)))
 				return rc;
 		}
 		if (json_is_string(msg))
@@ -413,30 +474,63 @@ static enum gv_code validations_compile(const json_t *list, const char *ptr, str
 	return GV_OK;
 }
 
-/* spec fields shared by ValidatingPolicy and VAP. */
+/*
+ * spec fields shared by ValidatingPolicy and VAP. Variables are typed
+ * (variables.<name> has the type of its expression; an undefined or later
+ * one is a compile error); typed (ValidatingPolicy): result types and
+ * undeclared names as cel-semantics.md 1.10.
+ */
 static enum gv_code body_compile_spec(const json_t *spec, struct vbody *b, bool with_match,
-				      struct gv_err *err)
+				      bool typed, struct gv_err *err)
 {
+	static const char *const undeclared[] = {"params", "authorizer"};
+	struct cel_decls d = {.typed_variables = true};
+	const char **names = NULL, **types = NULL;
 	enum gv_code rc;
 
 	memset(b, 0, sizeof(*b));
+	if (typed) {
+		d.undeclared = undeclared;
+		d.nundeclared = GV_ARRAY_LEN(undeclared);
+	}
 	if (with_match && (rc = vmatch_compile(json_object_get(spec, "matchConstraints"),
 					       "/spec/matchConstraints", &b->match, err)))
 		return rc;
-	if ((rc = exprs_compile(json_object_get(spec, "matchConditions"), "/spec/matchConditions",
-				"name", "expression", &b->conds, &b->nconds, err)))
-		return rc;
+	/* Match conditions run before the variables: `variables` stays untyped there. */
+	{
+		struct cel_decls cd = d;
+		cd.typed_variables = false;
+		if ((rc = exprs_compile(json_object_get(spec, "matchConditions"),
+					"/spec/matchConditions", "name", "expression", &cd,
+					typed ? "bool" : NULL, false, &b->conds, &b->nconds, err)))
+			return rc;
+	}
 	if ((rc = exprs_compile(json_object_get(spec, "variables"), "/spec/variables", "name",
-				"expression", &b->vars, &b->nvars, err)))
+				"expression", &d, NULL, true, &b->vars, &b->nvars, err)))
 		return rc;
+	names = gv_xcalloc(b->nvars + 1, sizeof(*names));
+	types = gv_xcalloc(b->nvars + 1, sizeof(*types));
+	for (size_t i = 0; i < b->nvars; i++) {
+		names[i] = b->vars[i].name;
+		types[i] = cel_program_type_known(b->vars[i].prog)
+			       ? cel_program_type(b->vars[i].prog)
+			       : "?";
+	}
+	d.var_names = names;
+	d.var_types = types;
+	d.nvars = b->nvars;
 	if ((rc = validations_compile(json_object_get(spec, "validations"), "/spec/validations", b,
-				      err)))
-		return rc;
+				      &d, typed, err)))
+		goto out;
 	if ((rc = exprs_compile(json_object_get(spec, "auditAnnotations"), "/spec/auditAnnotations",
-				"key", "valueExpression", &b->audits, &b->naudits, err)))
-		return rc;
+				"key", "valueExpression", &d, typed ? "string|null_type" : NULL,
+				false, &b->audits, &b->naudits, err)))
+		goto out;
 	b->ignore = !strcmp(str_of(spec, "failurePolicy"), "Ignore");
-	return GV_OK;
+out:
+	free(names);
+	free(types);
+	return rc;
 }
 
 /* ---- documents ---- */
@@ -704,12 +798,12 @@ struct vpol_policy *vpol_compile(const json_t *doc, struct gv_err *err)
 		ncopies = autogen_specs(spec, copies);
 	p->bodies = gv_xcalloc(1 + ncopies, sizeof(*p->bodies));
 	vap_env = p->kind == VPOL_VAP;
-	rc = body_compile_spec(spec, &p->bodies[0], !p->json_mode, err);
+	rc = body_compile_spec(spec, &p->bodies[0], !p->json_mode, p->kind != VPOL_VAP, err);
 	vap_env = false;
 	p->nbodies = 1;
 	for (size_t i = 0; i < ncopies; i++) {
 		if (!rc) {
-			rc = body_compile_spec(copies[i], &p->bodies[i + 1], true, err);
+			rc = body_compile_spec(copies[i], &p->bodies[i + 1], true, true, err);
 			p->nbodies++;
 		}
 		json_decref(copies[i]);
@@ -813,7 +907,7 @@ struct vpol_exception *vpol_exception_compile(const json_t *doc, struct gv_err *
 		x->ref_kinds[x->nrefs++] = gv_xstrdup(str_of(e, "kind"));
 	}
 	if (exprs_compile(json_object_get(spec, "matchConditions"), "/spec/matchConditions", "name",
-			  "expression", &x->conds, &x->nconds, err))
+			  "expression", NULL, "bool", false, &x->conds, &x->nconds, err))
 		goto fail;
 	if (json_array_size(json_object_get(spec, "images")))
 		x->images = json_incref(json_object_get(spec, "images"));
@@ -1634,16 +1728,18 @@ struct vpol_cel *vpol_cel_compile(const json_t *cel, const json_t *pre, const ch
 					       "resources) offline");
 		goto fail;
 	}
-	if ((rc = exprs_compile(pre, "/celPreconditions", "name", "expression", &c->body.conds,
-				&c->body.nconds, err)))
+	if ((rc = exprs_compile(pre, "/celPreconditions", "name", "expression", NULL, NULL, false,
+				&c->body.conds, &c->body.nconds, err)))
 		goto fail;
 	if ((rc = exprs_compile(json_object_get(cel, "variables"), "/variables", "name",
-				"expression", &c->body.vars, &c->body.nvars, err)))
+				"expression", NULL, NULL, false, &c->body.vars, &c->body.nvars,
+				err)))
 		goto fail;
-	if ((rc = validations_compile(exprs, "/expressions", &c->body, err)))
+	if ((rc = validations_compile(exprs, "/expressions", &c->body, NULL, false, err)))
 		goto fail;
 	if ((rc = exprs_compile(json_object_get(cel, "auditAnnotations"), "/auditAnnotations",
-				"key", "valueExpression", &c->body.audits, &c->body.naudits, err)))
+				"key", "valueExpression", NULL, NULL, false, &c->body.audits,
+				&c->body.naudits, err)))
 		goto fail;
 	vap_env = false;
 	return c;

@@ -61,7 +61,20 @@ bool vpol_is_binding_doc(const json_t *doc);
  * position ("compilation failed: ERROR: <input>:1:5: Syntax error: ..."
  * with the source line and a caret; err->pointer
  * "/spec/validations/0/expression"); a Kyverno CEL library call gives the
- * "gavel does not evaluate " message described above.
+ * "gavel does not evaluate " message described above. Variables are typed
+ * (cel-semantics.md 1.10): variables.<name> has the type of that
+ * variable's expression, and a name not defined before the expression
+ * reading it (itself, a later one, a typo) is the compile error
+ * "undefined field '<name>'". In a ValidatingPolicy, also: `params` and
+ * `authorizer` are undeclared ("undeclared reference to 'params' (in
+ * container '')"), and a validation or match condition whose static type
+ * is not bool (a bare `object.spec.hostNetwork` is dyn), a
+ * messageExpression not string, or an audit annotation neither string nor
+ * null is refused ("compilation failed: output is expected to be of type
+ * bool, but expression ... is of type dyn"); a type the check cannot
+ * deduce (a library function it has no signature for) is let through and
+ * checked when evaluated. The matchConditions of a CEL PolicyException
+ * must be bool the same way (vpol_exception_compile).
  */
 struct vpol_policy *vpol_compile(const json_t *doc, struct gv_err *err);
 void vpol_free(struct vpol_policy *p);
