@@ -18,6 +18,7 @@
 struct vexpr {
 	char *name;		  /* owned: variable/condition name, audit key, or NULL */
 	struct cel_program *prog; /* owned */
+	bool reads_vars;	  /* the text names `variables` */
 };
 
 struct vvalidation {
@@ -208,6 +209,20 @@ static const char *host_call_in(const char *src)
  */
 static _Thread_local bool vap_env;
 
+/* Whether text holds the identifier id (delimited by non-identifier bytes). */
+static bool text_mentions(const char *text, const char *id)
+{
+	size_t n = strlen(id);
+
+	for (const char *p = text; (p = strstr(p, id)); p += n) {
+		bool before = p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
+		bool after = isalnum((unsigned char)p[n]) || p[n] == '_';
+		if (!before && !after)
+			return true;
+	}
+	return false;
+}
+
 /* Whether type is one of the '|'-separated types of want. */
 static bool type_in(const char *type, const char *want)
 {
@@ -314,6 +329,7 @@ static enum gv_code exprs_compile(const json_t *list, const char *ptr, const cha
 				       &x->prog, err)))
 			goto out;
 		x->name = name_key ? gv_xstrdup(str_of(e, name_key)) : NULL;
+		x->reads_vars = text_mentions(cel_program_source(x->prog), "variables");
 		(*n)++;
 		if (names) {
 			names[vd.nvars] = x->name;
@@ -581,19 +597,12 @@ static bool ident_byte(char c)
  */
 static bool json_mentions(const json_t *j, const char *id)
 {
-	size_t n = strlen(id), i;
+	size_t i;
 	const char *k;
 	json_t *v;
 
-	if (json_is_string(j)) {
-		const char *s = json_string_value(j), *p = s;
-		while ((p = strstr(p, id))) {
-			if ((p == s || !ident_byte(p[-1])) && !ident_byte(p[n]))
-				return true;
-			p += n;
-		}
-		return false;
-	}
+	if (json_is_string(j))
+		return text_mentions(json_string_value(j), id);
 	if (json_is_array(j)) {
 		json_array_foreach(j, i, v) if (json_mentions(v, id)) return true;
 		return false;
@@ -1182,7 +1191,9 @@ static void bind_variables(struct cel_eval *ev, const struct vbody *b)
 	struct cel_value *vals = gv_xcalloc(b->nvars + 1, sizeof(*vals));
 
 	for (size_t i = 0; i < b->nvars; i++) {
-		cel_bind_map(ev, "variables", names, vals, i);
+		/* The variables before it, for an expression that may read them. */
+		if (b->vars[i].reads_vars)
+			cel_bind_map(ev, "variables", names, vals, i);
 		cel_eval_run(ev, b->vars[i].prog, &vals[i]);
 		names[i] = b->vars[i].name;
 	}
