@@ -18,6 +18,7 @@
 struct vexpr {
 	char *name;		  /* owned: variable/condition name, audit key, or NULL */
 	struct cel_program *prog; /* owned */
+	bool reads_vars;	  /* the text names `variables` */
 };
 
 struct vvalidation {
@@ -57,6 +58,7 @@ struct vpol_policy {
 	json_t *doc;		/* owned reference */
 	bool json_mode;
 	bool has_param_kind;
+	bool uses_request;    /* an expression may read `request` */
 	struct vbody *bodies; /* [0] the policy, then its autogen copies */
 	size_t nbodies;
 };
@@ -68,6 +70,7 @@ struct vpol_exception {
 	struct vexpr *conds;
 	size_t nconds;
 	json_t *images, *values; /* owned arrays or NULL */
+	bool uses_request;	 /* a condition may read `request` */
 	bool report_pass;
 	long priority;
 };
@@ -206,9 +209,43 @@ static const char *host_call_in(const char *src)
  */
 static _Thread_local bool vap_env;
 
-/* Compiles one expression at JSON pointer ptr. */
-static enum gv_code expr_compile(const json_t *j, const char *ptr, struct cel_program **out,
-				 struct gv_err *err)
+/* Whether text holds the identifier id (delimited by non-identifier bytes). */
+static bool text_mentions(const char *text, const char *id)
+{
+	size_t n = strlen(id);
+
+	for (const char *p = text; (p = strstr(p, id)); p += n) {
+		bool before = p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
+		bool after = isalnum((unsigned char)p[n]) || p[n] == '_';
+		if (!before && !after)
+			return true;
+	}
+	return false;
+}
+
+/* Whether type is one of the '|'-separated types of want. */
+static bool type_in(const char *type, const char *want)
+{
+	size_t n = strlen(type);
+
+	for (const char *w = want; w;) {
+		const char *bar = strchr(w, '|');
+		size_t wn = bar ? (size_t)(bar - w) : strlen(w);
+		if (wn == n && !strncmp(w, type, n))
+			return true;
+		w = bar ? bar + 1 : NULL;
+	}
+	return false;
+}
+
+/*
+ * Compiles one expression at JSON pointer ptr, in the environment of d
+ * (NULL: every variable dyn). want: the static types the result may have
+ * ("bool", "string|null_type"; cel-semantics.md 1.10), or NULL for any; a
+ * type the check does not know is let through (checked when evaluated).
+ */
+static enum gv_code expr_compile(const json_t *j, const char *ptr, const struct cel_decls *d,
+				 const char *want, struct cel_program **out, struct gv_err *err)
 {
 	struct cel_parse_error pe = {0};
 	const char *src = json_string_value(j);
@@ -223,9 +260,21 @@ static enum gv_code expr_compile(const json_t *j, const char *ptr, struct cel_pr
 						      "expression %s",
 				   (int)strcspn(lib, ".("), lib, src);
 	}
-	*out = cel_compile(src, strlen(src), 0, &pe);
-	if (*out)
-		return GV_OK;
+	*out = cel_compile_decls(src, strlen(src), 0, d, &pe);
+	if (*out) {
+		const char *type = cel_program_type(*out);
+		char w[64];
+		if (!want || !cel_program_type_known(*out) || type_in(type, want))
+			return GV_OK;
+		snprintf(w, sizeof(w), "%.*s", (int)strcspn(want, "|"), want);
+		gv_err_setp(err, GV_EINVAL, ptr,
+			    "compilation failed: output is expected to be of type %s, but "
+			    "expression %s is of type %s",
+			    w, src, type);
+		cel_program_free(*out);
+		*out = NULL;
+		return GV_EINVAL;
+	}
 	{
 		const char *lib = kyverno_lib_call(src);
 		if (lib)
@@ -238,13 +287,21 @@ static enum gv_code expr_compile(const json_t *j, const char *ptr, struct cel_pr
 			   pe.line, pe.col, pe.msg, pe.caret);
 }
 
+/*
+ * Compiles a list of {name_key, expr_key} objects. d and want as
+ * expr_compile; with vars, d is the environment of the first one and each
+ * later one also sees the earlier ones (Kubernetes' variables: each may
+ * read the variables defined before it only).
+ */
 static enum gv_code exprs_compile(const json_t *list, const char *ptr, const char *name_key,
-				  const char *expr_key, struct vexpr **out, size_t *n,
-				  struct gv_err *err)
+				  const char *expr_key, const struct cel_decls *d, const char *want,
+				  bool vars, struct vexpr **out, size_t *n, struct gv_err *err)
 {
 	size_t i;
 	json_t *e;
-	enum gv_code rc;
+	enum gv_code rc = GV_OK;
+	struct cel_decls vd = d ? *d : (struct cel_decls){0};
+	const char **names = NULL, **types = NULL;
 
 	*out = NULL;
 	*n = 0;
@@ -253,17 +310,37 @@ static enum gv_code exprs_compile(const json_t *list, const char *ptr, const cha
 	if (!json_is_array(list))
 		return gv_err_setp(err, GV_EINVAL, ptr, "must be a list");
 	*out = gv_xcalloc(json_array_size(list) + 1, sizeof(**out));
+	if (vars && d && d->typed_variables) {
+		names = gv_xcalloc(d->nvars + json_array_size(list) + 1, sizeof(*names));
+		types = gv_xcalloc(d->nvars + json_array_size(list) + 1, sizeof(*types));
+		for (i = 0; i < d->nvars; i++) {
+			names[i] = d->var_names[i];
+			types[i] = d->var_types[i];
+		}
+		vd.var_names = names;
+		vd.var_types = types;
+	}
 	json_array_foreach(list, i, e)
 	{
 		char p[512];
 		struct vexpr *x = &(*out)[*n];
 		snprintf(p, sizeof(p), "%s/%zu/%s", ptr, i, expr_key);
-		if ((rc = expr_compile(json_object_get(e, expr_key), p, &x->prog, err)))
-			return rc;
+		if ((rc = expr_compile(json_object_get(e, expr_key), p, d ? &vd : NULL, want,
+				       &x->prog, err)))
+			goto out;
 		x->name = name_key ? gv_xstrdup(str_of(e, name_key)) : NULL;
+		x->reads_vars = text_mentions(cel_program_source(x->prog), "variables");
 		(*n)++;
+		if (names) {
+			names[vd.nvars] = x->name;
+			types[vd.nvars++] =
+			    cel_program_type_known(x->prog) ? cel_program_type(x->prog) : "?";
+		}
 	}
-	return GV_OK;
+out:
+	free(names);
+	free(types);
+	return rc;
 }
 
 static void exprs_free(struct vexpr *v, size_t n)
@@ -378,7 +455,7 @@ static void body_release_v(struct vbody *b)
 }
 
 static enum gv_code validations_compile(const json_t *list, const char *ptr, struct vbody *b,
-					struct gv_err *err)
+					const struct cel_decls *d, bool typed, struct gv_err *err)
 {
 	size_t i;
 	json_t *e;
@@ -397,12 +474,14 @@ static enum gv_code validations_compile(const json_t *list, const char *ptr, str
 		const json_t *msg = json_object_get(e, "message");
 
 		snprintf(p, sizeof(p), "%s/%zu/expression", ptr, i);
-		if ((rc = expr_compile(json_object_get(e, "expression"), p, &v->expr, err)))
+		if ((rc = expr_compile(json_object_get(e, "expression"), p, d,
+				       typed ? "bool" : NULL, &v->expr, err)))
 			return rc;
 		b->nvals++;
 		if (json_is_string(me) && json_string_length(me)) {
 			snprintf(p, sizeof(p), "%s/%zu/messageExpression", ptr, i);
-			if ((rc = expr_compile(me, p, &v->msg_expr, err)))
+			if ((rc = expr_compile(me, p, d, typed ? "string" : NULL, &v->msg_expr,
+					       err)))
 				return rc;
 		}
 		if (json_is_string(msg))
@@ -411,30 +490,63 @@ static enum gv_code validations_compile(const json_t *list, const char *ptr, str
 	return GV_OK;
 }
 
-/* spec fields shared by ValidatingPolicy and VAP. */
+/*
+ * spec fields shared by ValidatingPolicy and VAP. Variables are typed
+ * (variables.<name> has the type of its expression; an undefined or later
+ * one is a compile error); typed (ValidatingPolicy): result types and
+ * undeclared names as cel-semantics.md 1.10.
+ */
 static enum gv_code body_compile_spec(const json_t *spec, struct vbody *b, bool with_match,
-				      struct gv_err *err)
+				      bool typed, struct gv_err *err)
 {
+	static const char *const undeclared[] = {"params", "authorizer"};
+	struct cel_decls d = {.typed_variables = true};
+	const char **names = NULL, **types = NULL;
 	enum gv_code rc;
 
 	memset(b, 0, sizeof(*b));
+	if (typed) {
+		d.undeclared = undeclared;
+		d.nundeclared = GV_ARRAY_LEN(undeclared);
+	}
 	if (with_match && (rc = vmatch_compile(json_object_get(spec, "matchConstraints"),
 					       "/spec/matchConstraints", &b->match, err)))
 		return rc;
-	if ((rc = exprs_compile(json_object_get(spec, "matchConditions"), "/spec/matchConditions",
-				"name", "expression", &b->conds, &b->nconds, err)))
-		return rc;
+	/* Match conditions run before the variables: `variables` stays untyped there. */
+	{
+		struct cel_decls cd = d;
+		cd.typed_variables = false;
+		if ((rc = exprs_compile(json_object_get(spec, "matchConditions"),
+					"/spec/matchConditions", "name", "expression", &cd,
+					typed ? "bool" : NULL, false, &b->conds, &b->nconds, err)))
+			return rc;
+	}
 	if ((rc = exprs_compile(json_object_get(spec, "variables"), "/spec/variables", "name",
-				"expression", &b->vars, &b->nvars, err)))
+				"expression", &d, NULL, true, &b->vars, &b->nvars, err)))
 		return rc;
+	names = gv_xcalloc(b->nvars + 1, sizeof(*names));
+	types = gv_xcalloc(b->nvars + 1, sizeof(*types));
+	for (size_t i = 0; i < b->nvars; i++) {
+		names[i] = b->vars[i].name;
+		types[i] = cel_program_type_known(b->vars[i].prog)
+			       ? cel_program_type(b->vars[i].prog)
+			       : "?";
+	}
+	d.var_names = names;
+	d.var_types = types;
+	d.nvars = b->nvars;
 	if ((rc = validations_compile(json_object_get(spec, "validations"), "/spec/validations", b,
-				      err)))
-		return rc;
+				      &d, typed, err)))
+		goto out;
 	if ((rc = exprs_compile(json_object_get(spec, "auditAnnotations"), "/spec/auditAnnotations",
-				"key", "valueExpression", &b->audits, &b->naudits, err)))
-		return rc;
+				"key", "valueExpression", &d, typed ? "string|null_type" : NULL,
+				false, &b->audits, &b->naudits, err)))
+		goto out;
 	b->ignore = !strcmp(str_of(spec, "failurePolicy"), "Ignore");
-	return GV_OK;
+out:
+	free(names);
+	free(types);
+	return rc;
 }
 
 /* ---- documents ---- */
@@ -475,6 +587,30 @@ bool vpol_is_binding_doc(const json_t *doc)
 static bool ident_byte(char c)
 {
 	return isalnum((unsigned char)c) || c == '_';
+}
+
+/*
+ * Whether a string anywhere in j holds the identifier id (delimited by
+ * non-identifier bytes): a CEL expression that reads a variable names it,
+ * so one without it never reads that variable (messages and names may give
+ * false positives, which only cost the variable's construction).
+ */
+static bool json_mentions(const json_t *j, const char *id)
+{
+	size_t i;
+	const char *k;
+	json_t *v;
+
+	if (json_is_string(j))
+		return text_mentions(json_string_value(j), id);
+	if (json_is_array(j)) {
+		json_array_foreach(j, i, v) if (json_mentions(v, id)) return true;
+		return false;
+	}
+	if (json_is_object(j)) {
+		json_object_foreach((json_t *)j, k, v) if (json_mentions(v, id)) return true;
+	}
+	return false;
 }
 
 char *vpol_autogen_text(const char *text, bool cronjob, bool keep_namespace)
@@ -662,6 +798,7 @@ struct vpol_policy *vpol_compile(const json_t *doc, struct gv_err *err)
 	p->doc = json_incref((json_t *)doc);
 	p->json_mode = !strcmp(str_of(json_object_get(spec, "evaluation"), "mode"), "JSON");
 	p->has_param_kind = json_is_object(json_object_get(spec, "paramKind"));
+	p->uses_request = json_mentions(spec, "request");
 	if (!json_is_object(spec)) {
 		gv_err_setp(err, GV_EINVAL, "/spec", "spec is required");
 		goto fail;
@@ -670,12 +807,12 @@ struct vpol_policy *vpol_compile(const json_t *doc, struct gv_err *err)
 		ncopies = autogen_specs(spec, copies);
 	p->bodies = gv_xcalloc(1 + ncopies, sizeof(*p->bodies));
 	vap_env = p->kind == VPOL_VAP;
-	rc = body_compile_spec(spec, &p->bodies[0], !p->json_mode, err);
+	rc = body_compile_spec(spec, &p->bodies[0], !p->json_mode, p->kind != VPOL_VAP, err);
 	vap_env = false;
 	p->nbodies = 1;
 	for (size_t i = 0; i < ncopies; i++) {
 		if (!rc) {
-			rc = body_compile_spec(copies[i], &p->bodies[i + 1], true, err);
+			rc = body_compile_spec(copies[i], &p->bodies[i + 1], true, true, err);
 			p->nbodies++;
 		}
 		json_decref(copies[i]);
@@ -779,13 +916,14 @@ struct vpol_exception *vpol_exception_compile(const json_t *doc, struct gv_err *
 		x->ref_kinds[x->nrefs++] = gv_xstrdup(str_of(e, "kind"));
 	}
 	if (exprs_compile(json_object_get(spec, "matchConditions"), "/spec/matchConditions", "name",
-			  "expression", &x->conds, &x->nconds, err))
+			  "expression", NULL, "bool", false, &x->conds, &x->nconds, err))
 		goto fail;
 	if (json_array_size(json_object_get(spec, "images")))
 		x->images = json_incref(json_object_get(spec, "images"));
 	if (json_array_size(json_object_get(spec, "allowedValues")))
 		x->values = json_incref(json_object_get(spec, "allowedValues"));
 	x->report_pass = !strcmp(str_of(spec, "reportResult"), "pass");
+	x->uses_request = json_mentions(json_object_get(spec, "matchConditions"), "request");
 	{
 		char *end = NULL;
 		long v = strtol(prio, &end, 10);
@@ -939,6 +1077,21 @@ static const json_t *empty_obj(void)
 	return e;
 }
 
+/* The `exceptions` document when no exception allows anything (shared, read-only). */
+static const json_t *no_exceptions(void)
+{
+	static _Atomic(json_t *) shared;
+	json_t *e = atomic_load(&shared), *mine;
+
+	if (e)
+		return e;
+	mine = json_pack("{s:[],s:[]}", "allowedImages", "allowedValues");
+	if (atomic_compare_exchange_strong(&shared, &e, mine))
+		return mine;
+	json_decref(mine);
+	return e;
+}
+
 /* Section 2.3. */
 static bool vmatch_eval(const struct vmatch *m, const struct vreq *q, const json_t *ns_obj)
 {
@@ -1038,7 +1191,9 @@ static void bind_variables(struct cel_eval *ev, const struct vbody *b)
 	struct cel_value *vals = gv_xcalloc(b->nvars + 1, sizeof(*vals));
 
 	for (size_t i = 0; i < b->nvars; i++) {
-		cel_bind_map(ev, "variables", names, vals, i);
+		/* The variables before it, for an expression that may read them. */
+		if (b->vars[i].reads_vars)
+			cel_bind_map(ev, "variables", names, vals, i);
 		cel_eval_run(ev, b->vars[i].prog, &vals[i]);
 		names[i] = b->vars[i].name;
 	}
@@ -1190,7 +1345,7 @@ static bool exception_refers(const struct vpol_exception *x, const struct vpol_p
 static bool run_exceptions(struct cel_eval *ev, const struct vpol_policy *p,
 			   const struct vpol_input *in, struct vout *o)
 {
-	json_t *images = json_array(), *values = json_array();
+	json_t *images = NULL, *values = NULL;
 	struct gv_buf names = {0}, errs = {0};
 	const struct vpol_exception *chosen = NULL;
 	bool done = false;
@@ -1219,9 +1374,11 @@ static bool run_exceptions(struct cel_eval *ev, const struct vpol_policy *p,
 		}
 		if (!chosen) {
 			if (x->images)
-				json_array_extend(images, x->images);
+				json_array_extend(images ? images : (images = json_array()),
+						  x->images);
 			if (x->values)
-				json_array_extend(values, x->values);
+				json_array_extend(values ? values : (values = json_array()),
+						  x->values);
 		}
 	}
 	if (chosen) {
@@ -1231,9 +1388,15 @@ static bool run_exceptions(struct cel_eval *ev, const struct vpol_policy *p,
 		done = true;
 		goto out;
 	}
+	if (!images && !values) {
+		/* The common case: nothing allowed, one shared read-only document. */
+		cel_bind_json(ev, "exceptions", no_exceptions());
+		goto out;
+	}
 	{
-		json_t *ex =
-		    json_pack("{s:O,s:O}", "allowedImages", images, "allowedValues", values);
+		json_t *ex = json_pack("{s:o,s:o}", "allowedImages", images ? images : json_array(),
+				       "allowedValues", values ? values : json_array());
+		images = values = NULL;
 		/* kept alive by the caller's holder until the evaluation ends */
 		cel_bind_json(ev, "exceptions", ex);
 		json_decref(o->holder);
@@ -1247,39 +1410,69 @@ out:
 	return done;
 }
 
-/* Binds the ValidatingPolicy variables (section 2.9). */
-static json_t *bind_vpol_env(struct cel_eval *ev, const struct vpol_policy *p,
-			     const struct vpol_input *in, const struct vreq *q)
+/*
+ * The state of one input shared by the policies evaluated against it
+ * (vpolicy.h): its request fields, the `request` document (built on first
+ * use) and one CEL context.
+ */
+struct vpol_batch {
+	const struct vpol_input *in; /* borrowed */
+	bool usable;		     /* an object or an old object */
+	struct vreq q;
+	json_t *request; /* owned, or NULL until a policy reads it */
+	struct cel_eval *ev;
+};
+
+/* Whether an evaluation of p may read `request` (p's expressions or its exceptions'). */
+static bool needs_request(const struct vpol_policy *p, const struct vpol_input *in)
 {
-	json_t *req;
+	if (p->uses_request)
+		return true;
+	for (size_t i = 0; i < in->nexceptions; i++)
+		if (in->exceptions[i]->uses_request && exception_refers(in->exceptions[i], p))
+			return true;
+	return false;
+}
+
+/* Binds the ValidatingPolicy variables (section 2.9). */
+static void bind_vpol_env(struct vpol_batch *bt, const struct vpol_policy *p)
+{
+	struct cel_eval *ev = bt->ev;
+	const struct vpol_input *in = bt->in;
 
 	if (p->json_mode || in->json_payload) {
 		cel_bind_json(ev, "object", in->object ? in->object : json_null());
 		cel_bind_json(ev, "oldObject", json_null());
 		cel_bind_json(ev, "request", json_null());
 		cel_bind_json(ev, "namespaceObject", json_null());
-		return NULL;
+		return;
 	}
-	req = request_json(q, in, true);
 	cel_bind_json(ev, "object", in->object ? in->object : empty_obj());
 	cel_bind_json(ev, "oldObject", in->old_object ? in->old_object : empty_obj());
-	cel_bind_json(ev, "request", req);
+	if (needs_request(p, in)) {
+		if (!bt->request)
+			bt->request = request_json(&bt->q, in, true);
+		cel_bind_json(ev, "request", bt->request);
+	}
 	cel_bind_json(ev, "namespaceObject",
 		      in->namespace_object ? in->namespace_object : json_null());
-	return req;
 }
 
-static void eval_vpol_body(struct cel_eval *ev, const struct vpol_policy *p, const struct vbody *b,
-			   const struct vpol_input *in, const struct vreq *q, struct vout *o)
+static void eval_vpol_body(struct vpol_batch *bt, const struct vpol_policy *p,
+			   const struct vbody *b, struct vout *o)
 {
+	struct cel_eval *ev = bt->ev;
+	const struct vpol_input *in = bt->in;
 	struct gv_buf errs = {0};
 	int c;
 
 	o->none = true;
 	if (!p->json_mode) {
-		if (!b->match.present || !vmatch_eval(&b->match, q, in->namespace_object))
+		if (!b->match.present || !vmatch_eval(&b->match, &bt->q, in->namespace_object))
 			return;
 	}
+	cel_eval_reset(ev);
+	bind_vpol_env(bt, p);
 	if (run_exceptions(ev, p, in, o))
 		goto out;
 	c = run_conditions(ev, b->conds, b->nconds, &errs);
@@ -1430,33 +1623,49 @@ static void eval_vap(struct cel_eval *ev, const struct vpol_policy *p, const str
 	json_decref(nso);
 }
 
-enum gv_code vpol_evaluate(const struct vpol_policy *p, const struct vpol_input *in,
-			   struct vpol_report *out, struct gv_err *err)
+struct vpol_batch *vpol_batch_new(const struct vpol_input *in)
 {
-	struct cel_eval *ev;
-	struct vreq q;
+	struct vpol_batch *bt = gv_xcalloc(1, sizeof(*bt));
+
+	bt->in = in;
+	bt->usable = in->object || in->old_object;
+	if (bt->usable)
+		vreq_init(&bt->q, in);
+	bt->ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
+	return bt;
+}
+
+void vpol_batch_free(struct vpol_batch *bt)
+{
+	if (!bt)
+		return;
+	json_decref(bt->request);
+	cel_eval_free(bt->ev);
+	free(bt);
+}
+
+enum gv_code vpol_batch_evaluate(struct vpol_batch *bt, const struct vpol_policy *p,
+				 struct vpol_report *out, struct gv_err *err)
+{
+	const struct vpol_input *in = bt->in;
+	struct cel_eval *ev = bt->ev;
 
 	memset(out, 0, sizeof(*out));
-	if (!in->object && !in->old_object)
+	if (!bt->usable)
 		return gv_err_set(err, GV_EINVAL, "no object to evaluate");
 	if (in->json_payload && !p->json_mode)
 		return GV_OK;
-	vreq_init(&q, in);
-	ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
-	if (p->kind != VPOL_VAP)
-		cel_eval_set_host(ev, in->host);
+	cel_eval_set_host(ev, p->kind != VPOL_VAP ? in->host : NULL);
 	out->v = gv_xcalloc(p->nbodies, sizeof(*out->v));
 	for (size_t i = 0; i < p->nbodies; i++) {
 		struct vout o = {.none = true};
-		json_t *req = NULL;
 		bool keep;
-		cel_eval_reset(ev);
 		if (p->kind == VPOL_VAP) {
-			eval_vap(ev, p, in, &q, &o);
+			cel_eval_reset(ev);
+			eval_vap(ev, p, in, &bt->q, &o);
 			keep = true;
 		} else {
-			req = bind_vpol_env(ev, p, in, &q);
-			eval_vpol_body(ev, p, &p->bodies[i], in, &q, &o);
+			eval_vpol_body(bt, p, &p->bodies[i], &o);
 			keep = !o.none || p->json_mode || p->bodies[i].match.keep_empty;
 		}
 		if (keep) {
@@ -1472,12 +1681,29 @@ enum gv_code vpol_evaluate(const struct vpol_policy *p, const struct vpol_input 
 		}
 		free(o.message);
 		json_decref(o.holder);
-		json_decref(req);
 		if (p->kind == VPOL_VAP)
 			break;
 	}
-	cel_eval_free(ev);
+	/* Nothing of this policy's evaluation stays bound for the next one. */
+	cel_eval_reset(ev);
 	return GV_OK;
+}
+
+enum gv_code vpol_evaluate(const struct vpol_policy *p, const struct vpol_input *in,
+			   struct vpol_report *out, struct gv_err *err)
+{
+	struct vpol_batch *bt;
+	enum gv_code rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!in->object && !in->old_object)
+		return gv_err_set(err, GV_EINVAL, "no object to evaluate");
+	if (in->json_payload && !p->json_mode)
+		return GV_OK;
+	bt = vpol_batch_new(in);
+	rc = vpol_batch_evaluate(bt, p, out, err);
+	vpol_batch_free(bt);
+	return rc;
 }
 
 void vpol_report_release(struct vpol_report *r)
@@ -1513,16 +1739,18 @@ struct vpol_cel *vpol_cel_compile(const json_t *cel, const json_t *pre, const ch
 					       "resources) offline");
 		goto fail;
 	}
-	if ((rc = exprs_compile(pre, "/celPreconditions", "name", "expression", &c->body.conds,
-				&c->body.nconds, err)))
+	if ((rc = exprs_compile(pre, "/celPreconditions", "name", "expression", NULL, NULL, false,
+				&c->body.conds, &c->body.nconds, err)))
 		goto fail;
 	if ((rc = exprs_compile(json_object_get(cel, "variables"), "/variables", "name",
-				"expression", &c->body.vars, &c->body.nvars, err)))
+				"expression", NULL, NULL, false, &c->body.vars, &c->body.nvars,
+				err)))
 		goto fail;
-	if ((rc = validations_compile(exprs, "/expressions", &c->body, err)))
+	if ((rc = validations_compile(exprs, "/expressions", &c->body, NULL, false, err)))
 		goto fail;
 	if ((rc = exprs_compile(json_object_get(cel, "auditAnnotations"), "/auditAnnotations",
-				"key", "valueExpression", &c->body.audits, &c->body.naudits, err)))
+				"key", "valueExpression", NULL, NULL, false, &c->body.audits,
+				&c->body.naudits, err)))
 		goto fail;
 	vap_env = false;
 	return c;

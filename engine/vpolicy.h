@@ -61,7 +61,20 @@ bool vpol_is_binding_doc(const json_t *doc);
  * position ("compilation failed: ERROR: <input>:1:5: Syntax error: ..."
  * with the source line and a caret; err->pointer
  * "/spec/validations/0/expression"); a Kyverno CEL library call gives the
- * "gavel does not evaluate " message described above.
+ * "gavel does not evaluate " message described above. Variables are typed
+ * (cel-semantics.md 1.10): variables.<name> has the type of that
+ * variable's expression, and a name not defined before the expression
+ * reading it (itself, a later one, a typo) is the compile error
+ * "undefined field '<name>'". In a ValidatingPolicy, also: `params` and
+ * `authorizer` are undeclared ("undeclared reference to 'params' (in
+ * container '')"), and a validation or match condition whose static type
+ * is not bool (a bare `object.spec.hostNetwork` is dyn), a
+ * messageExpression not string, or an audit annotation neither string nor
+ * null is refused ("compilation failed: output is expected to be of type
+ * bool, but expression ... is of type dyn"); a type the check cannot
+ * deduce (a library function it has no signature for) is let through and
+ * checked when evaluated. The matchConditions of a CEL PolicyException
+ * must be bool the same way (vpol_exception_compile).
  */
 struct vpol_policy *vpol_compile(const json_t *doc, struct gv_err *err);
 void vpol_free(struct vpol_policy *p);
@@ -141,6 +154,21 @@ struct vpol_report {
 enum gv_code vpol_evaluate(const struct vpol_policy *p, const struct vpol_input *in,
 			   struct vpol_report *out, struct gv_err *err);
 void vpol_report_release(struct vpol_report *r);
+
+/*
+ * Several policies against one input: the input's request fields are read
+ * once, the `request` document is built at most once (and only when a
+ * policy's expressions name it), and one CEL context serves them all.
+ * vpol_batch_evaluate(b, p, ...) gives exactly what vpol_evaluate(p, in,
+ * ...) gives. `in` and everything it points to are borrowed and must
+ * outlive the batch. A batch is used by one thread at a time; the policies
+ * may be shared. Free with vpol_batch_free() (NULL is fine).
+ */
+struct vpol_batch;
+struct vpol_batch *vpol_batch_new(const struct vpol_input *in);
+enum gv_code vpol_batch_evaluate(struct vpol_batch *b, const struct vpol_policy *p,
+				 struct vpol_report *out, struct gv_err *err);
+void vpol_batch_free(struct vpol_batch *b);
 
 /*
  * validate.cel of a kyverno.io rule (section 4): `cel` is the validate.cel

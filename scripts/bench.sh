@@ -18,6 +18,8 @@
 # 10) is the measured time of each load run; BENCH_ONLY="engine direct
 # apiserver scan" (default: all four) picks sections; BENCH_PODS (default
 # 10000) the Pods of the scan section's first round.
+# The direct section runs the pod-security ClusterPolicies, then (when the
+# corpus has them) the same checks as ValidatingPolicies, labelled "cel".
 # Admission sections (make bench-admission runs only these two):
 # BENCH_RATES (default "1000 2500 5000 10000") the offered rates of the direct
 # run, in reviews/s; BENCH_CONNECTIONS (default 64) its keep-alive
@@ -113,8 +115,9 @@ bench_engine() {
 			build/engine/bench/bench_engine -n 10000 "$pss_subrule"
 		fi
 		if [ -d "$corpus/kyverno-policies/pod-security-vpol" ]; then
-			echo "== engine: the same 10,000 Pods x pod-security-vpol (the same checks as ValidatingPolicies, CEL)"
-			build/engine/bench/bench_engine -n 10000 "$corpus/kyverno-policies/pod-security-vpol"
+			# Both sets in one run: their ratio is measured side by side.
+			echo "== engine: the same 10,000 Pods x pod-security-vpol (the same checks as ValidatingPolicies, CEL) beside the pattern ClusterPolicies, one run, one core (load $(cut -d' ' -f1 /proc/loadavg 2>/dev/null))"
+			build/engine/bench/bench_engine -n 10000 "$pss" "$corpus/kyverno-policies/pod-security-vpol"
 		fi
 		echo "== whole process: gavel apply on the same 10,000 Pods as one YAML file"
 		if [ -x /usr/bin/time ]; then
@@ -297,6 +300,18 @@ bench_direct() {
 	echo "policies: $npol pod-security ClusterPolicies (Audit switched to Enforce)"
 	build/admission/bench/review_parse -n 64 --emit "$out/reviews" "$out/pss-enforce" |
 		tee "$out/parse.txt"
+	cel_dir=
+	if [ -d "$corpus/kyverno-policies/pod-security-vpol" ]; then
+		# The same checks as ValidatingPolicies, Audit switched to Deny, beside them.
+		cel_dir="$out/vpol-deny"
+		mkdir -p "$cel_dir"
+		grep -rl --exclude-dir=.kyverno-test '^kind: ValidatingPolicy' \
+			"$corpus/kyverno-policies/pod-security-vpol" | while read -r f; do
+			sed 's/^\( *\)- Audit$/\1- Deny/' "$f" >"$cel_dir/$(basename "$f")"
+		done
+		echo "policies: $(find "$cel_dir" -name '*.yaml' | wc -l) pod-security-vpol ValidatingPolicies (Audit switched to Deny)"
+		build/admission/bench/review_parse -n 64 "$cel_dir" | tail -n 1
+	fi
 	./gavel certs generate --service gavel --namespace gavel --ip 127.0.0.1 \
 		--out "$out/tls" >/dev/null || return 0
 	echo "placement: $(placement)"
@@ -320,6 +335,19 @@ bench_direct() {
 			direct_run "round $r, ${name}saturation" 0
 			alloc=${name%, }
 			echo "server RSS (round $r, ${alloc:-libc} malloc): ${rss0:-?} KiB idle, $(rss_kib "$serve_pid" VmRSS) KiB after the runs, $(rss_kib "$serve_pid" VmHWM) KiB peak"
+			stop_serve
+			# The CEL set, right after the ClusterPolicies (C library's malloc).
+			if [ -z "$cel_dir" ] || [ "$v" != libc ]; then
+				continue
+			fi
+			start_serve "$out/serve.log" --policies "$cel_dir" --tls-dir "$out/tls" ||
+				return 0
+			rss0=$(rss_kib "$serve_pid" VmRSS)
+			for rate in $rates; do
+				direct_run "round $r, cel, $rate/s" "$rate" || break
+			done
+			direct_run "round $r, cel, saturation" 0
+			echo "server RSS (round $r, ValidatingPolicies): ${rss0:-?} KiB idle, $(rss_kib "$serve_pid" VmRSS) KiB after the runs, $(rss_kib "$serve_pid" VmHWM) KiB peak"
 			stop_serve
 		done
 		r=$((r + 1))

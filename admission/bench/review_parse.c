@@ -15,8 +15,8 @@
  *   parse floor: R reviews/s (C cores / T us per review)
  *
  * the rate a server could not exceed if it did nothing but parse the
- * requests on every core. With POLICY_PATH (ClusterPolicy files or
- * directories) it also times the whole handler (admission_handle: parse,
+ * requests on every core. With POLICY_PATH (ClusterPolicy and
+ * ValidatingPolicy files or directories) it also times the whole handler (admission_handle: parse,
  * evaluate, decide, encode the answer) on one core and counts the
  * allowed and denied answers. --emit writes the reviews as DIR/review-NNN.json
  * for the load generator. Figures are printed, never asserted.
@@ -280,7 +280,8 @@ static double cpu_s(void)
  * processes took the core meanwhile).
  */
 static double time_handler(char **texts, const size_t *lens, int n, double secs,
-			   struct engine_policyset *set, int *allowed, int *denied, double *cpu)
+			   struct engine_policyset *set, struct view_vpolset *vpols, int *allowed,
+			   int *denied, double *cpu)
 {
 	struct view_state *st = view_state_new(set, NULL, NULL);
 	struct admission_fixed_source fixed = {0};
@@ -289,6 +290,8 @@ static double time_handler(char **texts, const size_t *lens, int n, double secs,
 	double t0, t, c0;
 	long done = 0;
 
+	if (vpols)
+		view_state_set_vpols(st, vpols);
 	admission_fixed_source_init(&fixed, st);
 	view_state_unref(st);
 	hc.source = &fixed.source;
@@ -324,8 +327,14 @@ static double time_handler(char **texts, const size_t *lens, int n, double secs,
 	return t / (double)done;
 }
 
-static struct engine_policyset *load_set(char **paths, int n, size_t *npolicies)
+/*
+ * The ClusterPolicies of paths as an engine set (*npolicies of them) and
+ * their ValidatingPolicies as a CEL set (*nvpols; NULL when none).
+ */
+static struct engine_policyset *load_set(char **paths, int n, size_t *npolicies,
+					 struct view_vpolset **vpols, size_t *nvpols)
 {
+	json_t *vdocs = json_array();
 	struct load_paths files = {0};
 	struct load_policies lp = {0};
 	struct engine_policy **pols;
@@ -342,11 +351,17 @@ static struct engine_policyset *load_set(char **paths, int n, size_t *npolicies)
 	for (size_t i = 0; i < files.n; i++)
 		load_policies_file(&lp, files.v[i], false, NULL, NULL);
 	pols = gv_xcalloc(lp.n + 1, sizeof(*pols));
-	for (size_t i = 0; i < lp.n; i++)
+	for (size_t i = 0; i < lp.n; i++) {
 		if (lp.v[i].policy)
 			pols[k++] = lp.v[i].policy;
+		else if (lp.v[i].vpol)
+			json_array_append(vdocs, (json_t *)vpol_doc(lp.v[i].vpol));
+	}
 	set = load_policyset_new(&lp, pols, k);
 	*npolicies = k;
+	*nvpols = json_array_size(vdocs);
+	*vpols = *nvpols ? view_vpolset_new(vdocs, NULL) : NULL;
+	json_decref(vdocs);
 	free(pols);
 	load_policies_release(&lp);
 	load_paths_release(&files);
@@ -410,16 +425,24 @@ int main(int argc, char **argv)
 	printf("parse floor: %.0f reviews/s (%ld cores / %.1f us per review)\n",
 	       (double)cores / t_ours, cores, t_ours * 1e6);
 	if (npaths) {
-		size_t np = 0;
+		size_t np = 0, nv = 0;
 		int allowed, denied;
 		double cpu;
-		struct engine_policyset *set = load_set(paths, npaths, &np);
-		double t = time_handler(texts, lens, n, secs, set, &allowed, &denied, &cpu);
+		struct view_vpolset *vpols = NULL;
+		struct engine_policyset *set = load_set(paths, npaths, &np, &vpols, &nv);
+		double t = time_handler(texts, lens, n, secs, set, vpols, &allowed, &denied, &cpu);
+		char what[96];
 
-		printf("handler, one core (%zu policies): %.1f us per review (%.1f us CPU), %d "
+		if (nv)
+			snprintf(what, sizeof(what), "%zu policies, %zu ValidatingPolicies", np,
+				 nv);
+		else
+			snprintf(what, sizeof(what), "%zu policies", np);
+		printf("handler, one core (%s): %.1f us per review (%.1f us CPU), %d "
 		       "allowed, %d denied -> %.0f reviews/s on %ld cores, no network\n",
-		       np, t * 1e6, cpu * 1e6, allowed, denied, (double)cores / t, cores);
+		       what, t * 1e6, cpu * 1e6, allowed, denied, (double)cores / t, cores);
 		engine_policyset_unref(set);
+		view_vpolset_unref(vpols);
 	}
 out:
 	for (int i = 0; i < n; i++)

@@ -194,6 +194,36 @@ struct cel_eval;
 struct cel_program *cel_compile(const char *src, size_t len, unsigned flags,
 				struct cel_parse_error *err);
 void cel_program_free(struct cel_program *p);
+/*
+ * Declarations of an environment beyond cel_compile()'s, where every
+ * variable is `dyn` (Kubernetes' composition of policy variables,
+ * cel-semantics.md 1.10). With typed_variables, `variables` has exactly the
+ * fields var_names, of the types var_types (cel_program_type() texts of the
+ * variables' own programs, or "?" for a type the check does not know, see
+ * cel_program_type_known()): variables.<name> has that type, and another
+ * name is the compile error "undefined field '<name>'" (a variable used
+ * before its definition, or by itself). Reading an identifier of
+ * `undeclared` (not shadowed by a macro variable) is the compile error
+ * "undeclared reference to '<name>' (in container '')". All borrowed for the
+ * call only.
+ */
+struct cel_decls {
+	bool typed_variables;
+	const char *const *var_names;
+	const char *const *var_types;
+	size_t nvars;
+	const char *const *undeclared;
+	size_t nundeclared;
+};
+/* cel_compile() in the environment of d (NULL: cel_compile()). */
+struct cel_program *cel_compile_decls(const char *src, size_t len, unsigned flags,
+				      const struct cel_decls *d, struct cel_parse_error *err);
+/*
+ * Whether the static type of p's result is what cel-go deduces: false when
+ * it is `dyn` only because it comes from a library function whose
+ * overloads the check does not list (cel-go may know it is, say, bool).
+ */
+bool cel_program_type_known(const struct cel_program *p);
 
 /*
  * The static type of p's result as cel-go names it ("bool", "list(int)",

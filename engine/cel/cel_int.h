@@ -133,8 +133,9 @@ struct cel_program {
 	struct cel_node *root;
 	void **regexes; /* owned: the compiled literal patterns (cel_regex_free) */
 	size_t nregexes;
-	char type[128]; /* the deduced type ("dyn" when not checked) */
-	int ncache;	/* entries of the field cache its evaluation needs (cel_resolve) */
+	char type[128];	 /* the deduced type ("dyn" when not checked) */
+	bool type_known; /* type is not a `dyn` from an unlisted library function */
+	int ncache;	 /* entries of the field cache its evaluation needs (cel_resolve) */
 };
 
 /* ---- values ---- */
@@ -378,11 +379,13 @@ bool cel_func_known(const char *name);
 
 /*
  * Type check (check.c) of a parsed program: 0 and the deduced type's CEL
- * name in type (typelen bytes, may be NULL), or -1 with the byte offset and
- * the message of the first error (cel-semantics.md 1.10).
+ * name in type (typelen bytes, may be NULL) and in *known whether it is the
+ * type cel-go deduces (cel_program_type_known), or -1 with the byte offset
+ * and the message of the first error (cel-semantics.md 1.10). d: the
+ * environment's declarations (cel_compile_decls) or NULL.
  */
 /* Cost estimate (cost.c): see cel_program_cost() in cel.h. */
-int cel_check(const struct cel_program *p, unsigned flags, char *type, size_t typelen, int *pos,
-	      char *msg, size_t msglen);
+int cel_check(const struct cel_program *p, unsigned flags, const struct cel_decls *d, char *type,
+	      size_t typelen, bool *known, int *pos, char *msg, size_t msglen);
 
 #endif

@@ -14,8 +14,14 @@
  * `null` assignable to timestamps, durations, optionals and library types.
  *
  * A function of the library without signatures below is not checked (its
- * arguments are, its result is `dyn`): a library function with an overload
- * the table does not list is never refused, only not checked.
+ * arguments are, its result is `dyn`, marked unknown: see
+ * cel_program_type_known): a library function with an overload the table
+ * does not list is never refused, only not checked.
+ *
+ * With declarations (cel_compile_decls): `variables.<name>` has the
+ * declared type of that variable and an undeclared name fails ("undefined
+ * field"), and the identifiers declared absent fail ("undeclared
+ * reference").
  */
 #include "engine/cel/cel.h"
 #include "engine/cel/cel_int.h"
@@ -65,6 +71,8 @@ static const struct ty ty_string = {.kind = TY_STRING};
 static const struct ty ty_bytes = {.kind = TY_BYTES};
 static const struct ty ty_timestamp = {.kind = TY_TIMESTAMP};
 static const struct ty ty_duration = {.kind = TY_DURATION};
+/* dyn because the library function giving it has no signature below (cel_program_type_known) */
+static const struct ty ty_unknown = {.kind = TY_DYN};
 
 struct scope_var {
 	const char *name;
@@ -90,6 +98,7 @@ struct checker {
 	int pos;
 	char msg[256];
 	bool dyn_literals;
+	const struct cel_decls *decls; /* or NULL */
 };
 
 /* ---- types ---- */
@@ -1087,7 +1096,92 @@ static const struct ty *check_call(struct checker *c, const struct cel_node *n)
 	if (strcmp(n->name, "type") == 0 && n->n == 1)
 		return ty1(c, TY_TYPE, subst(c, args[0], false, 0));
 	r = resolve(c, n->pos, n->name, n->target, args, na);
-	return r ? r : &ty_dyn;
+	return r ? r : &ty_unknown;
+}
+
+/*
+ * A type text as ty_format writes it ("list(map(string, dyn))",
+ * "optional_type(int)", "net.IP"; "?" = ty_unknown), advancing *s.
+ */
+static const struct ty *parse_ty(struct checker *c, const char **s, int depth)
+{
+	static const struct {
+		const char *name;
+		const struct ty *t;
+		int np; /* -1 a simple type */
+		enum ty_kind k;
+	} names[] = {
+	    {"?", &ty_unknown, -1, TY_DYN},
+	    {"dyn", &ty_dyn, -1, TY_DYN},
+	    {"null_type", &ty_null, -1, TY_NULL},
+	    {"bool", &ty_bool, -1, TY_BOOL},
+	    {"int", &ty_int, -1, TY_INT},
+	    {"uint", &ty_uint, -1, TY_UINT},
+	    {"double", &ty_double, -1, TY_DOUBLE},
+	    {"string", &ty_string, -1, TY_STRING},
+	    {"bytes", &ty_bytes, -1, TY_BYTES},
+	    {"google.protobuf.Timestamp", &ty_timestamp, -1, TY_TIMESTAMP},
+	    {"google.protobuf.Duration", &ty_duration, -1, TY_DURATION},
+	    {"list", NULL, 1, TY_LIST},
+	    {"map", NULL, 2, TY_MAP},
+	    {"type", NULL, 1, TY_TYPE},
+	    {"optional_type", NULL, 1, TY_OPT},
+	};
+	const char *p = *s;
+	size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.?");
+	struct ty *t;
+	size_t i;
+
+	*s = p + n;
+	if (depth > 32 || !n)
+		return &ty_dyn;
+	for (i = 0; i < GV_ARRAY_LEN(names); i++)
+		if (strlen(names[i].name) == n && memcmp(names[i].name, p, n) == 0)
+			break;
+	if (i < GV_ARRAY_LEN(names) && names[i].t)
+		return names[i].t;
+	t = ty_new(c, i < GV_ARRAY_LEN(names) ? names[i].k : TY_OPAQUE);
+	if (t->kind == TY_OPAQUE)
+		t->name = cel_arena_strndup(&c->arena, p, n);
+	if (**s != '(')
+		return t;
+	do {
+		const struct ty *a;
+		(*s)++; /* ( or , */
+		while (**s == ' ')
+			(*s)++;
+		a = parse_ty(c, s, depth + 1);
+		if (t->np < TY_MAXP)
+			t->p[t->np++] = a;
+	} while (**s == ',');
+	if (**s == ')')
+		(*s)++;
+	return t;
+}
+
+/*
+ * The declared type of variables.<name> (cel_decls.typed_variables) for a
+ * selection n on the identifier `variables` not shadowed by a macro
+ * variable; NULL when n is something else. An undeclared name fails.
+ */
+static const struct ty *declared_variable(struct checker *c, const struct cel_node *n)
+{
+	const struct cel_decls *d = c->decls;
+	const struct cel_node *v = n->a[0];
+	size_t i;
+
+	if (!d || !d->typed_variables || v->kind != N_IDENT || strcmp(v->name, "variables") != 0)
+		return NULL;
+	for (i = c->nvars; i > 0; i--)
+		if (strcmp(c->vars[i - 1].name, "variables") == 0)
+			return NULL;
+	for (i = 0; i < d->nvars; i++)
+		if (strcmp(d->var_names[i], n->name) == 0) {
+			const char *s = d->var_types[i];
+			return parse_ty(c, &s, 0);
+		}
+	cfail(c, n->pos, "undefined field '%s'", n->name);
+	return &ty_dyn;
 }
 
 static const struct ty *check(struct checker *c, const struct cel_node *n)
@@ -1125,11 +1219,21 @@ static const struct ty *check(struct checker *c, const struct cel_node *n)
 		for (i = c->nvars; i > 0; i--)
 			if (strcmp(c->vars[i - 1].name, n->name) == 0)
 				return c->vars[i - 1].t;
+		if (c->decls)
+			for (i = 0; i < c->decls->nundeclared; i++)
+				if (strcmp(c->decls->undeclared[i], n->name) == 0)
+					cfail(c, n->pos,
+					      "undeclared reference to '%s' (in container '')",
+					      n->name);
 		t = type_ident(c, n->name);
 		return t ? t : &ty_dyn;
 	case N_SELECT:
+		if ((t = declared_variable(c, n)))
+			return n->opt ? ty1(c, TY_OPT, t) : t;
 		return check_select(c, n, check(c, n->a[0]), false);
 	case N_HAS:
+		if (declared_variable(c, n))
+			return &ty_bool;
 		return check_select(c, n, check(c, n->a[0]), true);
 	case N_INDEX:
 		args[0] = check(c, n->a[0]);
@@ -1204,14 +1308,15 @@ static const struct ty *check(struct checker *c, const struct cel_node *n)
 	return &ty_dyn;
 }
 
-int cel_check(const struct cel_program *p, unsigned flags, char *type, size_t typelen, int *pos,
-	      char *msg, size_t msglen)
+int cel_check(const struct cel_program *p, unsigned flags, const struct cel_decls *d, char *type,
+	      size_t typelen, bool *known, int *pos, char *msg, size_t msglen)
 {
 	struct checker c = {0};
 	const struct ty *t;
 	int rc = 0;
 
 	c.prog = p;
+	c.decls = d;
 	c.dyn_literals = (flags & CEL_COMPILE_DYN_LITERALS) != 0;
 	t = check(&c, p->root);
 	if (c.failed) {
@@ -1221,7 +1326,10 @@ int cel_check(const struct cel_program *p, unsigned flags, char *type, size_t ty
 	} else if (type && typelen) {
 		struct gv_buf b = {0};
 
-		ty_format(subst(&c, t, true, 0), &b, 0);
+		t = subst(&c, t, true, 0);
+		if (known)
+			*known = t != &ty_unknown;
+		ty_format(t, &b, 0);
 		snprintf(type, typelen, "%s", gv_buf_str(&b));
 		gv_buf_release(&b);
 	}

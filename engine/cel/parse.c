@@ -1462,6 +1462,12 @@ static struct cel_node *parse_expr(struct parser *p)
 struct cel_program *cel_compile(const char *src, size_t len, unsigned flags,
 				struct cel_parse_error *err)
 {
+	return cel_compile_decls(src, len, flags, NULL, err);
+}
+
+struct cel_program *cel_compile_decls(const char *src, size_t len, unsigned flags,
+				      const struct cel_decls *d, struct cel_parse_error *err)
+{
 	struct parser p = {0};
 	struct cel_program *prog = gv_xcalloc(1, sizeof(*prog));
 
@@ -1494,7 +1500,8 @@ struct cel_program *cel_compile(const char *src, size_t len, unsigned flags,
 		char msg[256];
 		int pos = 0;
 
-		if (cel_check(prog, flags, prog->type, sizeof(prog->type), &pos, msg, sizeof(msg)))
+		if (cel_check(prog, flags, d, prog->type, sizeof(prog->type), &prog->type_known,
+			      &pos, msg, sizeof(msg)))
 			fail(&p, pos < 0 ? 0 : (size_t)pos, "%s", msg);
 	}
 	if (!p.failed && !(flags & (CEL_COMPILE_NO_CHECK | CEL_COMPILE_NO_COST))) {
@@ -1533,6 +1540,11 @@ void cel_program_free(struct cel_program *p)
 const char *cel_program_type(const struct cel_program *p)
 {
 	return p->type;
+}
+
+bool cel_program_type_known(const struct cel_program *p)
+{
+	return p->type_known;
 }
 
 const char *cel_program_source(const struct cel_program *p)

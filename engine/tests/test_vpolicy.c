@@ -1,0 +1,436 @@
+/*
+ * test_vpolicy - engine/vpolicy.h: evaluating several policies against one
+ * input (vpol_batch) gives what vpol_evaluate gives, and bad input
+ * (cel-semantics.md 1.10, 1.11, 2.4, 2.5): result types, variables used
+ * before their definition or by themselves, undeclared params, a failing
+ * messageExpression, missing VAP params, hostile CEL bounded by the cost
+ * budget; each an error on that policy or result, the others unaffected.
+ */
+#include "testutil.h"
+
+#include "engine/cel/cel.h"
+#include "engine/vpolicy.h"
+
+static const char pod_text[] =
+    "apiVersion: v1\n"
+    "kind: Pod\n"
+    "metadata: {name: web-123456789012345678901234567890, namespace: shop,"
+    " labels: {app: web}}\n"
+    "spec:\n"
+    "  hostNetwork: true\n"
+    "  containers: [{name: c, image: nginx}, {name: d, image: busybox}]\n";
+
+/* A ValidatingPolicy on Pods (and its autogen copies) with the given spec lines. */
+static json_t *vpol_doc_of(const char *name, const char *spec)
+{
+	char *text = gv_xasprintf(
+	    "apiVersion: policies.kyverno.io/v1\n"
+	    "kind: ValidatingPolicy\n"
+	    "metadata: {name: %s}\n"
+	    "spec:\n"
+	    "  validationActions: [Audit]\n"
+	    "  matchConstraints:\n"
+	    "    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE, "
+	    "UPDATE], resources: [pods]}]\n"
+	    "%s",
+	    name, spec);
+	json_t *doc = Y(text);
+
+	free(text);
+	return doc;
+}
+
+static struct vpol_policy *compile_ok(const char *name, const char *spec)
+{
+	json_t *doc = vpol_doc_of(name, spec);
+	struct gv_err err = {0};
+	struct vpol_policy *p = vpol_compile(doc, &err);
+
+	CHECK(p != NULL, "%s: %s", name, err.msg);
+	json_decref(doc);
+	return p;
+}
+
+/* vpol_compile fails with GV_EINVAL at pointer, the message holding part. */
+static void compile_fails(const char *spec, const char *pointer, const char *part)
+{
+	json_t *doc = vpol_doc_of("bad", spec);
+	struct gv_err err = {0};
+	struct vpol_policy *p = vpol_compile(doc, &err);
+
+	CHECK(p == NULL, "compiled: %s", spec);
+	CHECK_INT(err.code, GV_EINVAL);
+	CHECK_STR(err.pointer, pointer);
+	CHECK(strstr(err.msg, part) != NULL, "message '%s' lacks '%s'", err.msg, part);
+	vpol_free(p);
+	json_decref(doc);
+}
+
+/* The one result of a report (the Pod body), or NULL. */
+static const struct vpol_rule_result *only(const struct vpol_report *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->v[i].n)
+			return &r->v[i].rules[0];
+	return NULL;
+}
+
+static void test_batch_same_as_evaluate(void **state)
+{
+	static const char *const specs[] = {
+	    /* reads request */
+	    "  validations: [{expression: \"request.operation == 'CREATE' && "
+	    "request.namespace == 'shop' && request.kind.kind == 'Pod'\"}]\n",
+	    /* does not */
+	    "  validations: [{expression: \"!object.spec.?hostNetwork.orValue(false)\","
+	    " message: host network}]\n",
+	    /* variables, messageExpression */
+	    "  variables: [{name: count, expression: 'object.spec.containers.size()'}]\n"
+	    "  validations: [{expression: 'variables.count < 3', messageExpression: "
+	    "\"'containers: ' + string(variables.count)\"}]\n",
+	    /* match conditions reading request: not met */
+	    "  matchConditions: [{name: upd, expression: \"request.operation == 'UPDATE'\"}]\n"
+	    "  validations: [{expression: 'false'}]\n",
+	    /* exceptions */
+	    "  validations: [{expression: \"object.spec.containers.all(c, c.image in "
+	    "exceptions.allowedImages || c.image == 'nginx')\"}]\n",
+	};
+	json_t *pod = Y(pod_text);
+	json_t *xdoc =
+	    Y("apiVersion: policies.kyverno.io/v1\n"
+	      "kind: PolicyException\n"
+	      "metadata: {name: x, namespace: shop}\n"
+	      "spec:\n"
+	      "  policyRefs: [{name: p4, kind: ValidatingPolicy}]\n"
+	      "  images: [busybox]\n"
+	      "  matchConditions: [{name: c, expression: \"request.namespace == 'shop'\"}]\n");
+	struct gv_err err = {0};
+	struct vpol_exception *x = vpol_exception_compile(xdoc, &err);
+	struct vpol_policy *ps[GV_ARRAY_LEN(specs)];
+	static const enum engine_status want[] = {ENGINE_PASS, ENGINE_FAIL, ENGINE_PASS,
+						  ENGINE_SKIP, ENGINE_PASS};
+	static const char *const want_msg[] = {"success", "host network", "success", "skip",
+					       "success"};
+	struct vpol_input in = {.object = pod,
+				.operation = "CREATE",
+				.resource = "pods",
+				.exceptions = &x,
+				.nexceptions = 1};
+	struct vpol_batch *b;
+
+	(void)state;
+	CHECK(x != NULL, "exception: %s", err.msg);
+	for (size_t i = 0; i < GV_ARRAY_LEN(specs); i++) {
+		char name[8];
+		snprintf(name, sizeof(name), "p%zu", i);
+		ps[i] = compile_ok(name, specs[i]);
+	}
+	/* Twice through one batch, in both orders, against vpol_evaluate. */
+	b = vpol_batch_new(&in);
+	for (int round = 0; round < 2; round++) {
+		for (size_t k = 0; k < GV_ARRAY_LEN(specs); k++) {
+			size_t i = round ? GV_ARRAY_LEN(specs) - 1 - k : k;
+			struct vpol_report r1, r2;
+			const struct vpol_rule_result *a, *c;
+			CHECK_INT(vpol_evaluate(ps[i], &in, &r1, NULL), GV_OK);
+			CHECK_INT(vpol_batch_evaluate(b, ps[i], &r2, NULL), GV_OK);
+			CHECK_INT(r1.n, r2.n);
+			a = only(&r1);
+			c = only(&r2);
+			CHECK(a && c, "policy %zu: no result", i);
+			if (a && c) {
+				CHECK_INT(a->status, want[i]);
+				CHECK_INT(c->status, want[i]);
+				CHECK_STR(a->rule, c->rule);
+				CHECK_STR(a->message, want_msg[i]);
+				CHECK_STR(c->message, want_msg[i]);
+			}
+			vpol_report_release(&r1);
+			vpol_report_release(&r2);
+		}
+	}
+	vpol_batch_free(b);
+	/* The messageExpression of a failing policy, through a batch. */
+	{
+		struct vpol_input two = in;
+		json_t *pod3 = Y("apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: shop}\n"
+				 "spec: {containers: [{name: a}, {name: b}, {name: c}]}\n");
+		struct vpol_report r;
+		two.object = pod3;
+		b = vpol_batch_new(&two);
+		CHECK_INT(vpol_batch_evaluate(b, ps[2], &r, NULL), GV_OK);
+		CHECK(only(&r) && only(&r)->status == ENGINE_FAIL, "p2 on 3 containers");
+		if (only(&r))
+			CHECK_STR(only(&r)->message, "containers: 3");
+		vpol_report_release(&r);
+		vpol_batch_free(b);
+		json_decref(pod3);
+	}
+	/* No object: the input error, as vpol_evaluate gives it. */
+	{
+		struct vpol_input none = {.operation = "DELETE"};
+		struct vpol_report r;
+		struct gv_err e = {0};
+		b = vpol_batch_new(&none);
+		CHECK_INT(vpol_batch_evaluate(b, ps[0], &r, &e), GV_EINVAL);
+		CHECK_INT(r.n, 0);
+		vpol_batch_free(b);
+	}
+	for (size_t i = 0; i < GV_ARRAY_LEN(specs); i++)
+		vpol_free(ps[i]);
+	vpol_exception_free(x);
+	json_decref(xdoc);
+	json_decref(pod);
+	CHECK_DONE();
+}
+
+/* cel-semantics.md 1.10: result types. */
+static void test_result_types(void **state)
+{
+	struct vpol_policy *p;
+
+	(void)state;
+	compile_fails("  validations: [{expression: object.spec.hostNetwork}]\n",
+		      "/spec/validations/0/expression", "output is expected to be of type bool");
+	compile_fails("  validations: [{expression: \"object.spec.containers[0]\"}]\n",
+		      "/spec/validations/0/expression", "of type dyn");
+	compile_fails("  validations: [{expression: 'true', messageExpression: "
+		      "object.metadata.name}]\n",
+		      "/spec/validations/0/messageExpression",
+		      "output is expected to be of type string");
+	compile_fails("  matchConditions: [{name: a, expression: object.spec.hostNetwork}]\n"
+		      "  validations: [{expression: 'true'}]\n",
+		      "/spec/matchConditions/0/expression", "of type bool");
+	compile_fails("  validations: [{expression: 'true'}]\n"
+		      "  auditAnnotations: [{key: k, valueExpression: '1'}]\n",
+		      "/spec/auditAnnotations/0/valueExpression", "of type string");
+	/* What Kubernetes accepts. */
+	p = compile_ok("ok",
+		       "  variables: [{name: host, expression: 'object.spec.hostNetwork == true'},"
+		       " {name: two, expression: 'variables.host'}]\n"
+		       "  validations: [{expression: 'object.spec.hostNetwork == true'},"
+		       " {expression: variables.host}, {expression: '!variables.two'},"
+		       " {expression: 'has(variables.host)'}, {expression: \"isSemver('1.0.0')\"},"
+		       " {expression: 'true', messageExpression: \"'a' + "
+		       "string(object.metadata.name)\"}]\n"
+		       "  auditAnnotations: [{key: k, valueExpression: 'null'},"
+		       " {key: l, valueExpression: \"'v'\"}]\n");
+	vpol_free(p);
+	CHECK_DONE();
+}
+
+/* A variable reads only the variables before it (cel-semantics.md 1.10, 2.4). */
+static void test_variable_order(void **state)
+{
+	(void)state;
+	compile_fails("  variables: [{name: a, expression: 'variables.a'}]\n"
+		      "  validations: [{expression: 'variables.a == 1'}]\n",
+		      "/spec/variables/0/expression", "undefined field 'a'");
+	compile_fails("  variables: [{name: a, expression: 'variables.b'}, {name: b, "
+		      "expression: '1'}]\n"
+		      "  validations: [{expression: 'variables.a == 1'}]\n",
+		      "/spec/variables/0/expression", "undefined field 'b'");
+	compile_fails("  variables: [{name: a, expression: '1'}]\n"
+		      "  validations: [{expression: 'variables.nope == 1'}]\n",
+		      "/spec/validations/0/expression", "undefined field 'nope'");
+	compile_fails("  variables: [{name: a, expression: '1'}]\n"
+		      "  validations: [{expression: \"variables.a == 'x'\"}]\n",
+		      "/spec/validations/0/expression", "no matching overload");
+	/* A macro variable named variables is not the policy's. */
+	vpol_free(compile_ok("shadow", "  validations: [{expression: "
+				       "'[{\"x\": 1}].all(variables, variables.x == 1)'}]\n"));
+	CHECK_DONE();
+}
+
+static void test_undeclared(void **state)
+{
+	(void)state;
+	compile_fails("  validations: [{expression: 'params.x == 1'}]\n",
+		      "/spec/validations/0/expression",
+		      "undeclared reference to 'params' (in container '')");
+	compile_fails("  variables: [{name: a, expression: 'authorizer'}]\n"
+		      "  validations: [{expression: 'true'}]\n",
+		      "/spec/variables/0/expression", "undeclared reference to 'authorizer'");
+	CHECK_DONE();
+}
+
+/*
+ * Runtime failures are results of that policy only: a messageExpression
+ * error (section 2.5), hostile CEL stopped by the cost budget (1.11).
+ */
+static void test_runtime_failures(void **state)
+{
+	json_t *pod = Y(pod_text);
+	struct vpol_policy *msg =
+	    compile_ok("msg", "  validations: [{expression: 'false', messageExpression: "
+			      "\"object.spec.nope + 'x'\"}]\n");
+	/* 30x30 name characters x 50,000: 45 million steps, over the budget of 1,000,000 */
+	struct vpol_policy *hostile =
+	    compile_ok("hostile", "  validations: [{expression: \"object.metadata.name.split('')"
+				  ".all(a, object.metadata.name.split('').all(b, "
+				  "lists.range(50000).all(c, c >= 0)))\"}]\n");
+	struct vpol_policy *good =
+	    compile_ok("good", "  validations: [{expression: \"object.metadata.name != ''\"}]\n");
+	struct vpol_input in = {.object = pod, .operation = "CREATE", .resource = "pods"};
+	struct vpol_batch *b = vpol_batch_new(&in);
+	const struct vpol_policy *order[] = {hostile, msg, good};
+	struct vpol_report r;
+
+	(void)state;
+	for (size_t i = 0; i < GV_ARRAY_LEN(order); i++) {
+		const struct vpol_rule_result *x;
+		CHECK_INT(vpol_batch_evaluate(b, order[i], &r, NULL), GV_OK);
+		x = only(&r);
+		CHECK(x != NULL, "policy %zu: no result", i);
+		if (!x) {
+			vpol_report_release(&r);
+			continue;
+		}
+		if (order[i] == hostile) {
+			CHECK_INT(x->status, ENGINE_ERROR);
+			CHECK_STR(x->message,
+				  "error: operation cancelled: actual cost limit exceeded");
+		} else if (order[i] == msg) {
+			CHECK_INT(x->status, ENGINE_FAIL);
+			CHECK_STR(x->message,
+				  "failed to evaluate message expression: no such key: nope");
+		} else {
+			CHECK_INT(x->status, ENGINE_PASS);
+		}
+		vpol_report_release(&r);
+	}
+	vpol_batch_free(b);
+	vpol_free(msg);
+	vpol_free(hostile);
+	vpol_free(good);
+	json_decref(pod);
+	CHECK_DONE();
+}
+
+/* A VAP whose binding names params that are not there: params is null (section 5). */
+static void test_vap_missing_params(void **state)
+{
+	json_t *pod = Y(pod_text);
+	json_t *doc =
+	    Y("apiVersion: admissionregistration.k8s.io/v1\n"
+	      "kind: ValidatingAdmissionPolicy\n"
+	      "metadata: {name: vap}\n"
+	      "spec:\n"
+	      "  paramKind: {apiVersion: v1, kind: ConfigMap}\n"
+	      "  matchConstraints:\n"
+	      "    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: "
+	      "[CREATE], resources: [pods]}]\n"
+	      "  validations: [{expression: \"object.metadata.name != params.data.name\"}]\n");
+	json_t *binding = Y("apiVersion: admissionregistration.k8s.io/v1\n"
+			    "kind: ValidatingAdmissionPolicyBinding\n"
+			    "metadata: {name: vap-binding}\n"
+			    "spec: {policyName: vap, validationActions: [Deny],"
+			    " paramRef: {name: missing, namespace: shop}}\n");
+	struct gv_err err = {0};
+	struct vpol_policy *p = vpol_compile(doc, &err);
+	const json_t *bindings[] = {binding};
+	struct vpol_input in = {.object = pod,
+				.operation = "CREATE",
+				.resource = "pods",
+				.bindings = bindings,
+				.nbindings = 1};
+	struct vpol_report r;
+
+	(void)state;
+	CHECK(p != NULL, "vap: %s", err.msg);
+	if (p) {
+		const struct vpol_rule_result *x;
+		CHECK_INT(vpol_evaluate(p, &in, &r, NULL), GV_OK);
+		x = only(&r);
+		CHECK(x != NULL, "no result");
+		if (x) {
+			CHECK_INT(x->status, ENGINE_ERROR);
+			CHECK_PREFIX(x->message,
+				     "expression 'object.metadata.name != params.data.name' "
+				     "resulted in error: ");
+		}
+		vpol_report_release(&r);
+	}
+	vpol_free(p);
+	json_decref(doc);
+	json_decref(binding);
+	json_decref(pod);
+	CHECK_DONE();
+}
+
+/* The declarations of cel_compile_decls (engine/cel/cel.h). */
+static void test_cel_decls(void **state)
+{
+	static const char *const names[] = {"a", "b", "c"};
+	static const char *const types[] = {"list(map(string, int))", "?", "net.IP"};
+	static const char *const undeclared[] = {"params"};
+	struct cel_decls d = {.typed_variables = true,
+			      .var_names = names,
+			      .var_types = types,
+			      .nvars = 3,
+			      .undeclared = undeclared,
+			      .nundeclared = 1};
+	static const struct {
+		const char *src;
+		const char *type; /* NULL: a compile error holding err */
+		bool known;
+		const char *err;
+	} cases[] = {
+	    {"variables.a", "list(map(string, int))", true, NULL},
+	    {"variables.a[0]['x']", "int", true, NULL},
+	    {"variables.a[0]['x'] + 1.0", NULL, false, "no matching overload"},
+	    {"variables.b", "dyn", false, NULL},
+	    {"variables.c", "net.IP", true, NULL},
+	    {"variables.?a", "optional_type(list(map(string, int)))", true, NULL},
+	    {"has(variables.a)", "bool", true, NULL},
+	    {"variables.d", NULL, false, "undefined field 'd'"},
+	    {"params", NULL, false, "undeclared reference to 'params'"},
+	    {"[1].map(params, params + 1)", "list(int)", true, NULL},
+	    {"object.x", "dyn", true, NULL},
+	    {"isSemver('1.0.0')", "dyn", false, NULL},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < GV_ARRAY_LEN(cases); i++) {
+		struct cel_parse_error pe;
+		struct cel_program *p =
+		    cel_compile_decls(cases[i].src, strlen(cases[i].src), 0, &d, &pe);
+		if (!cases[i].type) {
+			CHECK(p == NULL, "%s compiled", cases[i].src);
+			CHECK(strstr(pe.msg, cases[i].err) != NULL, "%s: '%s' lacks '%s'",
+			      cases[i].src, pe.msg, cases[i].err);
+		} else {
+			CHECK(p != NULL, "%s: %s", cases[i].src, pe.msg);
+			if (p) {
+				CHECK_STR(cel_program_type(p), cases[i].type);
+				CHECK(cel_program_type_known(p) == cases[i].known, "%s: known",
+				      cases[i].src);
+			}
+		}
+		cel_program_free(p);
+	}
+	/* Without declarations: everything dyn, nothing undefined (cel_compile). */
+	{
+		struct cel_parse_error pe;
+		struct cel_program *p = cel_compile("variables.d + params", 20, 0, &pe);
+		CHECK(p != NULL, "%s", pe.msg);
+		cel_program_free(p);
+	}
+	CHECK_DONE();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_batch_same_as_evaluate),
+	    cmocka_unit_test(test_result_types),
+	    cmocka_unit_test(test_variable_order),
+	    cmocka_unit_test(test_undeclared),
+	    cmocka_unit_test(test_runtime_failures),
+	    cmocka_unit_test(test_vap_missing_params),
+	    cmocka_unit_test(test_cel_decls),
+	};
+
+	gv_init();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
