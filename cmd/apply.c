@@ -75,6 +75,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd/load.h"
 #include "cmd/table.h"
@@ -125,7 +126,6 @@ struct apply_state {
 	bool enforce_failed;		/* a rule of an Enforce policy failed */
 	struct engine_policyset **sets; /* owned: one set per valid policy */
 	struct apply_seen *seen;	/* owned: keys of the resources evaluated so far */
-	struct load_paths seen_files;	/* files named in seen */
 	size_t nprinted;		/* list elements printed (-o json|yaml) */
 	struct apply_pinfo *pinfo;	/* owned: per policy, what the output repeats */
 	FILE *tspool;			/* owned: table rows (-o table, -t), for the widths */
@@ -1638,18 +1638,32 @@ static void print_end(struct apply_state *st)
 
 /*
  * The keys of the resources evaluated so far, for de-duplication without
- * keeping the objects: a 64-bit hash of "group/kind/namespace/name" with
- * the file and line where it was first seen (open addressing).
+ * keeping the objects, and exact: memory holds one 8-byte slot per key
+ * (the upper half of a 64-bit hash of "group/kind/namespace/name" and
+ * where its record is), and a temporary file holds the records (the
+ * whole hash, the key itself, and the file and line where it was first
+ * seen). A slot whose hash half matches is confirmed by reading its
+ * record back and comparing the keys, so two keys that share a hash are
+ * never taken for duplicates; the table grows by reading the records
+ * back in order, so only the new table is in memory while it grows.
+ * Memory: 8 bytes a slot, the table from 4/7 to 7/8 full (9 to 18 bytes
+ * a resource).
  */
-struct apply_seen_slot {
-	uint64_t hash; /* 0 = empty */
-	uint32_t file; /* index into apply_state.seen_files */
-	int32_t line;
+struct apply_seen {
+	uint64_t *v; /* slot: hash >> 32 << 32 | (record offset / 8 + 1); 0 = empty */
+	size_t cap, n;
+	FILE *f;      /* the records, 8-byte aligned (NULL until the first key) */
+	uint64_t len; /* bytes written to f */
+	bool dirty;   /* f has buffered writes */
+	char *rec;    /* owned: the record last read back, then its file name */
+	size_t reccap;
 };
 
-struct apply_seen {
-	struct apply_seen_slot *v;
-	size_t cap, n;
+/* A record's fixed part; the key, then the file name, follow (no NUL), padded to 8 bytes. */
+struct apply_seen_rec {
+	uint64_t hash;
+	int32_t line;
+	uint32_t keylen, filelen, pad;
 };
 
 static uint64_t key_hash(const char *s)
@@ -1661,42 +1675,155 @@ static uint64_t key_hash(const char *s)
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdULL;
 	h ^= h >> 33;
-	return h ? h : 1;
+	return h;
 }
 
-/* Returns the slot of hash: its first sighting (inserted now, *found false) or the earlier one. */
-static struct apply_seen_slot *seen_find(struct apply_seen *set, uint64_t hash, bool *found)
+static _Noreturn void seen_fail(const char *what)
 {
-	size_t i;
+	fprintf(stderr, "gavel apply: temporary file for the resource keys: %s\n", what);
+	exit(2);
+}
 
-	/* up to 7/8 full: 16 bytes a resource or so (a few probes each: the hash is mixed) */
-	if (8 * (set->n + 1) > 7 * set->cap) {
-		struct apply_seen old = *set;
-		set->cap = old.cap ? 2 * old.cap : 1024;
-		set->v = gv_xcalloc(set->cap, sizeof(*set->v));
-		set->n = 0;
-		for (size_t k = 0; k < old.cap; k++)
-			if (old.v[k].hash) {
-				bool f;
-				*seen_find(set, old.v[k].hash, &f) = old.v[k];
-			}
-		free(old.v);
+/* Reads the record at off into set->rec (the fixed part first, then key and file). */
+static const struct apply_seen_rec *seen_read(struct apply_seen *set, uint64_t off)
+{
+	struct apply_seen_rec h;
+	size_t more;
+
+	if (set->dirty) {
+		if (fflush(set->f))
+			seen_fail(strerror(errno));
+		set->dirty = false;
 	}
-	for (i = hash & (set->cap - 1); set->v[i].hash; i = (i + 1) & (set->cap - 1))
-		if (set->v[i].hash == hash) {
-			*found = true;
-			return &set->v[i];
-		}
-	*found = false;
-	set->v[i].hash = hash;
-	set->n++;
+	if (pread(fileno(set->f), &h, sizeof(h), (off_t)off) != (ssize_t)sizeof(h))
+		seen_fail("short read");
+	more = (size_t)h.keylen + h.filelen;
+	if (sizeof(h) + more + 1 > set->reccap) {
+		set->reccap = sizeof(h) + more + 1;
+		set->rec = gv_xrealloc(set->rec, set->reccap);
+	}
+	memcpy(set->rec, &h, sizeof(h));
+	if (more && pread(fileno(set->f), set->rec + sizeof(h), more, (off_t)(off + sizeof(h))) !=
+			(ssize_t)more)
+		seen_fail("short read");
+	return (const struct apply_seen_rec *)(void *)set->rec;
+}
+
+#define SEEN_BLOCK (64u << 10)
+
+/* The free slot for hash in set->v (no key of the table is compared). */
+static uint64_t *seen_free_slot(struct apply_seen *set, uint64_t hash)
+{
+	size_t i = (size_t)hash & (set->cap - 1);
+
+	while (set->v[i])
+		i = (i + 1) & (set->cap - 1);
 	return &set->v[i];
+}
+
+/* Doubles the table, refilled from the records (the old table is freed first). */
+static void seen_grow(struct apply_seen *set)
+{
+	char *block = NULL;
+	uint64_t off = 0;
+
+	free(set->v);
+	set->cap = set->cap ? 2 * set->cap : 1024;
+	set->v = gv_xcalloc(set->cap, sizeof(*set->v));
+	if (set->len) {
+		if (fflush(set->f))
+			seen_fail(strerror(errno));
+		set->dirty = false;
+		block = gv_xmalloc(SEEN_BLOCK);
+	}
+	while (off < set->len) {
+		/* a block of whole records (one record larger than a block is read alone) */
+		size_t want = set->len - off < SEEN_BLOCK ? (size_t)(set->len - off) : SEEN_BLOCK;
+		size_t at = 0;
+		ssize_t got = pread(fileno(set->f), block, want, (off_t)off);
+		if (got < (ssize_t)sizeof(struct apply_seen_rec))
+			seen_fail("short read");
+		for (;;) {
+			struct apply_seen_rec r;
+			size_t size;
+			if ((size_t)got - at < sizeof(r))
+				break;
+			memcpy(&r, block + at, sizeof(r));
+			size = (sizeof(r) + r.keylen + r.filelen + 7) & ~(size_t)7;
+			if (at && size > (size_t)got - at)
+				break;
+			*seen_free_slot(set, r.hash) = (r.hash >> 32 << 32) | ((off + at) / 8 + 1);
+			at += size;
+			if (at >= (size_t)got)
+				break;
+		}
+		off += at;
+	}
+	free(block);
+}
+
+/*
+ * Looks key up: returns true when it was seen before, with *first_file and *first_line
+ * where (file valid until the next call); else records it as first seen
+ * at file:line and returns false.
+ */
+static bool seen_check(struct apply_seen *set, const char *key, const char *file, int line,
+		       const char **first_file, int *first_line)
+{
+	uint64_t hash = key_hash(key);
+	size_t keylen = strlen(key), filelen = strlen(file), flen, i;
+	struct apply_seen_rec h = {0};
+	static const char zeros[8];
+
+	if (!set->cap)
+		seen_grow(set);
+	for (i = (size_t)hash & (set->cap - 1); set->v[i]; i = (i + 1) & (set->cap - 1)) {
+		const struct apply_seen_rec *r;
+		if (set->v[i] >> 32 != hash >> 32)
+			continue;
+		r = seen_read(set, ((set->v[i] & 0xffffffffu) - 1) * 8);
+		if (r->hash != hash || r->keylen != keylen ||
+		    memcmp(set->rec + sizeof(*r), key, keylen))
+			continue;
+		*first_line = r->line;
+		flen = r->filelen; /* r is overwritten by the file name */
+		memmove(set->rec, set->rec + sizeof(*r) + keylen, flen);
+		set->rec[flen] = '\0';
+		*first_file = set->rec;
+		return true;
+	}
+	if (!set->f) {
+		if (!(set->f = tmpfile()))
+			seen_fail(strerror(errno));
+		setvbuf(set->f, NULL, _IOFBF, SEEN_BLOCK);
+	}
+	if (set->len / 8 + 1 > 0xffffffffu)
+		seen_fail("too many resources");
+	h.hash = hash;
+	h.line = line;
+	h.keylen = (uint32_t)keylen;
+	h.filelen = (uint32_t)filelen;
+	if (fwrite(&h, sizeof(h), 1, set->f) != 1 || fwrite(key, 1, keylen, set->f) != keylen ||
+	    fwrite(file, 1, filelen, set->f) != filelen ||
+	    fwrite(zeros, 1, (8 - (keylen + filelen) % 8) % 8, set->f) !=
+		(8 - (keylen + filelen) % 8) % 8)
+		seen_fail(strerror(errno));
+	set->dirty = true;
+	set->v[i] = (hash >> 32 << 32) | (set->len / 8 + 1);
+	set->len += (sizeof(h) + keylen + filelen + 7) & ~(uint64_t)7;
+	if (8 * ++set->n > 7 * set->cap)
+		seen_grow(set);
+	return false;
 }
 
 static void seen_free(struct apply_seen *set)
 {
-	if (set)
+	if (set) {
 		free(set->v);
+		if (set->f)
+			fclose(set->f);
+		free(set->rec);
+	}
 	free(set);
 }
 
@@ -1783,8 +1910,10 @@ static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size
 		for (size_t i = 0; i < parts[k].res.n; i++) {
 			struct load_resource *lr = &parts[k].res.v[i];
 			char *key = load_resource_key(lr->obj);
-			bool found;
-			struct apply_seen_slot *slot = seen_find(st->seen, key_hash(key), &found);
+			const char *first_file;
+			int first_line;
+			bool found =
+			    seen_check(st->seen, key, lr->file, lr->line, &first_file, &first_line);
 
 			free(key);
 			if (found) {
@@ -1793,19 +1922,11 @@ static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size
 					"%s:%d: warning: duplicate %s %s/%s ignored (first loaded "
 					"from %s:%d)\n",
 					lr->file, lr->line, load_res_kind(o), load_res_namespace(o),
-					load_res_name(o), st->seen_files.v[slot->file], slot->line);
+					load_res_name(o), first_file, first_line);
 				json_decref(lr->obj);
 				free(lr->file);
 				continue;
 			}
-			if (!load_paths_has(&st->seen_files, lr->file))
-				load_paths_add(&st->seen_files, lr->file);
-			for (size_t f = st->seen_files.n; f-- > 0;)
-				if (!strcmp(st->seen_files.v[f], lr->file)) {
-					slot->file = (uint32_t)f;
-					break;
-				}
-			slot->line = lr->line;
 			if ((st->res.n & (st->res.n - 1)) == 0)
 				st->res.v = gv_xrealloc(st->res.v, (st->res.n ? 2 * st->res.n : 1) *
 								       sizeof(*st->res.v));
@@ -2063,7 +2184,6 @@ out:
 	json_decref(st.reports);
 	reports_release(&st);
 	seen_free(st.seen);
-	load_paths_release(&st.seen_files);
 	free(ns_labels);
 	free(sets);
 	load_paths_release(&st.policy_paths);
