@@ -109,8 +109,6 @@ struct apply_state {
 	struct values_userinfo ui;
 	bool has_ui;
 	enum apply_output out;
-	struct apply_result *results;
-	size_t nresults;
 	bool bad;
 	bool stdin_used;
 	bool kyverno_table;		/* -t: Kyverno's table, results that did not pass */
@@ -131,8 +129,7 @@ struct apply_state {
 	FILE *tspool;			/* owned: table rows (-o table, -t), for the widths */
 	size_t trows;			/* table rows, the header excluded */
 	size_t twidth[6];		/* widest cell of each table column, in code points */
-	json_t *reports;	    /* owned: namespace -> report (-o report with JSON output) */
-	struct apply_nsrep *nsreps; /* owned: the YAML reports being built, first-seen order */
+	struct apply_nsrep *nsreps;	/* owned: the YAML reports being built, first-seen order */
 	size_t nnsreps;
 	json_t *nsindex;	   /* owned: namespace -> index in nsreps */
 	FILE *spool;		   /* owned: temporary file holding the reports' results */
@@ -163,11 +160,12 @@ struct apply_seen;
 
 /* What the output repeats for every result of one policy. */
 struct apply_pinfo {
-	char *ref;	   /* owned: the policy as results name it (policy_ref) */
-	bool unscored;	   /* policies.kyverno.io/scored: "false" */
-	char *json_ref;	   /* owned: ref as a JSON string, or NULL (not UTF-8) */
-	char *yaml_ref;	   /* owned: ref as a YAML scalar, or NULL */
-	char *report_meta; /* owned: the report result's severity and category lines */
+	char *ref;		/* owned: the policy as results name it (policy_ref) */
+	bool unscored;		/* policies.kyverno.io/scored: "false" */
+	char *json_ref;		/* owned: ref as a JSON string, or NULL (not UTF-8) */
+	char *yaml_ref;		/* owned: ref as a YAML scalar, or NULL */
+	char *report_meta;	/* owned: the report result's severity and category lines */
+	char *report_meta_json; /* owned: the same as JSON members (each after ",\n") */
 };
 
 static void apply_usage(FILE *f)
@@ -600,14 +598,13 @@ struct apply_part {
 	FILE *errs; /* the worker's error lines (worker_errs()) */
 	bool bad;
 	/*
-	 * Unless the results are kept (-p --output-format json), each
-	 * resource's results are formatted here, by the worker, and freed:
-	 * out holds the text for stdout (-o json: elements each after ",\n";
-	 * -o table, -t: rows as NUL-terminated cells without the ID;
+	 * Each resource's results are formatted here, by the worker, and
+	 * freed: out holds the text for stdout (-o json: elements each after
+	 * ",\n"; -o table, -t: rows as NUL-terminated cells without the ID;
 	 * -o report: per result the namespace, NUL, the reported status as
-	 * one byte, the YAML list item, NUL).
+	 * one byte, the report's list item (YAML, or JSON after ",\n" with
+	 * --output-format json), NUL).
 	 */
-	bool keep;
 	struct gv_buf out;
 	size_t nout;	  /* elements (-o json|yaml), rows (table) or results (report) */
 	size_t counts[5]; /* as Kyverno counts them */
@@ -826,6 +823,7 @@ static void pinfo_init(struct apply_state *st)
 		const char *cat =
 		    engine_policy_annotation(lp->policy, "policies.kyverno.io/category");
 		struct gv_buf meta = {0};
+		bool first;
 
 		pi->ref = policy_ref(lp);
 		pi->unscored = scored && !strcmp(scored, "false");
@@ -837,6 +835,13 @@ static void pinfo_init(struct apply_state *st)
 			yaml_member(&meta, 2, "category", cat);
 		gv_buf_adds(&meta, ""); /* never NULL */
 		pi->report_meta = gv_buf_detach(&meta);
+		first = false;
+		if (sev)
+			json_member(&meta, &first, 3, "severity", sev);
+		if (cat && *cat)
+			json_member(&meta, &first, 3, "category", cat);
+		gv_buf_adds(&meta, "");
+		pi->report_meta_json = gv_buf_detach(&meta);
 	}
 }
 
@@ -847,6 +852,7 @@ static void pinfo_release(struct apply_state *st)
 		free(st->pinfo[p].json_ref);
 		free(st->pinfo[p].yaml_ref);
 		free(st->pinfo[p].report_meta);
+		free(st->pinfo[p].report_meta_json);
 	}
 	free(st->pinfo);
 }
@@ -1022,6 +1028,54 @@ static void fmt_table(struct apply_part *pt, const struct apply_resinfo *ri, siz
 	}
 }
 
+/*
+ * -o report with --output-format json: per result the namespace, the
+ * reported status and the report's list item as json_dumps() writes it
+ * with JSON_INDENT(2) in "results", after ",\n".
+ */
+static void fmt_report_json(struct apply_part *pt, const struct apply_resinfo *ri, size_t i0)
+{
+	const struct apply_state *st = pt->st;
+	struct gv_buf res = {0};
+	bool first = true;
+
+	/* resources: [{apiVersion, kind, namespace, name, uid}] */
+	json_member(&res, &first, 5, "apiVersion", ri->api_version);
+	json_member(&res, &first, 5, "kind", ri->kind);
+	if (*ri->ns)
+		json_member(&res, &first, 5, "namespace", ri->ns);
+	json_member(&res, &first, 5, "name", ri->name);
+	if (*ri->uid)
+		json_member(&res, &first, 5, "uid", ri->uid);
+	gv_buf_adds(&res, first ? "{}" : "\n        }");
+	for (size_t i = i0; i < pt->n; i++) {
+		const struct apply_result *a = &pt->v[i];
+		const struct apply_pinfo *pi = &st->pinfo[a->policy];
+		enum engine_status s = reported_status(st, a);
+
+		first = false;
+		gv_buf_add(&pt->out, ri->ns, strlen(ri->ns) + 1);
+		gv_buf_addc(&pt->out, (char)('0' + s));
+		gv_buf_adds(&pt->out, ",\n    {\n      \"source\": \"gavel\"");
+		if (pi->json_ref)
+			json_member_raw(&pt->out, &first, 3, "policy", pi->json_ref);
+		json_member(&pt->out, &first, 3, "rule", a->rule);
+		json_member(&pt->out, &first, 3, "result", engine_status_name(s));
+		json_member_raw(&pt->out, &first, 3, "scored", pi->unscored ? "false" : "true");
+		gv_buf_adds(&pt->out, pi->report_meta_json);
+		json_member(&pt->out, &first, 3, "message", a->message);
+		gv_buf_adds(&pt->out, ",\n      \"resources\": [\n        ");
+		gv_buf_adds(&pt->out, res.data[0] == '{' ? "{}" : "{");
+		if (res.data[0] != '{')
+			gv_buf_add(&pt->out, res.data, res.len);
+		gv_buf_adds(&pt->out, "\n      ],\n      \"properties\": {\n        \"process\": "
+				      "\"background scan\"\n      }\n    }");
+		gv_buf_add(&pt->out, "", 1);
+		pt->nout++;
+	}
+	gv_buf_release(&res);
+}
+
 /* -o report (YAML): per result the namespace, the reported status and the report's list item. */
 static void fmt_report(struct apply_part *pt, const struct apply_resinfo *ri, size_t i0)
 {
@@ -1077,8 +1131,6 @@ static void format_resource(struct apply_part *pt, size_t r, size_t i0)
 		if (a->status == ENGINE_FAIL && a->action == ENGINE_ENFORCE)
 			pt->enforce_failed = true;
 	}
-	if (pt->keep)
-		return;
 	resinfo_get(st->res.v[r].obj, &ri);
 	switch (st->out) {
 	case OUT_KYVERNO:
@@ -1094,7 +1146,10 @@ static void format_resource(struct apply_part *pt, size_t r, size_t i0)
 		fmt_yaml(pt, &ri, i0);
 		break;
 	case OUT_REPORT:
-		fmt_report(pt, &ri, i0);
+		if (st->report_json)
+			fmt_report_json(pt, &ri, i0);
+		else
+			fmt_report(pt, &ri, i0);
 		break;
 	}
 	for (size_t i = i0; i < pt->n; i++) {
@@ -1248,7 +1303,7 @@ static void print_part(struct apply_state *st, const struct apply_part *pt)
 	st->nprinted += pt->nout;
 }
 
-/* Evaluates the resources of st->res into st->results, with st->jobs threads. */
+/* Evaluates the resources of st->res and prints their results, with st->jobs threads. */
 static void evaluate_batch(struct apply_state *st)
 {
 	size_t nparts = st->jobs > 1 ? (size_t)st->jobs : 1, per;
@@ -1264,7 +1319,6 @@ static void evaluate_batch(struct apply_state *st)
 	th = gv_xcalloc(nparts, sizeof(*th));
 	for (size_t k = 0; k < nparts; k++) {
 		parts[k].st = st;
-		parts[k].keep = st->out == OUT_REPORT && st->report_json;
 		parts[k].out = st->partbuf[k];
 		parts[k].errs = worker_errs(st, k);
 		parts[k].r0 = k * per < st->res.n ? k * per : st->res.n;
@@ -1284,12 +1338,6 @@ static void evaluate_batch(struct apply_state *st)
 		print_part(st, &parts[k]);
 		gv_buf_reset(&parts[k].out);
 		st->partbuf[k] = parts[k].out;
-		st->results = gv_xrealloc(st->results,
-					  (st->nresults + parts[k].n + 1) * sizeof(*st->results));
-		if (parts[k].n)
-			memcpy(st->results + st->nresults, parts[k].v,
-			       parts[k].n * sizeof(*parts[k].v));
-		st->nresults += parts[k].n;
 		free(parts[k].v);
 	}
 	free(parts);
@@ -1303,13 +1351,6 @@ static char *policy_ref(const struct load_policy *lp)
 	if (*lp->namespace && !strcmp(lp->kind, "Policy"))
 		return gv_xasprintf("%s/%s", lp->namespace, lp->name);
 	return gv_xstrdup(lp->name);
-}
-
-static bool unscored(const struct load_policy *lp)
-{
-	const char *s = engine_policy_annotation(lp->policy, "policies.kyverno.io/scored");
-
-	return s && !strcmp(s, "false");
 }
 
 /* The table (-o table, -t): the header, then the rows kept in the temporary file. */
@@ -1362,23 +1403,7 @@ static void print_summary(const struct apply_state *st)
 	       st->counts[1], st->counts[2], st->counts[3], st->counts[4]);
 }
 
-static json_t *resource_ref(const json_t *o, bool with_uid)
-{
-	json_t *ref = json_object();
-	const char *ns = load_res_namespace(o);
-	const char *uid = load_str(o, "metadata", "uid", NULL);
-
-	json_object_set_new(ref, "apiVersion", json_string(load_res_api_version(o)));
-	json_object_set_new(ref, "kind", json_string(load_res_kind(o)));
-	if (*ns)
-		json_object_set_new(ref, "namespace", json_string(ns));
-	json_object_set_new(ref, "name", json_string(load_res_name(o)));
-	if (with_uid && *uid)
-		json_object_set_new(ref, "uid", json_string(uid));
-	return ref;
-}
-
-/* One report (PolicyReport for ns, ClusterPolicyReport when ns is ""). */
+/* One report (PolicyReport for ns, ClusterPolicyReport when ns is ""), its results empty. */
 static json_t *report_new(const char *ns)
 {
 	json_t *r = json_object(), *md = json_object(), *labels = json_object(), *sum;
@@ -1405,57 +1430,6 @@ static json_t *report_new(const char *ns)
 	json_object_set_new(r, "summary", sum);
 	json_object_set_new(r, "results", json_array());
 	return r;
-}
-
-static json_t *report_result(const struct apply_state *st, const struct apply_result *a)
-{
-	const struct load_policy *lp = &st->pols.v[a->policy];
-	json_t *o = json_object(), *res = json_array(), *props = json_object();
-	const char *sev = engine_report_severity(
-	    engine_policy_annotation(lp->policy, "policies.kyverno.io/severity"));
-	const char *cat = engine_policy_annotation(lp->policy, "policies.kyverno.io/category");
-	char *ref = policy_ref(lp);
-
-	json_object_set_new(o, "source", json_string("gavel"));
-	json_object_set_new(o, "policy", json_string(ref));
-	free(ref);
-	json_object_set_new(o, "rule", json_string(a->rule));
-	json_object_set_new(o, "result", json_string(engine_status_name(reported_status(st, a))));
-	json_object_set_new(o, "scored", json_boolean(!unscored(lp)));
-	if (sev)
-		json_object_set_new(o, "severity", json_string(sev));
-	if (cat && *cat)
-		json_object_set_new(o, "category", json_string(cat));
-	json_object_set_new(o, "message", json_string(a->message));
-	json_array_append_new(res, resource_ref(st->res.v[a->resource].obj, true));
-	json_object_set_new(o, "resources", res);
-	json_object_set_new(props, "process", json_string("background scan"));
-	json_object_set_new(o, "properties", props);
-	return o;
-}
-
-static void reports_collect_json(struct apply_state *st)
-{
-	if (!st->reports)
-		st->reports = json_object(); /* namespace -> report, in first-seen order */
-	for (size_t i = 0; i < st->nresults; i++) {
-		const struct apply_result *a = &st->results[i];
-		const char *rns = load_res_namespace(st->res.v[a->resource].obj);
-		json_t *sum, *rep;
-		const char *status;
-
-		rep = json_object_get(st->reports, rns);
-		if (!rep) {
-			rep = report_new(rns);
-			json_object_set_new(st->reports, rns, rep);
-		}
-		json_array_append_new(json_object_get(rep, "results"), report_result(st, a));
-		sum = json_object_get(rep, "summary");
-		status = engine_status_name(reported_status(st, a));
-		json_object_set_new(
-		    sum, status,
-		    json_integer(json_integer_value(json_object_get(sum, status)) + 1));
-	}
 }
 
 #define NSREP_FLUSH    (64u << 10) /* a namespace's buffer goes to the spool file at this size */
@@ -1518,7 +1492,12 @@ static void reports_add(struct apply_state *st, const char *rns, enum engine_sta
 			nsrep_flush(st, &st->nsreps[k]);
 }
 
-static void reports_print_yaml(struct apply_state *st)
+/*
+ * The reports, in the order their namespaces were first seen: YAML
+ * documents (gv_yaml_dump()), or with --output-format json each report as
+ * json_dumps() writes it with JSON_INDENT(2), one after the other.
+ */
+static void reports_print(struct apply_state *st)
 {
 	static const char *const keys[] = {"pass", "fail", "warn", "error", "skip"};
 	char copy[65536];
@@ -1526,17 +1505,27 @@ static void reports_print_yaml(struct apply_state *st)
 	for (size_t k = 0; k < st->nnsreps; k++) {
 		struct apply_nsrep *r = &st->nsreps[k];
 		json_t *rep = report_new(r->ns), *sum = json_object_get(rep, "summary");
-		struct gv_buf b = {0};
+		size_t skip = st->report_json ? 1 : 0; /* the first item's ',' */
 
 		for (int i = 0; i < 5; i++)
 			json_object_set_new(sum, keys[i], json_integer((json_int_t)r->sum[i]));
 		json_object_del(rep, "results");
-		gv_yaml_dump(rep, &b);
-		if (k)
-			fputs("---\n", stdout);
-		fputs(gv_buf_str(&b), stdout);
-		fputs("results:\n", stdout);
-		gv_buf_release(&b);
+		if (st->report_json) {
+			/* the report without its results ends "\n}": they go before that */
+			char *head = json_dumps(rep, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+			size_t len = strlen(head);
+			fwrite(head, 1, len >= 2 ? len - 2 : len, stdout);
+			fputs(",\n  \"results\": [", stdout);
+			free(head);
+		} else {
+			struct gv_buf b = {0};
+			gv_yaml_dump(rep, &b);
+			if (k)
+				fputs("---\n", stdout);
+			fputs(gv_buf_str(&b), stdout);
+			fputs("results:\n", stdout);
+			gv_buf_release(&b);
+		}
 		json_decref(rep);
 		for (size_t c = 0; c < r->nchunks; c++) {
 			size_t left = r->chunks[c].len;
@@ -1554,11 +1543,14 @@ static void reports_print_yaml(struct apply_state *st)
 					      stderr);
 					exit(2);
 				}
-				fwrite(copy, 1, n, stdout);
+				fwrite(copy + skip, 1, n - skip, stdout);
+				skip = 0;
 				left -= n;
 			}
 		}
-		fputs(gv_buf_str(&r->buf), stdout);
+		fputs(gv_buf_str(&r->buf) + (r->buf.len ? skip : 0), stdout);
+		if (st->report_json)
+			fputs("\n  ]\n}\n", stdout);
 	}
 }
 
@@ -1575,30 +1567,6 @@ static void reports_release(struct apply_state *st)
 		fclose(st->spool);
 }
 
-static void reports_print(const struct apply_state *st)
-{
-	const char *ns;
-	json_t *rep;
-	bool first = true;
-
-	json_object_foreach(st->reports, ns, rep)
-	{
-		struct gv_buf b = {0};
-		if (st->report_json) {
-			char *s = json_dumps(rep, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-			printf("%s\n", s);
-			free(s);
-			continue;
-		}
-		gv_yaml_dump(rep, &b);
-		if (!first)
-			fputs("---\n", stdout);
-		first = false;
-		fputs(gv_buf_str(&b), stdout);
-		gv_buf_release(&b);
-	}
-}
-
 /* Ends the output once every batch was printed. */
 static void print_end(struct apply_state *st)
 {
@@ -1613,10 +1581,7 @@ static void print_end(struct apply_state *st)
 	case OUT_REPORT:
 		if (st->policy_report)
 			printf("%s\nPOLICY REPORT:\n%s\n", DIVIDER, DIVIDER);
-		if (st->report_json && st->reports)
-			reports_print(st);
-		else if (!st->report_json)
-			reports_print_yaml(st);
+		reports_print(st);
 		return;
 	case OUT_JSON:
 		fputs(st->nprinted ? "\n]\n" : "[]\n", stdout);
@@ -1827,16 +1792,9 @@ static void seen_free(struct apply_seen *set)
 	free(set);
 }
 
-/* Frees the resources and results of the batch just printed. */
+/* Frees the resources of the batch just printed. */
 static void batch_release(struct apply_state *st)
 {
-	for (size_t i = 0; i < st->nresults; i++) {
-		free(st->results[i].rule);
-		free(st->results[i].message);
-	}
-	free(st->results);
-	st->results = NULL;
-	st->nresults = 0;
 	load_resources_release(&st->res);
 }
 
@@ -1940,8 +1898,6 @@ static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size
 	free(started);
 	nres = st->res.n;
 	evaluate_batch(st);
-	if (st->nresults)
-		reports_collect_json(st); /* -p --output-format json: the results were kept */
 	batch_release(st);
 	return nres;
 }
@@ -2181,7 +2137,6 @@ out:
 	}
 	if (st.tspool)
 		fclose(st.tspool);
-	json_decref(st.reports);
 	reports_release(&st);
 	seen_free(st.seen);
 	free(ns_labels);

@@ -50,6 +50,7 @@ golden apply-table apply -r $d/resources.yaml $d/policies.yaml -t
 golden apply-detailed apply $d/policies.yaml -r $d/resources.yaml --detailed-results
 golden apply-audit-warn apply $d/policies.yaml -r $d/resources.yaml --audit-warn
 golden apply-policy-report apply $d/policies.yaml -r $d/resources.yaml --policy-report
+golden apply-policy-report-json apply $d/policies.yaml -r $d/resources.yaml --policy-report --output-format json
 golden test-pass test $d/test-pass
 golden test-fail test $d/test-fail
 golden test-fail-only test $d/test-fail --fail-only --detailed-results
