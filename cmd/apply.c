@@ -1014,8 +1014,11 @@ static void fmt_table(struct apply_part *pt, const struct apply_resinfo *ri, siz
 		gv_buf_add(&pt->out, st->pinfo[a->policy].ref,
 			   strlen(st->pinfo[a->policy].ref) + 1);
 		gv_buf_add(&pt->out, a->rule, strlen(a->rule) + 1);
-		gv_buf_addf(&pt->out, "%s/%s/%s", ri->ns, ri->kind, ri->name);
-		gv_buf_add(&pt->out, "", 1);
+		gv_buf_adds(&pt->out, ri->ns);
+		gv_buf_addc(&pt->out, '/');
+		gv_buf_adds(&pt->out, ri->kind);
+		gv_buf_addc(&pt->out, '/');
+		gv_buf_add(&pt->out, ri->name, strlen(ri->name) + 1);
 		gv_buf_add(&pt->out, status_title(s), strlen(status_title(s)) + 1);
 		if (st->detailed) {
 			size_t at = pt->out.len;
@@ -1224,6 +1227,9 @@ static void *evaluate_range(void *arg)
 			values_eval_release(&ev);
 		}
 		format_resource(pt, r, i0);
+		/* freed here, by the workers, rather than by the main thread after the batch */
+		json_decref(st->res.v[r].obj);
+		st->res.v[r].obj = NULL;
 	}
 	return NULL;
 }
@@ -1358,7 +1364,8 @@ static void table_flush(struct apply_state *st)
 {
 	static const char *const head[] = {"ID", "POLICY", "RULE", "RESOURCE", "RESULT", "MESSAGE"};
 	size_t ncols = st->detailed ? 6 : 5;
-	struct gv_buf b = {0};
+	char *line[6] = {0};
+	size_t cap[6] = {0};
 
 	for (size_t c = 0; c < ncols; c++)
 		if (cell_width(head[c]) > st->twidth[c])
@@ -1374,27 +1381,20 @@ static void table_flush(struct apply_state *st)
 		}
 	}
 	for (size_t r = 0; r < st->trows; r++) {
-		size_t at[6];
 		char *cells[6];
-		gv_buf_reset(&b);
 		for (size_t c = 0; c < ncols; c++) {
-			int ch;
-			at[c] = b.len;
-			while ((ch = getc(st->tspool)) != EOF && ch)
-				gv_buf_addc(&b, (char)ch);
-			if (ch == EOF) {
+			if (getdelim(&line[c], &cap[c], '\0', st->tspool) <= 0) {
 				fputs("gavel apply: temporary file for the table: short read\n",
 				      stderr);
 				exit(2);
 			}
-			gv_buf_add(&b, "", 1);
+			cells[c] = line[c];
 		}
-		for (size_t c = 0; c < ncols; c++)
-			cells[c] = b.data + at[c];
 		table_row(stdout, cells, st->twidth, ncols);
 	}
 	table_border(stdout, st->twidth, ncols);
-	gv_buf_release(&b);
+	for (size_t c = 0; c < ncols; c++)
+		free(line[c]);
 }
 
 static void print_summary(const struct apply_state *st)
