@@ -71,10 +71,12 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "cmd/load.h"
@@ -140,6 +142,7 @@ struct apply_state {
 		char *buf;
 		size_t len;
 	} errs[64];
+	struct apply_arena *arenas; /* owned: the parsing threads' chunks, likewise (64) */
 };
 
 /* One namespace's report (-o report): counts, and its results as YAML list items. */
@@ -1792,6 +1795,140 @@ static void seen_free(struct apply_seen *set)
 	free(set);
 }
 
+/*
+ * The documents' memory. Parsing a document allocates many small jansson
+ * blocks that all die together once the resource is evaluated; the
+ * parsing threads take them from chunks of their own instead of malloc()
+ * (a pointer bump), and freeing one only counts it (json_decref() of a
+ * resource, wherever it happens). A chunk is reused once it is full and
+ * every block taken from it was freed, so a block still referenced is
+ * never overwritten, whoever holds it. Chunks are CHUNK_SIZE bytes at a
+ * CHUNK_SIZE boundary; the allocator functions stay installed for the
+ * rest of the process and give every other block to malloc()/free().
+ */
+#define CHUNK_SIZE  (256u << 10)
+#define CHUNK_MAX   1024 /* chunks in all (256 MiB); past that, malloc() */
+#define CHUNK_SLOTS 4096 /* chunk_slot: open addressing, at most a quarter full */
+
+struct apply_chunk_hdr {
+	atomic_size_t freed; /* blocks freed, by any thread */
+	size_t taken;	     /* blocks taken, by the owning arena */
+	size_t used;	     /* bytes used, the header included */
+};
+
+/* One parsing thread's chunks (one per worker slot, used by one thread at a time). */
+struct apply_arena {
+	struct apply_chunk_hdr *cur;
+	struct apply_chunk_hdr *full[256]; /* full chunks, reused once every block is freed */
+	size_t nfull;
+};
+
+/* every chunk (never freed) by its address, added under chunk_lock, read without it */
+static _Atomic(char *) chunk_slot[CHUNK_SLOTS];
+static size_t nchunks;
+static pthread_mutex_t chunk_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local struct apply_arena *cur_arena; /* set while a thread parses */
+
+static struct apply_chunk_hdr *chunk_of(void *p)
+{
+	uintptr_t base = (uintptr_t)p & ~(uintptr_t)(CHUNK_SIZE - 1);
+	char *c;
+
+	/* a block is freed after its chunk was added: that thread's store is seen here */
+	for (size_t i = (base / CHUNK_SIZE) % CHUNK_SLOTS;
+	     (c = atomic_load_explicit(&chunk_slot[i], memory_order_acquire));
+	     i = (i + 1) % CHUNK_SLOTS)
+		if ((uintptr_t)c == base)
+			return (struct apply_chunk_hdr *)(void *)c;
+	return NULL;
+}
+
+/* A new chunk: CHUNK_SIZE bytes at a CHUNK_SIZE boundary, straight from the system. */
+static struct apply_chunk_hdr *chunk_map(void)
+{
+	char *p = mmap(NULL, 2 * (size_t)CHUNK_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *c;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	c = (char *)(((uintptr_t)p + CHUNK_SIZE - 1) & ~(uintptr_t)(CHUNK_SIZE - 1));
+	if (c > p)
+		munmap(p, (size_t)(c - p));
+	if (c + CHUNK_SIZE < p + 2 * (size_t)CHUNK_SIZE)
+		munmap(c + CHUNK_SIZE, (size_t)(p + 2 * (size_t)CHUNK_SIZE - (c + CHUNK_SIZE)));
+	return (struct apply_chunk_hdr *)(void *)c;
+}
+
+/* A chunk for the arena: one of its full chunks whose blocks are all freed, or a new one. */
+static struct apply_chunk_hdr *chunk_get(struct apply_arena *a)
+{
+	struct apply_chunk_hdr *c = NULL;
+
+	for (size_t i = 0; i < a->nfull; i++)
+		if (atomic_load_explicit(&a->full[i]->freed, memory_order_acquire) ==
+		    a->full[i]->taken) {
+			c = a->full[i];
+			a->full[i] = a->full[--a->nfull];
+			break;
+		}
+	if (!c) {
+		pthread_mutex_lock(&chunk_lock);
+		if (nchunks < CHUNK_MAX && (c = chunk_map())) {
+			size_t i = ((uintptr_t)c / CHUNK_SIZE) % CHUNK_SLOTS;
+			while (atomic_load_explicit(&chunk_slot[i], memory_order_relaxed))
+				i = (i + 1) % CHUNK_SLOTS;
+			atomic_store_explicit(&chunk_slot[i], (char *)c, memory_order_release);
+			nchunks++;
+		}
+		pthread_mutex_unlock(&chunk_lock);
+		if (!c)
+			return NULL;
+	}
+	atomic_store_explicit(&c->freed, 0, memory_order_relaxed);
+	c->taken = 0;
+	c->used = (sizeof(*c) + 15) & ~(size_t)15;
+	return c;
+}
+
+static void *arena_alloc(size_t n)
+{
+	struct apply_arena *a = cur_arena;
+	size_t need = (n + 15) & ~(size_t)15;
+
+	if (a && need <= CHUNK_SIZE / 8) {
+		if (!a->cur || a->cur->used + need > CHUNK_SIZE) {
+			if (a->cur) {
+				if (a->nfull == GV_ARRAY_LEN(a->full))
+					goto heap;
+				a->full[a->nfull++] = a->cur;
+			}
+			a->cur = chunk_get(a);
+		}
+		if (a->cur) {
+			void *p = (char *)a->cur + a->cur->used;
+			a->cur->used += need;
+			a->cur->taken++;
+			return p;
+		}
+	}
+heap:
+	return gv_xmalloc(n);
+}
+
+static void arena_free(void *p)
+{
+	struct apply_chunk_hdr *c;
+
+	if (!p)
+		return;
+	c = chunk_of(p);
+	if (c)
+		atomic_fetch_add_explicit(&c->freed, 1, memory_order_release);
+	else
+		free(p);
+}
+
 /* Frees the resources of the batch just printed. */
 static void batch_release(struct apply_state *st)
 {
@@ -1809,6 +1946,7 @@ struct apply_chunk {
 struct apply_batch_part {
 	struct apply_chunk *chunks;
 	size_t n;
+	struct apply_arena *arena;
 	struct load_resources res;
 	FILE *errs; /* worker_errs() */
 	bool bad;
@@ -1820,12 +1958,14 @@ static void *parse_part(void *arg)
 	FILE *errs = bp->errs;
 
 	bp->res.no_dedup = true;
+	cur_arena = bp->arena;
 	for (size_t i = 0; i < bp->n; i++) {
 		struct gv_err e = {0};
 		if (load_resources_buf(&bp->res, bp->chunks[i].text, bp->chunks[i].len,
 				       bp->chunks[i].file, bp->chunks[i].line, errs, &e))
 			bp->bad = true;
 	}
+	cur_arena = NULL;
 	return NULL;
 }
 
@@ -1854,6 +1994,7 @@ static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size
 		parts[k].chunks = chunks + c0;
 		parts[k].errs = worker_errs(st, k);
 		parts[k].n = c1 - c0;
+		parts[k].arena = &st->arenas[k];
 		if (k)
 			started[k] = !pthread_create(&th[k], NULL, parse_part, &parts[k]);
 		if (k && !started[k])
@@ -1925,6 +2066,7 @@ static size_t process_resources(struct apply_state *st)
 	size_t n = 0, bytes = 0, total = 0;
 
 	st->seen = gv_xcalloc(1, sizeof(*st->seen));
+	st->arenas = gv_xcalloc(GV_ARRAY_LEN(st->partbuf), sizeof(*st->arenas));
 	st->sets = gv_xcalloc(st->pols.n ? st->pols.n : 1, sizeof(*st->sets));
 	for (size_t p = 0; p < st->pols.n; p++)
 		if (st->pols.v[p].policy)
@@ -2071,6 +2213,7 @@ int cmd_apply(int argc, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	mallopt(M_TOP_PAD, 16 << 20);
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	json_set_alloc_funcs(arena_alloc, arena_free);
 	memset(&st, 0, sizeof(st));
 	rc = parse_args(&st, argc, argv, &ns_labels, &nns_labels, &sets, &nsets);
 	if (rc >= 0)
@@ -2139,6 +2282,7 @@ out:
 		fclose(st.tspool);
 	reports_release(&st);
 	seen_free(st.seen);
+	free(st.arenas); /* not their chunks: blocks may live on, and are freed as blocks */
 	free(ns_labels);
 	free(sets);
 	load_paths_release(&st.policy_paths);
