@@ -50,6 +50,12 @@
  *           value Kyverno writes, "admission review", would claim a request
  *           was made). The summary counts equal the results.
  *
+ * Memory: resources are read, evaluated and printed in batches (256
+ * documents or 8 MiB), table rows and report results go to temporary
+ * files; what grows with the input is 9 to 18 bytes per distinct resource
+ * (the de-duplication set, exact: keys are compared, in a temporary file)
+ * and the counts of each report.
+ *
  * Counting is Kyverno's: a failed rule of an unscored policy
  * (policies.kyverno.io/scored: "false"), or with --audit-warn of an Audit
  * policy, counts as warn.
@@ -71,10 +77,13 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cmd/load.h"
 #include "cmd/table.h"
@@ -108,8 +117,6 @@ struct apply_state {
 	struct values_userinfo ui;
 	bool has_ui;
 	enum apply_output out;
-	struct apply_result *results;
-	size_t nresults;
 	bool bad;
 	bool stdin_used;
 	bool kyverno_table;		/* -t: Kyverno's table, results that did not pass */
@@ -125,14 +132,12 @@ struct apply_state {
 	bool enforce_failed;		/* a rule of an Enforce policy failed */
 	struct engine_policyset **sets; /* owned: one set per valid policy */
 	struct apply_seen *seen;	/* owned: keys of the resources evaluated so far */
-	struct load_paths seen_files;	/* files named in seen */
 	size_t nprinted;		/* list elements printed (-o json|yaml) */
 	struct apply_pinfo *pinfo;	/* owned: per policy, what the output repeats */
 	FILE *tspool;			/* owned: table rows (-o table, -t), for the widths */
 	size_t trows;			/* table rows, the header excluded */
 	size_t twidth[6];		/* widest cell of each table column, in code points */
-	json_t *reports;	    /* owned: namespace -> report (-o report with JSON output) */
-	struct apply_nsrep *nsreps; /* owned: the YAML reports being built, first-seen order */
+	struct apply_nsrep *nsreps;	/* owned: the YAML reports being built, first-seen order */
 	size_t nnsreps;
 	json_t *nsindex;	   /* owned: namespace -> index in nsreps */
 	FILE *spool;		   /* owned: temporary file holding the reports' results */
@@ -143,6 +148,7 @@ struct apply_state {
 		char *buf;
 		size_t len;
 	} errs[64];
+	struct apply_arena *arenas; /* owned: the parsing threads' chunks, likewise (64) */
 };
 
 /* One namespace's report (-o report): counts, and its results as YAML list items. */
@@ -163,11 +169,12 @@ struct apply_seen;
 
 /* What the output repeats for every result of one policy. */
 struct apply_pinfo {
-	char *ref;	   /* owned: the policy as results name it (policy_ref) */
-	bool unscored;	   /* policies.kyverno.io/scored: "false" */
-	char *json_ref;	   /* owned: ref as a JSON string, or NULL (not UTF-8) */
-	char *yaml_ref;	   /* owned: ref as a YAML scalar, or NULL */
-	char *report_meta; /* owned: the report result's severity and category lines */
+	char *ref;		/* owned: the policy as results name it (policy_ref) */
+	bool unscored;		/* policies.kyverno.io/scored: "false" */
+	char *json_ref;		/* owned: ref as a JSON string, or NULL (not UTF-8) */
+	char *yaml_ref;		/* owned: ref as a YAML scalar, or NULL */
+	char *report_meta;	/* owned: the report result's severity and category lines */
+	char *report_meta_json; /* owned: the same as JSON members (each after ",\n") */
 };
 
 static void apply_usage(FILE *f)
@@ -600,14 +607,13 @@ struct apply_part {
 	FILE *errs; /* the worker's error lines (worker_errs()) */
 	bool bad;
 	/*
-	 * Unless the results are kept (-p --output-format json), each
-	 * resource's results are formatted here, by the worker, and freed:
-	 * out holds the text for stdout (-o json: elements each after ",\n";
-	 * -o table, -t: rows as NUL-terminated cells without the ID;
+	 * Each resource's results are formatted here, by the worker, and
+	 * freed: out holds the text for stdout (-o json: elements each after
+	 * ",\n"; -o table, -t: rows as NUL-terminated cells without the ID;
 	 * -o report: per result the namespace, NUL, the reported status as
-	 * one byte, the YAML list item, NUL).
+	 * one byte, the report's list item (YAML, or JSON after ",\n" with
+	 * --output-format json), NUL).
 	 */
-	bool keep;
 	struct gv_buf out;
 	size_t nout;	  /* elements (-o json|yaml), rows (table) or results (report) */
 	size_t counts[5]; /* as Kyverno counts them */
@@ -832,6 +838,7 @@ static void pinfo_init(struct apply_state *st)
 		    engine_report_severity(lp_annotation(lp, "policies.kyverno.io/severity"));
 		const char *cat = lp_annotation(lp, "policies.kyverno.io/category");
 		struct gv_buf meta = {0};
+		bool first;
 
 		pi->ref = policy_ref(lp);
 		pi->unscored = scored && !strcmp(scored, "false");
@@ -843,6 +850,13 @@ static void pinfo_init(struct apply_state *st)
 			yaml_member(&meta, 2, "category", cat);
 		gv_buf_adds(&meta, ""); /* never NULL */
 		pi->report_meta = gv_buf_detach(&meta);
+		first = false;
+		if (sev)
+			json_member(&meta, &first, 3, "severity", sev);
+		if (cat && *cat)
+			json_member(&meta, &first, 3, "category", cat);
+		gv_buf_adds(&meta, "");
+		pi->report_meta_json = gv_buf_detach(&meta);
 	}
 }
 
@@ -853,6 +867,7 @@ static void pinfo_release(struct apply_state *st)
 		free(st->pinfo[p].json_ref);
 		free(st->pinfo[p].yaml_ref);
 		free(st->pinfo[p].report_meta);
+		free(st->pinfo[p].report_meta_json);
 	}
 	free(st->pinfo);
 }
@@ -1014,8 +1029,11 @@ static void fmt_table(struct apply_part *pt, const struct apply_resinfo *ri, siz
 		gv_buf_add(&pt->out, st->pinfo[a->policy].ref,
 			   strlen(st->pinfo[a->policy].ref) + 1);
 		gv_buf_add(&pt->out, a->rule, strlen(a->rule) + 1);
-		gv_buf_addf(&pt->out, "%s/%s/%s", ri->ns, ri->kind, ri->name);
-		gv_buf_add(&pt->out, "", 1);
+		gv_buf_adds(&pt->out, ri->ns);
+		gv_buf_addc(&pt->out, '/');
+		gv_buf_adds(&pt->out, ri->kind);
+		gv_buf_addc(&pt->out, '/');
+		gv_buf_add(&pt->out, ri->name, strlen(ri->name) + 1);
 		gv_buf_add(&pt->out, status_title(s), strlen(status_title(s)) + 1);
 		if (st->detailed) {
 			size_t at = pt->out.len;
@@ -1026,6 +1044,54 @@ static void fmt_table(struct apply_part *pt, const struct apply_resinfo *ri, siz
 		}
 		pt->nout++;
 	}
+}
+
+/*
+ * -o report with --output-format json: per result the namespace, the
+ * reported status and the report's list item as json_dumps() writes it
+ * with JSON_INDENT(2) in "results", after ",\n".
+ */
+static void fmt_report_json(struct apply_part *pt, const struct apply_resinfo *ri, size_t i0)
+{
+	const struct apply_state *st = pt->st;
+	struct gv_buf res = {0};
+	bool first = true;
+
+	/* resources: [{apiVersion, kind, namespace, name, uid}] */
+	json_member(&res, &first, 5, "apiVersion", ri->api_version);
+	json_member(&res, &first, 5, "kind", ri->kind);
+	if (*ri->ns)
+		json_member(&res, &first, 5, "namespace", ri->ns);
+	json_member(&res, &first, 5, "name", ri->name);
+	if (*ri->uid)
+		json_member(&res, &first, 5, "uid", ri->uid);
+	gv_buf_adds(&res, first ? "{}" : "\n        }");
+	for (size_t i = i0; i < pt->n; i++) {
+		const struct apply_result *a = &pt->v[i];
+		const struct apply_pinfo *pi = &st->pinfo[a->policy];
+		enum engine_status s = reported_status(st, a);
+
+		first = false;
+		gv_buf_add(&pt->out, ri->ns, strlen(ri->ns) + 1);
+		gv_buf_addc(&pt->out, (char)('0' + s));
+		gv_buf_adds(&pt->out, ",\n    {\n      \"source\": \"gavel\"");
+		if (pi->json_ref)
+			json_member_raw(&pt->out, &first, 3, "policy", pi->json_ref);
+		json_member(&pt->out, &first, 3, "rule", a->rule);
+		json_member(&pt->out, &first, 3, "result", engine_status_name(s));
+		json_member_raw(&pt->out, &first, 3, "scored", pi->unscored ? "false" : "true");
+		gv_buf_adds(&pt->out, pi->report_meta_json);
+		json_member(&pt->out, &first, 3, "message", a->message);
+		gv_buf_adds(&pt->out, ",\n      \"resources\": [\n        ");
+		gv_buf_adds(&pt->out, res.data[0] == '{' ? "{}" : "{");
+		if (res.data[0] != '{')
+			gv_buf_add(&pt->out, res.data, res.len);
+		gv_buf_adds(&pt->out, "\n      ],\n      \"properties\": {\n        \"process\": "
+				      "\"background scan\"\n      }\n    }");
+		gv_buf_add(&pt->out, "", 1);
+		pt->nout++;
+	}
+	gv_buf_release(&res);
 }
 
 /* -o report (YAML): per result the namespace, the reported status and the report's list item. */
@@ -1083,8 +1149,6 @@ static void format_resource(struct apply_part *pt, size_t r, size_t i0)
 		if (a->status == ENGINE_FAIL && a->action == ENGINE_ENFORCE)
 			pt->enforce_failed = true;
 	}
-	if (pt->keep)
-		return;
 	resinfo_get(st->res.v[r].obj, &ri);
 	switch (st->out) {
 	case OUT_KYVERNO:
@@ -1100,7 +1164,10 @@ static void format_resource(struct apply_part *pt, size_t r, size_t i0)
 		fmt_yaml(pt, &ri, i0);
 		break;
 	case OUT_REPORT:
-		fmt_report(pt, &ri, i0);
+		if (st->report_json)
+			fmt_report_json(pt, &ri, i0);
+		else
+			fmt_report(pt, &ri, i0);
 		break;
 	}
 	for (size_t i = i0; i < pt->n; i++) {
@@ -1175,6 +1242,9 @@ static void *evaluate_range(void *arg)
 			values_eval_release(&ev);
 		}
 		format_resource(pt, r, i0);
+		/* freed here, by the workers, rather than by the main thread after the batch */
+		json_decref(st->res.v[r].obj);
+		st->res.v[r].obj = NULL;
 	}
 	return NULL;
 }
@@ -1254,7 +1324,7 @@ static void print_part(struct apply_state *st, const struct apply_part *pt)
 	st->nprinted += pt->nout;
 }
 
-/* Evaluates the resources of st->res into st->results, with st->jobs threads. */
+/* Evaluates the resources of st->res and prints their results, with st->jobs threads. */
 static void evaluate_batch(struct apply_state *st)
 {
 	size_t nparts = st->jobs > 1 ? (size_t)st->jobs : 1, per;
@@ -1270,7 +1340,6 @@ static void evaluate_batch(struct apply_state *st)
 	th = gv_xcalloc(nparts, sizeof(*th));
 	for (size_t k = 0; k < nparts; k++) {
 		parts[k].st = st;
-		parts[k].keep = st->out == OUT_REPORT && st->report_json;
 		parts[k].out = st->partbuf[k];
 		parts[k].errs = worker_errs(st, k);
 		parts[k].r0 = k * per < st->res.n ? k * per : st->res.n;
@@ -1290,12 +1359,6 @@ static void evaluate_batch(struct apply_state *st)
 		print_part(st, &parts[k]);
 		gv_buf_reset(&parts[k].out);
 		st->partbuf[k] = parts[k].out;
-		st->results = gv_xrealloc(st->results,
-					  (st->nresults + parts[k].n + 1) * sizeof(*st->results));
-		if (parts[k].n)
-			memcpy(st->results + st->nresults, parts[k].v,
-			       parts[k].n * sizeof(*parts[k].v));
-		st->nresults += parts[k].n;
 		free(parts[k].v);
 	}
 	free(parts);
@@ -1311,19 +1374,13 @@ static char *policy_ref(const struct load_policy *lp)
 	return gv_xstrdup(lp->name);
 }
 
-static bool unscored(const struct load_policy *lp)
-{
-	const char *s = lp_annotation(lp, "policies.kyverno.io/scored");
-
-	return s && !strcmp(s, "false");
-}
-
 /* The table (-o table, -t): the header, then the rows kept in the temporary file. */
 static void table_flush(struct apply_state *st)
 {
 	static const char *const head[] = {"ID", "POLICY", "RULE", "RESOURCE", "RESULT", "MESSAGE"};
 	size_t ncols = st->detailed ? 6 : 5;
-	struct gv_buf b = {0};
+	char *line[6] = {0};
+	size_t cap[6] = {0};
 
 	for (size_t c = 0; c < ncols; c++)
 		if (cell_width(head[c]) > st->twidth[c])
@@ -1339,27 +1396,20 @@ static void table_flush(struct apply_state *st)
 		}
 	}
 	for (size_t r = 0; r < st->trows; r++) {
-		size_t at[6];
 		char *cells[6];
-		gv_buf_reset(&b);
 		for (size_t c = 0; c < ncols; c++) {
-			int ch;
-			at[c] = b.len;
-			while ((ch = getc(st->tspool)) != EOF && ch)
-				gv_buf_addc(&b, (char)ch);
-			if (ch == EOF) {
+			if (getdelim(&line[c], &cap[c], '\0', st->tspool) <= 0) {
 				fputs("gavel apply: temporary file for the table: short read\n",
 				      stderr);
 				exit(2);
 			}
-			gv_buf_add(&b, "", 1);
+			cells[c] = line[c];
 		}
-		for (size_t c = 0; c < ncols; c++)
-			cells[c] = b.data + at[c];
 		table_row(stdout, cells, st->twidth, ncols);
 	}
 	table_border(stdout, st->twidth, ncols);
-	gv_buf_release(&b);
+	for (size_t c = 0; c < ncols; c++)
+		free(line[c]);
 }
 
 static void print_summary(const struct apply_state *st)
@@ -1368,23 +1418,7 @@ static void print_summary(const struct apply_state *st)
 	       st->counts[1], st->counts[2], st->counts[3], st->counts[4]);
 }
 
-static json_t *resource_ref(const json_t *o, bool with_uid)
-{
-	json_t *ref = json_object();
-	const char *ns = load_res_namespace(o);
-	const char *uid = load_str(o, "metadata", "uid", NULL);
-
-	json_object_set_new(ref, "apiVersion", json_string(load_res_api_version(o)));
-	json_object_set_new(ref, "kind", json_string(load_res_kind(o)));
-	if (*ns)
-		json_object_set_new(ref, "namespace", json_string(ns));
-	json_object_set_new(ref, "name", json_string(load_res_name(o)));
-	if (with_uid && *uid)
-		json_object_set_new(ref, "uid", json_string(uid));
-	return ref;
-}
-
-/* One report (PolicyReport for ns, ClusterPolicyReport when ns is ""). */
+/* One report (PolicyReport for ns, ClusterPolicyReport when ns is ""), its results empty. */
 static json_t *report_new(const char *ns)
 {
 	json_t *r = json_object(), *md = json_object(), *labels = json_object(), *sum;
@@ -1411,57 +1445,6 @@ static json_t *report_new(const char *ns)
 	json_object_set_new(r, "summary", sum);
 	json_object_set_new(r, "results", json_array());
 	return r;
-}
-
-static json_t *report_result(const struct apply_state *st, const struct apply_result *a)
-{
-	const struct load_policy *lp = &st->pols.v[a->policy];
-	json_t *o = json_object(), *res = json_array(), *props = json_object();
-	const char *sev = engine_report_severity(
-	    engine_policy_annotation(lp->policy, "policies.kyverno.io/severity"));
-	const char *cat = engine_policy_annotation(lp->policy, "policies.kyverno.io/category");
-	char *ref = policy_ref(lp);
-
-	json_object_set_new(o, "source", json_string("gavel"));
-	json_object_set_new(o, "policy", json_string(ref));
-	free(ref);
-	json_object_set_new(o, "rule", json_string(a->rule));
-	json_object_set_new(o, "result", json_string(engine_status_name(reported_status(st, a))));
-	json_object_set_new(o, "scored", json_boolean(!unscored(lp)));
-	if (sev)
-		json_object_set_new(o, "severity", json_string(sev));
-	if (cat && *cat)
-		json_object_set_new(o, "category", json_string(cat));
-	json_object_set_new(o, "message", json_string(a->message));
-	json_array_append_new(res, resource_ref(st->res.v[a->resource].obj, true));
-	json_object_set_new(o, "resources", res);
-	json_object_set_new(props, "process", json_string("background scan"));
-	json_object_set_new(o, "properties", props);
-	return o;
-}
-
-static void reports_collect_json(struct apply_state *st)
-{
-	if (!st->reports)
-		st->reports = json_object(); /* namespace -> report, in first-seen order */
-	for (size_t i = 0; i < st->nresults; i++) {
-		const struct apply_result *a = &st->results[i];
-		const char *rns = load_res_namespace(st->res.v[a->resource].obj);
-		json_t *sum, *rep;
-		const char *status;
-
-		rep = json_object_get(st->reports, rns);
-		if (!rep) {
-			rep = report_new(rns);
-			json_object_set_new(st->reports, rns, rep);
-		}
-		json_array_append_new(json_object_get(rep, "results"), report_result(st, a));
-		sum = json_object_get(rep, "summary");
-		status = engine_status_name(reported_status(st, a));
-		json_object_set_new(
-		    sum, status,
-		    json_integer(json_integer_value(json_object_get(sum, status)) + 1));
-	}
 }
 
 #define NSREP_FLUSH    (64u << 10) /* a namespace's buffer goes to the spool file at this size */
@@ -1524,7 +1507,12 @@ static void reports_add(struct apply_state *st, const char *rns, enum engine_sta
 			nsrep_flush(st, &st->nsreps[k]);
 }
 
-static void reports_print_yaml(struct apply_state *st)
+/*
+ * The reports, in the order their namespaces were first seen: YAML
+ * documents (gv_yaml_dump()), or with --output-format json each report as
+ * json_dumps() writes it with JSON_INDENT(2), one after the other.
+ */
+static void reports_print(struct apply_state *st)
 {
 	static const char *const keys[] = {"pass", "fail", "warn", "error", "skip"};
 	char copy[65536];
@@ -1532,17 +1520,27 @@ static void reports_print_yaml(struct apply_state *st)
 	for (size_t k = 0; k < st->nnsreps; k++) {
 		struct apply_nsrep *r = &st->nsreps[k];
 		json_t *rep = report_new(r->ns), *sum = json_object_get(rep, "summary");
-		struct gv_buf b = {0};
+		size_t skip = st->report_json ? 1 : 0; /* the first item's ',' */
 
 		for (int i = 0; i < 5; i++)
 			json_object_set_new(sum, keys[i], json_integer((json_int_t)r->sum[i]));
 		json_object_del(rep, "results");
-		gv_yaml_dump(rep, &b);
-		if (k)
-			fputs("---\n", stdout);
-		fputs(gv_buf_str(&b), stdout);
-		fputs("results:\n", stdout);
-		gv_buf_release(&b);
+		if (st->report_json) {
+			/* the report without its results ends "\n}": they go before that */
+			char *head = json_dumps(rep, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+			size_t len = strlen(head);
+			fwrite(head, 1, len >= 2 ? len - 2 : len, stdout);
+			fputs(",\n  \"results\": [", stdout);
+			free(head);
+		} else {
+			struct gv_buf b = {0};
+			gv_yaml_dump(rep, &b);
+			if (k)
+				fputs("---\n", stdout);
+			fputs(gv_buf_str(&b), stdout);
+			fputs("results:\n", stdout);
+			gv_buf_release(&b);
+		}
 		json_decref(rep);
 		for (size_t c = 0; c < r->nchunks; c++) {
 			size_t left = r->chunks[c].len;
@@ -1560,11 +1558,14 @@ static void reports_print_yaml(struct apply_state *st)
 					      stderr);
 					exit(2);
 				}
-				fwrite(copy, 1, n, stdout);
+				fwrite(copy + skip, 1, n - skip, stdout);
+				skip = 0;
 				left -= n;
 			}
 		}
-		fputs(gv_buf_str(&r->buf), stdout);
+		fputs(gv_buf_str(&r->buf) + (r->buf.len ? skip : 0), stdout);
+		if (st->report_json)
+			fputs("\n  ]\n}\n", stdout);
 	}
 }
 
@@ -1581,30 +1582,6 @@ static void reports_release(struct apply_state *st)
 		fclose(st->spool);
 }
 
-static void reports_print(const struct apply_state *st)
-{
-	const char *ns;
-	json_t *rep;
-	bool first = true;
-
-	json_object_foreach(st->reports, ns, rep)
-	{
-		struct gv_buf b = {0};
-		if (st->report_json) {
-			char *s = json_dumps(rep, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-			printf("%s\n", s);
-			free(s);
-			continue;
-		}
-		gv_yaml_dump(rep, &b);
-		if (!first)
-			fputs("---\n", stdout);
-		first = false;
-		fputs(gv_buf_str(&b), stdout);
-		gv_buf_release(&b);
-	}
-}
-
 /* Ends the output once every batch was printed. */
 static void print_end(struct apply_state *st)
 {
@@ -1619,10 +1596,7 @@ static void print_end(struct apply_state *st)
 	case OUT_REPORT:
 		if (st->policy_report)
 			printf("%s\nPOLICY REPORT:\n%s\n", DIVIDER, DIVIDER);
-		if (st->report_json && st->reports)
-			reports_print(st);
-		else if (!st->report_json)
-			reports_print_yaml(st);
+		reports_print(st);
 		return;
 	case OUT_JSON:
 		fputs(st->nprinted ? "\n]\n" : "[]\n", stdout);
@@ -1644,18 +1618,32 @@ static void print_end(struct apply_state *st)
 
 /*
  * The keys of the resources evaluated so far, for de-duplication without
- * keeping the objects: a 64-bit hash of "group/kind/namespace/name" with
- * the file and line where it was first seen (open addressing).
+ * keeping the objects, and exact: memory holds one 8-byte slot per key
+ * (the upper half of a 64-bit hash of "group/kind/namespace/name" and
+ * where its record is), and a temporary file holds the records (the
+ * whole hash, the key itself, and the file and line where it was first
+ * seen). A slot whose hash half matches is confirmed by reading its
+ * record back and comparing the keys, so two keys that share a hash are
+ * never taken for duplicates; the table grows by reading the records
+ * back in order, so only the new table is in memory while it grows.
+ * Memory: 8 bytes a slot, the table from 4/7 to 7/8 full (9 to 18 bytes
+ * a resource).
  */
-struct apply_seen_slot {
-	uint64_t hash; /* 0 = empty */
-	uint32_t file; /* index into apply_state.seen_files */
-	int32_t line;
+struct apply_seen {
+	uint64_t *v; /* slot: hash >> 32 << 32 | (record offset / 8 + 1); 0 = empty */
+	size_t cap, n;
+	FILE *f;      /* the records, 8-byte aligned (NULL until the first key) */
+	uint64_t len; /* bytes written to f */
+	bool dirty;   /* f has buffered writes */
+	char *rec;    /* owned: the record last read back, then its file name */
+	size_t reccap;
 };
 
-struct apply_seen {
-	struct apply_seen_slot *v;
-	size_t cap, n;
+/* A record's fixed part; the key, then the file name, follow (no NUL), padded to 8 bytes. */
+struct apply_seen_rec {
+	uint64_t hash;
+	int32_t line;
+	uint32_t keylen, filelen, pad;
 };
 
 static uint64_t key_hash(const char *s)
@@ -1667,55 +1655,295 @@ static uint64_t key_hash(const char *s)
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdULL;
 	h ^= h >> 33;
-	return h ? h : 1;
+	return h;
 }
 
-/* Returns the slot of hash: its first sighting (inserted now, *found false) or the earlier one. */
-static struct apply_seen_slot *seen_find(struct apply_seen *set, uint64_t hash, bool *found)
+static _Noreturn void seen_fail(const char *what)
 {
-	size_t i;
+	fprintf(stderr, "gavel apply: temporary file for the resource keys: %s\n", what);
+	exit(2);
+}
 
-	/* up to 7/8 full: 16 bytes a resource or so (a few probes each: the hash is mixed) */
-	if (8 * (set->n + 1) > 7 * set->cap) {
-		struct apply_seen old = *set;
-		set->cap = old.cap ? 2 * old.cap : 1024;
-		set->v = gv_xcalloc(set->cap, sizeof(*set->v));
-		set->n = 0;
-		for (size_t k = 0; k < old.cap; k++)
-			if (old.v[k].hash) {
-				bool f;
-				*seen_find(set, old.v[k].hash, &f) = old.v[k];
-			}
-		free(old.v);
+/* Reads the record at off into set->rec (the fixed part first, then key and file). */
+static const struct apply_seen_rec *seen_read(struct apply_seen *set, uint64_t off)
+{
+	struct apply_seen_rec h;
+	size_t more;
+
+	if (set->dirty) {
+		if (fflush(set->f))
+			seen_fail(strerror(errno));
+		set->dirty = false;
 	}
-	for (i = hash & (set->cap - 1); set->v[i].hash; i = (i + 1) & (set->cap - 1))
-		if (set->v[i].hash == hash) {
-			*found = true;
-			return &set->v[i];
-		}
-	*found = false;
-	set->v[i].hash = hash;
-	set->n++;
+	if (pread(fileno(set->f), &h, sizeof(h), (off_t)off) != (ssize_t)sizeof(h))
+		seen_fail("short read");
+	more = (size_t)h.keylen + h.filelen;
+	if (sizeof(h) + more + 1 > set->reccap) {
+		set->reccap = sizeof(h) + more + 1;
+		set->rec = gv_xrealloc(set->rec, set->reccap);
+	}
+	memcpy(set->rec, &h, sizeof(h));
+	if (more && pread(fileno(set->f), set->rec + sizeof(h), more, (off_t)(off + sizeof(h))) !=
+			(ssize_t)more)
+		seen_fail("short read");
+	return (const struct apply_seen_rec *)(void *)set->rec;
+}
+
+#define SEEN_BLOCK (64u << 10)
+
+/* The free slot for hash in set->v (no key of the table is compared). */
+static uint64_t *seen_free_slot(struct apply_seen *set, uint64_t hash)
+{
+	size_t i = (size_t)hash & (set->cap - 1);
+
+	while (set->v[i])
+		i = (i + 1) & (set->cap - 1);
 	return &set->v[i];
+}
+
+/* Doubles the table, refilled from the records (the old table is freed first). */
+static void seen_grow(struct apply_seen *set)
+{
+	char *block = NULL;
+	uint64_t off = 0;
+
+	free(set->v);
+	set->cap = set->cap ? 2 * set->cap : 1024;
+	set->v = gv_xcalloc(set->cap, sizeof(*set->v));
+	if (set->len) {
+		if (fflush(set->f))
+			seen_fail(strerror(errno));
+		set->dirty = false;
+		block = gv_xmalloc(SEEN_BLOCK);
+	}
+	while (off < set->len) {
+		/* a block of whole records (one record larger than a block is read alone) */
+		size_t want = set->len - off < SEEN_BLOCK ? (size_t)(set->len - off) : SEEN_BLOCK;
+		size_t at = 0;
+		ssize_t got = pread(fileno(set->f), block, want, (off_t)off);
+		if (got < (ssize_t)sizeof(struct apply_seen_rec))
+			seen_fail("short read");
+		for (;;) {
+			struct apply_seen_rec r;
+			size_t size;
+			if ((size_t)got - at < sizeof(r))
+				break;
+			memcpy(&r, block + at, sizeof(r));
+			size = (sizeof(r) + r.keylen + r.filelen + 7) & ~(size_t)7;
+			if (at && size > (size_t)got - at)
+				break;
+			*seen_free_slot(set, r.hash) = (r.hash >> 32 << 32) | ((off + at) / 8 + 1);
+			at += size;
+			if (at >= (size_t)got)
+				break;
+		}
+		off += at;
+	}
+	free(block);
+}
+
+/*
+ * Looks key up: returns true when it was seen before, with *first_file and *first_line
+ * where (file valid until the next call); else records it as first seen
+ * at file:line and returns false.
+ */
+static bool seen_check(struct apply_seen *set, const char *key, const char *file, int line,
+		       const char **first_file, int *first_line)
+{
+	uint64_t hash = key_hash(key);
+	size_t keylen = strlen(key), filelen = strlen(file), flen, i;
+	struct apply_seen_rec h = {0};
+	static const char zeros[8];
+
+	if (!set->cap)
+		seen_grow(set);
+	for (i = (size_t)hash & (set->cap - 1); set->v[i]; i = (i + 1) & (set->cap - 1)) {
+		const struct apply_seen_rec *r;
+		if (set->v[i] >> 32 != hash >> 32)
+			continue;
+		r = seen_read(set, ((set->v[i] & 0xffffffffu) - 1) * 8);
+		if (r->hash != hash || r->keylen != keylen ||
+		    memcmp(set->rec + sizeof(*r), key, keylen))
+			continue;
+		*first_line = r->line;
+		flen = r->filelen; /* r is overwritten by the file name */
+		memmove(set->rec, set->rec + sizeof(*r) + keylen, flen);
+		set->rec[flen] = '\0';
+		*first_file = set->rec;
+		return true;
+	}
+	if (!set->f) {
+		if (!(set->f = tmpfile()))
+			seen_fail(strerror(errno));
+		setvbuf(set->f, NULL, _IOFBF, SEEN_BLOCK);
+	}
+	if (set->len / 8 + 1 > 0xffffffffu)
+		seen_fail("too many resources");
+	h.hash = hash;
+	h.line = line;
+	h.keylen = (uint32_t)keylen;
+	h.filelen = (uint32_t)filelen;
+	if (fwrite(&h, sizeof(h), 1, set->f) != 1 || fwrite(key, 1, keylen, set->f) != keylen ||
+	    fwrite(file, 1, filelen, set->f) != filelen ||
+	    fwrite(zeros, 1, (8 - (keylen + filelen) % 8) % 8, set->f) !=
+		(8 - (keylen + filelen) % 8) % 8)
+		seen_fail(strerror(errno));
+	set->dirty = true;
+	set->v[i] = (hash >> 32 << 32) | (set->len / 8 + 1);
+	set->len += (sizeof(h) + keylen + filelen + 7) & ~(uint64_t)7;
+	if (8 * ++set->n > 7 * set->cap)
+		seen_grow(set);
+	return false;
 }
 
 static void seen_free(struct apply_seen *set)
 {
-	if (set)
+	if (set) {
 		free(set->v);
+		if (set->f)
+			fclose(set->f);
+		free(set->rec);
+	}
 	free(set);
 }
 
-/* Frees the resources and results of the batch just printed. */
+/*
+ * The documents' memory. Parsing a document allocates many small jansson
+ * blocks that all die together once the resource is evaluated; the
+ * parsing threads take them from chunks of their own instead of malloc()
+ * (a pointer bump), and freeing one only counts it (json_decref() of a
+ * resource, wherever it happens). A chunk is reused once it is full and
+ * every block taken from it was freed, so a block still referenced is
+ * never overwritten, whoever holds it. Chunks are CHUNK_SIZE bytes at a
+ * CHUNK_SIZE boundary; the allocator functions stay installed for the
+ * rest of the process and give every other block to malloc()/free().
+ */
+#define CHUNK_SIZE  (256u << 10)
+#define CHUNK_MAX   1024 /* chunks in all (256 MiB); past that, malloc() */
+#define CHUNK_SLOTS 4096 /* chunk_slot: open addressing, at most a quarter full */
+
+struct apply_chunk_hdr {
+	atomic_size_t freed; /* blocks freed, by any thread */
+	size_t taken;	     /* blocks taken, by the owning arena */
+	size_t used;	     /* bytes used, the header included */
+};
+
+/* One parsing thread's chunks (one per worker slot, used by one thread at a time). */
+struct apply_arena {
+	struct apply_chunk_hdr *cur;
+	struct apply_chunk_hdr *full[256]; /* full chunks, reused once every block is freed */
+	size_t nfull;
+};
+
+/* every chunk (never freed) by its address, added under chunk_lock, read without it */
+static _Atomic(char *) chunk_slot[CHUNK_SLOTS];
+static size_t nchunks;
+static pthread_mutex_t chunk_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local struct apply_arena *cur_arena; /* set while a thread parses */
+
+static struct apply_chunk_hdr *chunk_of(void *p)
+{
+	uintptr_t base = (uintptr_t)p & ~(uintptr_t)(CHUNK_SIZE - 1);
+	char *c;
+
+	/* a block is freed after its chunk was added: that thread's store is seen here */
+	for (size_t i = (base / CHUNK_SIZE) % CHUNK_SLOTS;
+	     (c = atomic_load_explicit(&chunk_slot[i], memory_order_acquire));
+	     i = (i + 1) % CHUNK_SLOTS)
+		if ((uintptr_t)c == base)
+			return (struct apply_chunk_hdr *)(void *)c;
+	return NULL;
+}
+
+/* A new chunk: CHUNK_SIZE bytes at a CHUNK_SIZE boundary, straight from the system. */
+static struct apply_chunk_hdr *chunk_map(void)
+{
+	char *p = mmap(NULL, 2 * (size_t)CHUNK_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *c;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	c = (char *)(((uintptr_t)p + CHUNK_SIZE - 1) & ~(uintptr_t)(CHUNK_SIZE - 1));
+	if (c > p)
+		munmap(p, (size_t)(c - p));
+	if (c + CHUNK_SIZE < p + 2 * (size_t)CHUNK_SIZE)
+		munmap(c + CHUNK_SIZE, (size_t)(p + 2 * (size_t)CHUNK_SIZE - (c + CHUNK_SIZE)));
+	return (struct apply_chunk_hdr *)(void *)c;
+}
+
+/* A chunk for the arena: one of its full chunks whose blocks are all freed, or a new one. */
+static struct apply_chunk_hdr *chunk_get(struct apply_arena *a)
+{
+	struct apply_chunk_hdr *c = NULL;
+
+	for (size_t i = 0; i < a->nfull; i++)
+		if (atomic_load_explicit(&a->full[i]->freed, memory_order_acquire) ==
+		    a->full[i]->taken) {
+			c = a->full[i];
+			a->full[i] = a->full[--a->nfull];
+			break;
+		}
+	if (!c) {
+		pthread_mutex_lock(&chunk_lock);
+		if (nchunks < CHUNK_MAX && (c = chunk_map())) {
+			size_t i = ((uintptr_t)c / CHUNK_SIZE) % CHUNK_SLOTS;
+			while (atomic_load_explicit(&chunk_slot[i], memory_order_relaxed))
+				i = (i + 1) % CHUNK_SLOTS;
+			atomic_store_explicit(&chunk_slot[i], (char *)c, memory_order_release);
+			nchunks++;
+		}
+		pthread_mutex_unlock(&chunk_lock);
+		if (!c)
+			return NULL;
+	}
+	atomic_store_explicit(&c->freed, 0, memory_order_relaxed);
+	c->taken = 0;
+	c->used = (sizeof(*c) + 15) & ~(size_t)15;
+	return c;
+}
+
+static void *arena_alloc(size_t n)
+{
+	struct apply_arena *a = cur_arena;
+	size_t need = (n + 15) & ~(size_t)15;
+
+	if (a && need <= CHUNK_SIZE / 8) {
+		if (!a->cur || a->cur->used + need > CHUNK_SIZE) {
+			if (a->cur) {
+				if (a->nfull == GV_ARRAY_LEN(a->full))
+					goto heap;
+				a->full[a->nfull++] = a->cur;
+			}
+			a->cur = chunk_get(a);
+		}
+		if (a->cur) {
+			void *p = (char *)a->cur + a->cur->used;
+			a->cur->used += need;
+			a->cur->taken++;
+			return p;
+		}
+	}
+heap:
+	return gv_xmalloc(n);
+}
+
+static void arena_free(void *p)
+{
+	struct apply_chunk_hdr *c;
+
+	if (!p)
+		return;
+	c = chunk_of(p);
+	if (c)
+		atomic_fetch_add_explicit(&c->freed, 1, memory_order_release);
+	else
+		free(p);
+}
+
+/* Frees the resources of the batch just printed. */
 static void batch_release(struct apply_state *st)
 {
-	for (size_t i = 0; i < st->nresults; i++) {
-		free(st->results[i].rule);
-		free(st->results[i].message);
-	}
-	free(st->results);
-	st->results = NULL;
-	st->nresults = 0;
 	load_resources_release(&st->res);
 }
 
@@ -1730,6 +1958,7 @@ struct apply_chunk {
 struct apply_batch_part {
 	struct apply_chunk *chunks;
 	size_t n;
+	struct apply_arena *arena;
 	struct load_resources res;
 	FILE *errs; /* worker_errs() */
 	bool bad;
@@ -1741,12 +1970,14 @@ static void *parse_part(void *arg)
 	FILE *errs = bp->errs;
 
 	bp->res.no_dedup = true;
+	cur_arena = bp->arena;
 	for (size_t i = 0; i < bp->n; i++) {
 		struct gv_err e = {0};
 		if (load_resources_buf(&bp->res, bp->chunks[i].text, bp->chunks[i].len,
 				       bp->chunks[i].file, bp->chunks[i].line, errs, &e))
 			bp->bad = true;
 	}
+	cur_arena = NULL;
 	return NULL;
 }
 
@@ -1775,6 +2006,7 @@ static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size
 		parts[k].chunks = chunks + c0;
 		parts[k].errs = worker_errs(st, k);
 		parts[k].n = c1 - c0;
+		parts[k].arena = &st->arenas[k];
 		if (k)
 			started[k] = !pthread_create(&th[k], NULL, parse_part, &parts[k]);
 		if (k && !started[k])
@@ -1789,8 +2021,10 @@ static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size
 		for (size_t i = 0; i < parts[k].res.n; i++) {
 			struct load_resource *lr = &parts[k].res.v[i];
 			char *key = load_resource_key(lr->obj);
-			bool found;
-			struct apply_seen_slot *slot = seen_find(st->seen, key_hash(key), &found);
+			const char *first_file;
+			int first_line;
+			bool found =
+			    seen_check(st->seen, key, lr->file, lr->line, &first_file, &first_line);
 
 			free(key);
 			if (found) {
@@ -1799,19 +2033,11 @@ static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size
 					"%s:%d: warning: duplicate %s %s/%s ignored (first loaded "
 					"from %s:%d)\n",
 					lr->file, lr->line, load_res_kind(o), load_res_namespace(o),
-					load_res_name(o), st->seen_files.v[slot->file], slot->line);
+					load_res_name(o), first_file, first_line);
 				json_decref(lr->obj);
 				free(lr->file);
 				continue;
 			}
-			if (!load_paths_has(&st->seen_files, lr->file))
-				load_paths_add(&st->seen_files, lr->file);
-			for (size_t f = st->seen_files.n; f-- > 0;)
-				if (!strcmp(st->seen_files.v[f], lr->file)) {
-					slot->file = (uint32_t)f;
-					break;
-				}
-			slot->line = lr->line;
 			if ((st->res.n & (st->res.n - 1)) == 0)
 				st->res.v = gv_xrealloc(st->res.v, (st->res.n ? 2 * st->res.n : 1) *
 								       sizeof(*st->res.v));
@@ -1825,8 +2051,6 @@ static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size
 	free(started);
 	nres = st->res.n;
 	evaluate_batch(st);
-	if (st->nresults)
-		reports_collect_json(st); /* -p --output-format json: the results were kept */
 	batch_release(st);
 	return nres;
 }
@@ -1854,6 +2078,7 @@ static size_t process_resources(struct apply_state *st)
 	size_t n = 0, bytes = 0, total = 0;
 
 	st->seen = gv_xcalloc(1, sizeof(*st->seen));
+	st->arenas = gv_xcalloc(GV_ARRAY_LEN(st->partbuf), sizeof(*st->arenas));
 	st->sets = gv_xcalloc(st->pols.n ? st->pols.n : 1, sizeof(*st->sets));
 	for (size_t p = 0; p < st->pols.n; p++)
 		if (st->pols.v[p].policy)
@@ -2000,6 +2225,7 @@ int cmd_apply(int argc, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	mallopt(M_TOP_PAD, 16 << 20);
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	json_set_alloc_funcs(arena_alloc, arena_free);
 	memset(&st, 0, sizeof(st));
 	rc = parse_args(&st, argc, argv, &ns_labels, &nns_labels, &sets, &nsets);
 	if (rc >= 0)
@@ -2066,10 +2292,9 @@ out:
 	}
 	if (st.tspool)
 		fclose(st.tspool);
-	json_decref(st.reports);
 	reports_release(&st);
 	seen_free(st.seen);
-	load_paths_release(&st.seen_files);
+	free(st.arenas); /* not their chunks: blocks may live on, and are freed as blocks */
 	free(ns_labels);
 	free(sets);
 	load_paths_release(&st.policy_paths);

@@ -32,10 +32,25 @@ void table_border(FILE *f, const size_t *w, size_t ncols)
 
 void table_row(FILE *f, char *const *cells, const size_t *w, size_t ncols)
 {
-	fputs("\u2502", f);
-	for (size_t c = 0; c < ncols; c++)
-		fprintf(f, " %s%*s \u2502", cells[c], (int)(w[c] - width(cells[c])), "");
-	fputc('\n', f);
+	struct gv_buf b = {0};
+
+	/* the line built first, then written at once (tables run to a million rows) */
+	gv_buf_adds(&b, "\u2502");
+	for (size_t c = 0; c < ncols; c++) {
+		size_t pad = w[c] - width(cells[c]);
+		gv_buf_addc(&b, ' ');
+		gv_buf_adds(&b, cells[c]);
+		while (pad) {
+			static const char spaces[] = "                                ";
+			size_t n = pad < sizeof(spaces) - 1 ? pad : sizeof(spaces) - 1;
+			gv_buf_add(&b, spaces, n);
+			pad -= n;
+		}
+		gv_buf_adds(&b, " \u2502");
+	}
+	gv_buf_addc(&b, '\n');
+	fwrite(b.data, 1, b.len, f);
+	gv_buf_release(&b);
 }
 
 void table_print(FILE *f, char *const *cells, size_t nrows, size_t ncols)

@@ -681,6 +681,12 @@ enum gv_code values_eval_init(struct values_eval *ev, const struct values *value
 	}
 	snprintf(ev->operation, sizeof(ev->operation), "%s", op);
 
+	if (!json_object_size(ev->vars)) {
+		/* No variable: the request is the resource as it is (CREATE). */
+		if (json_is_object(resource))
+			ev->object = json_incref((json_t *)resource);
+		goto hooks;
+	}
 	/* Apply the variables to the request and read the objects back. */
 	ctx = json_object();
 	req = json_object();
@@ -721,6 +727,7 @@ enum gv_code values_eval_init(struct values_eval *ev, const struct values *value
 		ev->old_object = json_incref(json_object_get(req, "oldObject"));
 	json_decref(ctx);
 
+hooks:
 	ev->hooks.ud = ev;
 	ev->hooks.rule_values = hook_rule_values;
 	ev->hooks.foreach_values = hook_foreach_values;

@@ -50,6 +50,7 @@ golden apply-table apply -r $d/resources.yaml $d/policies.yaml -t
 golden apply-detailed apply $d/policies.yaml -r $d/resources.yaml --detailed-results
 golden apply-audit-warn apply $d/policies.yaml -r $d/resources.yaml --audit-warn
 golden apply-policy-report apply $d/policies.yaml -r $d/resources.yaml --policy-report
+golden apply-policy-report-json apply $d/policies.yaml -r $d/resources.yaml --policy-report --output-format json
 golden test-pass test $d/test-pass
 golden test-fail test $d/test-fail
 golden test-fail-only test $d/test-fail --fail-only --detailed-results
@@ -80,6 +81,19 @@ code 0 "non-Kubernetes YAML in a policy folder" apply $d/policydir -r $d/good.ya
 if [ "$(grep -c . "$tmp/err")" = 1 ] && grep -q 'skipped 1 file(s) without Kubernetes documents' "$tmp/err"; then
 	ok "non-Kubernetes YAML: one summary line"
 else ko "non-Kubernetes YAML: one summary line"; fi
+# Resources are de-duplicated by group/kind/namespace/name, the first one
+# kept, within a file and across files (good.yaml's Pod comes first).
+code 1 "duplicate resources ignored" apply $d/policies.yaml -r $d/good.yaml -r $d/dups.yaml
+if [ "$(grep -c 'warning: duplicate' "$tmp/err")" = 2 ] &&
+	grep -q "^$d/dups.yaml:1: warning: duplicate Pod shop/good ignored (first loaded from $d/good.yaml:1)$" "$tmp/err" &&
+	grep -q "^$d/dups.yaml:23: warning: duplicate Pod shop/good ignored (first loaded from $d/good.yaml:1)$" "$tmp/err"; then
+	ok "duplicate resources: warnings name the first"
+else ko "duplicate resources: warnings name the first"; fi
+"$gavel" apply $d/policies.yaml -r $d/dups.yaml -o json >"$tmp/out" 2>"$tmp/err"
+if [ "$(grep -c '"name": "good"' "$tmp/out")" = 6 ] && [ "$(grep -c . "$tmp/err")" = 1 ] &&
+	grep -q "^$d/dups.yaml:23: warning: duplicate Pod shop/good ignored (first loaded from $d/dups.yaml:1)$" "$tmp/err"; then
+	ok "duplicate resources: within a file"
+else ko "duplicate resources: within a file"; fi
 if grep -q 'gavel scan' "$tmp/err" 2>/dev/null || "$gavel" apply --cluster 2>&1 | grep -q 'gavel scan'; then
 	ok "--cluster says what to use"
 else ko "--cluster says what to use"; fi
