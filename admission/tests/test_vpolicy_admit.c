@@ -500,9 +500,9 @@ static void test_http_library(void **state)
 			"http.post('https://svc.example/echo', 1).headers == null",
 			NULL));
 	char *down = array_of(1, vp("ValidatingPolicy", NULL, "down", "[\"Deny\"]",
-				    "http.Get('https://down.example/').allowed", NULL));
+				    "http.Get('https://down.example/').allowed == true", NULL));
 	char *nvp = array_of(1, vp("NamespacedValidatingPolicy", "team-a", "ns", "[\"Deny\"]",
-				   "http.Get('https://svc.example/allow').allowed", NULL));
+				   "http.Get('https://svc.example/allow').allowed == true", NULL));
 	struct admission_handler_config hc = {0};
 	json_t *j;
 
