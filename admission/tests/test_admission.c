@@ -1209,6 +1209,18 @@ static void test_validate_policy_exception(void **state)
 	expect_policy_answer(&f, "UPDATE", "kyverno.io/v2beta1", good, NULL);
 	expect_policy_answer(&f, "CREATE", "kyverno.io/v2alpha1", good, NULL);
 	expect_policy_answer(&f, "CREATE", "kyverno.io/v2", with_condition, NULL);
+	/* who made the request: only in an exception that stays out of background scans */
+	expect_policy_answer(&f, "CREATE", "kyverno.io/v2",
+			     "\"background\":false,\"exceptions\":[{\"policyName\":\"p1\","
+			     "\"ruleNames\":[\"a\"]}],\"match\":{\"any\":[{\"resources\":"
+			     "{\"kinds\":[\"Pod\"]},\"subjects\":[{\"kind\":\"User\",\"name\":"
+			     "\"chip\"}]}]}",
+			     NULL);
+	expect_policy_answer(&f, "CREATE", "kyverno.io/v2",
+			     "\"exceptions\":[{\"policyName\":\"p1\",\"ruleNames\":[\"a\"]}],"
+			     "\"match\":{\"all\":[{\"resources\":{\"kinds\":[\"Pod\"]}},"
+			     "{\"resources\":{\"kinds\":[\"Pod\"]},\"clusterRoles\":[\"admin\"]}]}",
+			     "spec.match.all[1]: Forbidden: invalid variables");
 
 	expect_policy_answer(&f, "CREATE", "kyverno.io/v2", not_a_list,
 			     "spec.exceptions: exceptions must be a list");
