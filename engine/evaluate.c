@@ -1204,7 +1204,9 @@ out:
 
 /*
  * Re-evaluates an UPDATE's rule against the old object as a CREATE (section
- * 8.5), within what is left of the rule's budget rb.
+ * 8.5), within what is left of the rule's budget rb. Not for validate.cel
+ * rules: Kyverno's CEL handler has no such check (an always-false
+ * expression blocks a label update of an object created before the policy).
  */
 static bool old_object_fails(const struct eval_state *st, const struct engine_policy *p,
 			     const struct rule *r, struct jp_budget *rb)
@@ -1271,7 +1273,7 @@ static void eval_policy(const struct eval_state *st, const struct engine_policy 
 		action = rule_effective_action(p, r, st->namespace, st->in->namespace_labels);
 		if (st->mode == ENGINE_ADMISSION && !strcmp(st->operation, "UPDATE") && !o.none &&
 		    o.status == ENGINE_FAIL && action == ENGINE_ENFORCE && r->allow_existing &&
-		    old_object_fails(st, p, r, &rb))
+		    r->body.kind != BODY_CEL && old_object_fails(st, p, r, &rb))
 			outcome_set(&o, ENGINE_SKIP,
 				    gv_xstrdup("skipping the rule evaluation as pre-existing "
 					       "violations are allowed"));

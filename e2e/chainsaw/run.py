@@ -145,7 +145,12 @@ def _needs_newer_apiserver(facts):
 
     spec.ephemeralContainers (a disabled feature in 1.20) and
     securityContext.windowsOptions.hostProcess (1.22) never reach the webhook,
-    so a policy cannot see them."""
+    so a policy cannot see them. Likewise an asserted Service with
+    spec.internalTrafficPolicy (1.22): 1.20 never stores or defaults it."""
+    for op, d in facts["asserts"]:
+        if op == "assert" and d.get("kind") == "Service" and \
+                isinstance(d.get("spec"), dict) and "internalTrafficPolicy" in d["spec"]:
+            return True
     for d in facts["docs"]:
         if d.get("kind") != "Pod" or not isinstance(d.get("spec"), dict):
             continue
@@ -185,8 +190,8 @@ NA_RULES = [
     ("needs a kubelet (asserts a Pod's runtime status)", _needs_kubelet),
     ("needs the workload controllers (asserts a workload's status)", _needs_workload_status),
     ("needs the controllers (asserts objects only a controller creates)", _needs_controller_objects),
-    ("needs a newer API server (1.20 drops ephemeralContainers and windowsOptions.hostProcess)",
-     _needs_newer_apiserver),
+    ("needs a newer API server (1.20 drops ephemeralContainers, windowsOptions.hostProcess, "
+     "Service internalTrafficPolicy)", _needs_newer_apiserver),
     ("needs the controllers (ClusterRole aggregation into Kyverno's roles, asked by a "
      "SubjectAccessReview)", _needs_role_aggregation),
 ]

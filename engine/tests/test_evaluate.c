@@ -516,6 +516,13 @@ static void test_update_existing_violations(void **state)
 		   POD_X(", labels: {team: a}"));
 	CHECK_RESULT(&r, "r", ENGINE_PASS, "validation rule 'r' passed.");
 	run_release(&r);
+	/* validate.cel: Kyverno's CEL handler judges the new object alone */
+	run_update(&r,
+		   E_HDR MATCH_POD ENFORCE "      cel:\n        expressions:\n"
+					   "        - {expression: 'false', message: never}\n",
+		   POD_X(""), POD_X(", labels: {a: c}"));
+	CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
+	run_release(&r);
 	CHECK_DONE();
 }
 
