@@ -1214,6 +1214,7 @@ static bool old_object_fails(const struct eval_state *st, const struct engine_po
 	struct eval_state old = *st;
 	struct outcome o = {.none = true};
 	bool fails;
+	char *group = NULL;
 
 	if (!json_is_object(st->in->old_object))
 		return false;
@@ -1221,13 +1222,31 @@ static bool old_object_fails(const struct eval_state *st, const struct engine_po
 	old.op = OP_CREATE;
 	old.force_create = true;
 	old.object = st->in->old_object;
-	if (!rule_selects(&old, r, old.object))
+	if (*st->sub) {
+		/*
+		 * The old object is matched by its own kind, without the
+		 * subresource (Kyverno's validateOldObject): the old Scale of a
+		 * deployments/scale request never matches Deployment/scale.
+		 */
+		const char *api = json_string_value(json_object_get(old.object, "apiVersion"));
+		const char *kind = json_string_value(json_object_get(old.object, "kind"));
+		const char *slash = api ? strchr(api, '/') : NULL;
+		group = slash ? gv_xstrndup(api, (size_t)(slash - api)) : gv_xstrdup("");
+		old.group = group;
+		old.version = slash ? slash + 1 : api ? api : "";
+		old.kind = kind ? kind : "";
+		old.sub = "";
+	}
+	if (!rule_selects(&old, r, old.object)) {
+		free(group);
 		return false;
+	}
 	old.root = build_root(st, st->in->old_object, NULL, "CREATE");
 	eval_rule(&old, p, r, old.root, old.object, rb, &o);
 	fails = !o.none && o.status == ENGINE_FAIL;
 	free(o.message);
 	json_decref(old.root);
+	free(group);
 	return fails;
 }
 

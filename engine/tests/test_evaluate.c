@@ -516,6 +516,28 @@ static void test_update_existing_violations(void **state)
 		   POD_X(", labels: {team: a}"));
 	CHECK_RESULT(&r, "r", ENGINE_PASS, "validation rule 'r' passed.");
 	run_release(&r);
+	/* a subresource: the old Scale is matched as a Scale, not Deployment/scale */
+	{
+		json_t *o = Y("{apiVersion: autoscaling/v1, kind: Scale, metadata: {name: d, "
+			      "namespace: default}, spec: {replicas: 1}}");
+		json_t *n = Y("{apiVersion: autoscaling/v1, kind: Scale, metadata: {name: d, "
+			      "namespace: default}, spec: {replicas: 2}}");
+		struct engine_input in = {.object = n,
+					  .old_object = o,
+					  .operation = "UPDATE",
+					  .group = "apps",
+					  .version = "v1",
+					  .kind = "Deployment",
+					  .subresource = "scale"};
+		run1(&r,
+		     E_HDR "    match: {any: [{resources: {kinds: [Deployment/scale]}}]}\n" ENFORCE
+			   "      deny: {}\n",
+		     &in, ENGINE_ADMISSION);
+		CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
+		run_release(&r);
+		json_decref(o);
+		json_decref(n);
+	}
 	/* validate.cel: Kyverno's CEL handler judges the new object alone */
 	run_update(&r,
 		   E_HDR MATCH_POD ENFORCE "      cel:\n        expressions:\n"
