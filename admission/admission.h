@@ -110,6 +110,17 @@ struct admission_handler_config {
 	 */
 	bool (*kind_known)(void *ud, const char *kind);
 	void *kind_known_ud;
+	/*
+	 * May be NULL (a subresource request is matched by its own kind): the
+	 * Kind of a resource (group "" = core, version, plural) as the API
+	 * server serves it, a new string, or NULL when it does not. A request
+	 * for a subresource (deployments/scale, pods/eviction) is matched as
+	 * its top-level resource's kind with the subresource ("Deployment/scale"),
+	 * kyverno-semantics.md section 2.3.
+	 */
+	char *(*resource_kind)(void *ud, const char *group, const char *version,
+			       const char *resource);
+	void *resource_kind_ud;
 };
 
 struct admission_handler;

@@ -30,6 +30,9 @@ struct admission_handler {
 	struct kube_events *events;			/* borrowed, or NULL */
 	bool (*kind_known)(void *ud, const char *kind); /* or NULL */
 	void *kind_known_ud;
+	char *(*resource_kind)(void *ud, const char *group, const char *version,
+			       const char *resource); /* or NULL */
+	void *resource_kind_ud;
 };
 
 static const char *const request_labels[] = {"resource_kind", "resource_namespace",
@@ -50,6 +53,8 @@ struct admission_handler *admission_handler_new(const struct admission_handler_c
 	h->events = cfg->events;
 	h->kind_known = cfg->kind_known;
 	h->kind_known_ud = cfg->kind_known_ud;
+	h->resource_kind = cfg->resource_kind;
+	h->resource_kind_ud = cfg->resource_kind_ud;
 	if (cfg->metrics) {
 		h->requests = metrics_counter_new(cfg->metrics, "kyverno_admission_requests_total",
 						  "Admission requests judged by the webhook.",
@@ -361,6 +366,7 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 	bool blocked = false, vblocked;
 	struct gv_err err = {0};
 	enum gv_code rc;
+	char *parent_kind = NULL;
 
 	if (!judged) {
 		/* A DELETE from an API server older than 1.15 (no oldObject), a bare CONNECT. */
@@ -394,6 +400,19 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 	in.version = rv->version;
 	in.kind = rv->kind;
 	in.subresource = rv->subresource;
+	if (rv->subresource && *rv->subresource && h->resource_kind) {
+		/* matched as the top-level resource's kind (section 2.3) */
+		const json_t *res = obj_field(rv->req, "resource");
+		const char *g = str_field(res, "group"), *v = str_field(res, "version");
+		const char *r = str_field(res, "resource");
+		if (v && r)
+			parent_kind = h->resource_kind(h->resource_kind_ud, g ? g : "", v, r);
+		if (parent_kind) {
+			in.group = g ? g : "";
+			in.version = v;
+			in.kind = parent_kind;
+		}
+	}
 	in.user_info = rv->user_info;
 	in.roles = roles;
 	in.cluster_roles = cluster_roles;
@@ -511,6 +530,7 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 	free(entries);
 	engine_report_release(&rep);
 out:
+	free(parent_kind);
 	json_decref(roles);
 	json_decref(cluster_roles);
 }
@@ -566,6 +586,39 @@ out:
 static const char *const exception_versions[] = {"kyverno.io/v2", "kyverno.io/v2beta1",
 						 "kyverno.io/v2alpha1"};
 
+/*
+ * An exception that applies in background scans (spec.background, default
+ * true) may not match on who made a request: a scan has no user (Kyverno's
+ * MatchResources.ValidateNoUserInfo: "spec.match.any[0]: Forbidden: invalid
+ * variables").
+ */
+static bool exception_background_valid(const json_t *doc, struct gv_err *err)
+{
+	static const char *const lists[] = {"any", "all"};
+	static const char *const who[] = {"subjects", "roles", "clusterRoles"};
+	const json_t *spec = json_object_get(doc, "spec");
+	const json_t *bg = json_object_get(spec, "background");
+	const json_t *match = json_object_get(spec, "match"), *f;
+	size_t i;
+
+	if (json_is_false(bg))
+		return true;
+	for (size_t l = 0; l < GV_ARRAY_LEN(lists); l++) {
+		json_array_foreach(json_object_get(match, lists[l]), i, f)
+		{
+			for (size_t k = 0; k < GV_ARRAY_LEN(who); k++) {
+				if (!json_array_size(json_object_get(f, who[k])))
+					continue;
+				char at[48];
+				snprintf(at, sizeof(at), "/spec/match/%s/%zu", lists[l], i);
+				gv_err_setp(err, GV_EINVAL, at, "Forbidden: invalid variables");
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
 /* Compiles a PolicyException; false with err set when it is malformed. */
 static bool exception_valid(const json_t *doc, struct gv_err *err)
 {
@@ -585,7 +638,7 @@ static bool exception_valid(const json_t *doc, struct gv_err *err)
 	e = engine_exception_compile(doc, err);
 	ok = e != NULL;
 	engine_exception_free(e);
-	return ok;
+	return ok && exception_background_valid(doc, err);
 }
 
 void admission_handle_policy(struct admission_handler *h, const char *body, size_t len,

@@ -827,6 +827,32 @@ static bool kind_served(void *ud, const char *kind)
 	return yes;
 }
 
+/* The handler's resource_kind: the Kind the API server lists for a resource. */
+static char *resource_kind(void *ud, const char *group, const char *version, const char *resource)
+{
+	char *path =
+	    *group ? gv_xasprintf("/apis/%s/%s", group, version) : gv_xasprintf("/api/%s", version);
+	json_t *list = NULL;
+	const json_t *r;
+	char *kind = NULL;
+	size_t i;
+
+	if (!kube_request(ud, "GET", path, NULL, &list, NULL, NULL)) {
+		json_array_foreach(json_object_get(list, "resources"), i, r)
+		{
+			const char *n = json_string_value(json_object_get(r, "name"));
+			const char *k = json_string_value(json_object_get(r, "kind"));
+			if (n && k && !strcmp(n, resource)) {
+				kind = gv_xstrdup(k);
+				break;
+			}
+		}
+	}
+	json_decref(list);
+	free(path);
+	return kind;
+}
+
 /* The handler's emit callback: its audit results go to the report writer's queue. */
 static void queue_emit(void *ud, struct view_audit_item *item)
 {
@@ -977,6 +1003,8 @@ int cmd_serve(int argc, char **argv)
 		if (client) {
 			hc.kind_known = kind_served;
 			hc.kind_known_ud = client;
+			hc.resource_kind = resource_kind;
+			hc.resource_kind_ud = client;
 		}
 		handler = admission_handler_new(&hc);
 		if (events)

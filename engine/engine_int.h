@@ -94,14 +94,28 @@ static inline bool budget_spent(const struct jp_budget *b)
 	return b && b->used >= budget_max(b);
 }
 
+struct deferred;
+
 /* The evaluation context of one rule: the JSON document variables read. */
 struct var_ctx {
-	const json_t *root;	  /* borrowed: {"request": {...}, "images": ..., "element": ...} */
-	bool delete_op;		  /* DELETE: request.object is read as request.oldObject */
-	struct jp_budget *budget; /* borrowed: the rule's step budget, or NULL (none) */
-	bool element;		  /* in a foreach element: results are charged (var_eval) */
-	const struct jp_env *env; /* borrowed: the input's clock and random source, or NULL */
+	const json_t *root;	   /* borrowed: {"request": {...}, "images": ..., "element": ...} */
+	bool delete_op;		   /* DELETE: request.object is read as request.oldObject */
+	struct jp_budget *budget;  /* borrowed: the rule's step budget, or NULL (none) */
+	bool element;		   /* in a foreach element: results are charged (var_eval) */
+	const struct jp_env *env;  /* borrowed: the input's clock and random source, or NULL */
+	struct deferred *deferred; /* borrowed: context entries not loaded yet, or NULL */
 };
+
+/*
+ * Loads, in their order, the context entries of d not loaded yet whose name
+ * query references (kyverno-semantics.md section 1.5, deferred loading), as
+ * Kyverno matches them: the name not preceded by a letter, digit or '.', and
+ * ending at a word boundary ("x" in "x.y", "f(x)", not in "y.x" or "xy").
+ * An entry is tried once per scope; loading one may load those it names.
+ * A failure is the query's: GV_E* with err "failed to load context: ...".
+ * d NULL: nothing to load. Defined in evaluate.c.
+ */
+enum gv_code deferred_load(struct deferred *d, const char *query, struct gv_err *err);
 
 /*
  * jp_eval_budget charging ctx->budget (the rule's, may be NULL) and local

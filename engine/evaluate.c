@@ -235,12 +235,16 @@ static char *entry_jmespath(const struct context_entry *e, const struct var_ctx 
 
 	if (!tmpl_has_vars(e->jmespath))
 		return gv_xstrdup(e->jmespath);
-	if (tmpl_eval_string(e->jmespath, vc, &s, err))
+	if (tmpl_eval_string(e->jmespath, vc, &s, err)) {
+		gv_err_prefix(err,
+			      "failed to substitute variables in context entry %s %s: ", e->name,
+			      e->jmespath);
 		return NULL;
+	}
 	out = json_is_string(s) ? gv_xstrdup(json_string_value(s)) : NULL;
-	if (!out)
-		gv_err_set(err, GV_EEVAL, "jmesPath of variable %s did not resolve to a string",
-			   e->name);
+	if (!out) /* Kyverno's words, its %v of a nil error included */
+		gv_err_set(err, GV_EEVAL, "jmespath value must be a string %s %s: <nil>", e->name,
+			   e->jmespath);
 	json_decref(s);
 	return out;
 }
@@ -313,52 +317,169 @@ static enum gv_code variable_entry(const struct context_entry *e, const struct v
 	return GV_OK;
 }
 
-static enum gv_code load_context(const struct eval_state *st, const struct context_entry *c,
-				 size_t n, json_t *root, struct jp_budget *rb, bool element,
-				 struct gv_err *err)
-{
-	for (size_t i = 0; i < n; i++) {
-		const struct context_entry *e = &c[i];
-		struct var_ctx vc = {.root = root,
-				     .delete_op = st->delete_op,
-				     .budget = rb,
-				     .element = element,
-				     .env = st->env};
-		json_t *v = NULL;
-		enum gv_code rc;
+/*
+ * The context entries of one scope (a rule, or a foreach element with the
+ * entries of its rule not loaded before it), loaded when a query names them
+ * (section 1.5; Kyverno's deferred loading, on by default): an entry nothing
+ * reads is never loaded, so its failure errors nothing. A foreach element
+ * copies its rule's list: what it loads stays in its own variables.
+ */
+struct deferred_entry {
+	const struct context_entry *e;
+	bool element; /* a foreach element's own entry */
+	bool done;    /* loaded or tried */
+};
 
-		if (!e->is_variable) {
-			const struct engine_hooks *h = st->in->hooks;
-			/* Fail closed: an entry nobody can load is an error, never absent. */
-			if (!h || !h->load_context)
-				return gv_err_set(
-				    err, GV_EEVAL,
-				    "gavel does not load %s context entries here (%s)",
-				    context_kind_names[e->kind], e->name);
-			rc = h->load_context(h->ud, e->raw, root, &v, err);
-			if (rc == GV_ENOENT) {
-				gv_err_clear(err);
-				continue;
-			}
-			if (rc)
-				return gv_err_set(err, rc, "failed to load context entry %s",
-						  e->name);
-			json_object_set_new(root, e->name, v);
+struct deferred {
+	const struct eval_state *st;
+	json_t *root; /* borrowed: the scope's variables, where entries go */
+	struct jp_budget *budget;
+	struct deferred_entry *v;
+	size_t n;
+	int depth; /* loads in progress (one may load those it names) */
+};
+
+/* d for root, with parent's entries (NULL: none) and c[0..n) after them. */
+static void deferred_init(struct deferred *d, const struct eval_state *st, json_t *root,
+			  struct jp_budget *rb, const struct deferred *parent,
+			  const struct context_entry *c, size_t n, bool element)
+{
+	size_t np = parent ? parent->n : 0;
+
+	*d = (struct deferred){.st = st, .root = root, .budget = rb};
+	if (!np && !n)
+		return;
+	d->v = gv_xcalloc(np + n, sizeof(*d->v));
+	for (size_t i = 0; i < np; i++)
+		d->v[d->n++] = parent->v[i];
+	for (size_t i = 0; i < n; i++)
+		d->v[d->n++] = (struct deferred_entry){.e = &c[i], .element = element};
+}
+
+static void deferred_release(struct deferred *d)
+{
+	free(d->v);
+	d->v = NULL;
+	d->n = 0;
+}
+
+static bool word_char(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+	       c == '_';
+}
+
+/* Kyverno's matcher: (?:\A|\z|\s|[^.0-9A-Za-z])<name>\b */
+static bool names_entry(const char *q, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n)
+		return false;
+	for (const char *p = strstr(q, name); p; p = strstr(p + 1, name)) {
+		if (p > q && (p[-1] == '.' || (word_char(p[-1]) && p[-1] != '_')))
 			continue;
-		}
-		rc = variable_entry(e, &vc, &v, err);
-		if (rc)
-			return rc;
-		if (!v || json_is_null(v)) {
-			json_decref(v);
-			return gv_err_set(
-			    err, GV_EEVAL,
-			    "failed to add context entry for variable %s since it evaluated to nil",
-			    e->name);
-		}
-		json_object_set_new(root, e->name, v);
+		if (word_char(name[n - 1]) != word_char(p[n]))
+			return true;
 	}
+	return false;
+}
+
+struct var_names {
+	struct deferred *d;
+	enum gv_code rc;
+	struct gv_err *err;
+};
+
+static void load_named(const char *expr, const char *raw, void *ud)
+{
+	struct var_names *vn = ud;
+
+	(void)raw;
+	if (!vn->rc)
+		vn->rc = deferred_load(vn->d, expr, vn->err);
+}
+
+/* Loads entry de of d into d->root (its variables' entries first). */
+static enum gv_code deferred_entry_load(struct deferred *d, const struct deferred_entry *de,
+					struct gv_err *err)
+{
+	const struct eval_state *st = d->st;
+	const struct context_entry *e = de->e;
+	struct var_ctx vc = {.root = d->root,
+			     .delete_op = st->delete_op,
+			     .budget = d->budget,
+			     .element = de->element,
+			     .env = st->env,
+			     .deferred = d};
+	json_t *v = NULL;
+	enum gv_code rc;
+
+	if (!e->is_variable) {
+		const struct engine_hooks *h = st->in->hooks;
+		json_t *body = json_object_get(e->raw, context_kind_names[e->kind]);
+		struct var_names vn = {.d = d, .err = err};
+		/* Fail closed: an entry nobody can load is an error, never absent. */
+		if (!h || !h->load_context)
+			return gv_err_set(err, GV_EEVAL,
+					  "gavel does not load %s context entries here (%s)",
+					  context_kind_names[e->kind], e->name);
+		/* the entries its variables name (its default is not substituted) */
+		if (json_is_object(body)) {
+			json_t *subst = json_copy(body);
+			json_object_del(subst, "default");
+			vars_each(subst, load_named, &vn);
+			json_decref(subst);
+			if (vn.rc)
+				return vn.rc;
+		}
+		rc = h->load_context(h->ud, e->raw, d->root, &v, err);
+		if (rc == GV_ENOENT) {
+			gv_err_clear(err);
+			return GV_OK;
+		}
+		if (rc)
+			return gv_err_set(err, rc, "failed to load context entry %s", e->name);
+		json_object_set_new(d->root, e->name, v);
+		return GV_OK;
+	}
+	rc = variable_entry(e, &vc, &v, err);
+	if (rc)
+		return rc;
+	if (!v || json_is_null(v)) {
+		json_decref(v);
+		return gv_err_set(
+		    err, GV_EEVAL,
+		    "failed to add context entry for variable %s since it evaluated to nil",
+		    e->name);
+	}
+	json_object_set_new(d->root, e->name, v);
 	return GV_OK;
+}
+
+enum gv_code deferred_load(struct deferred *d, const char *query, struct gv_err *err)
+{
+	size_t i;
+	enum gv_code rc;
+
+	if (!d || !query)
+		return GV_OK;
+	for (;;) {
+		for (i = 0; i < d->n; i++)
+			if (!d->v[i].done && names_entry(query, d->v[i].e->name))
+				break;
+		if (i == d->n)
+			return GV_OK;
+		d->v[i].done = true;
+		d->depth++;
+		rc = deferred_entry_load(d, &d->v[i], err);
+		d->depth--;
+		if (rc) {
+			if (!d->depth)
+				gv_err_prefix(err, "failed to load context: ");
+			return rc;
+		}
+	}
 }
 
 /* A copy of root that a rule may write to: top level and `request` copied shallowly. */
@@ -631,7 +752,8 @@ static void eval_deny(const struct rule *r, const struct body *b, const struct v
 
 static void eval_body(const struct eval_state *st, const struct engine_policy *p,
 		      const struct rule *r, const struct body *b, const json_t *resource,
-		      json_t *root, int depth, struct jp_budget *rb, struct outcome *o);
+		      json_t *root, struct deferred *dl, int depth, struct jp_budget *rb,
+		      struct outcome *o);
 
 static bool is_unknown_key(const struct jp_error *je)
 {
@@ -650,8 +772,8 @@ static bool is_unknown_key(const struct jp_error *je)
 /* section 1.7 */
 static void eval_foreach(const struct eval_state *st, const struct engine_policy *p,
 			 const struct rule *r, const struct foreach *fe, size_t nfe,
-			 const json_t *resource, json_t *root, int depth, struct jp_budget *rb,
-			 struct outcome *o)
+			 const json_t *resource, json_t *root, struct deferred *dl, int depth,
+			 struct jp_budget *rb, struct outcome *o)
 {
 	size_t applied = 0;
 	char *list_err = NULL;
@@ -669,7 +791,8 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 				     .delete_op = st->delete_op,
 				     .budget = rb,
 				     .element = depth > 0,
-				     .env = st->env};
+				     .env = st->env,
+				     .deferred = dl};
 		struct jp_error je;
 		struct gv_err ge = {0};
 		json_t *list = NULL;
@@ -701,6 +824,7 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 		json_array_foreach(list, i, elem)
 		{
 			json_t *eroot;
+			struct deferred edl;
 			struct outcome eo = {.none = true};
 			char key[32];
 			bool ok;
@@ -736,17 +860,17 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 						var_set_path(eroot, k, json_incref(item));
 				}
 			}
-			if (load_context(st, e->ctx, e->nctx, eroot, rb, true, &pe)) {
-				outcome_set(&eo, ENGINE_ERROR,
-					    gv_xasprintf("failed to load context: %s", pe.msg));
-			} else {
+			deferred_init(&edl, st, eroot, rb, dl, e->ctx, e->nctx, true);
+			{
 				struct var_ctx evc = {.root = eroot,
 						      .delete_op = st->delete_op,
 						      .budget = rb,
 						      .element = true,
-						      .env = st->env};
+						      .env = st->env,
+						      .deferred = &edl};
 				if (conditions_eval(&e->pre, &evc, &ok, NULL, &pe) || !ok) {
 					json_decref(eroot);
+					deferred_release(&edl);
 					/* a precondition cut short does not skip the element */
 					if (!budget_spent(rb))
 						continue;
@@ -774,10 +898,12 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 				     e->body.kind == BODY_ANY_PATTERN) &&
 				    json_is_object(elem) && e->element_scope != 0)
 					target = elem;
-				eval_body(st, p, r, &e->body, target, eroot, depth + 1, rb, &eo);
+				eval_body(st, p, r, &e->body, target, eroot, &edl, depth + 1, rb,
+					  &eo);
 			}
 		element_done:
 			json_decref(eroot);
+			deferred_release(&edl);
 			if (eo.none || eo.status == ENGINE_SKIP) {
 				free(eo.message);
 				continue;
@@ -809,13 +935,15 @@ out:
 
 static void eval_body(const struct eval_state *st, const struct engine_policy *p,
 		      const struct rule *r, const struct body *b, const json_t *resource,
-		      json_t *root, int depth, struct jp_budget *rb, struct outcome *o)
+		      json_t *root, struct deferred *dl, int depth, struct jp_budget *rb,
+		      struct outcome *o)
 {
 	struct var_ctx vc = {.root = root,
 			     .delete_op = st->delete_op,
 			     .budget = rb,
 			     .element = depth > 0,
-			     .env = st->env};
+			     .env = st->env,
+			     .deferred = dl};
 
 	switch (b->kind) {
 	case BODY_POD_SECURITY:
@@ -840,7 +968,7 @@ static void eval_body(const struct eval_state *st, const struct engine_policy *p
 		eval_any_pattern(r, b, resource, &vc, o);
 		break;
 	case BODY_FOREACH:
-		eval_foreach(st, p, r, b->foreach, b->nforeach, resource, root, depth, rb, o);
+		eval_foreach(st, p, r, b->foreach, b->nforeach, resource, root, dl, depth, rb, o);
 		break;
 	case BODY_CEL:
 		if (b->cel_error) {
@@ -870,7 +998,7 @@ static void eval_body(const struct eval_state *st, const struct engine_policy *p
 
 static bool exception_applies(const struct eval_state *st, const struct engine_exception *e,
 			      const struct engine_policy *p, const char *rule, json_t *root,
-			      struct jp_budget *rb)
+			      struct deferred *dl, struct jp_budget *rb)
 {
 	bool named = false;
 	struct match_request mr;
@@ -899,8 +1027,11 @@ static bool exception_applies(const struct eval_state *st, const struct engine_e
 	if (!match_block_eval(&e->match, &mr, false))
 		return false;
 	if (e->conditions.present) {
-		struct var_ctx vc = {
-		    .root = root, .delete_op = st->delete_op, .budget = rb, .env = st->env};
+		struct var_ctx vc = {.root = root,
+				     .delete_op = st->delete_op,
+				     .budget = rb,
+				     .env = st->env,
+				     .deferred = dl};
 		struct gv_err ce = {0};
 		bool ok;
 		if (conditions_eval(&e->conditions, &vc, &ok, NULL, &ce) || !ok)
@@ -927,7 +1058,7 @@ static void exception_key(struct gv_buf *b, const struct engine_exception *x)
  */
 static void eval_pod_security(const struct eval_state *st, const struct engine_policy *p,
 			      const struct rule *r, const json_t *resource, json_t *root,
-			      struct jp_budget *rb, struct outcome *o)
+			      struct deferred *dl, struct jp_budget *rb, struct outcome *o)
 {
 	struct pss_exclusion_list *lists = NULL;
 	struct gv_buf keys = {0};
@@ -940,7 +1071,7 @@ static void eval_pod_security(const struct eval_state *st, const struct engine_p
 	}
 	for (size_t i = 0; i < st->set->nexc; i++) {
 		const struct engine_exception *x = st->set->exc[i];
-		if (!exception_applies(st, x, p, r->name, root, rb))
+		if (!exception_applies(st, x, p, r->name, root, dl, rb))
 			continue;
 		if (!x->npss) {
 			struct gv_buf one = {0};
@@ -994,13 +1125,18 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 	json_t *values = h && h->rule_values ? h->rule_values(h->ud, p, r->name, resource) : NULL;
 	/* The shared root is read-only: copy it only when this rule writes variables. */
 	json_t *root = values || r->nctx ? root_copy(base_root) : json_incref((json_t *)base_root);
-	struct var_ctx vc = {
-	    .root = root, .delete_op = st->delete_op, .budget = rb, .env = st->env};
+	struct deferred dl;
+	struct var_ctx vc = {.root = root,
+			     .delete_op = st->delete_op,
+			     .budget = rb,
+			     .env = st->env,
+			     .deferred = &dl};
 	struct gv_err e = {0};
 	json_t *msgs;
 	bool ok;
 	struct gv_buf exc = {0};
 
+	deferred_init(&dl, st, root, rb, NULL, r->ctx, r->nctx, false);
 	o->none = true;
 	if (r->unsupported && r->body.kind != BODY_UNSUPPORTED) {
 		outcome_set(o, ENGINE_ERROR,
@@ -1013,10 +1149,6 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 		json_decref(values);
 		if (st->force_create)
 			var_set_path(root, "request.operation", json_string("CREATE"));
-	}
-	if (load_context(st, r->ctx, r->nctx, root, rb, false, &e)) {
-		outcome_set(o, ENGINE_ERROR, gv_xasprintf("failed to load context: %s", e.msg));
-		goto out;
 	}
 	msgs = json_array();
 	if (conditions_eval(&r->pre, &vc, &ok, msgs, &e)) {
@@ -1042,12 +1174,12 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 	json_decref(msgs);
 	if (r->body.kind == BODY_POD_SECURITY) {
 		/* Its exceptions can exclude controls instead of the whole rule. */
-		eval_pod_security(st, p, r, resource, root, rb, o);
+		eval_pod_security(st, p, r, resource, root, &dl, rb, o);
 		goto out;
 	}
 	for (size_t i = 0; i < st->set->nexc; i++) {
 		const struct engine_exception *x = st->set->exc[i];
-		if (!exception_applies(st, x, p, r->name, root, rb))
+		if (!exception_applies(st, x, p, r->name, root, &dl, rb))
 			continue;
 		if (exc.len)
 			gv_buf_addc(&exc, ',');
@@ -1063,15 +1195,18 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 		o->exception = true;
 		goto out;
 	}
-	eval_body(st, p, r, &r->body, resource, root, 0, rb, o);
+	eval_body(st, p, r, &r->body, resource, root, &dl, 0, rb, o);
 out:
 	gv_buf_release(&exc);
+	deferred_release(&dl);
 	json_decref(root);
 }
 
 /*
  * Re-evaluates an UPDATE's rule against the old object as a CREATE (section
- * 8.5), within what is left of the rule's budget rb.
+ * 8.5), within what is left of the rule's budget rb. Not for validate.cel
+ * rules: Kyverno's CEL handler has no such check (an always-false
+ * expression blocks a label update of an object created before the policy).
  */
 static bool old_object_fails(const struct eval_state *st, const struct engine_policy *p,
 			     const struct rule *r, struct jp_budget *rb)
@@ -1079,6 +1214,7 @@ static bool old_object_fails(const struct eval_state *st, const struct engine_po
 	struct eval_state old = *st;
 	struct outcome o = {.none = true};
 	bool fails;
+	char *group = NULL;
 
 	if (!json_is_object(st->in->old_object))
 		return false;
@@ -1086,13 +1222,31 @@ static bool old_object_fails(const struct eval_state *st, const struct engine_po
 	old.op = OP_CREATE;
 	old.force_create = true;
 	old.object = st->in->old_object;
-	if (!rule_selects(&old, r, old.object))
+	if (*st->sub) {
+		/*
+		 * The old object is matched by its own kind, without the
+		 * subresource (Kyverno's validateOldObject): the old Scale of a
+		 * deployments/scale request never matches Deployment/scale.
+		 */
+		const char *api = json_string_value(json_object_get(old.object, "apiVersion"));
+		const char *kind = json_string_value(json_object_get(old.object, "kind"));
+		const char *slash = api ? strchr(api, '/') : NULL;
+		group = slash ? gv_xstrndup(api, (size_t)(slash - api)) : gv_xstrdup("");
+		old.group = group;
+		old.version = slash ? slash + 1 : api ? api : "";
+		old.kind = kind ? kind : "";
+		old.sub = "";
+	}
+	if (!rule_selects(&old, r, old.object)) {
+		free(group);
 		return false;
+	}
 	old.root = build_root(st, st->in->old_object, NULL, "CREATE");
 	eval_rule(&old, p, r, old.root, old.object, rb, &o);
 	fails = !o.none && o.status == ENGINE_FAIL;
 	free(o.message);
 	json_decref(old.root);
+	free(group);
 	return fails;
 }
 
@@ -1138,7 +1292,7 @@ static void eval_policy(const struct eval_state *st, const struct engine_policy 
 		action = rule_effective_action(p, r, st->namespace, st->in->namespace_labels);
 		if (st->mode == ENGINE_ADMISSION && !strcmp(st->operation, "UPDATE") && !o.none &&
 		    o.status == ENGINE_FAIL && action == ENGINE_ENFORCE && r->allow_existing &&
-		    old_object_fails(st, p, r, &rb))
+		    r->body.kind != BODY_CEL && old_object_fails(st, p, r, &rb))
 			outcome_set(&o, ENGINE_SKIP,
 				    gv_xstrdup("skipping the rule evaluation as pre-existing "
 					       "violations are allowed"));

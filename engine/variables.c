@@ -322,8 +322,13 @@ static enum gv_code run_expr(const struct jp_expr *x, const char *text, struct s
 			     const char *pointer, json_t **out, struct gv_err *err)
 {
 	struct jp_error je;
-	json_t *v = var_eval(x, st->ctx->root, st->ctx, &st->budget, &je);
+	json_t *v;
+	struct gv_err le = {0};
 
+	if (deferred_load(st->ctx->deferred, text, &le))
+		return gv_err_set(err, le.code, "failed to resolve %s at path %s: %s", text,
+				  pointer, le.msg);
+	v = var_eval(x, st->ctx->root, st->ctx, &st->budget, &je);
 	if (!v)
 		return gv_err_set(err, GV_EEVAL,
 				  "failed to resolve %s at path %s: JMESPath query failed: %s",
@@ -734,6 +739,12 @@ enum gv_code var_query(const char *expr, const struct var_ctx *ctx, json_t **out
 			return GV_OK;
 		}
 		src = json_string_value(sub);
+	}
+	rc = deferred_load(ctx->deferred, src, err);
+	if (rc) {
+		snprintf(jerr->msg, sizeof(jerr->msg), "%s", err->msg);
+		json_decref(sub);
+		return rc;
 	}
 	if (ctx->delete_op && strstr(src, "request.object")) {
 		del = gv_str_replace_all(src, "request.object", "request.oldObject");

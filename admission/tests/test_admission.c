@@ -300,9 +300,10 @@ static void test_e26_denied_exact_message(void **state)
 	    "  a: 'validation error: label team is required. rule a failed at path "
 	    "/metadata/labels/'\n"
 	    "p2:\n"
-	    "  b: 'failed to load context: failed to evaluate jmespath "
-	    "request.object.metadata.nothing.here for variable x: Unknown key \"nothing\" in "
-	    "path'\n");
+	    "  b: 'failed to check deny conditions: failed to substitute variables in "
+	    "condition key: failed to resolve x at path : failed to load context: failed to "
+	    "evaluate jmespath request.object.metadata.nothing.here for variable x: Unknown "
+	    "key \"nothing\" in path'\n");
 	json_decref(j);
 	fixture_release(&f);
 	free(body);
@@ -325,9 +326,11 @@ static void test_e26_ignore_allowed_with_warnings(void **state)
 	assert_null(json_object_get(json_object_get(j, "response"), "status"));
 	assert_int_equal(json_array_size(warnings(j)), 2);
 	assert_string_equal(json_string_value(json_array_get(warnings(j), 0)),
-			    "policy p2.b: failed to load context: failed to evaluate jmespath "
+			    "policy p2.b: failed to check deny conditions: failed to substitute "
+			    "variables in condition key: failed to resolve x at path : failed to "
+			    "load context: failed to evaluate jmespath "
 			    "request.object.metadata.nothing.here for variable x: Unknown key "
-			    "\"nothing\" in path");
+			    "\"nothing\" i..."); /* cut at the API server's 256 characters */
 	assert_string_equal(json_string_value(json_array_get(warnings(j), 1)),
 			    "policy p3.d: validation error: images must not use latest: x. rule d "
 			    "failed at path /spec/containers/0/image/");
@@ -335,6 +338,63 @@ static void test_e26_ignore_allowed_with_warnings(void **state)
 	fixture_release(&f);
 	free(body);
 	free(pols);
+}
+
+/* The fake discovery of test_subresource_parent_kind: deployments of apps/v1. */
+static char *fake_resource_kind(void *ud, const char *group, const char *version,
+				const char *resource)
+{
+	(void)ud;
+	if (!strcmp(group, "apps") && !strcmp(version, "v1") && !strcmp(resource, "deployments"))
+		return gv_xstrdup("Deployment");
+	return NULL;
+}
+
+/*
+ * A subresource request (deployments/scale, its object an autoscaling/v1
+ * Scale) is matched as the top-level resource's kind: "Deployment/scale"
+ * (kyverno-semantics.md section 2.3); the pattern reads the Scale.
+ */
+static void test_subresource_parent_kind(void **state)
+{
+	static const char pol[] =
+	    "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: s}\n"
+	    "spec:\n  background: false\n  rules:\n  - name: max\n"
+	    "    match: {any: [{resources: {kinds: [Deployment/scale]}}]}\n"
+	    "    validate:\n      failureAction: Enforce\n      message: too many\n"
+	    "      pattern: {spec: {replicas: <9}}\n";
+	struct fixture f;
+	struct admission_handler_config hc = {0};
+	char *body = gv_xasprintf(
+	    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":"
+	    "{\"uid\":\"req-1\",\"kind\":{\"group\":\"autoscaling\",\"version\":\"v1\",\"kind\":"
+	    "\"Scale\"},\"resource\":{\"group\":\"apps\",\"version\":\"v1\",\"resource\":"
+	    "\"deployments\"},\"subResource\":\"scale\",\"name\":\"d\",\"namespace\":\"default\","
+	    "\"operation\":\"UPDATE\",\"userInfo\":{\"username\":\"alice\"},\"object\":"
+	    "{\"apiVersion\":\"autoscaling/v1\",\"kind\":\"Scale\",\"metadata\":{\"name\":\"d\","
+	    "\"namespace\":\"default\"},\"spec\":{\"replicas\":%d}},\"oldObject\":null}}",
+	    9);
+	json_t *j;
+
+	(void)state;
+	/* without discovery: the Scale is not a Deployment, nothing matches */
+	fixture_init(&f, pol, NULL, NULL);
+	j = handle(&f, body, 200);
+	assert_true(allowed(j));
+	json_decref(j);
+	/* with it: denied */
+	admission_handler_free(f.h);
+	hc.source = &f.src.source;
+	hc.namespace = "gavel";
+	hc.metrics = f.metrics;
+	hc.resource_kind = fake_resource_kind;
+	f.h = admission_handler_new(&hc);
+	j = handle(&f, body, 200);
+	assert_false(allowed(j));
+	assert_non_null(strstr(resp_str(j, "status", "message"), "too many"));
+	json_decref(j);
+	fixture_release(&f);
+	free(body);
 }
 
 static void test_allowed_and_v1beta1(void **state)
@@ -355,9 +415,11 @@ static void test_allowed_and_v1beta1(void **state)
 	assert_false(allowed(j));
 	assert_string_equal(resp_str(j, "status", "message"),
 			    "\n\nresource Pod/default/good was blocked due to the following "
-			    "policies \n\np2:\n  b: 'failed to load context: failed to evaluate "
-			    "jmespath request.object.metadata.nothing.here for variable x: Unknown "
-			    "key \"nothing\" in path'\n");
+			    "policies \n\np2:\n  b: 'failed to check deny conditions: failed to "
+			    "substitute variables in condition key: failed to resolve x at path : "
+			    "failed to load context: failed to evaluate jmespath "
+			    "request.object.metadata.nothing.here for variable x: Unknown key "
+			    "\"nothing\" in path'\n");
 	json_decref(j);
 	fixture_release(&f);
 	free(body);
@@ -1147,6 +1209,18 @@ static void test_validate_policy_exception(void **state)
 	expect_policy_answer(&f, "UPDATE", "kyverno.io/v2beta1", good, NULL);
 	expect_policy_answer(&f, "CREATE", "kyverno.io/v2alpha1", good, NULL);
 	expect_policy_answer(&f, "CREATE", "kyverno.io/v2", with_condition, NULL);
+	/* who made the request: only in an exception that stays out of background scans */
+	expect_policy_answer(&f, "CREATE", "kyverno.io/v2",
+			     "\"background\":false,\"exceptions\":[{\"policyName\":\"p1\","
+			     "\"ruleNames\":[\"a\"]}],\"match\":{\"any\":[{\"resources\":"
+			     "{\"kinds\":[\"Pod\"]},\"subjects\":[{\"kind\":\"User\",\"name\":"
+			     "\"chip\"}]}]}",
+			     NULL);
+	expect_policy_answer(&f, "CREATE", "kyverno.io/v2",
+			     "\"exceptions\":[{\"policyName\":\"p1\",\"ruleNames\":[\"a\"]}],"
+			     "\"match\":{\"all\":[{\"resources\":{\"kinds\":[\"Pod\"]}},"
+			     "{\"resources\":{\"kinds\":[\"Pod\"]},\"clusterRoles\":[\"admin\"]}]}",
+			     "spec.match.all[1]: Forbidden: invalid variables");
 
 	expect_policy_answer(&f, "CREATE", "kyverno.io/v2", not_a_list,
 			     "spec.exceptions: exceptions must be a list");
@@ -1628,6 +1702,7 @@ int main(void)
 	    cmocka_unit_test(test_e26_denied_exact_message),
 	    cmocka_unit_test(test_e26_ignore_allowed_with_warnings),
 	    cmocka_unit_test(test_allowed_and_v1beta1),
+	    cmocka_unit_test(test_subresource_parent_kind),
 	    cmocka_unit_test(test_delete_judged_on_old_object),
 	    cmocka_unit_test(test_dry_run_judged_not_reported),
 	    cmocka_unit_test(test_resource_filters_and_own_namespace),

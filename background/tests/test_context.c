@@ -282,8 +282,10 @@ static void test_config_map_templated_policy(void **state)
 	assert_int_equal(engine_evaluate(set, &in, ENGINE_ADMISSION, &rep, &err), GV_OK);
 	assert_int_equal(rep.v[0].rules[0].status, ENGINE_ERROR);
 	assert_string_equal(rep.v[0].rules[0].message,
-			    "failed to load context: failed to retrieve config map for context "
-			    "entry cm: configmaps \"missing\" not found");
+			    "failed to check deny conditions: failed to substitute variables in "
+			    "condition value: failed to resolve cm.data.registries | split(@, ',') "
+			    "at path : failed to load context: failed to retrieve config map for "
+			    "context entry cm: configmaps \"missing\" not found");
 	engine_report_release(&rep);
 	f->src->close(f->src->ud, h);
 

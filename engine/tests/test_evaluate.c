@@ -516,6 +516,35 @@ static void test_update_existing_violations(void **state)
 		   POD_X(", labels: {team: a}"));
 	CHECK_RESULT(&r, "r", ENGINE_PASS, "validation rule 'r' passed.");
 	run_release(&r);
+	/* a subresource: the old Scale is matched as a Scale, not Deployment/scale */
+	{
+		json_t *o = Y("{apiVersion: autoscaling/v1, kind: Scale, metadata: {name: d, "
+			      "namespace: default}, spec: {replicas: 1}}");
+		json_t *n = Y("{apiVersion: autoscaling/v1, kind: Scale, metadata: {name: d, "
+			      "namespace: default}, spec: {replicas: 2}}");
+		struct engine_input in = {.object = n,
+					  .old_object = o,
+					  .operation = "UPDATE",
+					  .group = "apps",
+					  .version = "v1",
+					  .kind = "Deployment",
+					  .subresource = "scale"};
+		run1(&r,
+		     E_HDR "    match: {any: [{resources: {kinds: [Deployment/scale]}}]}\n" ENFORCE
+			   "      deny: {}\n",
+		     &in, ENGINE_ADMISSION);
+		CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
+		run_release(&r);
+		json_decref(o);
+		json_decref(n);
+	}
+	/* validate.cel: Kyverno's CEL handler judges the new object alone */
+	run_update(&r,
+		   E_HDR MATCH_POD ENFORCE "      cel:\n        expressions:\n"
+					   "        - {expression: 'false', message: never}\n",
+		   POD_X(""), POD_X(", labels: {a: c}"));
+	CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
+	run_release(&r);
 	CHECK_DONE();
 }
 
@@ -1000,7 +1029,7 @@ static void test_autogen_annotation_evaluation(void **state)
 /* ---- context entries (section 1.5) ---- */
 
 static void check_context(const char *context, const char *key, const char *value_yaml,
-			  enum engine_status want, const char *want_msg_prefix)
+			  enum engine_status want, const char *want_msg_part)
 {
 	char *pol =
 	    gv_xasprintf(E_HDR MATCH_POD "    context: %s\n" ENFORCE
@@ -1016,8 +1045,9 @@ static void check_context(const char *context, const char *key, const char *valu
 	if (rr) {
 		CHECK(rr->status == want, "context %s: status %s, want %s ('%s')", context,
 		      status_str(rr->status), status_str(want), rr->message);
-		if (want_msg_prefix)
-			CHECK_PREFIX(rr->message, want_msg_prefix);
+		if (want_msg_part)
+			CHECK(strstr(rr->message, want_msg_part), "context %s: '%s' lacks '%s'",
+			      context, rr->message, want_msg_part);
 	}
 	run_release(&r);
 	free(pol);
@@ -1053,11 +1083,82 @@ static void test_context_variables(void **state)
 		      "x", ENGINE_ERROR, "failed to load context: ");
 	check_context("[{name: v, variable: {value: null}}]", "{{ v }}", "x", ENGINE_ERROR,
 		      "failed to load context: ");
-	/* later entries see earlier ones; a same-name entry replaces the value */
+	/* a jmesPath whose variables give something else than a string */
+	check_context("[{name: v, variable: {jmesPath: '{{ request.object.metadata.labels }}'}}]",
+		      "{{ v }}", "x", ENGINE_ERROR,
+		      "jmespath value must be a string v {{ request.object.metadata.labels }}");
+	/*
+	 * later entries see earlier ones; a same-name entry replaces the value:
+	 * the first query naming `a` loads both (deferred loading), before b
+	 */
 	check_context(
 	    "[{name: a, variable: {value: one}}, {name: b, variable: {value: '{{ a }}-two'}},"
 	    " {name: a, variable: {value: three}}]",
-	    "{{ a }}/{{ b }}", "three/one-two", ENGINE_FAIL, NULL);
+	    "{{ a }}/{{ b }}", "three/three-two", ENGINE_FAIL, NULL);
+	CHECK_DONE();
+}
+
+/*
+ * Deferred loading (section 1.5): an entry is loaded when a variable first
+ * names it, so one that would fail errors only the rules that read it.
+ */
+static void test_context_deferred(void **state)
+{
+#define BAD "[{name: bad, variable: {jmesPath: request.object.nothing}}]"
+	(void)state;
+
+	/* never read: the rule passes (the deny condition is false) */
+	check_context(BAD, "{{ request.object.metadata.name }}", "y", ENGINE_PASS, NULL);
+	/* read: the rule errors */
+	check_context(BAD, "{{ bad }}", "y", ENGINE_ERROR,
+		      "failed to load context: failed to evaluate jmespath");
+	/* Kyverno's matcher: "bad" in "bad.x" and "f(bad)", not after '.' or within a word */
+	check_context(BAD, "{{ request.object.bad || ''x'' }}", "y", ENGINE_PASS, NULL);
+	check_context(BAD, "{{ badly || ''x'' }}", "y", ENGINE_PASS, NULL);
+	check_context(BAD, "{{ to_string(bad.x) }}", "y", ENGINE_ERROR, "failed to load context");
+#undef BAD
+	/* an entry may name one declared after it */
+	check_context("[{name: b, variable: {value: '{{ a }}-two'}}, {name: a, variable: {value: "
+		      "one}}]",
+		      "{{ b }}", "one-two", ENGINE_FAIL, NULL);
+	/* loaded once: a variable's jmesPath names the same entry twice */
+	check_context("[{name: a, variable: {value: {k: 1}}}]", "{{ a.k }}-{{ a.k }}", "1-1",
+		      ENGINE_FAIL, NULL);
+	CHECK_DONE();
+}
+
+/* Deny conditions stop at the first deciding one: a later failing entry is not loaded. */
+static void test_context_deferred_conditions(void **state)
+{
+	static const char pol[] = E_HDR MATCH_POD
+	    "    context:\n"
+	    "    - {name: nothere, variable: {jmesPath: request.object.nothing}}\n"
+	    "    preconditions:\n      any:\n"
+	    "      - {key: '{{ request.object.metadata.name }}', operator: Equals, value: x}\n"
+	    "      - {key: '{{ nothere }}', operator: Equals, value: hello}\n" ENFORCE
+	    "      deny:\n        conditions:\n          all:\n"
+	    "          - {key: '{{ request.object.metadata.name }}', operator: Equals, value: y}\n"
+	    "          - {key: '{{ nothere }}', operator: Equals, value: hello}\n";
+	struct run r;
+	const struct engine_rule_result *rr;
+	(void)state;
+
+	/* preconditions: x met by the first, deny: x stops at its first (false) */
+	eval_create(&r, pol, POD_X(""));
+	rr = result(&r, "p", "r");
+	CHECK(rr && rr->status == ENGINE_PASS, "x: want pass, got %s",
+	      rr ? rr->message : "nothing");
+	run_release(&r);
+	/* y: the preconditions read nothere */
+	eval_create(&r, pol,
+		    "{apiVersion: v1, kind: Pod, metadata: {name: y, namespace: default}, "
+		    "spec: {containers: [{name: c, image: nginx}]}}");
+	rr = result(&r, "p", "r");
+	CHECK(rr && rr->status == ENGINE_ERROR, "y: want error, got %s",
+	      rr ? rr->message : "nothing");
+	if (rr)
+		CHECK_PREFIX(rr->message, "failed to evaluate preconditions: ");
+	run_release(&r);
 	CHECK_DONE();
 }
 
@@ -1716,24 +1817,28 @@ static void test_unsupported_is_error(void **state)
 	CHECK_DONE();
 }
 
-/* Without a loader (no hooks), a context entry that reads the cluster is an error. */
+/*
+ * Without a loader (no hooks), a context entry that reads the cluster is an
+ * error once a variable reads it.
+ */
 static void test_context_without_loader(void **state)
 {
 	static const char *const entries[] = {
-	    "[{name: cm, configMap: {name: c, namespace: default}}]",
-	    "[{name: a, apiCall: {urlPath: /api/v1/namespaces}}]",
-	    "[{name: g, globalReference: {name: e}}]",
-	    "[{name: i, imageRegistry: {reference: nginx}}]",
+	    "[{name: e, configMap: {name: c, namespace: default}}]",
+	    "[{name: e, apiCall: {urlPath: /api/v1/namespaces}}]",
+	    "[{name: e, globalReference: {name: e}}]",
+	    "[{name: e, imageRegistry: {reference: nginx}}]",
 	};
 	json_t *o = Y(POD_X(""));
 	struct engine_input in = {.object = o, .operation = "CREATE"};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
-		char *pol = gv_xasprintf(E_HDR MATCH_POD "    context: %s\n" ENFORCE
-							 "      deny: {conditions: {any: [{key: a, "
-							 "operator: Equals, value: b}]}}\n",
-					 entries[i]);
+		char *pol =
+		    gv_xasprintf(E_HDR MATCH_POD "    context: %s\n" ENFORCE
+						 "      deny: {conditions: {any: [{key: '{{ e }}', "
+						 "operator: Equals, value: b}]}}\n",
+				 entries[i]);
 		struct run r;
 		const struct engine_rule_result *rr;
 
@@ -1741,7 +1846,10 @@ static void test_context_without_loader(void **state)
 		rr = result(&r, NULL, "r");
 		CHECK(rr && rr->status == ENGINE_ERROR, "entry %zu: want an error result", i);
 		if (rr)
-			CHECK_PREFIX(rr->message, "failed to load context: gavel does not load ");
+			CHECK_PREFIX(rr->message,
+				     "failed to check deny conditions: failed to substitute "
+				     "variables in condition key: failed to resolve e at path : "
+				     "failed to load context: gavel does not load ");
 		run_release(&r);
 		free(pol);
 	}
@@ -1770,6 +1878,8 @@ int main(void)
 	    cmocka_unit_test(test_deny_legacy_and_vacuous),
 	    cmocka_unit_test(test_autogen_annotation_evaluation),
 	    cmocka_unit_test(test_context_variables),
+	    cmocka_unit_test(test_context_deferred),
+	    cmocka_unit_test(test_context_deferred_conditions),
 	    cmocka_unit_test(test_preconditions),
 	    cmocka_unit_test(test_deny_e20),
 	    cmocka_unit_test(test_deny_messages),
