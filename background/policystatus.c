@@ -147,18 +147,22 @@ json_t *policystatus_build_cel(const json_t *current, const struct policystatus_
 		cs = json_object();
 		json_object_set_new(st, "conditionStatus", cs);
 	}
+	/* Kyverno's: the webhooks are registered, the reports controller may read */
+	json_array_append_new(conds, condition(cs, "WebhookConfigured", true, "Succeeded",
+					       "Webhook configured.", now));
+	json_array_append_new(conds, condition(cs, "RBACPermissionsGranted", true, "Succeeded",
+					       "Policy is ready for reporting.", now));
 	json_array_foreach(json_object_get(cs, "conditions"), i, c)
 	{
 		const char *t = json_string_value(json_object_get(c, "type"));
-		if (!t || strcmp(t, "BackgroundScan"))
+		if (!t || (strcmp(t, "BackgroundScan") && strcmp(t, "WebhookConfigured") &&
+			   strcmp(t, "RBACPermissionsGranted")))
 			json_array_append(conds, (json_t *)c);
 	}
 	if (scan && scan->present)
 		json_array_append_new(conds, scan_condition(scan, cs, now));
-	if (json_array_size(conds) || json_object_get(cs, "conditions"))
-		json_object_set_new(cs, "conditions", conds);
-	else
-		json_decref(conds);
+	json_object_set_new(cs, "conditions", conds);
+	json_object_set_new(cs, "ready", json_true());
 	return st;
 }
 
@@ -349,12 +353,13 @@ static void write_status(struct policystatus *ps, const char *key, const json_t 
 }
 
 /*
- * The BackgroundScan condition of the ValidatingPolicies and
- * NamespacedValidatingPolicies with a schedule of their own (or while every
- * scan is suspended), in status.conditionStatus.conditions (their status
- * shape), the same condition as the legacy policies'; the other conditions
- * are Kyverno's and left as they are. PUT on the status subresource; a
- * conflict is tried again on a later pass.
+ * The status of the compiled ValidatingPolicies and
+ * NamespacedValidatingPolicies (policystatus_build_cel): Kyverno's
+ * conditionStatus once their webhooks are registered, and the BackgroundScan
+ * condition of those with a schedule of their own (or while every scan is
+ * suspended), the same condition as the legacy policies'. PUT on the status
+ * subresource only when it differs; a conflict is tried again on a later
+ * pass.
  */
 static void pass_cel(struct policystatus *ps, const struct reconciler_global *global, time_t now,
 		     json_t *seen)
@@ -385,6 +390,12 @@ static void pass_cel(struct policystatus *ps, const struct reconciler_global *gl
 			free(key); /* our write is not in the informer yet */
 			continue;
 		}
+		if (view_vpol_admission(p) && !vpol_json_mode(p) &&
+		    !webhookconfig_covers(ps->cfg.webhooks, doc)) {
+			ps->waiting = true; /* its webhooks are not registered yet */
+			free(key);
+			continue;
+		}
 		json_object_del(ps->written, key);
 		ref = vpscan_policy_ref(p);
 		skey = vpscan_state_key(p);
@@ -400,9 +411,7 @@ static void pass_cel(struct policystatus *ps, const struct reconciler_global *gl
 		scan.suspended_by =
 		    global->suspended ? "backgroundScanSuspend" : "spec.scanSuspend";
 		want = policystatus_build_cel(cur, &scan, now);
-		if (!json_equal(want, cur ? cur : json_object()) &&
-		    (scan.present ||
-		     find_condition(json_object_get(cur, "conditionStatus"), "BackgroundScan"))) {
+		if (!json_equal(want, cur)) {
 			json_t *body = json_deep_copy(doc), *resp = NULL;
 			struct kube_status kst = {0};
 			struct gv_err err = {0};

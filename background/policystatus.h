@@ -74,12 +74,14 @@ json_t *policystatus_build(const json_t *doc, const char *compile_error,
 			   const struct policystatus_scan *scan, const json_t *current, time_t now);
 
 /*
- * The status of a ValidatingPolicy / NamespacedValidatingPolicy whose
- * current status is `current` (borrowed, NULL = none): the same, with the
- * BackgroundScan condition above (present scans only) in
- * status.conditionStatus.conditions, where Kyverno keeps these policies'
- * conditions; the other conditions are kept as they are (Kyverno's
- * WebhookConfigured, RBACPermissionsGranted). New reference.
+ * The status of a compiled ValidatingPolicy / NamespacedValidatingPolicy
+ * whose current status is `current` (borrowed, NULL = none), in
+ * status.conditionStatus as Kyverno writes it: ready true, conditions
+ * WebhookConfigured ("Webhook configured.", written once its webhooks are
+ * registered) and RBACPermissionsGranted ("Policy is ready for
+ * reporting."), both True/Succeeded, then the BackgroundScan condition
+ * above (present scans only); other conditions are kept as they are. New
+ * reference.
  */
 json_t *policystatus_build_cel(const json_t *current, const struct policystatus_scan *scan,
 			       time_t now);

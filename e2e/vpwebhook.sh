@@ -133,6 +133,10 @@ EOF
 		-- '[""]["v1"]["pods"]["CREATE","UPDATE"]*' \
 		'["apps"]["v1"]["daemonsets","deployments","replicasets","statefulsets"]["CREATE","UPDATE"]*' \
 		'["batch"]["v1"]["cronjobs","jobs"]["CREATE","UPDATE"]*'
+	eventually 20 expect_output "vpol: status.conditionStatus as Kyverno writes it" \
+		jp validatingpolicy/pod-tag '{.status.conditionStatus.ready} {range .status.conditionStatus.conditions[*]}{.type}={.status}/{.reason}/{.message};{end}' \
+		-- "true " "WebhookConfigured=True/Succeeded/Webhook configured.;" \
+		"RBACPermissionsGranted=True/Succeeded/Policy is ready for reporting.;"
 	expect_success "vpol: evaluation.admission.enabled false adds no rule" \
 		no_rule_for secrets
 	expect_output "vpol: path, timeout, failurePolicy, own namespace excluded" \

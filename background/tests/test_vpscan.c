@@ -473,12 +473,19 @@ static void test_status_cel(void **state)
 	    .present = true, .when = RECONCILER_WAITING, .last = 1767225600, .next = 1767229200};
 	json_t *st = policystatus_build_cel(cur, &scan, 1767230000);
 	const json_t *conds = json_object_get(json_object_get(st, "conditionStatus"), "conditions");
-	const json_t *bs = json_array_get(conds, 1);
+	const json_t *bs = json_array_get(conds, 2);
 
 	(void)state;
-	assert_int_equal(json_array_size(conds), 2);
+	assert_int_equal(json_array_size(conds), 3);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(conds, 0), "type")),
 			    "WebhookConfigured");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(conds, 0), "message")),
+			    "Webhook configured.");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(conds, 1), "type")),
+			    "RBACPermissionsGranted");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(conds, 1), "message")),
+			    "Policy is ready for reporting.");
+	assert_true(json_is_true(json_object_get(json_object_get(st, "conditionStatus"), "ready")));
 	assert_string_equal(json_string_value(json_object_get(bs, "reason")), "Scheduled");
 	assert_string_equal(json_string_value(json_object_get(bs, "lastTransitionTime")),
 			    "2026-01-01T00:00:00Z");
@@ -487,7 +494,7 @@ static void test_status_cel(void **state)
 	scan.when = RECONCILER_SUSPENDED;
 	st = policystatus_build_cel(cur, &scan, 1767230000);
 	bs = json_array_get(json_object_get(json_object_get(st, "conditionStatus"), "conditions"),
-			    1);
+			    2);
 	assert_string_equal(json_string_value(json_object_get(bs, "status")), "False");
 	assert_string_equal(json_string_value(json_object_get(bs, "reason")), "Suspended");
 	assert_string_not_equal(json_string_value(json_object_get(bs, "lastTransitionTime")),
@@ -498,7 +505,13 @@ static void test_status_cel(void **state)
 	st = policystatus_build_cel(cur, &scan, 1767230000);
 	assert_int_equal(
 	    json_array_size(json_object_get(json_object_get(st, "conditionStatus"), "conditions")),
-	    1);
+	    2);
+	json_decref(st);
+	/* a policy with no status yet gets Kyverno's two conditions */
+	st = policystatus_build_cel(NULL, &scan, 1767230000);
+	assert_int_equal(
+	    json_array_size(json_object_get(json_object_get(st, "conditionStatus"), "conditions")),
+	    2);
 	json_decref(st);
 	json_decref(cur);
 }
