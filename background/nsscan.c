@@ -528,6 +528,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	va.since = w->start;
 	va.batch_size = w->o->batch_size;
 	va.results = w->o->results;
+	va.context = w->o->context;
 	if (w->inputs_salt) {
 		/* reports written from the same inputs: nothing to evaluate */
 		char objects[SCAN_INPUTS_LEN];

@@ -379,7 +379,7 @@ static json_t *namespace_object(const struct view_state *st, const char *ns)
 /* Evaluates one object for one policy and replaces its results. */
 static void eval_one(const struct vpscan_args *a, const struct vtarget *t, struct vdue *vd,
 		     const struct vpol_policy *p, const json_t *obj, struct vpol_input *in,
-		     const json_t *vapu, struct vpscan_stats *stats)
+		     struct view_cel_host *host, const json_t *vapu, struct vpscan_stats *stats)
 {
 	struct report_resource res;
 	struct vpol_report rep = {0};
@@ -396,6 +396,7 @@ static void eval_one(const struct vpscan_args *a, const struct vtarget *t, struc
 	in->object = obj;
 	/* cel-semantics.md section 5: a VAP's background user */
 	in->user_info = vpol_kind(p) == VPOL_VAP ? vapu : NULL;
+	host->policy_ns = vpol_namespace(p);
 	if (vpol_evaluate(p, in, &rep, &err)) {
 		gv_warn("background: %s %s: %s %s/%s not evaluated: %s", vpol_kind_name(p), vd->ref,
 			t->kind, res.namespace ? res.namespace : "", res.name, err.msg);
@@ -483,6 +484,10 @@ enum gv_code vpscan_namespace(const struct vpscan_plan *plan, const struct vpsca
 	    json_pack("{s:s, s:s, s:[s]}", "username", "system:kyverno:background-scan", "uid",
 		      "system:kyverno:background-scan", "groups", "system:kyverno:background-scan");
 	struct vpol_input in = {0};
+	/* Kyverno's CEL libraries through the context loader, as at admission */
+	const struct engine_hooks *hooks =
+	    a->context && !a->metadata_only ? a->context->open(a->context->ud, NULL, -1) : NULL;
+	struct view_cel_host host;
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	bool lost = !ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
 	enum gv_code rc = GV_OK;
@@ -498,6 +503,8 @@ enum gv_code vpscan_namespace(const struct vpscan_plan *plan, const struct vpsca
 	in.nexceptions = nx;
 	in.user_info = NULL;
 	in.bindings = view_vpolset_bindings(set, &in.nbindings);
+	view_cel_host_init(&host, hooks, "gavel background scans");
+	in.host = &host.host;
 	for (size_t i = 0; i < a->ndue; i++) {
 		vd[i].pi = plan->npols;
 		for (size_t k = 0; k < plan->npols; k++)
@@ -583,7 +590,8 @@ enum gv_code vpscan_namespace(const struct vpscan_plan *plan, const struct vpsca
 				in.resource = t->resource;
 				for (size_t w = 0; w < nw; w++) {
 					struct vdue *d = &vd[which[w]];
-					eval_one(a, t, d, a->due[which[w]], item, &in, vapu, stats);
+					eval_one(a, t, d, a->due[which[w]], item, &in, &host, vapu,
+						 stats);
 					json_array_append_new(d->uids,
 							      json_string(jstr(md, "uid")));
 				}
@@ -619,6 +627,9 @@ enum gv_code vpscan_namespace(const struct vpscan_plan *plan, const struct vpsca
 	}
 	json_decref(nso);
 	json_decref(vapu);
+	view_cel_host_release(&host);
+	if (hooks)
+		a->context->close(a->context->ud, hooks);
 	for (size_t i = 0; i < a->ndue; i++) {
 		free(vd[i].ref);
 		json_decref(vd[i].uids);

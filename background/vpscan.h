@@ -35,6 +35,7 @@
 #include "common/gv.h"
 #include "common/metrics.h"
 #include "view/metrics.h"
+#include "view/celhost.h"
 #include "engine/vpolicy.h"
 #include "kube/kube.h"
 #include "view/view.h"
@@ -114,6 +115,12 @@ struct vpscan_args {
 	int batch_size;			/* list page size; <= 0: SCAN_DEFAULT_BATCH */
 	bool metadata_only;		/* list metadata only, evaluate nothing: the digest alone */
 	struct metrics_family *results; /* kyverno_policy_results_total, or NULL */
+	/*
+	 * borrowed, or NULL: the context loader that answers Kyverno's CEL
+	 * libraries (view/celhost.h; opened once per call, no overall
+	 * deadline); NULL: every library call is an evaluation error
+	 */
+	const struct view_context *context;
 };
 
 struct vpscan_stats {
@@ -130,7 +137,8 @@ struct vpscan_stats {
 /*
  * Scans namespace a->ns for a->due: each resource listed once (pages of
  * the batch size), gavel's namespace and resourceFilters left out, every
- * object evaluated with vpol_evaluate (operation CREATE, empty userInfo,
+ * object evaluated with vpol_evaluate (Kyverno's CEL libraries through
+ * a->context's hooks; operation CREATE, empty userInfo,
  * namespaceObject from the state's labels, the CEL PolicyExceptions in
  * force); a NamespacedValidatingPolicy only in its namespace. Each
  * (object, policy) gets report_replace() of its results (rule "" /

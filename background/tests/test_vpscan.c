@@ -365,6 +365,92 @@ static void test_scan_namespace(void **state)
 	free(t2);
 }
 
+/* A context loader that knows one GlobalContextEntry, limits = {max: 3}. */
+static enum gv_code gce_load(void *ud, const json_t *entry, const json_t *ctx, json_t **out,
+			     struct gv_err *err)
+{
+	const char *g =
+	    json_string_value(json_object_get(json_object_get(entry, "globalReference"), "name"));
+
+	(void)ud;
+	(void)ctx;
+	if (g && !strcmp(g, "limits")) {
+		*out = json_pack("{s:i}", "max", 3);
+		return GV_OK;
+	}
+	return gv_err_set(err, GV_ENET, "failed to find globalcontext entry %s", g ? g : "?");
+}
+
+static const struct engine_hooks gce_hooks = {.load_context = gce_load};
+static int gce_opens, gce_closes;
+
+static const struct engine_hooks *gce_open(void *ud, const struct engine_policyset *set,
+					   long deadline_ms)
+{
+	(void)ud;
+	(void)set;
+	assert_true(deadline_ms < 0); /* a scan: no overall bound */
+	gce_opens++;
+	return &gce_hooks;
+}
+
+static void gce_close(void *ud, const struct engine_hooks *h)
+{
+	(void)ud;
+	assert_ptr_equal(h, &gce_hooks);
+	gce_closes++;
+}
+
+/* Kyverno's CEL libraries in a scan go through the context loader, as at admission. */
+static void test_scan_libraries(void **state)
+{
+	static const struct view_context ctxsrc = {gce_open, gce_close, NULL};
+	const char *text =
+	    "{\"apiVersion\":\"policies.kyverno.io/v1\",\"kind\":\"ValidatingPolicy\",\"metadata\":"
+	    "{\"name\":\"gce\",\"uid\":\"uid-gce\"},\"spec\":{\"validationActions\":[\"Audit\"],"
+	    "\"matchConstraints\":{\"resourceRules\":[{\"apiGroups\":[\"\"],\"apiVersions\":"
+	    "[\"v1\"],\"operations\":[\"CREATE\"],\"resources\":[\"pods\"]}]},\"validations\":"
+	    "[{\"expression\":\"globalContext.Get(\\u0027limits\\u0027).max == "
+	    "3\",\"message\":\"m\"}]}}";
+	struct vpol_policy *vp = vcompile(text);
+	const struct vpol_policy *pols[1] = {vp};
+	struct fake f = {0};
+	struct fake_api fa = {.request = fake_request, .ud = &f};
+	struct kube_client *c = fake_api_client(&fa);
+	struct vpscan_plan *plan = vpscan_plan_new(c, pols, 1);
+	struct view_state *st = view_state_new(NULL, NULL, NULL);
+	struct vpscan_args a = {
+	    .client = c, .state = st, .ns = "team-a", .self = "gavel", .due = pols, .ndue = 1};
+	struct vpscan_stats s = {0};
+	struct gv_err err = {0};
+	const char *want[2] = {"error", "pass"};
+
+	(void)state;
+	for (int withctx = 0; withctx < 2; withctx++) {
+		struct report_set *rs = report_set_new(NULL);
+		json_t *objs, *res;
+		const json_t *r;
+		size_t i;
+		a.rs = rs;
+		a.context = withctx ? &ctxsrc : NULL;
+		assert_int_equal(vpscan_namespace(plan, &a, &s, &err), GV_OK);
+		assert_int_equal(s.evaluated, 2);
+		objs = report_render_all(rs);
+		res = json_object_get(json_array_get(objs, 0), "results");
+		assert_int_equal(json_array_size(res), 2);
+		json_array_foreach(res, i, r) assert_string_equal(
+		    json_string_value(json_object_get(r, "result")), want[withctx]);
+		json_decref(objs);
+		report_set_free(rs);
+	}
+	assert_int_equal(gce_opens, 1);
+	assert_int_equal(gce_closes, 1);
+	view_state_unref(st);
+	vpscan_plan_free(plan);
+	kube_client_free(c);
+	vpol_free(vp);
+}
+
 #define VAP                                                                                        \
 	"{\"apiVersion\":\"admissionregistration.k8s.io/v1\",\"kind\":"                            \
 	"\"ValidatingAdmissionPolicy\",\"metadata\":{\"name\":\"vap-team\"},\"spec\":{"            \
@@ -519,9 +605,10 @@ static void test_status_cel(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_prune_live),	   cmocka_unit_test(test_mixed_layouts),
-	    cmocka_unit_test(test_scan_namespace), cmocka_unit_test(test_vap_and_not_served),
-	    cmocka_unit_test(test_fingerprint),	   cmocka_unit_test(test_status_cel),
+	    cmocka_unit_test(test_prune_live),	       cmocka_unit_test(test_mixed_layouts),
+	    cmocka_unit_test(test_scan_namespace),     cmocka_unit_test(test_scan_libraries),
+	    cmocka_unit_test(test_vap_and_not_served), cmocka_unit_test(test_fingerprint),
+	    cmocka_unit_test(test_status_cel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
