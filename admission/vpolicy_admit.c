@@ -49,6 +49,7 @@ bool admission_vpol_judge(const struct view_state *state, const struct admission
 	struct vpol_input in = {0};
 	const json_t *res = json_object_get(rq->request, "resource");
 	struct view_cel_host vh;
+	struct vpol_batch *batch;
 
 	if (!view_vpolset_count(set))
 		return false;
@@ -69,6 +70,8 @@ bool admission_vpol_judge(const struct view_state *state, const struct admission
 	in.nexceptions = nx;
 	view_cel_host_init(&vh, rq->hooks, "gavel serve");
 	in.host = &vh.host;
+	/* one request document and CEL context for every policy routed */
+	batch = vpol_batch_new(&in);
 	for (size_t i = 0; i < view_vpolset_count(set); i++) {
 		const struct vpol_policy *p = view_vpolset_policy(set, i);
 		unsigned acts = view_vpol_actions(p);
@@ -77,7 +80,7 @@ bool admission_vpol_judge(const struct view_state *state, const struct admission
 		if (!routed(p, rq))
 			continue;
 		vh.policy_ns = vpol_namespace(p);
-		if (vpol_evaluate(p, &in, &rep, &err)) {
+		if (vpol_batch_evaluate(batch, p, &rep, &err)) {
 			gv_warn("admission: %s %s: %s", vpol_kind_name(p), vpol_name(p), err.msg);
 			continue;
 		}
@@ -126,6 +129,7 @@ bool admission_vpol_judge(const struct view_state *state, const struct admission
 		vpol_report_release(&rep);
 	}
 	json_decref(nso);
+	vpol_batch_free(batch);
 	view_cel_host_release(&vh);
 	free(xs);
 	return blocked;
