@@ -18,7 +18,8 @@ static const char *arg_str(const json_t *args, size_t i)
 }
 
 /* GET urlPath through the hooks: GV_OK with *out, else err (n bytes) filled. */
-static enum gv_code vhost_get(struct view_cel_host *h, const char *path, json_t **out, struct gv_err *e)
+static enum gv_code vhost_get(struct view_cel_host *h, const char *path, json_t **out,
+			      struct gv_err *e)
 {
 	json_t *entry, *ctx;
 	enum gv_code rc;
