@@ -1,6 +1,7 @@
 # gavel container image: build on debian:bookworm, run on debian:bookworm-slim with
 # only the runtime shared libraries, as the non-root user 65532. The library lists
-# follow the Makefile's PKGS (it links gnutls too, libmicrohttpd's TLS library).
+# follow the Makefile's PKGS (it links gnutls too, libmicrohttpd's TLS library)
+# and ./gavel's allocator, jemalloc.
 #   docker build -t gavel:dev .
 #   docker run --rm gavel:dev version
 # The Deployment (manifests/deployment.yaml) runs `gavel serve ...` with a read-only
@@ -18,7 +19,7 @@ FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libjansson4 libyaml-0-2 libpcre2-8-0 libssl3 libcurl4 libmicrohttpd12 \
-      libgnutls30 ca-certificates \
+      libgnutls30 libjemalloc2 ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/gavel /usr/local/bin/gavel
 # Fails the build when a runtime library is missing.

@@ -31,7 +31,9 @@
 # creates through the API server.
 # BENCH_PRELOAD="/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ..." also runs the
 # direct section with gavel serve on each of these allocators (LD_PRELOAD),
-# after the C library's malloc in each round.
+# after ./gavel's own in each round. BENCH_BASE=BINARY also runs it with
+# another gavel (e.g. one built by make JEMALLOC=0), labelled "base", before
+# ./gavel in each round, so that the two are compared in turn.
 # BENCH_NICE=N (e.g. -10, as root): the benchmark runs in a scheduling group
 # of its own (a new session: Linux's autogroup) of nice N, so that other work
 # on a shared machine takes less of the cores from it; the tables say so.
@@ -202,10 +204,10 @@ start_serve() {
 	: >"$log"
 	# shellcheck disable=SC2086 # serve_env: NAME=VALUE words for env
 	if [ -n "$server_cpus" ]; then
-		taskset -c "$server_cpus" env $serve_env ./gavel serve --listen 127.0.0.1:0 \
+		taskset -c "$server_cpus" env $serve_env "$serve_bin" serve --listen 127.0.0.1:0 \
 			--metrics-listen "" "$@" >"$log" 2>&1 &
 	else
-		env $serve_env ./gavel serve --listen 127.0.0.1:0 --metrics-listen "" "$@" \
+		env $serve_env "$serve_bin" serve --listen 127.0.0.1:0 --metrics-listen "" "$@" \
 			>"$log" 2>&1 &
 	fi
 	serve_pid=$!
@@ -270,6 +272,15 @@ placement() {
 	echo "$where; load average $load"
 }
 
+# allocator BINARY: the malloc a gavel binary is linked with.
+allocator() {
+	if ldd "$1" 2>/dev/null | grep -q libjemalloc; then
+		echo "jemalloc"
+	else
+		echo "C library's malloc"
+	fi
+}
+
 # rss_kib PID FIELD: VmRSS or VmHWM of a process, in KiB.
 rss_kib() {
 	awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null
@@ -318,14 +329,26 @@ bench_direct() {
 	: >"$out/direct.txt"
 	r=1
 	while [ "$r" -le "$rounds" ]; do
-		# The C library's malloc, then each allocator of BENCH_PRELOAD in turn.
-		for v in libc ${BENCH_PRELOAD:-}; do
+		# BENCH_BASE, ./gavel, then ./gavel on each allocator of BENCH_PRELOAD.
+		for v in ${BENCH_BASE:+base} gavel ${BENCH_PRELOAD:-}; do
 			serve_env=''
+			serve_bin=./gavel
 			name=''
-			if [ "$v" != libc ]; then
+			case $v in
+			base)
+				serve_bin=$BENCH_BASE
+				name='base, '
+				;;
+			gavel) ;;
+			*)
 				serve_env="LD_PRELOAD=$v"
 				name="$(basename "$v" | sed 's/^lib//; s/\.so.*//'), "
-			fi
+				;;
+			esac
+			case $v in
+			base | gavel) alloc="$name$(allocator "$serve_bin")" ;;
+			*) alloc="${name%, } (LD_PRELOAD)" ;;
+			esac
 			start_serve "$out/serve.log" --policies "$out/pss-enforce" \
 				--tls-dir "$out/tls" || return 0
 			rss0=$(rss_kib "$serve_pid" VmRSS)
@@ -333,11 +356,11 @@ bench_direct() {
 				direct_run "round $r, $name$rate/s" "$rate" || break
 			done
 			direct_run "round $r, ${name}saturation" 0
-			alloc=${name%, }
-			echo "server RSS (round $r, ${alloc:-libc} malloc): ${rss0:-?} KiB idle, $(rss_kib "$serve_pid" VmRSS) KiB after the runs, $(rss_kib "$serve_pid" VmHWM) KiB peak"
+			echo "server RSS (round $r, $alloc): ${rss0:-?} KiB idle, $(rss_kib "$serve_pid" VmRSS) KiB after the runs, $(rss_kib "$serve_pid" VmHWM) KiB peak"
 			stop_serve
-			# The CEL set, right after the ClusterPolicies (C library's malloc).
-			if [ -z "$cel_dir" ] || [ "$v" != libc ]; then
+			serve_bin=./gavel
+			# The CEL set, right after ./gavel's ClusterPolicies.
+			if [ -z "$cel_dir" ] || [ "$v" != gavel ]; then
 				continue
 			fi
 			start_serve "$out/serve.log" --policies "$cel_dir" --tls-dir "$out/tls" ||

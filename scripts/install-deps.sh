@@ -41,6 +41,7 @@ libssl-dev            build             pc:libssl pc:libcrypto
 libcurl4-openssl-dev  build             pc:libcurl
 libmicrohttpd-dev     build             pc:libmicrohttpd
 libgnutls28-dev       build             pc:gnutls
+libjemalloc-dev       build             pc:jemalloc
 libcmocka-dev         test              pc:cmocka
 shellcheck            test              cmd:shellcheck
 clang-format          test              cmd:clang-format

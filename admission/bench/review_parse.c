@@ -2,7 +2,7 @@
  * review_parse - the JSON-parse floor of the admission benchmark (`make
  * bench`, scripts/bench.sh).
  *
- *   review_parse [-n N] [--seconds S] [--emit DIR] [POLICY_PATH...]
+ *   review_parse [-n N] [--seconds S] [--emit DIR] [--passes P] [POLICY_PATH...]
  *
  * Generates N Pod AdmissionReviews (default 64; deterministic; 4-6 KB of
  * JSON each; even ones compliant with the restricted pod-security profile,
@@ -19,7 +19,11 @@
  * ValidatingPolicy files or directories) it also times the whole handler (admission_handle: parse,
  * evaluate, decide, encode the answer) on one core and counts the
  * allowed and denied answers. --emit writes the reviews as DIR/review-NNN.json
- * for the load generator. Figures are printed, never asserted.
+ * for the load generator. --passes P (with POLICY_PATH): no parse timing, the
+ * handler runs exactly P times over the N reviews after the first pass, for
+ * an instruction profile (valgrind --tool=callgrind
+ * --toggle-collect=admission_handle: instructions per review = the
+ * inclusive count / its calls). Figures are printed, never asserted.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -279,7 +283,7 @@ static double cpu_s(void)
  * clock) and sets *cpu to the CPU seconds per review (the same unless other
  * processes took the core meanwhile).
  */
-static double time_handler(char **texts, const size_t *lens, int n, double secs,
+static double time_handler(char **texts, const size_t *lens, int n, double secs, long passes,
 			   struct engine_policyset *set, struct view_vpolset *vpols, int *allowed,
 			   int *denied, double *cpu)
 {
@@ -320,7 +324,7 @@ static double time_handler(char **texts, const size_t *lens, int n, double secs,
 		}
 		done += n;
 		t = now_s() - t0;
-	} while (t < secs);
+	} while (passes ? done < passes * n : t < secs);
 	*cpu = (cpu_s() - c0) / (double)done;
 	admission_handler_free(h);
 	admission_fixed_source_release(&fixed);
@@ -371,6 +375,7 @@ static struct engine_policyset *load_set(char **paths, int n, size_t *npolicies,
 int main(int argc, char **argv)
 {
 	int n = 64, npaths = 0;
+	long passes = 0;
 	double secs = 1.0, t_ours, t_jansson;
 	const char *dir = NULL;
 	char **paths = gv_xcalloc((size_t)argc, sizeof(*paths));
@@ -388,16 +393,18 @@ int main(int argc, char **argv)
 			secs = strtod(argv[++i], NULL);
 		} else if (!strcmp(argv[i], "--emit") && i + 1 < argc) {
 			dir = argv[++i];
+		} else if (!strcmp(argv[i], "--passes") && i + 1 < argc) {
+			passes = strtol(argv[++i], NULL, 10);
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "usage: review_parse [-n N] [--seconds S] [--emit DIR] "
-					"[POLICY_PATH...]\n");
+					"[--passes P] [POLICY_PATH...]\n");
 			return 2;
 		} else {
 			paths[npaths++] = argv[i];
 		}
 	}
-	if (n < 2 || n > 100000 || secs <= 0) {
-		fprintf(stderr, "review_parse: want -n 2..100000 and --seconds > 0\n");
+	if (n < 2 || n > 100000 || secs <= 0 || passes < 0) {
+		fprintf(stderr, "review_parse: want -n 2..100000, --seconds > 0, --passes >= 0\n");
 		return 2;
 	}
 	if (cores < 1)
@@ -417,20 +424,23 @@ int main(int argc, char **argv)
 	       "mean %.1f KB%s%s\n",
 	       n, (n + 1) / 2, n / 2, (double)lo / 1024, (double)hi / 1024,
 	       (double)total / (double)n / 1024, dir ? ", written to " : "", dir ? dir : "");
-	t_ours = time_per_review(texts, lens, n, secs, parse_ours);
-	t_jansson = time_per_review(texts, lens, n, secs, parse_jansson);
-	printf("JSON parse, one core: %.1f us per review (gv_json_parse, freeing included; "
-	       "json_loadb: %.1f us)\n",
-	       t_ours * 1e6, t_jansson * 1e6);
-	printf("parse floor: %.0f reviews/s (%ld cores / %.1f us per review)\n",
-	       (double)cores / t_ours, cores, t_ours * 1e6);
+	if (!passes || !npaths) {
+		t_ours = time_per_review(texts, lens, n, secs, parse_ours);
+		t_jansson = time_per_review(texts, lens, n, secs, parse_jansson);
+		printf("JSON parse, one core: %.1f us per review (gv_json_parse, freeing "
+		       "included; json_loadb: %.1f us)\n",
+		       t_ours * 1e6, t_jansson * 1e6);
+		printf("parse floor: %.0f reviews/s (%ld cores / %.1f us per review)\n",
+		       (double)cores / t_ours, cores, t_ours * 1e6);
+	}
 	if (npaths) {
 		size_t np = 0, nv = 0;
 		int allowed, denied;
 		double cpu;
 		struct view_vpolset *vpols = NULL;
 		struct engine_policyset *set = load_set(paths, npaths, &np, &vpols, &nv);
-		double t = time_handler(texts, lens, n, secs, set, vpols, &allowed, &denied, &cpu);
+		double t =
+		    time_handler(texts, lens, n, secs, passes, set, vpols, &allowed, &denied, &cpu);
 		char what[96];
 
 		if (nv)

@@ -105,23 +105,23 @@ check "list: every name is a Debian package name" 0 "$bad"
 check "list: each package once" "" "$(printf '%s\n' "$lines" | sort | uniq -d | join)"
 build=$("$SH" "$SCRIPT" --list build | join)
 check "list: the build group" \
-	"build-essential pkg-config libjansson-dev libyaml-dev libpcre2-dev libssl-dev libcurl4-openssl-dev libmicrohttpd-dev libgnutls28-dev" \
+	"build-essential pkg-config libjansson-dev libyaml-dev libpcre2-dev libssl-dev libcurl4-openssl-dev libmicrohttpd-dev libgnutls28-dev libjemalloc-dev" \
 	"$build"
 check "list: no group = build test e2e fuzz" "$("$SH" "$SCRIPT" --list build test e2e fuzz | join)" \
 	"$("$SH" "$SCRIPT" --list | join)"
-# Every pkg-config module the Makefile links (and cmocka for the tests) is
-# the pc: check of a build or test package.
+# Every pkg-config module the Makefile links (jemalloc for ./gavel, cmocka
+# for the tests) is the pc: check of a build or test package.
 mods=$(sed -n 's/^PKGS *:= *//p' "$ROOT/Makefile")
 table=$(sed -n "/^PACKAGES='/,/^'/p" "$SCRIPT")
 if [ -z "$mods" ] || [ -z "$table" ]; then
 	ko "list: Makefile PKGS and PACKAGES found"
 fi
 uncovered=
-for m in $mods cmocka; do
+for m in $mods jemalloc cmocka; do
 	printf '%s\n' "$table" | grep -Eq "^[a-z0-9.+-]+ +[a-z,]*(build|test)[a-z,]* .*pc:$m( |\$)" ||
 		uncovered="$uncovered $m"
 done
-check "list: the Makefile's pkg-config modules are checked ($mods cmocka)" "" "$uncovered"
+check "list: the Makefile's pkg-config modules are checked ($mods jemalloc cmocka)" "" "$uncovered"
 rc=0
 "$SH" "$SCRIPT" nosuchgroup >/dev/null 2>&1 || rc=$?
 check "an unknown group is a usage error" 2 "$rc"
