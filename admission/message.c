@@ -403,6 +403,12 @@ static void analyze(const char *str, struct scalar_analysis *a)
 			 (v[0] == '.' && v[1] == '.' && v[2] == '.')))
 		block_ind = true;
 	for (size_t i = 0, w; i < len; i += w) {
+		if (i > 0 && v[i] > 0x20 && v[i] < 0x7F && v[i] != ':' && v[i] != '#') {
+			/* printable ASCII of no meaning to YAML here: ends a run of blanks */
+			w = 1;
+			prev_space = prev_break = preceded_ws = false;
+			continue;
+		}
 		w = gv_utf8_width(v[i]);
 		followed_ws = i + w >= len || is_blank(v + i + w);
 		if (i == 0) {
@@ -499,11 +505,12 @@ static void analyze(const char *str, struct scalar_analysis *a)
 static void write_single(struct gv_buf *out, const char *s)
 {
 	gv_buf_addc(out, '\'');
-	for (; *s; s++) {
-		if (*s == '\'')
-			gv_buf_addc(out, '\'');
-		gv_buf_addc(out, *s);
+	/* in runs up to each quote, which is doubled */
+	for (const char *q; (q = strchr(s, '\'')); s = q + 1) {
+		gv_buf_add(out, s, (size_t)(q - s) + 1);
+		gv_buf_addc(out, '\'');
 	}
+	gv_buf_adds(out, s);
 	gv_buf_addc(out, '\'');
 }
 
@@ -514,9 +521,18 @@ static void write_double(struct gv_buf *out, const char *str)
 
 	gv_buf_addc(out, '"');
 	for (size_t i = 0; i < len;) {
-		size_t w = gv_utf8_width(v[i]);
+		size_t w = gv_utf8_width(v[i]), run = i;
 		uint32_t r;
 		int digits;
+		/* a run of printable ASCII, written at once */
+		while (run < len && v[run] >= 0x20 && v[run] <= 0x7E && v[run] != '"' &&
+		       v[run] != '\\')
+			run++;
+		if (run > i) {
+			gv_buf_add(out, v + i, run - i);
+			i = run;
+			continue;
+		}
 		if (i + w > len)
 			w = len - i;
 		if (is_printable(v + i) && !is_bom(v + i) && !is_break(v + i) && v[i] != '"' &&
