@@ -17,7 +17,8 @@
  * the rate a server could not exceed if it did nothing but parse the
  * requests on every core. With POLICY_PATH (ClusterPolicy and
  * ValidatingPolicy files or directories) it also times the whole handler (admission_handle: parse,
- * evaluate, decide, encode the answer) on one core and counts the
+ * evaluate, decide, encode the answer, count the metrics as gavel serve
+ * does) on one core and counts the
  * allowed and denied answers. --emit writes the reviews as DIR/review-NNN.json
  * for the load generator. --passes P (with POLICY_PATH): no parse timing, the
  * handler runs exactly P times over the N reviews after the first pass, for
@@ -37,6 +38,7 @@
 #include "admission/admission_int.h"
 #include "cmd/load.h"
 #include "common/gv.h"
+#include "common/metrics.h"
 #include "common/banned.h"
 
 #define REVIEW_MIN 4096
@@ -291,6 +293,8 @@ static double time_handler(char **texts, const size_t *lens, int n, double secs,
 	struct admission_fixed_source fixed = {0};
 	struct admission_handler_config hc = {0};
 	struct admission_handler *h;
+	/* gavel serve always counts (kyverno_admission_*, kyverno_policy_results_total) */
+	struct metrics_registry *metrics = metrics_registry_new();
 	double t0, t, c0;
 	long done = 0;
 
@@ -300,6 +304,7 @@ static double time_handler(char **texts, const size_t *lens, int n, double secs,
 	view_state_unref(st);
 	hc.source = &fixed.source;
 	hc.namespace = "gavel";
+	hc.metrics = metrics;
 	h = admission_handler_new(&hc);
 	*allowed = *denied = 0;
 	for (int i = 0; i < n; i++) {
@@ -328,6 +333,7 @@ static double time_handler(char **texts, const size_t *lens, int n, double secs,
 	*cpu = (cpu_s() - c0) / (double)done;
 	admission_handler_free(h);
 	admission_fixed_source_release(&fixed);
+	metrics_registry_free(metrics);
 	return t / (double)done;
 }
 
