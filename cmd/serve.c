@@ -1037,6 +1037,7 @@ int cmd_serve(int argc, char **argv)
 		    .queue = queue,
 		    .metrics = metrics,
 		    .context = context_loader_source(ctxl),
+		    .events = events,
 		    .namespace = o.namespace,
 		    .interval = o.scan_interval,
 		    .batch_size = o.scan_batch,

@@ -14,14 +14,19 @@
 
 /* ---- autogen (section 9) ---- */
 
-static const char *const controllers[] = {
-    "DaemonSet", "Deployment", "Job", "StatefulSet", "ReplicaSet", "ReplicationController", NULL};
+/*
+ * Sorted by kind name: Kyverno keeps the selected controllers in a sorted
+ * set (pkg/autogen, sets.List), so status.autogen.rules and the rules
+ * evaluated list them in this order whatever the annotation's order.
+ */
+static const char *const controllers[] = {"DaemonSet",	       "Deployment",  "Job", "ReplicaSet",
+					  "ReplicationController", "StatefulSet", NULL};
 static const char *const controller_gvk[] = {"apps/v1/DaemonSet",
 					     "apps/v1/Deployment",
 					     "batch/v1/Job",
-					     "apps/v1/StatefulSet",
 					     "apps/v1/ReplicaSet",
 					     "v1/ReplicationController",
+					     "apps/v1/StatefulSet",
 					     NULL};
 
 static bool kinds_has(const json_t *kinds, const char *kind, bool gvk_forms)

@@ -752,6 +752,23 @@ def load_tests(root, folders, only):
     return tests
 
 
+def install_config(kube):
+    """Settings of the installation Kyverno's e2e tests run against.
+
+    Kyverno's CI installs it with every Event kind written (the chart's
+    omitEvents list emptied): tests assert PolicySkipped Events, which a
+    default installation omits. gavel reads the same setting from its
+    ConfigMap (key omitEvents)."""
+    if not OPTS.gavel_configmap:
+        return
+    ns, _, name = OPTS.gavel_configmap.partition("/")
+    try:
+        kube.merge_patch({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+                          "data": {"omitEvents": ""}}, ns)
+    except KubeError as e:
+        print("chainsaw: ConfigMap %s not patched: %s" % (OPTS.gavel_configmap, e), flush=True)
+
+
 def run_test(kube, t):
     start = time.monotonic()
     if "error" in t:
@@ -800,6 +817,9 @@ def main():
     ap.add_argument("--cleanup-timeout", type=float, default=5)
     ap.add_argument("--poll", type=float, default=0.15)
     ap.add_argument("--keep-going", action="store_true")
+    ap.add_argument("--gavel-configmap", default="gavel/gavel",
+                    help="NAMESPACE/NAME of gavel's ConfigMap, set as Kyverno's e2e "
+                    "installation (\"\": left alone)")
     ap.add_argument("--verbose", action="store_true")
     OPTS = ap.parse_args()
     OPTS.script_kubeconfig = os.path.abspath(OPTS.script_kubeconfig or OPTS.kubeconfig)
@@ -807,6 +827,7 @@ def main():
         folders = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
     tests = load_tests(OPTS.root, folders, OPTS.only)
     kube = Kube(OPTS.kubeconfig)
+    install_config(kube)
     start = time.monotonic()
     results = []
     for t in tests:
