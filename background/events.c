@@ -88,14 +88,14 @@ static const char *md_str(const json_t *obj, const char *key)
 void scan_events_response(struct scan_events *se, const json_t *obj,
 			  const struct engine_response *resp)
 {
-	struct kube_event_object pol, res = {
-					  .api_version = json_string_value(
-					      json_object_get(obj, "apiVersion")),
-					  .kind = json_string_value(json_object_get(obj, "kind")),
-					  .namespace = md_str(obj, "namespace"),
-					  .name = md_str(obj, "name"),
-					  .uid = md_str(obj, "uid"),
-				      };
+	struct kube_event_object pol,
+	    res = {
+		.api_version = json_string_value(json_object_get(obj, "apiVersion")),
+		.kind = json_string_value(json_object_get(obj, "kind")),
+		.namespace = md_str(obj, "namespace"),
+		.name = md_str(obj, "name"),
+		.uid = md_str(obj, "uid"),
+	    };
 	const json_t *pdoc;
 	uint64_t base, version;
 

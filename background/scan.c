@@ -1449,6 +1449,7 @@ static void slot_commit(struct cycle *c, struct cyc_target *ct, struct slot *sl,
 				    .rule_execution_cause = "background_scan"};
 				view_result_labels_policy(&ml, resp->policy, rr->action);
 				view_result_count(c->s->opt.results, &ml);
+				view_result_observe(c->s->opt.duration, &ml, rr->seconds);
 			}
 		}
 	}

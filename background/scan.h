@@ -255,6 +255,7 @@ struct scan_options {
 	 */
 	struct metrics_family *results;
 	struct metrics_family *processed;
+	struct metrics_family *duration; /* kyverno_policy_execution_duration_seconds, or NULL */
 	/*
 	 * Borrowed, may be NULL: the Events of the results of each object
 	 * evaluated (background/events.h: once per change).

@@ -37,8 +37,7 @@ char *view_events_policy_message(const struct kube_event_object *resource, const
 }
 
 size_t view_events_exceptions_each(const char *message,
-				   void (*fn)(void *ud, const char *ns, const char *name),
-				   void *ud)
+				   void (*fn)(void *ud, const char *ns, const char *name), void *ud)
 {
 	static const char *const prefixes[] = {"rule is skipped due to policy exceptions",
 					       "rule is skipped due to policy exception", NULL};
@@ -124,14 +123,14 @@ void view_events_exception(struct kube_events *ev, const char *source,
 		return;
 	res_key = resource_key(resource);
 	/* Kyverno's "<namespace>/<name>": an empty namespace leaves the slash */
-	policy_key = gv_xasprintf("%s/%s", policy->namespace ? policy->namespace : "",
-				  policy->name);
+	policy_key =
+	    gv_xasprintf("%s/%s", policy->namespace ? policy->namespace : "", policy->name);
 	c.res_key = res_key;
 	c.policy_key = policy_key;
 	if (view_events_exceptions_each(message, exception_one, &c)) {
-		msg = gv_xasprintf(
-		    "resource %s was skipped from policy rule %s/%s pursuant to policy exceptions %s",
-		    res_key, policy_key, rule, gv_buf_str(&c.names));
+		msg = gv_xasprintf("resource %s was skipped from policy rule %s/%s pursuant to "
+				   "policy exceptions %s",
+				   res_key, policy_key, rule, gv_buf_str(&c.names));
 		kube_events_emit(ev, policy, KUBE_EVENT_POLICY_SKIPPED, source, "Resource Passed",
 				 msg);
 		free(msg);
