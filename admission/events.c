@@ -8,10 +8,11 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "view/events.h"
 #include "common/banned.h"
 
 /*
- * The Events of one rule result: on the policy and (but for skip) on the
+ * The Events of one rule result: on the policy and (but for pass) on the
  * resource, Kyverno's buildPolicyEventMessage and NewResourceViolationEvent.
  */
 static void emit_result(struct kube_events *ev, const struct admission_event_request *rq,
@@ -19,8 +20,7 @@ static void emit_result(struct kube_events *ev, const struct admission_event_req
 			enum engine_status status, const char *message, bool blocks)
 {
 	enum kube_event_reason reason;
-	bool on_resource = true;
-	bool with_msg = status == ENGINE_ERROR && message;
+	bool on_resource = status != ENGINE_PASS;
 	char *pmsg, *rmsg;
 	struct kube_event_object res = {
 	    .api_version = rq->api_version,
@@ -40,27 +40,17 @@ static void emit_result(struct kube_events *ev, const struct admission_event_req
 	case ENGINE_PASS:
 		reason = KUBE_EVENT_POLICY_APPLIED;
 		break;
-	case ENGINE_SKIP:
-		reason = KUBE_EVENT_POLICY_SKIPPED;
-		on_resource = false;
-		break;
 	default:
+		/* a skip gives Events only with exceptions (view_events_exception) */
 		return;
 	}
-	if (rq->namespace && *rq->namespace)
-		pmsg = gv_xasprintf("%s %s/%s: [%s] %s%s%s%s", rq->kind, rq->namespace, rq->name,
-				    rule, engine_status_name(status), blocks ? " (blocked)" : "",
-				    with_msg ? "; " : "", with_msg ? message : "");
-	else
-		pmsg = gv_xasprintf("%s %s: [%s] %s%s%s%s", rq->kind, rq->name, rule,
-				    engine_status_name(status), blocks ? " (blocked)" : "",
-				    with_msg ? "; " : "", with_msg ? message : "");
-	kube_events_emit(ev, pol, reason, "kyverno-admission",
+	pmsg = view_events_policy_message(&res, rule, status, blocks, message);
+	kube_events_emit(ev, pol, reason, VIEW_EVENTS_ADMISSION,
 			 blocks ? "Resource Blocked" : "Resource Passed", pmsg);
 	if (on_resource) {
 		rmsg = gv_xasprintf("policy %s/%s %s: %s", pol->name, rule,
 				    engine_status_name(status), message ? message : "");
-		kube_events_emit(ev, &res, reason, "kyverno-admission",
+		kube_events_emit(ev, &res, reason, VIEW_EVENTS_ADMISSION,
 				 blocks ? "Resource Blocked" : "Resource Passed", rmsg);
 		free(rmsg);
 	}
@@ -88,6 +78,19 @@ void admission_events_emit(struct kube_events *ev, const struct admission_event_
 		for (size_t j = 0; j < resp->nrules; j++) {
 			const struct engine_rule_result *r = &resp->rules[j];
 			struct engine_decision d = engine_decide(p, r, ENGINE_ADMISSION);
+			if (r->status == ENGINE_SKIP && r->exception) {
+				/* Kyverno's NewPolicyExceptionEvents */
+				struct kube_event_object res = {
+				    .api_version = rq->api_version,
+				    .kind = rq->kind,
+				    .namespace = rq->namespace,
+				    .name = rq->name,
+				    .uid = rq->uid,
+				};
+				view_events_exception(ev, VIEW_EVENTS_ADMISSION, &pol, &res,
+						      r->rule, r->message);
+				continue;
+			}
 			emit_result(ev, rq, &pol, r->rule, r->status, r->message, d.blocks);
 		}
 	}

@@ -25,6 +25,7 @@ struct admission_handler {
 	struct metrics_family *requests;    /* kyverno_admission_requests_total */
 	struct metrics_family *duration;    /* kyverno_admission_review_duration_seconds */
 	struct metrics_family *results;	    /* kyverno_policy_results_total */
+	struct metrics_family *rule_time;   /* kyverno_policy_execution_duration_seconds */
 
 	const struct view_roles_source *roles;		/* borrowed, or NULL */
 	struct kube_events *events;			/* borrowed, or NULL */
@@ -64,6 +65,7 @@ struct admission_handler *admission_handler_new(const struct admission_handler_c
 		    "Time to answer one admission review, in seconds.", request_labels,
 		    duration_buckets, GV_ARRAY_LEN(duration_buckets));
 		h->results = view_policy_results_new(cfg->metrics);
+		h->rule_time = view_policy_duration_new(cfg->metrics);
 	}
 	return h;
 }
@@ -465,6 +467,7 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 				    .dry_run = rv->dry_run ? "true" : "false"};
 				view_result_labels_policy(&ml, resp->policy, r->action);
 				view_result_count(h->results, &ml);
+				view_result_observe(h->rule_time, &ml, r->seconds);
 			}
 		}
 	}

@@ -506,6 +506,8 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	so.inputs = w->inputs_salt != NULL && !w->memo;
 	so.results = w->o->results;
 	so.processed = w->o->processed;
+	so.events = w->o->events;
+	so.duration = w->o->duration;
 	scanner = scanner_new(w->o->client, &so);
 	ro.journal = true;
 	scan = report_set_new(&ro);

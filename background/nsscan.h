@@ -67,6 +67,8 @@ struct nsscan_options {
 	 */
 	const struct scan_hooks *hooks;
 	struct metrics_family *results, *processed; /* scan_options' metrics; may be NULL */
+	struct scan_events *events;		    /* scan_options.events; may be NULL */
+	struct metrics_family *duration;	    /* scan_options.duration; may be NULL */
 	/*
 	 * When set, called with the reports of each namespace scanned
 	 * (report_render_all: an array, borrowed for the call), the

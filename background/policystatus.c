@@ -116,7 +116,7 @@ json_t *policystatus_build(const json_t *doc, const char *compile_error,
 			   const struct policystatus_scan *scan, const json_t *current, time_t now)
 {
 	json_t *st = json_object(), *conds = json_array(), *autogen = json_object();
-	json_t *rules = engine_autogen_rules(doc);
+	json_t *rules = engine_autogen_status_rules(doc);
 
 	json_object_set_new(st, "ready", json_boolean(!compile_error));
 	json_array_append_new(conds, condition(current, "Ready", !compile_error,

@@ -19,7 +19,7 @@
  *       message: "last scan 2026-01-01T10:00:00Z, next scan 2026-01-01T11:00:00Z"
  *       lastTransitionTime: ...
  *     autogen:
- *       rules: [...]                engine_autogen_rules(); absent when none
+ *       rules: [...]                engine_autogen_status_rules(); absent when none
  *     rulecount: {validate: 1, generate: 0, mutate: 0, verifyimages: 0}
  *     validatingadmissionpolicy: {generated: false, message: ""}
  *

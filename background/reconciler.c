@@ -251,6 +251,8 @@ struct reconciler {
 	struct report_set *rs;	 /* admission results not written yet */
 	struct nsscan_memo *memo;
 	struct metrics_family *duration, *processed, *results, *leader_gauge;
+	struct scan_events *events;	  /* owned; NULL without cfg.events */
+	struct metrics_family *rule_time; /* kyverno_policy_execution_duration_seconds */
 	struct collector_slot *collector; /* static; NULL = no per-policy metrics */
 
 	pthread_t thread;
@@ -593,6 +595,8 @@ static void scan_setup(struct reconciler *r, const struct scan_hooks *hooks,
 	o->hooks = hooks;
 	o->results = r->results;
 	o->processed = r->processed;
+	o->events = r->events;
+	o->duration = r->rule_time;
 	{
 		size_t n = 0;
 		const char **names = gv_xcalloc(json_object_size(labels) + 1, sizeof(*names));
@@ -1057,6 +1061,7 @@ static void reconciler_free(struct reconciler *r)
 	scanner_free(r->scanner);
 	report_set_free(r->rs);
 	nsscan_memo_free(r->memo);
+	scan_events_free(r->events);
 	json_decref(r->exceptions);
 	for (size_t i = 0; i < r->npols; i++)
 		rpol_release(&r->pols[i]);
@@ -1116,6 +1121,7 @@ enum gv_code reconciler_start(const struct reconciler_config *cfg, struct reconc
 	ro.split = cfg->split;
 	r->rs = report_set_new(&ro);
 	r->memo = nsscan_memo_new();
+	r->events = scan_events_new(cfg->events);
 
 	if (cfg->metrics) {
 		r->duration =
@@ -1128,6 +1134,7 @@ enum gv_code reconciler_start(const struct reconciler_config *cfg, struct reconc
 		    "found unchanged).",
 		    NULL);
 		r->results = view_policy_results_new(cfg->metrics);
+		r->rule_time = view_policy_duration_new(cfg->metrics);
 		r->collector = collector_claim(r);
 		if (r->collector)
 			metrics_registry_add_collector(cfg->metrics, collect, r->collector);

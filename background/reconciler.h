@@ -178,6 +178,7 @@ struct reconciler_config {
 	struct audit_queue *queue;	  /* borrowed; NULL = no admission results */
 	struct metrics_registry *metrics; /* borrowed; NULL = no metrics */
 	const struct view_context *context; /* borrowed; NULL = context entries skipped */
+	struct kube_events *events; /* borrowed; NULL = no scan Events (background/events.h) */
 	const char *namespace; /* gavel's: state ConfigMap, Lease, never scanned; NULL = "gavel" */
 	const char *state_configmap; /* NULL = SCANSTATE_CONFIGMAP */
 	const char *interval;	     /* --background-scan-interval; NULL = "1h" */

@@ -1434,6 +1434,7 @@ static void slot_commit(struct cycle *c, struct cyc_target *ct, struct slot *sl,
 			gv_err_clear(&err);
 			continue;
 		}
+		scan_events_response(c->s->opt.events, sl->obj, resp);
 		for (size_t j = 0; j < resp->nrules; j++) {
 			const struct engine_rule_result *rr = &resp->rules[j];
 			c->stats->results++;
@@ -1448,6 +1449,7 @@ static void slot_commit(struct cycle *c, struct cyc_target *ct, struct slot *sl,
 				    .rule_execution_cause = "background_scan"};
 				view_result_labels_policy(&ml, resp->policy, rr->action);
 				view_result_count(c->s->opt.results, &ml);
+				view_result_observe(c->s->opt.duration, &ml, rr->seconds);
 			}
 		}
 	}

@@ -34,6 +34,7 @@
 #include "view/metrics.h"
 #include "common/metrics.h"
 #include "background/report.h"
+#include "background/events.h"
 #include "common/gv.h"
 #include "engine/engine.h"
 #include "kube/kube.h"
@@ -254,6 +255,12 @@ struct scan_options {
 	 */
 	struct metrics_family *results;
 	struct metrics_family *processed;
+	struct metrics_family *duration; /* kyverno_policy_execution_duration_seconds, or NULL */
+	/*
+	 * Borrowed, may be NULL: the Events of the results of each object
+	 * evaluated (background/events.h: once per change).
+	 */
+	struct scan_events *events;
 	/*
 	 * Record the digest of what the cycle listed (scan_stats.inputs,
 	 * scanner_inputs()): `gavel scan` stamps it on the reports it writes

@@ -7,11 +7,13 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/log.h"
+#include "view/metrics.h"
 #include "common/banned.h"
 
 enum watch_kind {
@@ -99,8 +101,9 @@ struct snapshot {
 	json_t *exceptions; /* the exception documents the set was built from */
 	struct view_config *config;
 	struct cache cache;
-	json_t *logged_exceptions;  /* keys of exceptions whose error was logged */
-	struct view_vpolset *vpols; /* the CEL policies of the last build */
+	json_t *logged_exceptions;		  /* keys of exceptions whose error was logged */
+	struct view_vpolset *vpols;		  /* the CEL policies of the last build */
+	_Atomic(struct metrics_family *) changes; /* kyverno_policy_changes_total, or NULL */
 };
 
 /* ---- building ---- */
@@ -585,6 +588,7 @@ static void rebuild(struct snapshot *s)
 		size_t n = 0;
 		struct engine_policyset *set = build_set(cpols, pols, excs, s->statics, s->nstatic,
 							 &s->cache, s->logged_exceptions, &n);
+		view_policy_changes_count(atomic_load(&s->changes), s->set, set);
 		if (s->set)
 			engine_policyset_unref(s->set);
 		s->set = set;
@@ -767,6 +771,7 @@ enum gv_code snapshot_start(const struct snapshot_config *cfg, struct snapshot *
 	enum gv_code rc = GV_OK;
 
 	*out = NULL;
+	atomic_init(&s->changes, NULL);
 	s->client = cfg->client;
 	s->namespace = gv_xstrdup(cfg->namespace && *cfg->namespace ? cfg->namespace : "gavel");
 	s->configmap = gv_xstrdup(cfg->configmap && *cfg->configmap ? cfg->configmap : "gavel");
@@ -959,4 +964,10 @@ uint64_t snapshot_generation(struct snapshot *s)
 	g = s->generation;
 	pthread_mutex_unlock(&s->mu);
 	return g;
+}
+
+void snapshot_set_metrics(struct snapshot *s, struct metrics_registry *r)
+{
+	if (s)
+		atomic_store(&s->changes, view_policy_changes_new(r));
 }

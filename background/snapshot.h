@@ -36,6 +36,8 @@
 #include "engine/engine.h"
 #include "kube/kube.h"
 
+struct metrics_registry;
+
 #define SNAPSHOT_SETTLE_MS    100
 #define SNAPSHOT_REDISCOVER_S 30
 #define SNAPSHOT_EXPECT_MS    2000
@@ -107,6 +109,14 @@ struct view_state *snapshot_state_exceptions(struct snapshot *s, json_t **except
  * (backgroundScanInterval, backgroundScanSuspend, ...).
  */
 json_t *snapshot_config_data(struct snapshot *s);
+
+/*
+ * Counts policy changes in r from now on: kyverno_policy_changes_total
+ * (view/metrics.h), one "created", "updated" or "deleted" for each
+ * ClusterPolicy and Policy a rebuild finds added, with another spec, or
+ * gone. r borrowed (outlives s).
+ */
+void snapshot_set_metrics(struct snapshot *s, struct metrics_registry *r);
 
 /*
  * A new reference to an array of the ClusterPolicy and Policy documents

@@ -987,6 +987,7 @@ int cmd_serve(int argc, char **argv)
 	}
 
 	metrics = metrics_registry_new();
+	snapshot_set_metrics(snap, metrics);
 	metrics_registry_add_collector(metrics, rule_info_collect, (void *)source);
 	if (queue)
 		audit_queue_register_metrics(queue, metrics);
@@ -1037,6 +1038,7 @@ int cmd_serve(int argc, char **argv)
 		    .queue = queue,
 		    .metrics = metrics,
 		    .context = context_loader_source(ctxl),
+		    .events = events,
 		    .namespace = o.namespace,
 		    .interval = o.scan_interval,
 		    .batch_size = o.scan_batch,

@@ -82,6 +82,14 @@ const char *engine_report_severity(const char *annotation);
  * doc is borrowed and need not compile.
  */
 json_t *engine_autogen_rules(const json_t *doc);
+/*
+ * The same rules as Kyverno writes them in status.autogen.rules: from the
+ * policy as the API server stores it (the CRD's defaults
+ * skipBackgroundRequests: true and validate.allowExistingViolations: true
+ * filled in where the rule has none) serialized from Go structs (match
+ * and exclude always carry `resources`, {} when unused). New reference.
+ */
+json_t *engine_autogen_status_rules(const json_t *doc);
 
 /* Number of rules after autogen, and their names. */
 size_t engine_policy_rule_count(const struct engine_policy *p);
@@ -262,6 +270,12 @@ struct engine_rule_result {
 	 * evaluate <what>". `gavel test` scores it as unsupported.
 	 */
 	bool unsupported;
+	/*
+	 * Seconds the rule's evaluation took (kyverno_policy_execution_duration_seconds),
+	 * on the clock of in->hooks->env (common/clock.h's without one; a
+	 * fixed clock gives 0). Not part of any output.
+	 */
+	double seconds;
 };
 
 /*

@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/yaml.h"
 #include "engine/value.h"
 #include "engine/vpolicy.h"
@@ -1250,6 +1251,18 @@ static bool old_object_fails(const struct eval_state *st, const struct engine_po
 	return fails;
 }
 
+/* Seconds on the evaluation's clock (the hooks' jp_env, else common/clock.h's). */
+static double eval_clock(const struct eval_state *st)
+{
+	struct timespec ts = {0};
+
+	if (st->env && st->env->now)
+		st->env->now(st->env->ud, &ts);
+	else
+		gv_clock_now(NULL, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void push_result(struct engine_response *resp, const char *rule, struct outcome *o,
 			enum engine_action action)
 {
@@ -1263,6 +1276,7 @@ static void push_result(struct engine_response *resp, const char *rule, struct o
 	rr->action = action;
 	rr->exception = o->exception;
 	rr->unsupported = o->unsupported;
+	rr->seconds = 0;
 	o->message = NULL;
 }
 
@@ -1277,6 +1291,7 @@ static void eval_policy(const struct eval_state *st, const struct engine_policy 
 		struct outcome o = {.none = true};
 		struct jp_budget rb = {.max = RULE_MAX_STEPS};
 		enum engine_action action;
+		double start;
 
 		if (!r->has_validate)
 			continue;
@@ -1284,6 +1299,7 @@ static void eval_policy(const struct eval_state *st, const struct engine_policy 
 			continue;
 		if (!rule_selects(st, r, st->object))
 			continue;
+		start = eval_clock(st);
 		eval_rule(st, p, r, st->root, st->object, &rb, &o);
 		if (o.none && !budget_spent(&rb)) {
 			free(o.message);
@@ -1307,6 +1323,10 @@ static void eval_policy(const struct eval_state *st, const struct engine_policy 
 			outcome_set(&o, ENGINE_ERROR,
 				    gv_xasprintf(RULE_BUDGET_MSG, RULE_MAX_STEPS));
 		push_result(resp, r->name, &o, action);
+		{
+			double took = eval_clock(st) - start;
+			resp->rules[resp->nrules - 1].seconds = took > 0 ? took : 0;
+		}
 		if (p->apply_one && (resp->rules[resp->nrules - 1].status == ENGINE_PASS ||
 				     resp->rules[resp->nrules - 1].status == ENGINE_FAIL))
 			break;

@@ -14,14 +14,19 @@
 
 /* ---- autogen (section 9) ---- */
 
+/*
+ * Sorted by kind name: Kyverno keeps the selected controllers in a sorted
+ * set (pkg/autogen, sets.List), so status.autogen.rules and the rules
+ * evaluated list them in this order whatever the annotation's order.
+ */
 static const char *const controllers[] = {
-    "DaemonSet", "Deployment", "Job", "StatefulSet", "ReplicaSet", "ReplicationController", NULL};
+    "DaemonSet", "Deployment", "Job", "ReplicaSet", "ReplicationController", "StatefulSet", NULL};
 static const char *const controller_gvk[] = {"apps/v1/DaemonSet",
 					     "apps/v1/Deployment",
 					     "batch/v1/Job",
-					     "apps/v1/StatefulSet",
 					     "apps/v1/ReplicaSet",
 					     "v1/ReplicationController",
+					     "apps/v1/StatefulSet",
 					     NULL};
 
 static bool kinds_has(const json_t *kinds, const char *kind, bool gvk_forms)
@@ -325,4 +330,29 @@ json_t *autogen_rules(const json_t *doc)
 json_t *engine_autogen_rules(const json_t *doc)
 {
 	return autogen_rules(doc);
+}
+
+/* A match/exclude block as Go serializes MatchResources: `resources` always there. */
+static void status_block(json_t *block)
+{
+	if (json_is_object(block) && !json_object_get(block, "resources"))
+		json_object_set_new(block, "resources", json_object());
+}
+
+json_t *engine_autogen_status_rules(const json_t *doc)
+{
+	json_t *rules = autogen_rules(doc), *r, *v;
+	size_t i;
+
+	json_array_foreach(rules, i, r)
+	{
+		status_block(json_object_get(r, "match"));
+		status_block(json_object_get(r, "exclude"));
+		if (!json_object_get(r, "skipBackgroundRequests"))
+			json_object_set_new(r, "skipBackgroundRequests", json_true());
+		v = json_object_get(r, "validate");
+		if (json_is_object(v) && !json_object_get(v, "allowExistingViolations"))
+			json_object_set_new(v, "allowExistingViolations", json_true());
+	}
+	return rules;
 }

@@ -11,7 +11,8 @@
  *   type: Warning (PolicyViolation, PolicyError) | Normal (PolicyApplied, PolicySkipped)
  *   reason: PolicyViolation | PolicyError | PolicyApplied | PolicySkipped
  *   message: ...                           (at most 1024 bytes)
- *   source: {component: <source>}          "gavel-admission", "gavel-scan"
+ *   source: {component: <source>}          Kyverno's: "kyverno-admission", "kyverno-scan"
+ *                                          (view/events.h)
  *   reportingComponent: <source>
  *   reportingInstance: <source>-<host name>
  *   action: Resource Blocked | Resource Passed | Resource Skipped | ...

@@ -5,6 +5,7 @@
 #include "view/metrics.h"
 
 #include <string.h>
+#include <strings.h>
 
 #include "view/view.h"
 #include "common/banned.h"
@@ -73,6 +74,125 @@ void view_result_count(struct metrics_family *f, const struct view_result_labels
 				 l->dry_run ? l->dry_run : "false"};
 
 	metrics_inc(f, v);
+}
+
+/* Kyverno's default histogram buckets (its metrics config's bucketBoundaries). */
+static const double duration_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+					  2.5,	 5,    10,    15,   20,	 25,   30};
+
+struct metrics_family *view_policy_duration_new(struct metrics_registry *r)
+{
+	if (!r)
+		return NULL;
+	return metrics_histogram_new(r, "kyverno_policy_execution_duration_seconds",
+				     "Seconds a rule's evaluation took, for admission requests "
+				     "and background scans.",
+				     result_labels, duration_buckets,
+				     sizeof(duration_buckets) / sizeof(duration_buckets[0]));
+}
+
+void view_result_observe(struct metrics_family *f, const struct view_result_labels *l,
+			 double seconds)
+{
+	const char *const v[] = {l->policy_validation_mode,
+				 l->policy_type,
+				 l->policy_background_mode,
+				 l->policy_namespace,
+				 l->policy_name,
+				 l->resource_kind,
+				 l->resource_namespace,
+				 l->resource_request_operation,
+				 l->rule_name,
+				 l->rule_result,
+				 l->rule_type ? l->rule_type : "validate",
+				 l->rule_execution_cause,
+				 l->dry_run ? l->dry_run : "false"};
+
+	metrics_observe(f, v, seconds < 0 ? 0 : seconds);
+}
+
+static const char *const change_labels[] = {"policy_validation_mode",
+					    "policy_type",
+					    "policy_background_mode",
+					    "policy_namespace",
+					    "policy_name",
+					    "policy_change_type",
+					    NULL};
+
+struct metrics_family *view_policy_changes_new(struct metrics_registry *r)
+{
+	if (!r)
+		return NULL;
+	return metrics_counter_new(r, "kyverno_policy_changes_total",
+				   "Policies created, updated and deleted.", change_labels);
+}
+
+static const json_t *policy_spec(const struct engine_policy *p)
+{
+	return json_object_get(engine_policy_doc(p), "spec");
+}
+
+static bool policy_enforce(const struct engine_policy *p)
+{
+	const char *a =
+	    json_string_value(json_object_get(policy_spec(p), "validationFailureAction"));
+
+	return a && !strcasecmp(a, "enforce");
+}
+
+static void change_count(struct metrics_family *f, const struct engine_policy *p, const char *type)
+{
+	bool namespaced = *engine_policy_namespace(p) != '\0';
+	const char *const v[] = {policy_enforce(p) ? "enforce" : "audit",
+				 namespaced ? "namespaced" : "cluster",
+				 engine_policy_background(p) ? "true" : "false",
+				 namespaced ? engine_policy_namespace(p) : "-",
+				 engine_policy_name(p),
+				 type};
+
+	metrics_inc(f, v);
+}
+
+static const struct engine_policy *set_find(const struct engine_policyset *s,
+					    const struct engine_policy *p)
+{
+	size_t n = s ? engine_policyset_count(s) : 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct engine_policy *q = engine_policyset_get(s, i);
+		if (!strcmp(engine_policy_kind(q), engine_policy_kind(p)) &&
+		    !strcmp(engine_policy_namespace(q), engine_policy_namespace(p)) &&
+		    !strcmp(engine_policy_name(q), engine_policy_name(p)))
+			return q;
+	}
+	return NULL;
+}
+
+void view_policy_changes_count(struct metrics_family *f, const struct engine_policyset *old,
+			       const struct engine_policyset *cur)
+{
+	size_t nold = old ? engine_policyset_count(old) : 0;
+	size_t ncur = cur ? engine_policyset_count(cur) : 0;
+
+	if (!f)
+		return;
+	for (size_t i = 0; i < ncur; i++) {
+		const struct engine_policy *p = engine_policyset_get(cur, i);
+		const struct engine_policy *was = set_find(old, p);
+		if (!was) {
+			change_count(f, p, "created");
+		} else if (was != p && !json_equal(policy_spec(was), policy_spec(p))) {
+			change_count(f, was, "updated");
+			if (engine_policy_background(was) != engine_policy_background(p) ||
+			    policy_enforce(was) != policy_enforce(p))
+				change_count(f, p, "updated");
+		}
+	}
+	for (size_t i = 0; i < nold; i++) {
+		const struct engine_policy *p = engine_policyset_get(old, i);
+		if (!set_find(cur, p))
+			change_count(f, p, "deleted");
+	}
 }
 
 /* A label value escaped as the exposition format wants. */

@@ -6,6 +6,8 @@
  *
  *   kyverno_policy_results_total    counter, one per rule result
  *   kyverno_policy_rule_info_total  gauge: 1 per loaded rule (a collector's text)
+ *   kyverno_policy_execution_duration_seconds  histogram, one per rule result
+ *   kyverno_policy_changes_total    counter, one per policy created, updated, deleted
  *
  * Label values as Kyverno's: policy_validation_mode "enforce" | "audit";
  * policy_type "cluster" | "namespaced" (a Policy or a
@@ -67,6 +69,40 @@ void view_result_labels_vpol(struct view_result_labels *l, const struct vpol_pol
 
 /* Counts one rule result in f (may be NULL). rule_type "validate" and dry_run "false" when NULL. */
 void view_result_count(struct metrics_family *f, const struct view_result_labels *l);
+
+/*
+ * kyverno_policy_execution_duration_seconds: a histogram of the seconds
+ * one rule's evaluation took (engine_rule_result.seconds), with the labels
+ * of kyverno_policy_results_total and Kyverno's default buckets (0.005,
+ * 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 20, 25, 30).
+ * Registers it in r or finds it; NULL when r is NULL.
+ */
+struct metrics_family *view_policy_duration_new(struct metrics_registry *r);
+
+/* Observes seconds for the result labelled l in f (may be NULL); defaults as view_result_count. */
+void view_result_observe(struct metrics_family *f, const struct view_result_labels *l,
+			 double seconds);
+
+/*
+ * kyverno_policy_changes_total: a counter of policy changes with Kyverno's
+ * labels policy_validation_mode (spec.validationFailureAction: "enforce"
+ * when Enforce, else "audit"), policy_type, policy_background_mode,
+ * policy_namespace, policy_name and policy_change_type "created" |
+ * "updated" | "deleted". Registers it in r or finds it; NULL when r is NULL.
+ */
+struct metrics_family *view_policy_changes_new(struct metrics_registry *r);
+
+/*
+ * Counts in f (may be NULL) the changes from the kyverno.io policies of
+ * old (NULL: none) to those of cur (NULL: none), by kind, namespace and
+ * name: a policy only in cur is "created", only in old "deleted", in both
+ * with another spec "updated" (labelled as the old one, and once more as
+ * the new one when its validation or background mode changed), as
+ * Kyverno's policy controller counts them. Policies loaded from files
+ * count as well.
+ */
+void view_policy_changes_count(struct metrics_family *f, const struct engine_policyset *old,
+			       const struct engine_policyset *cur);
 
 struct view_state;
 

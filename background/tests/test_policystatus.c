@@ -98,6 +98,12 @@ static void test_autogen_and_failed(void **state)
 	assert_int_equal(json_array_size(ag), 2);
 	assert_string_equal(field(json_array_get(ag, 0), "name"), "autogen-tag");
 	assert_string_equal(field(json_array_get(ag, 1), "name"), "autogen-cronjob-tag");
+	/* as Kyverno writes them: the CRD's defaults, `resources` in match */
+	assert_true(json_is_true(json_object_get(json_array_get(ag, 0), "skipBackgroundRequests")));
+	assert_true(json_is_true(json_object_get(json_object_get(json_array_get(ag, 1), "validate"),
+						 "allowExistingViolations")));
+	assert_true(json_is_object(
+	    json_object_get(json_object_get(json_array_get(ag, 0), "match"), "resources")));
 
 	/* Same status later: the transition time is kept; fixed: a new one. */
 	again = policystatus_build(doc, "/spec/rules/0: bad", NULL, st, T0 + 60);

@@ -168,7 +168,18 @@ class Kube:
         q = None
         if labels:
             q = {"labelSelector": ",".join("%s=%s" % kv for kv in labels.items())}
-        return self.request("GET", self.path(api_version, kind, namespace), query=q).get("items", [])
+        body = self.request("GET", self.path(api_version, kind, namespace), query=q)
+        items = body.get("items", []) or []
+        # The API server leaves apiVersion/kind out of the items of a typed
+        # list; client-go's unstructured decoder (what chainsaw reads with)
+        # fills them from the list, and assertions may name them.
+        lkind = body.get("kind", "")
+        ikind = lkind[:-4] if lkind.endswith("List") else kind
+        for i in items:
+            if isinstance(i, dict):
+                i.setdefault("apiVersion", body.get("apiVersion", api_version))
+                i.setdefault("kind", ikind)
+        return items
 
     def create(self, obj, namespace=None):
         return self.request("POST", self.path(obj["apiVersion"], obj["kind"], namespace), obj)

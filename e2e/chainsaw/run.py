@@ -30,6 +30,7 @@ import argparse
 import collections
 import concurrent.futures
 import glob
+import json
 import os
 import random
 import re
@@ -163,6 +164,38 @@ def _needs_newer_apiserver(facts):
     return False
 
 
+def _needs_served_versions(facts):
+    """Objects of API versions Kubernetes 1.20 does not serve: batch/v1 CronJob
+    (1.21; `kubectl create cronjob` writes it) and policy/v1 Eviction (1.22;
+    the API server refuses the body before any webhook sees it)."""
+    for d in facts["docs"]:
+        if d.get("apiVersion") == "batch/v1" and d.get("kind") == "CronJob":
+            return True
+    for s in facts["scripts"]:
+        if re.search(r"\bkubectl\s+create\s+cronjob\b", s):
+            return True
+        if "/eviction" in s:
+            for f in re.findall(r"-d\s+@(\S+)", s):
+                try:
+                    with open(os.path.join(facts["dir"], f)) as fh:
+                        body = json.load(fh)
+                except (OSError, ValueError):
+                    continue
+                if isinstance(body, dict) and body.get("kind") == "Eviction" and \
+                        body.get("apiVersion") == "policy/v1":
+                    return True
+    return False
+
+
+def _needs_mutation(facts):
+    """Kyverno's mutating webhook configurations (mutate and verifyImages
+    policies): gavel judges validate policies and registers no mutating
+    webhook."""
+    return any(op == "assert" and d.get("kind") == "MutatingWebhookConfiguration" and
+               str((d.get("metadata") or {}).get("name", "")).startswith("kyverno-")
+               for op, d in facts["asserts"])
+
+
 def _needs_role_aggregation(facts):
     """A policy asking the API server (a SubjectAccessReview) what Kyverno's own
     service account may do, granted by ClusterRoles the test adds with
@@ -194,11 +227,15 @@ NA_RULES = [
      "Service internalTrafficPolicy)", _needs_newer_apiserver),
     ("needs the controllers (ClusterRole aggregation into Kyverno's roles, asked by a "
      "SubjectAccessReview)", _needs_role_aggregation),
+    ("needs a newer API server (1.20 serves neither batch/v1 CronJob nor policy/v1 Eviction)",
+     _needs_served_versions),
+    ("asserts Kyverno's mutating webhook configurations (mutation is not part of gavel)",
+     _needs_mutation),
 ]
 
 
 def test_facts(t):
-    facts = {"scripts": [], "asserts": [], "applied": set(), "docs": []}
+    facts = {"scripts": [], "asserts": [], "applied": set(), "docs": [], "dir": t["dir"]}
 
     def ops(spec):
         for blk in ("try", "catch", "finally", "cleanup"):
@@ -711,6 +748,23 @@ class Run:
                     self.kube.finalize_namespace(name)
         shutil.rmtree(self.work, ignore_errors=True)
 
+    def create_namespace(self):
+        """Creates the test's namespace, as chainsaw does before the steps.
+
+        A policy the previous test deleted may still be held by the webhook
+        for a moment (it denies what the next test creates first, its
+        namespace): a webhook denial is tried again, for a few seconds."""
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.kube.create({"apiVersion": "v1", "kind": "Namespace",
+                                  "metadata": {"name": self.ns}})
+                return
+            except KubeError as e:
+                if "admission webhook" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
     def run(self):
         self.before = None if self.t.get("concurrent", True) else self.snapshot()
         try:
@@ -719,7 +773,7 @@ class Run:
             except KubeError as e:
                 if e.code != 404:
                     raise
-                self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.ns}})
+                self.create_namespace()
                 self.own_ns = self.ns
             for step in self.t["steps"]:
                 if not self.run_step(step) and not OPTS.keep_going:
@@ -750,6 +804,23 @@ def load_tests(root, folders, only):
                           "spec": d["spec"], "steps": d["spec"].get("steps", []),
                           "concurrent": d["spec"].get("concurrent", True)})
     return tests
+
+
+def install_config(kube):
+    """Settings of the installation Kyverno's e2e tests run against.
+
+    Kyverno's CI installs it with every Event kind written (the chart's
+    omitEvents list emptied): tests assert PolicySkipped Events, which a
+    default installation omits. gavel reads the same setting from its
+    ConfigMap (key omitEvents)."""
+    if not OPTS.gavel_configmap:
+        return
+    ns, _, name = OPTS.gavel_configmap.partition("/")
+    try:
+        kube.merge_patch({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+                          "data": {"omitEvents": ""}}, ns)
+    except KubeError as e:
+        print("chainsaw: ConfigMap %s not patched: %s" % (OPTS.gavel_configmap, e), flush=True)
 
 
 def run_test(kube, t):
@@ -800,6 +871,9 @@ def main():
     ap.add_argument("--cleanup-timeout", type=float, default=5)
     ap.add_argument("--poll", type=float, default=0.15)
     ap.add_argument("--keep-going", action="store_true")
+    ap.add_argument("--gavel-configmap", default="gavel/gavel",
+                    help="NAMESPACE/NAME of gavel's ConfigMap, set as Kyverno's e2e "
+                    "installation (\"\": left alone)")
     ap.add_argument("--verbose", action="store_true")
     OPTS = ap.parse_args()
     OPTS.script_kubeconfig = os.path.abspath(OPTS.script_kubeconfig or OPTS.kubeconfig)
@@ -807,6 +881,7 @@ def main():
         folders = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
     tests = load_tests(OPTS.root, folders, OPTS.only)
     kube = Kube(OPTS.kubeconfig)
+    install_config(kube)
     start = time.monotonic()
     results = []
     for t in tests:

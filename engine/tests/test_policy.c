@@ -586,8 +586,8 @@ static const json_t *at(const json_t *j, const char *path)
 }
 
 #define ALL_CONTROLLERS                                                                            \
-	"['apps/v1/DaemonSet', 'apps/v1/Deployment', 'batch/v1/Job', 'apps/v1/StatefulSet', "      \
-	"'apps/v1/ReplicaSet', 'v1/ReplicationController']"
+	"['apps/v1/DaemonSet', 'apps/v1/Deployment', 'batch/v1/Job', 'apps/v1/ReplicaSet', "       \
+	"'v1/ReplicationController', 'apps/v1/StatefulSet']"
 
 static const char autogen_policy[] =
     CP "spec:\n  background: false\n  rules:\n"
