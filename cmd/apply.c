@@ -618,9 +618,11 @@ struct apply_part {
 	size_t nout;	  /* elements (-o json|yaml), rows (table) or results (report) */
 	size_t counts[5]; /* as Kyverno counts them */
 	bool enforce_failed;
+	size_t twidth[6]; /* -o table, -t: the widest cell of each column of out (not the ID) */
 };
 
 static struct apply_result *part_add(struct apply_part *pt);
+static size_t cell_width(const char *s);
 
 /* A CEL policy (engine/vpolicy.h) against resource r. */
 static void apply_cel(struct apply_part *pt, FILE *errs, size_t r, size_t p)
@@ -1026,6 +1028,8 @@ static void fmt_table(struct apply_part *pt, const struct apply_resinfo *ri, siz
 
 		if (!all && (s == ENGINE_PASS || s == ENGINE_SKIP))
 			continue;
+		size_t at = pt->out.len, c = 1;
+
 		gv_buf_add(&pt->out, st->pinfo[a->policy].ref,
 			   strlen(st->pinfo[a->policy].ref) + 1);
 		gv_buf_add(&pt->out, a->rule, strlen(a->rule) + 1);
@@ -1036,11 +1040,18 @@ static void fmt_table(struct apply_part *pt, const struct apply_resinfo *ri, siz
 		gv_buf_add(&pt->out, ri->name, strlen(ri->name) + 1);
 		gv_buf_add(&pt->out, status_title(s), strlen(status_title(s)) + 1);
 		if (st->detailed) {
-			size_t at = pt->out.len;
+			size_t m = pt->out.len;
 			gv_buf_add(&pt->out, a->message, strlen(a->message) + 1);
-			for (char *c = pt->out.data + at; *c; c++)
-				if (*c == '\n' || *c == '\r' || *c == '\t')
-					*c = ' '; /* table_one_line() */
+			for (char *ch = pt->out.data + m; *ch; ch++)
+				if (*ch == '\n' || *ch == '\r' || *ch == '\t')
+					*ch = ' '; /* table_one_line() */
+		}
+		/* the column widths, here in the worker rather than when printing */
+		for (const char *cell = pt->out.data + at; cell < pt->out.data + pt->out.len;
+		     cell += strlen(cell) + 1, c++) {
+			size_t w = cell_width(cell);
+			if (w > pt->twidth[c])
+				pt->twidth[c] = w;
 		}
 		pt->nout++;
 	}
@@ -1291,21 +1302,12 @@ static void print_part(struct apply_state *st, const struct apply_part *pt)
 				strerror(errno));
 			exit(2);
 		}
-		while (p < end) {
-			char id[32];
-			int n = snprintf(id, sizeof(id), "%zu", ++st->trows);
-			const char *row = p;
-			if ((size_t)n > st->twidth[0])
-				st->twidth[0] = (size_t)n;
-			fwrite(id, 1, (size_t)n + 1, st->tspool);
-			for (size_t c = 1; c < ncols; c++) {
-				size_t w = cell_width(p);
-				if (w > st->twidth[c])
-					st->twidth[c] = w;
-				p += strlen(p) + 1;
-			}
-			fwrite(row, 1, (size_t)(p - row), st->tspool);
-		}
+		/* the rows as the worker wrote them (no ID: table_flush() numbers them) */
+		fwrite(p, 1, pt->out.len, st->tspool);
+		for (size_t c = 1; c < ncols; c++)
+			if (pt->twidth[c] > st->twidth[c])
+				st->twidth[c] = pt->twidth[c];
+		st->trows += pt->nout;
 		break;
 	case OUT_REPORT:
 		while (p < end) {
@@ -1381,7 +1383,10 @@ static void table_flush(struct apply_state *st)
 	size_t ncols = st->detailed ? 6 : 5;
 	char *line[6] = {0};
 	size_t cap[6] = {0};
+	char id[24];
+	struct gv_buf b = {0};
 
+	st->twidth[0] = (size_t)snprintf(id, sizeof(id), "%zu", st->trows);
 	for (size_t c = 0; c < ncols; c++)
 		if (cell_width(head[c]) > st->twidth[c])
 			st->twidth[c] = cell_width(head[c]);
@@ -1397,7 +1402,13 @@ static void table_flush(struct apply_state *st)
 	}
 	for (size_t r = 0; r < st->trows; r++) {
 		char *cells[6];
-		for (size_t c = 0; c < ncols; c++) {
+		char *d = id + sizeof(id) - 1;
+
+		*d = '\0';
+		for (size_t v = r + 1; v; v /= 10)
+			*--d = (char)('0' + v % 10);
+		cells[0] = d;
+		for (size_t c = 1; c < ncols; c++) {
 			if (getdelim(&line[c], &cap[c], '\0', st->tspool) <= 0) {
 				fputs("gavel apply: temporary file for the table: short read\n",
 				      stderr);
@@ -1405,8 +1416,14 @@ static void table_flush(struct apply_state *st)
 			}
 			cells[c] = line[c];
 		}
-		table_row(stdout, cells, st->twidth, ncols);
+		table_row_add(&b, cells, st->twidth, ncols);
+		if (b.len >= 64u << 10) {
+			fwrite(b.data, 1, b.len, stdout);
+			gv_buf_reset(&b);
+		}
 	}
+	fwrite(b.data, 1, b.len, stdout);
+	gv_buf_release(&b);
 	table_border(stdout, st->twidth, ncols);
 	for (size_t c = 0; c < ncols; c++)
 		free(line[c]);

@@ -220,13 +220,14 @@ enum gv_code load_docs_shallow(const char *path, struct gv_docs *docs, struct gv
 
 /* Parses buf as YAML documents, or as a JSON stream when that fails and it looks like JSON. */
 static enum gv_code load_docs_buf(const char *buf, size_t len, const char *name, int map_depth,
-				  struct gv_docs *docs, struct gv_err *err)
+				  bool reals, struct gv_docs *docs, struct gv_err *err)
 {
 	struct gv_err yerr = {0};
 	enum gv_code rc;
 	const char *first;
 
-	rc = gv_yaml_load_ex(buf, len, name, map_depth, docs, &yerr);
+	rc = reals ? gv_yaml_load_reals(buf, len, name, map_depth, docs, &yerr)
+		   : gv_yaml_load_ex(buf, len, name, map_depth, docs, &yerr);
 	first = skip_space(buf, buf + len);
 	if (rc && first < buf + len && (*first == '{' || *first == '[')) {
 		struct gv_docs jdocs;
@@ -257,7 +258,8 @@ static enum gv_code load_docs_depth(const char *path, int map_depth, struct gv_d
 	rc = gv_read_file(path, &buf, &len, err);
 	if (rc)
 		return rc;
-	rc = load_docs_buf(buf, len, name, map_depth, docs, err);
+	/* the shallow load is the resources': numbers as reals (load_resource_prepare) */
+	rc = load_docs_buf(buf, len, name, map_depth, map_depth == 2, docs, err);
 	free(buf);
 	return rc;
 }
@@ -732,6 +734,8 @@ json_t *load_to_reals(const json_t *v)
 	return json_incref(load_unconst(v));
 }
 
+static void prepare_loaded(json_t *obj);
+
 /* In place, for trees the caller owns. */
 static void reals_in_place(json_t *v)
 {
@@ -760,9 +764,15 @@ static void reals_in_place(json_t *v)
 
 void load_resource_prepare(json_t *obj)
 {
+	reals_in_place(obj);
+	prepare_loaded(obj);
+}
+
+/* load_resource_prepare() but the numbers, already reals. */
+static void prepare_loaded(json_t *obj)
+{
 	json_t *md;
 
-	reals_in_place(obj);
 	if (load_kind_cluster_scoped(load_res_kind(obj)))
 		return;
 	md = json_object_get(obj, "metadata");
@@ -795,15 +805,18 @@ char *load_resource_key(const json_t *obj)
 			    load_res_name(obj));
 }
 
-static void add_resource(struct load_resources *lr, const json_t *src, const char *file, int line,
-			 FILE *errs)
+static void add_resource(struct load_resources *lr, const json_t *src, bool reals, const char *file,
+			 int line, FILE *errs)
 {
 	/* The documents are the loader's own and released after loading: take them over. */
 	json_t *obj = json_incref((json_t *)src);
 	char *key;
 	const json_t *seen;
 
-	load_resource_prepare(obj);
+	if (reals)
+		prepare_loaded(obj);
+	else
+		load_resource_prepare(obj);
 	if (lr->no_dedup)
 		goto add;
 	if (!lr->index)
@@ -887,10 +900,10 @@ static enum gv_code add_docs(struct load_resources *lr, struct gv_docs *docs, en
 				gv_srcmap_find(d.v[i].map, ptr, &il, &ic);
 				if (il)
 					il += shift;
-				add_resource(lr, item, d.file, il ? il : line, errs);
+				add_resource(lr, item, d.reals, d.file, il ? il : line, errs);
 			}
 		} else {
-			add_resource(lr, doc, d.file, line, errs);
+			add_resource(lr, doc, d.reals, d.file, line, errs);
 		}
 		if (e.code) {
 			gv_err_locate(&e, d.file, d.v[i].map);
@@ -949,7 +962,7 @@ static bool json_doc_fast(const char *buf, size_t len, const char *name, struct 
 	for (const char *q = p; (q = memchr(q, '-', (size_t)(end - q))) && q + 2 < end; q++)
 		if (q[1] == '0' && (q[2] == '.' || q[2] == 'e' || q[2] == 'E'))
 			return false;
-	v = gv_json_parse(p, (size_t)(end - p), NULL);
+	v = gv_json_parse_reals(p, (size_t)(end - p), NULL);
 	if (!v)
 		return false;
 	kind = load_str(v, "kind", NULL);
@@ -963,6 +976,7 @@ static bool json_doc_fast(const char *buf, size_t len, const char *name, struct 
 	docs->v[0].value = v;
 	docs->v[0].line = line;
 	docs->n = 1;
+	docs->reals = true;
 	return true;
 }
 
@@ -976,7 +990,7 @@ enum gv_code load_resources_buf(struct load_resources *lr, const char *buf, size
 
 	memset(&docs, 0, sizeof(docs));
 	if (!json_doc_fast(buf, len, name, &docs))
-		rc = load_docs_buf(buf, len, name, 2, &docs, &lerr);
+		rc = load_docs_buf(buf, len, name, 2, true, &docs, &lerr);
 	return add_docs(lr, &docs, rc, &lerr, first_line, errs, err);
 }
 

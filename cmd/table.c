@@ -30,25 +30,37 @@ void table_border(FILE *f, const size_t *w, size_t ncols)
 	fputc('\n', f);
 }
 
+void table_row_add(struct gv_buf *b, char *const *cells, const size_t *w, size_t ncols)
+{
+	static const char spaces[] = "                                ";
+
+	gv_buf_add(b, "\u2502", 3);
+	for (size_t c = 0; c < ncols; c++) {
+		const char *s = cells[c];
+		size_t len = 0, cols = 0, pad;
+
+		for (; s[len]; len++)
+			if (((unsigned char)s[len] & 0xC0) != 0x80)
+				cols++;
+		pad = w[c] > cols ? w[c] - cols : 0;
+		gv_buf_add(b, " ", 1);
+		gv_buf_add(b, s, len);
+		while (pad) {
+			size_t n = pad < sizeof(spaces) - 1 ? pad : sizeof(spaces) - 1;
+			gv_buf_add(b, spaces, n);
+			pad -= n;
+		}
+		gv_buf_add(b, " \u2502", 4);
+	}
+	gv_buf_add(b, "\n", 1);
+}
+
 void table_row(FILE *f, char *const *cells, const size_t *w, size_t ncols)
 {
 	struct gv_buf b = {0};
 
-	/* the line built first, then written at once (tables run to a million rows) */
-	gv_buf_adds(&b, "\u2502");
-	for (size_t c = 0; c < ncols; c++) {
-		size_t pad = w[c] - width(cells[c]);
-		gv_buf_addc(&b, ' ');
-		gv_buf_adds(&b, cells[c]);
-		while (pad) {
-			static const char spaces[] = "                                ";
-			size_t n = pad < sizeof(spaces) - 1 ? pad : sizeof(spaces) - 1;
-			gv_buf_add(&b, spaces, n);
-			pad -= n;
-		}
-		gv_buf_adds(&b, " \u2502");
-	}
-	gv_buf_addc(&b, '\n');
+	/* the line built first, then written at once */
+	table_row_add(&b, cells, w, ncols);
 	fwrite(b.data, 1, b.len, f);
 	gv_buf_release(&b);
 }

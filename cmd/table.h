@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/gv.h"
+
 /*
  * Prints cells (nrows x ncols, row-major, row 0 the header; UTF-8 strings
  * without line breaks, borrowed) to f as Kyverno does: box borders drawn
@@ -24,6 +26,12 @@ void table_print(FILE *f, char *const *cells, size_t nrows, size_t ncols);
  */
 void table_border(FILE *f, const size_t *w, size_t ncols);
 void table_row(FILE *f, char *const *cells, const size_t *w, size_t ncols);
+
+/*
+ * table_row() appended to b instead of written (a table of a million rows
+ * printed through one buffer, with no allocation per row).
+ */
+void table_row_add(struct gv_buf *b, char *const *cells, const size_t *w, size_t ncols);
 
 /* A copy of s with line breaks and tabs turned into spaces (owned). */
 char *table_one_line(const char *s);

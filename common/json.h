@@ -22,6 +22,13 @@
  */
 json_t *gv_json_parse(const char *buf, size_t len, struct gv_err *err);
 
+/*
+ * gv_json_parse() with every number a json_real: an integer i becomes
+ * json_real((double)i), as resources are prepared for evaluation (Kyverno
+ * reads manifests through JSON into float64), without a second pass.
+ */
+json_t *gv_json_parse_reals(const char *buf, size_t len, struct gv_err *err);
+
 /* Where a value lies in a buffer: bytes [off, off + len). */
 struct gv_json_span {
 	size_t off, len;

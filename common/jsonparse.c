@@ -34,6 +34,7 @@ struct jp {
 	 * json_null() singleton (numbers are built and dropped: range checks).
 	 */
 	bool skip;
+	bool reals; /* gv_json_parse_reals(): integers as json_real */
 	/* gv_json_parse_list(): the top-level member whose array is left unbuilt */
 	const char *lazy_key;
 	struct gv_json_span *spans; /* owned until handed over */
@@ -281,7 +282,9 @@ static json_t *parse_number(struct jp *j)
 	errno = 0;
 	if (!real) {
 		long long i = strtoll(text, NULL, 10);
-		v = errno == ERANGE ? NULL : json_integer((json_int_t)i);
+		v = errno == ERANGE ? NULL
+		    : j->reals	    ? json_real((double)i)
+				    : json_integer((json_int_t)i);
 		if (!v)
 			fail(j, *s == '-' ? "too big negative integer" : "too big integer");
 	} else {
@@ -532,6 +535,16 @@ json_t *gv_json_parse(const char *buf, size_t len, struct gv_err *err)
 	struct jp j = {.start = (const unsigned char *)buf,
 		       .p = (const unsigned char *)buf,
 		       .end = (const unsigned char *)buf + len};
+
+	return parse_document(&j, false, err);
+}
+
+json_t *gv_json_parse_reals(const char *buf, size_t len, struct gv_err *err)
+{
+	struct jp j = {.start = (const unsigned char *)buf,
+		       .p = (const unsigned char *)buf,
+		       .end = (const unsigned char *)buf + len,
+		       .reals = true};
 
 	return parse_document(&j, false, err);
 }

@@ -1,6 +1,7 @@
 #include "common/yaml.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -63,6 +64,7 @@ struct loader {
 	int depth;
 	size_t alias_nodes; /* nodes added by aliases in the current document */
 	int map_depth;	    /* record positions down to this depth; -1 = all */
+	bool reals;	    /* gv_yaml_load_reals(): integer values as json_real */
 };
 
 /* Adds an entry (seg unescaped, NULL for a root) and returns its index. */
@@ -346,6 +348,24 @@ static json_t *number_value(double d)
 	return json_real(d);
 }
 
+/*
+ * Whether a plain scalar is text without looking further: it cannot be a
+ * null, bool or number, because it is longer than every null and bool
+ * spelling (at most 5 bytes) and cannot start a number, or because its
+ * first character starts none of them. Most scalars of a manifest (names,
+ * images, labels) end here, before the comparisons of resolve_plain().
+ */
+static bool plain_is_text(const char *s)
+{
+	unsigned char c = (unsigned char)s[0];
+
+	if (!c || strchr("0123456789+-.", c))
+		return false;
+	if (!strchr("~nNtTyYoOfF", c))
+		return true;
+	return strnlen(s, 6) > 5;
+}
+
 static json_t *resolve_plain(const char *s)
 {
 	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
@@ -356,6 +376,8 @@ static json_t *resolve_plain(const char *s)
 	json_int_t i;
 	double d;
 
+	if (plain_is_text(s))
+		return json_string(s);
 	for (size_t k = 0; k < GV_ARRAY_LEN(nulls); k++)
 		if (!strcmp(s, nulls[k]))
 			return json_null();
@@ -445,6 +467,27 @@ static char *nonfinite_key_text(const yaml_event_t *ev)
 
 static enum gv_code load_node(struct loader *ld, json_t **out, struct node_size *size);
 
+/*
+ * The text of a scalar key that is a string as written (quoted or block,
+ * or plain_is_text(), untagged, without an anchor), taken over from the
+ * event (libyaml allocates it with malloc(); the event then frees NULL):
+ * the same text scalar_key_text() gives, up to a NUL byte, without
+ * building a value and copying it twice. NULL for any other key.
+ */
+static char *key_text_taken(yaml_event_t *ev)
+{
+	char *s = (char *)ev->data.scalar.value;
+
+	if (ev->data.scalar.tag || ev->data.scalar.anchor)
+		return NULL;
+	if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	    (!plain_is_text(s) || strlen(s) != ev->data.scalar.length))
+		return NULL;
+	ev->data.scalar.value = NULL;
+	ev->data.scalar.length = 0;
+	return s;
+}
+
 /* Records the current event's position in the error (first error wins). */
 static void set_pos(struct loader *ld)
 {
@@ -508,6 +551,8 @@ static enum gv_code load_mapping(struct loader *ld, json_t **out, struct node_si
 			rc = gv_err_set(ld->err, GV_EINVAL,
 					"YAML: invalid map key (a mapping or sequence)");
 			goto fail;
+		} else if ((ktext = key_text_taken(&ld->ev))) {
+			/* the common key: its text as written, taken from the event */
 		} else {
 			static const struct node_size one = {1, 1};
 
@@ -558,7 +603,8 @@ static enum gv_code load_sequence(struct loader *ld, json_t **out, struct node_s
 			goto fail;
 		if (ld->ev.type == YAML_SEQUENCE_END_EVENT)
 			break;
-		snprintf(idx, sizeof(idx), "%zu", i);
+		if (ld->map_depth < 0 || ld->depth <= ld->map_depth) /* recorded: load_node() */
+			snprintf(idx, sizeof(idx), "%zu", i);
 		ld->seg = idx;
 		rc = load_node(ld, &val, &vs);
 		if (rc)
@@ -613,6 +659,12 @@ static enum gv_code load_node(struct loader *ld, json_t **out, struct node_size 
 			break;
 		}
 		remember_anchor(ld, ld->ev.data.scalar.anchor, *out, size);
+		/* the anchor keeps the integer: an alias of it may be a key ("1", not "1.0") */
+		if (ld->reals && json_is_integer(*out)) {
+			json_t *r = json_real((double)json_integer_value(*out));
+			json_decref(*out);
+			*out = r;
+		}
 		rc = GV_OK;
 		break;
 	case YAML_MAPPING_START_EVENT:
@@ -648,6 +700,11 @@ static enum gv_code load_node(struct loader *ld, json_t **out, struct node_size 
 			ld->alias_nodes += a->size.nodes;
 			*size = a->size;
 			*out = json_deep_copy(a->value);
+			if (ld->reals && json_is_integer(*out)) {
+				json_t *r = json_real((double)json_integer_value(*out));
+				json_decref(*out);
+				*out = r;
+			}
 		}
 		break;
 	}
@@ -685,16 +742,33 @@ enum gv_code gv_yaml_load(const char *buf, size_t len, const char *file, struct 
 	return gv_yaml_load_ex(buf, len, file, -1, docs, err);
 }
 
+static enum gv_code load_all(const char *buf, size_t len, const char *file, int map_depth,
+			     bool reals, struct gv_docs *docs, struct gv_err *err);
+
 enum gv_code gv_yaml_load_ex(const char *buf, size_t len, const char *file, int map_depth,
 			     struct gv_docs *docs, struct gv_err *err)
+{
+	return load_all(buf, len, file, map_depth, false, docs, err);
+}
+
+enum gv_code gv_yaml_load_reals(const char *buf, size_t len, const char *file, int map_depth,
+				struct gv_docs *docs, struct gv_err *err)
+{
+	return load_all(buf, len, file, map_depth, true, docs, err);
+}
+
+static enum gv_code load_all(const char *buf, size_t len, const char *file, int map_depth,
+			     bool reals, struct gv_docs *docs, struct gv_err *err)
 {
 	struct loader ld;
 	enum gv_code rc = GV_OK;
 
 	memset(&ld, 0, sizeof(ld));
 	ld.map_depth = map_depth;
+	ld.reals = reals;
 	memset(docs, 0, sizeof(*docs));
 	docs->file = gv_xstrdup(file);
+	docs->reals = reals;
 	ld.file = file;
 	ld.err = err;
 	if (!yaml_parser_initialize(&ld.parser))

@@ -12,6 +12,7 @@
 #ifndef GV_YAML_H
 #define GV_YAML_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <jansson.h>
 
@@ -34,6 +35,7 @@ struct gv_docs {
 	struct gv_doc *v; /* owned array */
 	size_t n;
 	char *file; /* owned copy of the file name used in errors */
+	bool reals; /* every number in the values is a json_real (gv_yaml_load_reals) */
 };
 
 /*
@@ -55,6 +57,16 @@ enum gv_code gv_yaml_load(const char *buf, size_t len, const char *file, struct 
  */
 enum gv_code gv_yaml_load_ex(const char *buf, size_t len, const char *file, int map_depth,
 			     struct gv_docs *docs, struct gv_err *err);
+
+/*
+ * gv_yaml_load_ex with every number a json_real: where gv_yaml_load_ex
+ * gives the integer i, the real (double)i (mapping keys keep their text).
+ * Resources are evaluated that way (Kyverno reads manifests through JSON
+ * into float64); building the reals while loading spares a second pass
+ * over every document. docs->reals is set.
+ */
+enum gv_code gv_yaml_load_reals(const char *buf, size_t len, const char *file, int map_depth,
+				struct gv_docs *docs, struct gv_err *err);
 
 /* Reads a file ("-" = stdin) and loads it with gv_yaml_load. */
 enum gv_code gv_yaml_load_file(const char *path, struct gv_docs *docs, struct gv_err *err);

@@ -14,12 +14,15 @@
 # then the JMESPath compliance score when `gavel jp compliance` exists, the
 # cel-spec tests (scripts/cel-spec.sh: passed/relevant per file and the line
 # "cel-spec: P/R relevant tests passed"; tests not passed count as skipped,
-# the floor below catches a regression), and last a line
+# the floor below catches a regression), then Kyverno's "Test Summary" of
+# one `gavel test` run per tier, checked against the tier's counts
+# (scripts/conformance-summary.sh), and last a line
 # "N passed, N failed, N skipped" summing outcomes over all tiers: skipped
 # are the unsupported outcomes (a feature not built yet), failed the
 # outcomes gavel evaluated and got wrong.
 # Folders that do not fully pass are listed (all folders with VERBOSE=1).
-# Exits 1 when a tier reproduces fewer outcomes than its floor below, else 0.
+# Exits 1 when a tier reproduces fewer outcomes than its floor below or its
+# Test Summary disagrees with its counts, else 0.
 # A missing corpus is not an error: the script says so and exits 0.
 # POSIX sh and awk only.
 
@@ -171,6 +174,11 @@ for t in $TIERS; do
 		status=1
 	fi
 done
+
+# The tiers once more as a CI job runs `kyverno test`: Kyverno's summary
+# line and exit status against INDEX.md's counts (conformance-summary.sh).
+export TIER1_FLOOR TIER2_FLOOR TIER3_FLOOR PSS_FLOOR CEL1_FLOOR CEL2_FLOOR
+GAVEL=$gavel sh "$(dirname "$0")/conformance-summary.sh" "$corpus" || status=1
 
 awk -v jp="${jp_passed:-0}" -v jf="${jp_failed:-0}" -v cp="${cel_passed:-0}" -v cs="$cel_skipped" \
 	'{ r += $3; e += $2; u += $7 } END { printf "%d passed, %d failed, %d skipped\n", r + jp + cp, e - r - u + jf, u + cs }' "$tmp/scores"

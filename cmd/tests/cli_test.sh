@@ -51,6 +51,12 @@ golden apply-detailed apply $d/policies.yaml -r $d/resources.yaml --detailed-res
 golden apply-audit-warn apply $d/policies.yaml -r $d/resources.yaml --audit-warn
 golden apply-policy-report apply $d/policies.yaml -r $d/resources.yaml --policy-report
 golden apply-policy-report-json apply $d/policies.yaml -r $d/resources.yaml --policy-report --output-format json
+# Numbers in block YAML (hex, octal, underscores, exponents, anchors) and the
+# same Pods as JSON documents: the same results, compared as numbers.
+golden apply-numbers apply $d/numbers/policy.yaml -r $d/numbers/block.yaml -o json
+"$gavel" apply $d/numbers/policy.yaml -r $d/numbers/json.yaml -o json >"$tmp/out" 2>"$tmp/err"
+if cmp -s "$tmp/out" "$d/apply-numbers.out"; then ok "numbers: JSON documents as block YAML"; else
+	ko "numbers: JSON documents as block YAML"; fi
 golden test-pass test $d/test-pass
 golden test-fail test $d/test-fail
 golden test-fail-only test $d/test-fail --fail-only --detailed-results
