@@ -1191,9 +1191,9 @@ static void selector_text(const json_t *sel, struct gv_buf *b)
  * engine_hooks.params: GET the named object, or LIST the collection with
  * the selector, through the session (cached, within its deadline).
  */
-static enum gv_code hook_params(void *ud, const char *api_version, const char *kind,
-				const char *ns, const char *name, const json_t *selector,
-				json_t **out, struct gv_err *err)
+static enum gv_code hook_params(void *ud, const char *api_version, const char *kind, const char *ns,
+				const char *name, const json_t *selector, json_t **out,
+				struct gv_err *err)
 {
 	struct session *s = ud;
 	struct kube_resource r;

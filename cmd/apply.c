@@ -1223,7 +1223,8 @@ static void *evaluate_range(void *arg)
 				pt->bad = true;
 				continue;
 			}
-			/* validate.cel paramRef reads the given resources (the CLI's fake client) */
+			/* validate.cel paramRef reads the given resources (the CLI's fake client)
+			 */
 			ev.param_sources[0] = &st->params;
 			if (engine_evaluate(st->sets[p], &ev.in, ENGINE_ADMISSION, &rep, &e)) {
 				gv_err_prefix(&e, "%s:%d: %s %s: policy %s: ", st->res.v[r].file,
@@ -1349,7 +1350,8 @@ static void param_kinds_find(struct apply_state *st)
 		size_t i;
 		json_array_foreach(json_object_get(json_object_get(doc, "spec"), "rules"), i, rule)
 		{
-			const json_t *cel = json_object_get(json_object_get(rule, "validate"), "cel");
+			const json_t *cel =
+			    json_object_get(json_object_get(rule, "validate"), "cel");
 			if (!json_is_object(json_object_get(cel, "paramKind")))
 				continue;
 			if (!st->param_kinds)

@@ -637,9 +637,9 @@ static enum gv_code hook_param_scope(void *ud, const char *api_version, const ch
 }
 
 /* engine_hooks.params offline: the objects of param_sources (values.h). */
-static enum gv_code hook_params(void *ud, const char *api_version, const char *kind,
-				const char *ns, const char *name, const json_t *selector,
-				json_t **out, struct gv_err *err)
+static enum gv_code hook_params(void *ud, const char *api_version, const char *kind, const char *ns,
+				const char *name, const json_t *selector, json_t **out,
+				struct gv_err *err)
 {
 	struct values_eval *ev = ud;
 	bool namespaced = !engine_kind_cluster_scoped(kind);

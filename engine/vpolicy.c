@@ -1809,13 +1809,14 @@ static enum gv_code params_check(const json_t *kind, const json_t *ref, const ch
 	return GV_OK;
 }
 
-enum gv_code vpol_params_collect(const json_t *param_kind, const json_t *param_ref,
-				 const char *ns, const struct engine_hooks *hooks,
-				 bool missing_is_none, json_t **out, struct gv_err *err)
+enum gv_code vpol_params_collect(const json_t *param_kind, const json_t *param_ref, const char *ns,
+				 const struct engine_hooks *hooks, bool missing_is_none,
+				 json_t **out, struct gv_err *err)
 {
 	const char *av = str_of(param_kind, "apiVersion"), *kind = str_of(param_kind, "kind");
 	const char *name = str_of(param_ref, "name"), *rns = str_of(param_ref, "namespace");
-	const char *action = json_string_value(json_object_get(param_ref, "parameterNotFoundAction"));
+	const char *action =
+	    json_string_value(json_object_get(param_ref, "parameterNotFoundAction"));
 	const json_t *sel = json_object_get(param_ref, "selector");
 	struct selector *s = NULL;
 	struct gv_buf ptr = {0};
@@ -1897,7 +1898,6 @@ out:
 	json_decref(items);
 	return rc;
 }
-
 
 struct vpol_cel *vpol_cel_compile(const json_t *cel, const json_t *pre, const char *message,
 				  const char *rule, struct gv_err *err)
@@ -1992,9 +1992,8 @@ out:
 }
 
 void vpol_cel_evaluate(const struct vpol_cel *c, const json_t *object, const json_t *old_object,
-		       const json_t *request, const char *ns_name,
-		       const struct engine_hooks *hooks, enum engine_status *status,
-		       char **message)
+		       const json_t *request, const char *ns_name, const struct engine_hooks *hooks,
+		       enum engine_status *status, char **message)
 {
 	struct cel_eval *ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
 	json_t *nso = json_pack("{s:{s:s}}", "metadata", "name", ns_name ? ns_name : "");

@@ -200,9 +200,8 @@ void vpol_cel_free(struct vpol_cel *c);
  * policy Fail; over several parameter objects the first skip or fail wins.
  */
 void vpol_cel_evaluate(const struct vpol_cel *c, const json_t *object, const json_t *old_object,
-		       const json_t *request, const char *ns_name,
-		       const struct engine_hooks *hooks, enum engine_status *status,
-		       char **message);
+		       const json_t *request, const char *ns_name, const struct engine_hooks *hooks,
+		       enum engine_status *status, char **message);
 
 /*
  * The parameter objects of a paramKind ({apiVersion, kind}) and paramRef
@@ -219,9 +218,9 @@ void vpol_cel_evaluate(const struct vpol_cel *c, const json_t *object, const jso
  * GV_OK with *out a new array reference, else an error (err->msg the
  * reason, without prefix).
  */
-enum gv_code vpol_params_collect(const json_t *param_kind, const json_t *param_ref,
-				 const char *ns, const struct engine_hooks *hooks,
-				 bool missing_is_none, json_t **out, struct gv_err *err);
+enum gv_code vpol_params_collect(const json_t *param_kind, const json_t *param_ref, const char *ns,
+				 const struct engine_hooks *hooks, bool missing_is_none,
+				 json_t **out, struct gv_err *err);
 
 /*
  * Rewrites the CEL text of a Pod policy for a pod controller (section 2.7,

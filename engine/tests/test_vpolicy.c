@@ -451,8 +451,8 @@ static void test_params_collect(void **state)
 	    {"{apiVersion: v1, kind: ConfigMap}", "{name: a}", "other", false, 1, "7"},
 	    {"{apiVersion: v1, kind: ConfigMap}", "{name: a, namespace: other}", "shop", false, 1,
 	     "7"},
-	    {"{apiVersion: v1, kind: ConfigMap}", "{name: a}", "",
-	     false, -1, "can't use namespaced paramRef to match cluster-scoped resources"},
+	    {"{apiVersion: v1, kind: ConfigMap}", "{name: a}", "", false, -1,
+	     "can't use namespaced paramRef to match cluster-scoped resources"},
 	    /* a cluster-scoped kind: no namespace */
 	    {"{apiVersion: limits.example.com/v1, kind: ClusterLimit}", "{name: global}", "shop",
 	     false, 1, "5"},
@@ -479,9 +479,8 @@ static void test_params_collect(void **state)
 	     0, NULL},
 	    {"{apiVersion: v1, kind: Secret}", "{name: a}", "shop", false, -1,
 	     "failed to check if resource is namespaced or not (no kind Secret)"},
-	    {"{apiVersion: v1, kind: ConfigMap}",
-	     "{name: a, selector: {matchLabels: {team: x}}}", "shop", false, -1,
-	     "one of name or selector must be set, not both"},
+	    {"{apiVersion: v1, kind: ConfigMap}", "{name: a, selector: {matchLabels: {team: x}}}",
+	     "shop", false, -1, "one of name or selector must be set, not both"},
 	};
 	struct fake_cluster f = fake_new();
 	struct engine_hooks h = {.ud = &f, .param_scope = fake_scope, .params = fake_params};
@@ -494,16 +493,16 @@ static void test_params_collect(void **state)
 						      cases[i].missing_is_none, &out, &err);
 		if (cases[i].n < 0) {
 			CHECK(rc != GV_OK, "case %zu: no error", i);
-			CHECK(strstr(err.msg, cases[i].want) != NULL, "case %zu: '%s'", i,
-			      err.msg);
+			CHECK(strstr(err.msg, cases[i].want) != NULL, "case %zu: '%s'", i, err.msg);
 			CHECK(out == NULL, "case %zu: out set", i);
 		} else {
 			CHECK_INT(rc, GV_OK);
 			CHECK_INT((int)json_array_size(out), cases[i].n);
 			if (cases[i].want)
-				CHECK_STR(json_string_value(json_object_get(
-					      json_object_get(json_array_get(out, 0), "data"), "max")),
-					  cases[i].want);
+				CHECK_STR(
+				    json_string_value(json_object_get(
+					json_object_get(json_array_get(out, 0), "data"), "max")),
+				    cases[i].want);
 		}
 		json_decref(out);
 		json_decref(kind);
@@ -522,7 +521,8 @@ static void test_params_collect(void **state)
 	{
 		/* a failed list is an error, whatever the action */
 		json_t *kind = Y("{apiVersion: v1, kind: ConfigMap}");
-		json_t *ref = Y("{selector: {matchLabels: {team: x}}, parameterNotFoundAction: Allow}");
+		json_t *ref =
+		    Y("{selector: {matchLabels: {team: x}}, parameterNotFoundAction: Allow}");
 		json_t *out = NULL;
 		struct gv_err err = {0};
 		f.fail_list = true;
