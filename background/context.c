@@ -1248,6 +1248,40 @@ out:
 	return rc;
 }
 
+/*
+ * engine_hooks.authorize: a SubjectAccessReview POSTed to the API server
+ * with gavel's credentials, through the session (the same review is asked
+ * once per session), answering its status.
+ */
+static enum gv_code hook_authorize(void *ud, const json_t *review, json_t **out, struct gv_err *err)
+{
+	struct session *s = ud;
+	struct http_call c = {0};
+	struct gv_err e = {0};
+	json_t *call, *data = NULL;
+	enum gv_code rc;
+
+	*out = NULL;
+	call = json_pack("{s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:O}]}", "urlPath",
+			 "/apis/authorization.k8s.io/v1/subjectaccessreviews", "method", "POST",
+			 "data", "key", "apiVersion", "value", "authorization.k8s.io/v1", "key",
+			 "kind", "value", "SubjectAccessReview", "key", "spec", "value", review);
+	rc = http_call_parse(s->l, call, &c, &e);
+	if (!rc)
+		rc = session_call(s, &c, &data, &e);
+	if (rc) {
+		gv_err_set(err, rc, "SubjectAccessReview: %s", e.msg);
+	} else if (!json_is_object(json_object_get(data, "status"))) {
+		rc = gv_err_set(err, GV_EINVAL, "SubjectAccessReview: the answer has no status");
+	} else {
+		*out = json_incref(json_object_get(data, "status"));
+	}
+	http_call_release(&c);
+	json_decref(call);
+	json_decref(data);
+	return rc;
+}
+
 /* ---- global context entries ---- */
 
 static void global_release(struct global *g)
@@ -1484,6 +1518,7 @@ static const struct engine_hooks *source_open(void *ud, const struct engine_poli
 	s->hooks.http = hook_http;
 	s->hooks.param_scope = hook_param_scope;
 	s->hooks.params = hook_params;
+	s->hooks.authorize = hook_authorize;
 	return &s->hooks;
 }
 

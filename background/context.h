@@ -55,6 +55,10 @@
  * per-session cache, timeout and deadline as apiCall; a 404 of a named
  * object is GV_ENOENT with the API server's message.
  *
+ * The hooks' authorize callback (validate.cel's `authorizer`) POSTs a
+ * SubjectAccessReview to the API server with gavel's credentials (the
+ * same review once per session) and answers its status.
+ *
  * The hooks' http callback (engine_hooks.http) makes the calls of Kyverno's
  * CEL http library (cel-semantics.md section 6) with the same timeout,
  * deadline and size cap, uncached: any status is an answer ({..., statusCode}),

@@ -240,6 +240,17 @@ struct engine_hooks {
 	enum gv_code (*params)(void *ud, const char *api_version, const char *kind, const char *ns,
 			       const char *name, const json_t *selector, json_t **out,
 			       struct gv_err *err);
+	/*
+	 * An authorization check of validate.cel's `authorizer`
+	 * (cel-semantics.md 1.9, 4): review is the spec of an
+	 * authorization.k8s.io/v1 SubjectAccessReview ({user, uid, groups,
+	 * extra, resourceAttributes {verb, group, resource, subresource,
+	 * namespace, name} | nonResourceAttributes {path, verb}}). Returns
+	 * GV_OK with *out a new reference to its status ({allowed, denied,
+	 * reason, evaluationError}); a failed review is an error. NULL: the
+	 * check is an evaluation error.
+	 */
+	enum gv_code (*authorize)(void *ud, const json_t *review, json_t **out, struct gv_err *err);
 };
 
 /*

@@ -1948,6 +1948,82 @@ void vpol_cel_free(struct vpol_cel *c)
 	free(c);
 }
 
+/*
+ * The host of a validate.cel evaluation: the `authorizer` checks as
+ * SubjectAccessReviews through hooks->authorize, for the request's user
+ * or the serviceAccount(ns, name) of the check (Kubernetes'
+ * serviceaccount.UserInfo: groups system:serviceaccounts and
+ * system:serviceaccounts:<ns>).
+ */
+struct authz_host {
+	struct cel_host host;
+	const struct engine_hooks *hooks; /* borrowed, or NULL */
+	const json_t *user_info;	  /* borrowed, or NULL */
+	json_t *keep;			  /* owned: the answers handed out */
+};
+
+static const json_t *authz_host_call(void *ud, const char *fn, const json_t *args, char *err,
+				     size_t n)
+{
+	struct authz_host *h = ud;
+	const json_t *spec = json_array_get(args, 0);
+	const char *sa_ns = json_string_value(json_object_get(spec, "saNamespace"));
+	const char *sa = json_string_value(json_object_get(spec, "saName"));
+	json_t *review, *attrs, *out = NULL;
+	struct gv_err e = {0};
+	static const char *const attr_keys[] = {"group", "resource", "subresource", "namespace",
+						"name"};
+
+	if (strcmp(fn, "authorizer.check")) {
+		snprintf(err, n, "%s: this library is not available in validate.cel", fn);
+		return NULL;
+	}
+	if (!h->hooks || !h->hooks->authorize) {
+		snprintf(err, n,
+			 "authorizer: authorization checks need the API server's authorizer, "
+			 "which gavel asks only in the cluster (gavel serve, scans)");
+		return NULL;
+	}
+	if (sa) {
+		review = json_object();
+		json_object_set_new(
+		    review, "user",
+		    json_sprintf("system:serviceaccount:%s:%s", sa_ns ? sa_ns : "", sa));
+		json_object_set_new(
+		    review, "groups",
+		    json_pack("[s,o]", "system:serviceaccounts",
+			      json_sprintf("system:serviceaccounts:%s", sa_ns ? sa_ns : "")));
+	} else {
+		const char *keys[] = {"username", "uid", "groups", "extra"};
+		const char *to[] = {"user", "uid", "groups", "extra"};
+		review = json_object();
+		for (size_t i = 0; i < GV_ARRAY_LEN(keys); i++) {
+			const json_t *v = json_object_get(h->user_info, keys[i]);
+			if (v)
+				json_object_set_new(review, to[i], json_deep_copy(v));
+		}
+	}
+	attrs = json_pack("{s:O}", "verb", json_object_get(spec, "verb"));
+	if (json_object_get(spec, "path")) {
+		json_object_set(attrs, "path", json_object_get(spec, "path"));
+		json_object_set_new(review, "nonResourceAttributes", attrs);
+	} else {
+		for (size_t i = 0; i < GV_ARRAY_LEN(attr_keys); i++)
+			if (json_object_get(spec, attr_keys[i]))
+				json_object_set(attrs, attr_keys[i],
+						json_object_get(spec, attr_keys[i]));
+		json_object_set_new(review, "resourceAttributes", attrs);
+	}
+	if (h->hooks->authorize(h->hooks->ud, review, &out, &e)) {
+		snprintf(err, n, "authorizer: %s", e.msg);
+		json_decref(review);
+		return NULL;
+	}
+	json_decref(review);
+	json_array_append_new(h->keep, out);
+	return out;
+}
+
 /* One evaluation of a validate.cel body with `params` bound (section 4 steps 5-6). */
 static void cel_eval_once(const struct vpol_cel *c, struct cel_eval *ev, const json_t *nso,
 			  enum engine_status *status, char **message)
@@ -1999,8 +2075,16 @@ void vpol_cel_evaluate(const struct vpol_cel *c, const json_t *object, const jso
 	json_t *nso = json_pack("{s:{s:s}}", "metadata", "name", ns_name ? ns_name : "");
 	json_t *params = NULL;
 	size_t i, n = 1;
+	struct authz_host ah = {.host = {.call = authz_host_call},
+				.hooks = hooks,
+				.user_info = json_object_get(request, "userInfo"),
+				.keep = json_array()};
+	struct cel_value az = cel_authorizer_value();
 
+	ah.host.ud = &ah;
 	*message = NULL;
+	cel_eval_set_host(ev, &ah.host);
+	cel_bind_value(ev, "authorizer", &az);
 	if (c->has_params) {
 		struct gv_err e = {0};
 		if (vpol_params_collect(c->param_kind, c->param_ref, ns_name ? ns_name : "", hooks,
@@ -2030,4 +2114,5 @@ out:
 	json_decref(params);
 	json_decref(nso);
 	cel_eval_free(ev);
+	json_decref(ah.keep);
 }

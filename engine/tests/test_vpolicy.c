@@ -662,6 +662,110 @@ static void test_vap_cluster_params(void **state)
 	CHECK_DONE();
 }
 
+/* A fake authorizer: allows what its last review asked when the verb is "get". */
+struct fake_authz {
+	json_t *last; /* the last review */
+	bool fail;
+};
+
+static enum gv_code fake_authorize(void *ud, const json_t *review, json_t **out, struct gv_err *err)
+{
+	struct fake_authz *f = ud;
+	const char *verb = json_string_value(
+	    json_object_get(json_object_get(review, "resourceAttributes")
+				? json_object_get(review, "resourceAttributes")
+				: json_object_get(review, "nonResourceAttributes"),
+			    "verb"));
+	bool allowed = verb && !strcmp(verb, "get");
+
+	json_decref(f->last);
+	f->last = json_deep_copy(review);
+	if (f->fail)
+		return gv_err_set(err, GV_ENET, "connection refused");
+	*out = json_pack("{s:b, s:s}", "allowed", allowed, "reason", allowed ? "granted" : "");
+	return GV_OK;
+}
+
+/* validate.cel's `authorizer` (cel-semantics.md 1.9, 4): SubjectAccessReviews through the hook. */
+static void test_cel_authorizer(void **state)
+{
+	static const struct {
+		const char *expr;
+		enum engine_status status;
+		const char *user;  /* the review's user */
+		const char *attrs; /* its attributes, as JSON */
+	} cases[] = {
+	    {"authorizer.serviceAccount('shop', 'bot').group('apps').resource('deployments')"
+	     ".namespace('shop').check('get').allowed()",
+	     ENGINE_PASS, "system:serviceaccount:shop:bot",
+	     "{\"group\":\"apps\",\"namespace\":\"shop\",\"resource\":\"deployments\","
+	     "\"verb\":\"get\"}"},
+	    {"authorizer.group('').resource('pods').subresource('exec').name('p').check('create')"
+	     ".allowed()",
+	     ENGINE_FAIL, "alice",
+	     "{\"group\":\"\",\"name\":\"p\",\"resource\":\"pods\",\"subresource\":\"exec\","
+	     "\"verb\":\"create\"}"},
+	    {"authorizer.path('/healthz').check('get').reason() == 'granted'", ENGINE_PASS, "alice",
+	     "{\"path\":\"/healthz\",\"verb\":\"get\"}"},
+	    {"!authorizer.path('/healthz').check('get').errored() && "
+	     "authorizer.path('/healthz').check('get').error() == ''",
+	     ENGINE_PASS, "alice", "{\"path\":\"/healthz\",\"verb\":\"get\"}"},
+	};
+	struct fake_authz f = {0};
+	struct engine_hooks h = {.ud = &f, .authorize = fake_authorize};
+	json_t *pod = Y(pod_text);
+	json_t *req = Y("{operation: CREATE, userInfo: {username: alice, groups: [dev]}}");
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *cel = json_pack("{s:[{s:s}]}", "expressions", "expression", cases[i].expr);
+		struct gv_err err = {0};
+		struct vpol_cel *c = vpol_cel_compile(cel, NULL, NULL, "r", &err);
+		enum engine_status s = ENGINE_SKIP;
+		char *msg = NULL, *attrs;
+
+		CHECK(c != NULL, "case %zu: %s", i, err.msg);
+		if (!c) {
+			json_decref(cel);
+			continue;
+		}
+		f.fail = false;
+		vpol_cel_evaluate(c, pod, NULL, req, "shop", &h, &s, &msg);
+		CHECK_INT(s, cases[i].status);
+		free(msg);
+		CHECK_STR(json_string_value(json_object_get(f.last, "user")), cases[i].user);
+		attrs = json_dumps(json_object_get(f.last, "resourceAttributes")
+				       ? json_object_get(f.last, "resourceAttributes")
+				       : json_object_get(f.last, "nonResourceAttributes"),
+				   JSON_COMPACT | JSON_SORT_KEYS);
+		CHECK_STR(attrs, cases[i].attrs);
+		free(attrs);
+		if (i == 0)
+			/* the service account's groups, as Kubernetes' serviceaccount.UserInfo */
+			CHECK_STR(
+			    json_string_value(json_array_get(json_object_get(f.last, "groups"), 1)),
+			    "system:serviceaccounts:shop");
+		/* a failed review and no authorizer at all: fail, with the reason */
+		f.fail = true;
+		vpol_cel_evaluate(c, pod, NULL, req, "shop", &h, &s, &msg);
+		CHECK_INT(s, ENGINE_FAIL);
+		CHECK(strstr(msg, "connection refused") != NULL, "case %zu: '%s'", i, msg);
+		free(msg);
+		vpol_cel_evaluate(c, pod, NULL, req, "shop", NULL, &s, &msg);
+		CHECK_INT(s, ENGINE_FAIL);
+		CHECK(strstr(msg, "authorizer: ") != NULL, "case %zu: '%s'", i, msg);
+		free(msg);
+		vpol_cel_free(c);
+		json_decref(cel);
+	}
+	/* the request's user otherwise */
+	CHECK_STR(json_string_value(json_array_get(json_object_get(f.last, "groups"), 0)), "dev");
+	json_decref(f.last);
+	json_decref(req);
+	json_decref(pod);
+	CHECK_DONE();
+}
+
 /* The declarations of cel_compile_decls (engine/cel/cel.h). */
 static void test_cel_decls(void **state)
 {
@@ -735,6 +839,7 @@ int main(void)
 	    cmocka_unit_test(test_params_collect),
 	    cmocka_unit_test(test_cel_params),
 	    cmocka_unit_test(test_vap_cluster_params),
+	    cmocka_unit_test(test_cel_authorizer),
 	    cmocka_unit_test(test_cel_decls),
 	};
 
