@@ -125,8 +125,9 @@ char *engine_policy_unsupported_note(const struct engine_policy *p);
  * its namespace's labels, the PolicyExceptions and gavel's configuration:
  * a `context` entry that reads the cluster or a registry (apiCall,
  * configMap, globalReference, imageRegistry; kyverno-semantics.md section
- * 1.5), or a JMESPath function whose value changes by itself (time_now,
- * time_now_utc, time_since, random). Found by walking the document, so
+ * 1.5), a validate.cel paramRef or `authorizer` check (cel-semantics.md
+ * section 4), or a JMESPath function whose value changes by itself
+ * (time_now, time_now_utc, time_since, random). Found by walking the document, so
  * conservative: a string that merely mentions such a function counts.
  * `gavel scan` does not skip the evaluation of unchanged objects for such
  * documents (cmd/scan.c). NULL reads nothing.
