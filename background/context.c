@@ -1126,6 +1126,162 @@ static enum gv_code hook_load_context(void *ud, const json_t *entry, const json_
 	return rc;
 }
 
+/* ---- parameter resources (engine_hooks.param_scope, params) ---- */
+
+/* The kind of api_version through discovery (cached by the client). */
+static enum gv_code param_discover(struct session *s, const char *api_version, const char *kind,
+				   struct kube_resource *r, struct gv_err *err)
+{
+	const char *slash = strchr(api_version, '/');
+	char *group = gv_xstrndup(api_version, slash ? (size_t)(slash - api_version) : 0);
+	enum gv_code rc;
+
+	rc = kube_discover(s->l->o.client, group, slash ? slash + 1 : api_version, kind, r, err);
+	free(group);
+	return rc;
+}
+
+static enum gv_code hook_param_scope(void *ud, const char *api_version, const char *kind,
+				     bool *namespaced, struct gv_err *err)
+{
+	struct kube_resource r;
+	enum gv_code rc = param_discover(ud, api_version, kind, &r, err);
+
+	if (rc)
+		return rc;
+	*namespaced = r.namespaced;
+	kube_resource_release(&r);
+	return GV_OK;
+}
+
+/* A LabelSelector as the API's labelSelector text ("a=b,c in (d,e),!f"). */
+static void selector_text(const json_t *sel, struct gv_buf *b)
+{
+	const char *k;
+	const json_t *v, *e;
+	size_t i, j;
+
+	json_object_foreach((json_t *)json_object_get(sel, "matchLabels"), k, v)
+	{
+		gv_buf_addf(b, "%s%s=%s", b->len ? "," : "", k,
+			    json_string_value(v) ? json_string_value(v) : "");
+	}
+	json_array_foreach(json_object_get(sel, "matchExpressions"), i, e)
+	{
+		const char *key = jstr(e, "key"), *op = jstr(e, "operator");
+		if (!key || !op)
+			continue;
+		if (b->len)
+			gv_buf_adds(b, ",");
+		if (!strcmp(op, "Exists") || !strcmp(op, "DoesNotExist")) {
+			gv_buf_addf(b, "%s%s", *op == 'D' ? "!" : "", key);
+			continue;
+		}
+		gv_buf_addf(b, "%s %s (", key, !strcmp(op, "NotIn") ? "notin" : "in");
+		json_array_foreach(json_object_get(e, "values"), j, v)
+		{
+			gv_buf_addf(b, "%s%s", j ? "," : "",
+				    json_string_value(v) ? json_string_value(v) : "");
+		}
+		gv_buf_adds(b, ")");
+	}
+}
+
+/*
+ * engine_hooks.params: GET the named object, or LIST the collection with
+ * the selector, through the session (cached, within its deadline).
+ */
+static enum gv_code hook_params(void *ud, const char *api_version, const char *kind, const char *ns,
+				const char *name, const json_t *selector, json_t **out,
+				struct gv_err *err)
+{
+	struct session *s = ud;
+	struct kube_resource r;
+	struct http_call c = {0};
+	struct gv_buf path = {0}, sel = {0};
+	struct gv_err e = {0};
+	json_t *call = NULL, *data = NULL;
+	char *p;
+	enum gv_code rc;
+
+	*out = NULL;
+	if ((rc = param_discover(s, api_version, kind, &r, err)))
+		return rc;
+	p = kube_path(&r, *ns ? ns : NULL, name);
+	gv_buf_adds(&path, p);
+	free(p);
+	kube_resource_release(&r);
+	if (!name && selector) {
+		selector_text(selector, &sel);
+		if (sel.len) {
+			char *esc = kube_escape(gv_buf_str(&sel));
+			gv_buf_addf(&path, "?labelSelector=%s", esc);
+			free(esc);
+		}
+	}
+	call = json_pack("{s:s, s:s}", "urlPath", gv_buf_str(&path), "method", "GET");
+	rc = http_call_parse(s->l, call, &c, &e);
+	if (!rc)
+		rc = session_call(s, &c, &data, &e);
+	if (rc) {
+		/* the API server's NotFound: `<resource> "<name>" not found` */
+		const char *nf = strstr(e.msg, ": HTTP 404: ");
+		if (nf && name)
+			rc = gv_err_set(err, GV_ENOENT, "%s", nf + 12);
+		else
+			gv_err_set(err, rc, "%s", e.msg);
+		goto out;
+	}
+	if (name) {
+		*out = data;
+		data = NULL;
+	} else {
+		const json_t *items = json_object_get(data, "items");
+		*out = json_is_array(items) ? json_incref((json_t *)items) : json_array();
+	}
+out:
+	http_call_release(&c);
+	json_decref(call);
+	json_decref(data);
+	gv_buf_release(&path);
+	gv_buf_release(&sel);
+	return rc;
+}
+
+/*
+ * engine_hooks.authorize: a SubjectAccessReview POSTed to the API server
+ * with gavel's credentials, through the session (the same review is asked
+ * once per session), answering its status.
+ */
+static enum gv_code hook_authorize(void *ud, const json_t *review, json_t **out, struct gv_err *err)
+{
+	struct session *s = ud;
+	struct http_call c = {0};
+	struct gv_err e = {0};
+	json_t *call, *data = NULL;
+	enum gv_code rc;
+
+	*out = NULL;
+	call = json_pack("{s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}, {s:s, s:O}]}", "urlPath",
+			 "/apis/authorization.k8s.io/v1/subjectaccessreviews", "method", "POST",
+			 "data", "key", "apiVersion", "value", "authorization.k8s.io/v1", "key",
+			 "kind", "value", "SubjectAccessReview", "key", "spec", "value", review);
+	rc = http_call_parse(s->l, call, &c, &e);
+	if (!rc)
+		rc = session_call(s, &c, &data, &e);
+	if (rc) {
+		gv_err_set(err, rc, "SubjectAccessReview: %s", e.msg);
+	} else if (!json_is_object(json_object_get(data, "status"))) {
+		rc = gv_err_set(err, GV_EINVAL, "SubjectAccessReview: the answer has no status");
+	} else {
+		*out = json_incref(json_object_get(data, "status"));
+	}
+	http_call_release(&c);
+	json_decref(call);
+	json_decref(data);
+	return rc;
+}
+
 /* ---- global context entries ---- */
 
 static void global_release(struct global *g)
@@ -1360,6 +1516,9 @@ static const struct engine_hooks *source_open(void *ud, const struct engine_poli
 	s->hooks.ud = s;
 	s->hooks.load_context = hook_load_context;
 	s->hooks.http = hook_http;
+	s->hooks.param_scope = hook_param_scope;
+	s->hooks.params = hook_params;
+	s->hooks.authorize = hook_authorize;
 	return &s->hooks;
 }
 

@@ -48,6 +48,17 @@
  *                    helpers) are an error. A fetch failure: "failed to fetch
  *                    image descriptor: <ref>, error: <reason>".
  *
+ * The hooks' param_scope and params callbacks (validate.cel paramKind /
+ * paramRef, ValidatingAdmissionPolicyBinding paramRef; cel-semantics.md
+ * sections 4 and 5) resolve the kind through discovery and GET the named
+ * object or LIST the collection with the label selector, through the same
+ * per-session cache, timeout and deadline as apiCall; a 404 of a named
+ * object is GV_ENOENT with the API server's message.
+ *
+ * The hooks' authorize callback (validate.cel's `authorizer`) POSTs a
+ * SubjectAccessReview to the API server with gavel's credentials (the
+ * same review once per session) and answers its status.
+ *
  * The hooks' http callback (engine_hooks.http) makes the calls of Kyverno's
  * CEL http library (cel-semantics.md section 6) with the same timeout,
  * deadline and size cap, uncached: any status is an answer ({..., statusCode}),

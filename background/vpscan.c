@@ -503,6 +503,7 @@ enum gv_code vpscan_namespace(const struct vpscan_plan *plan, const struct vpsca
 	in.nexceptions = nx;
 	in.user_info = NULL;
 	in.bindings = view_vpolset_bindings(set, &in.nbindings);
+	in.hooks = hooks; /* the bindings' paramRef objects, from the cluster */
 	view_cel_host_init(&host, hooks, "gavel background scans");
 	in.host = &host.host;
 	for (size_t i = 0; i < a->ndue; i++) {

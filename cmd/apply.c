@@ -113,6 +113,13 @@ struct apply_state {
 	const char *values_file, *userinfo_file, *namespaces_file;
 	struct load_policies pols;
 	struct load_resources res;
+	/*
+	 * validate.cel paramKind/paramRef: the "apiVersion kind" of the kinds
+	 * read (owned array, NULL when no policy reads params), and the
+	 * resources of those kinds seen so far (the params, kept across batches)
+	 */
+	json_t *param_kinds;
+	struct load_resources params;
 	struct values values;
 	struct values_userinfo ui;
 	bool has_ui;
@@ -1227,6 +1234,9 @@ static void *evaluate_range(void *arg)
 				pt->bad = true;
 				continue;
 			}
+			/* validate.cel paramRef reads the given resources (the CLI's fake client)
+			 */
+			ev.param_sources[0] = &st->params;
 			if (engine_evaluate(st->sets[p], &ev.in, ENGINE_ADMISSION, &rep, &e)) {
 				gv_err_prefix(&e, "%s:%d: %s %s: policy %s: ", st->res.v[r].file,
 					      st->res.v[r].line, load_res_kind(st->res.v[r].obj),
@@ -1326,6 +1336,58 @@ static void print_part(struct apply_state *st, const struct apply_part *pt)
 	st->nprinted += pt->nout;
 }
 
+/* The "apiVersion kind" of a paramKind, new reference. */
+static json_t *param_kind_key(const json_t *pk)
+{
+	return json_sprintf("%s %s", load_str(pk, "apiVersion", NULL), load_str(pk, "kind", NULL));
+}
+
+/* st->param_kinds: the kinds the policies' validate.cel paramKind names. */
+static void param_kinds_find(struct apply_state *st)
+{
+	for (size_t p = 0; p < st->pols.n; p++) {
+		const json_t *doc =
+		    st->pols.v[p].policy ? engine_policy_doc(st->pols.v[p].policy) : NULL;
+		const json_t *rule;
+		size_t i;
+		json_array_foreach(json_object_get(json_object_get(doc, "spec"), "rules"), i, rule)
+		{
+			const json_t *cel =
+			    json_object_get(json_object_get(rule, "validate"), "cel");
+			if (!json_is_object(json_object_get(cel, "paramKind")))
+				continue;
+			if (!st->param_kinds)
+				st->param_kinds = json_array();
+			json_array_append_new(st->param_kinds,
+					      param_kind_key(json_object_get(cel, "paramKind")));
+		}
+	}
+}
+
+/* Keeps the batch's resources of a paramKind (copies: the workers free st->res). */
+static void params_keep(struct apply_state *st)
+{
+	for (size_t r = 0; st->param_kinds && r < st->res.n; r++) {
+		const json_t *o = st->res.v[r].obj;
+		json_t *key = json_sprintf("%s %s", load_res_api_version(o), load_res_kind(o));
+		size_t i;
+		json_t *k;
+		json_array_foreach(st->param_kinds, i, k)
+		{
+			if (!json_equal(k, key))
+				continue;
+			if ((st->params.n & (st->params.n - 1)) == 0)
+				st->params.v = gv_xrealloc(st->params.v,
+							   (st->params.n ? 2 * st->params.n : 1) *
+							       sizeof(*st->params.v));
+			st->params.v[st->params.n++] =
+			    (struct load_resource){.obj = json_deep_copy(o)};
+			break;
+		}
+		json_decref(key);
+	}
+}
+
 /* Evaluates the resources of st->res and prints their results, with st->jobs threads. */
 static void evaluate_batch(struct apply_state *st)
 {
@@ -1333,6 +1395,7 @@ static void evaluate_batch(struct apply_state *st)
 	struct apply_part *parts;
 	pthread_t *th;
 
+	params_keep(st);
 	if (nparts > GV_ARRAY_LEN(st->partbuf))
 		nparts = GV_ARRAY_LEN(st->partbuf);
 	if (nparts > st->res.n)
@@ -2100,6 +2163,7 @@ static size_t process_resources(struct apply_state *st)
 	for (size_t p = 0; p < st->pols.n; p++)
 		if (st->pols.v[p].policy)
 			st->sets[p] = load_policyset_new(&st->pols, &st->pols.v[p].policy, 1);
+	param_kinds_find(st);
 	expand_all(st, &st->resource_paths, &files);
 	for (size_t fi = 0; fi < files.n; fi++) {
 		const char *file = files.v[fi];
@@ -2319,6 +2383,8 @@ out:
 	load_paths_release(&st.exception_paths);
 	load_policies_release(&st.pols);
 	load_resources_release(&st.res);
+	load_resources_release(&st.params);
+	json_decref(st.param_kinds);
 	values_release(&st.values);
 	values_userinfo_release(&st.ui);
 	return rc;

@@ -864,6 +864,8 @@ static struct test_cell *cell_get(struct test_case *tc, size_t o, size_t r, size
 		return c;
 	}
 	ev.global_entries = get_ci(tc->doc, "globalContextEntries");
+	ev.param_sources[0] = &tc->res;
+	ev.param_sources[1] = &tc->params;
 	if (engine_evaluate(tc->sets[p], &ev.in, ENGINE_ADMISSION, &rep, &e)) {
 		c->error = gv_xstrdup(gv_err_str(&e, buf, sizeof(buf)));
 		goto out;

@@ -7,6 +7,7 @@
 #include "common/clock.h"
 #include "common/yaml.h"
 #include "engine/jmespath.h"
+#include "engine/vpolicy.h"
 #include "common/banned.h"
 
 /* The clock and random source the engine reads (time_now, random). */
@@ -624,6 +625,61 @@ static enum gv_code hook_load_context(void *ud, const json_t *entry, const json_
 	return GV_ENOENT;
 }
 
+/* engine_hooks.param_scope offline: the built-in table (unknown kinds are namespaced). */
+static enum gv_code hook_param_scope(void *ud, const char *api_version, const char *kind,
+				     bool *namespaced, struct gv_err *err)
+{
+	(void)ud;
+	(void)api_version;
+	(void)err;
+	*namespaced = !engine_kind_cluster_scoped(kind);
+	return GV_OK;
+}
+
+/* engine_hooks.params offline: the objects of param_sources (values.h). */
+static enum gv_code hook_params(void *ud, const char *api_version, const char *kind, const char *ns,
+				const char *name, const json_t *selector, json_t **out,
+				struct gv_err *err)
+{
+	struct values_eval *ev = ud;
+	bool namespaced = !engine_kind_cluster_scoped(kind);
+	json_t *all = json_array();
+
+	(void)selector; /* the engine filters by labels */
+	*out = NULL;
+	for (size_t s = 0; s < GV_ARRAY_LEN(ev->param_sources); s++) {
+		const struct load_resources *lr = ev->param_sources[s];
+		for (size_t i = 0; lr && i < lr->n; i++) {
+			const json_t *o = lr->v[i].obj;
+			const char *ons = load_res_namespace(o);
+			if (strcmp(load_res_api_version(o), api_version) ||
+			    strcmp(load_res_kind(o), kind))
+				continue;
+			if (namespaced && strcmp(*ons ? ons : "default", ns))
+				continue;
+			if (name && strcmp(load_res_name(o), name))
+				continue;
+			if (name) {
+				json_decref(all);
+				*out = json_incref((json_t *)o);
+				return GV_OK;
+			}
+			json_array_append((json_t *)all, (json_t *)o);
+		}
+	}
+	if (name) {
+		char res[128];
+		const char *slash = strchr(api_version, '/');
+		json_decref(all);
+		vpol_kind_resource(kind, res, sizeof(res));
+		return gv_err_set(err, GV_ENOENT, "%s%s%.*s \"%s\" not found", res,
+				  slash ? "." : "", slash ? (int)(slash - api_version) : 0,
+				  api_version, name);
+	}
+	*out = all;
+	return GV_OK;
+}
+
 /* Maps a manifest such as a Scale to its parent kind and subresource. */
 static void apply_subresource(struct values_eval *ev, const json_t *resource)
 {
@@ -732,6 +788,8 @@ hooks:
 	ev->hooks.rule_values = hook_rule_values;
 	ev->hooks.foreach_values = hook_foreach_values;
 	ev->hooks.load_context = hook_load_context;
+	ev->hooks.param_scope = hook_param_scope;
+	ev->hooks.params = hook_params;
 	ev->hooks.env = &real_env;
 
 	ev->in.object = ev->object;

@@ -116,6 +116,7 @@ void values_userinfo_release(struct values_userinfo *u);
  * per-resource values are left out: they are already applied to the input
  * (operation, object, old_object). foreach_values returns the rule's
  * foreachValues;
+ * param_scope and params answer from param_sources (below);
  * load_context answers GV_ENOENT for every configMap, apiCall,
  * imageRegistry and globalReference entry (offline: not loaded, so a value
  * injected by rule_values stays).
@@ -135,6 +136,15 @@ struct values_eval {
 	 * globalReference context entries (set after values_eval_init)
 	 */
 	const json_t *global_entries;
+	/*
+	 * borrowed, or NULL: the objects a validate.cel paramRef reads
+	 * offline, as the CLI's fake client holds them (a test's resources
+	 * and paramResources; TEST-FORMAT.md 7.5), looked up by apiVersion,
+	 * kind, namespace (namespaced kinds: "default" when unset) and name
+	 * or label selector; the kind's scope from the built-in table. No
+	 * sources: every named parameter is not found.
+	 */
+	const struct load_resources *param_sources[2];
 };
 
 /*

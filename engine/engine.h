@@ -111,7 +111,7 @@ bool engine_policy_rule_background_safe(const struct engine_policy *p, size_t i)
  * What gavel does not evaluate in rule i, or NULL when it evaluates all of
  * it: "mutate", "generate", "verifyImages" (rules outside a validate engine:
  * they give no result at all), or, for validate rules, a validate.cel that
- * calls the Kyverno CEL libraries or takes parameter resources,
+ * calls the Kyverno CEL libraries,
  * "validate.manifests", "validate.assert", "celPreconditions" (on a body
  * that is not validate.cel),
  * "imageExtractors" (they give an ENGINE_ERROR result with `unsupported`
@@ -133,8 +133,9 @@ char *engine_policy_unsupported_note(const struct engine_policy *p);
  * its namespace's labels, the PolicyExceptions and gavel's configuration:
  * a `context` entry that reads the cluster or a registry (apiCall,
  * configMap, globalReference, imageRegistry; kyverno-semantics.md section
- * 1.5), or a JMESPath function whose value changes by itself (time_now,
- * time_now_utc, time_since, random). Found by walking the document, so
+ * 1.5), a validate.cel paramRef or `authorizer` check (cel-semantics.md
+ * section 4), or a JMESPath function whose value changes by itself
+ * (time_now, time_now_utc, time_since, random). Found by walking the document, so
  * conservative: a string that merely mentions such a function counts.
  * `gavel scan` does not skip the evaluation of unchanged objects for such
  * documents (cmd/scan.c). NULL reads nothing.
@@ -228,6 +229,37 @@ struct engine_hooks {
 	enum gv_code (*http)(void *ud, const char *method, const char *url, const json_t *headers,
 			     const json_t *body, const char *policy_namespace, json_t **out,
 			     struct gv_err *err);
+	/*
+	 * Parameter resources (validate.cel paramKind/paramRef,
+	 * cel-semantics.md section 4 step 4; ValidatingAdmissionPolicyBinding
+	 * paramRef in background scans, section 5). param_scope sets
+	 * *namespaced for the kind `kind` of apiVersion `api_version`
+	 * ("rules.example.com/v1", "v1"); an error (a kind the cluster does
+	 * not serve) becomes the result's error. params answers the objects:
+	 * with name non-NULL, *out is a new reference to that one object in
+	 * namespace ns ("" for a cluster-scoped kind), and a missing one is
+	 * GV_ENOENT with the API server's message (`<resource> "<name>" not
+	 * found`); with name NULL, *out is a new reference to an array of the
+	 * objects of the kind in ns, possibly narrowed by selector (a
+	 * LabelSelector object, or NULL; the engine applies it again). Other
+	 * failures are errors. Both or neither are set.
+	 */
+	enum gv_code (*param_scope)(void *ud, const char *api_version, const char *kind,
+				    bool *namespaced, struct gv_err *err);
+	enum gv_code (*params)(void *ud, const char *api_version, const char *kind, const char *ns,
+			       const char *name, const json_t *selector, json_t **out,
+			       struct gv_err *err);
+	/*
+	 * An authorization check of validate.cel's `authorizer`
+	 * (cel-semantics.md 1.9, 4): review is the spec of an
+	 * authorization.k8s.io/v1 SubjectAccessReview ({user, uid, groups,
+	 * extra, resourceAttributes {verb, group, resource, subresource,
+	 * namespace, name} | nonResourceAttributes {path, verb}}). Returns
+	 * GV_OK with *out a new reference to its status ({allowed, denied,
+	 * reason, evaluationError}); a failed review is an error. NULL: the
+	 * check is an evaluation error.
+	 */
+	enum gv_code (*authorize)(void *ud, const json_t *review, json_t **out, struct gv_err *err);
 };
 
 /*

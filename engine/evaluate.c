@@ -979,7 +979,7 @@ static void eval_body(const struct eval_state *st, const struct engine_policy *p
 			char *msg = NULL;
 			vpol_cel_evaluate(b->cel, st->delete_op ? NULL : resource,
 					  st->in->old_object, json_object_get(root, "request"),
-					  st->namespace, &s, &msg);
+					  st->namespace, st->in->hooks, &s, &msg);
 			outcome_set(o, s, msg);
 		}
 		break;

@@ -597,7 +597,9 @@ bool engine_doc_reads_outside(const json_t *doc)
 {
 	static const char *const entries[] = {"apiCall", "configMap", "globalReference",
 					      "imageRegistry"};
-	static const char *const functions[] = {"time_now", "time_since", "random"};
+	static const char *const functions[] = {"time_now", "time_since", "random",
+						/* validate.cel's SubjectAccessReviews */
+						"authorizer."};
 	const char *key;
 	const json_t *v;
 	size_t i;
@@ -618,6 +620,9 @@ bool engine_doc_reads_outside(const json_t *doc)
 	}
 	json_object_foreach((json_t *)doc, key, v)
 	{
+		/* validate.cel parameter objects are read from the cluster */
+		if (!strcmp(key, "paramRef") && json_is_object(v))
+			return true;
 		if (!strcmp(key, "context") && json_is_array(v)) {
 			const json_t *entry;
 			size_t k;

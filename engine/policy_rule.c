@@ -233,8 +233,7 @@ enum gv_code rule_compile(const json_t *j, struct rule *r, bool background, stru
 						       json_string_value(m), name, &ce);
 			if (!r->body.cel && !strncmp(ce.msg, "gavel does not evaluate ", 24)) {
 				r->body.kind = BODY_UNSUPPORTED;
-				r->body.unsupported = "validate.cel with the Kyverno CEL libraries "
-						      "or parameter resources";
+				r->body.unsupported = "validate.cel with the Kyverno CEL libraries";
 			} else if (!r->body.cel) {
 				/* Kyverno only warns at creation; evaluation then fails. */
 				r->body.cel_error = gv_xstrdup(ce.msg);

@@ -79,7 +79,9 @@ struct vpol_cel {
 	struct vbody body;
 	char *rule;
 	char *default_message; /* validate.message or NULL */
-	bool has_params;
+	bool has_params;       /* paramKind and paramRef */
+	json_t *param_kind;    /* owned reference, or NULL */
+	json_t *param_ref;     /* owned reference, or NULL */
 };
 
 /* ---- small helpers ---- */
@@ -1564,6 +1566,62 @@ out:
 	gv_buf_release(&errs);
 }
 
+/*
+ * One binding of a VAP in the cluster (section 5): the binding's paramRef
+ * objects fetched through hooks, one evaluation per object; the first
+ * error wins, else the first failure, else the last result.
+ */
+static void eval_vap_cluster(struct cel_eval *ev, const struct vpol_policy *p,
+			     const struct vbody *b, const json_t *binding, const char *ns,
+			     const struct engine_hooks *hooks, struct vout *o)
+{
+	const json_t *ref = json_object_get(json_object_get(binding, "spec"), "paramRef");
+	const json_t *kind = json_object_get(json_object_get(p->doc, "spec"), "paramKind");
+	struct gv_err e = {0};
+	json_t *params = NULL;
+	bool failed = false;
+	size_t n;
+
+	if (!p->has_param_kind) {
+		/* no paramKind: a paramRef is ignored, params is null */
+		cel_bind_json(ev, "params", json_null());
+		eval_vap_once(ev, p, b, o);
+		return;
+	}
+	if (!json_is_object(ref)) {
+		vout_set(o, p->name, ENGINE_ERROR,
+			 gv_xasprintf("error in parameterized resource: binding %s: paramKind "
+				      "non-nil but paramRef is nil",
+				      str_of(json_object_get(binding, "metadata"), "name")));
+		return;
+	}
+	if (vpol_params_collect(kind, ref, ns, hooks, true, &params, &e)) {
+		vout_set(o, p->name, ENGINE_ERROR,
+			 gv_xasprintf("error in parameterized resource: %s", e.msg));
+		return;
+	}
+	n = json_array_size(params);
+	if (!n)
+		/* parameterNotFoundAction Allow: Kubernetes evaluates nothing */
+		vout_set(o, p->name, ENGINE_SKIP,
+			 gv_xstrdup("no params found (parameterNotFoundAction: Allow)"));
+	for (size_t i = 0; i < n; i++) {
+		struct vout one = {.none = true};
+		cel_bind_json(ev, "params", json_array_get(params, i));
+		eval_vap_once(ev, p, b, &one);
+		if (!one.none && (one.status == ENGINE_ERROR || !failed)) {
+			vout_set(o, one.rule, one.status, one.message);
+			one.message = NULL;
+			failed = one.status == ENGINE_FAIL;
+		}
+		free(one.message);
+		if (!one.none && one.status == ENGINE_ERROR)
+			break;
+	}
+	cel_bind_json(ev, "params", json_null());
+	json_decref(params);
+}
+
 static void eval_vap(struct cel_eval *ev, const struct vpol_policy *p, const struct vpol_input *in,
 		     const struct vreq *q, struct vout *o)
 {
@@ -1610,6 +1668,10 @@ static void eval_vap(struct cel_eval *ev, const struct vpol_policy *p, const str
 			vmatch_release(&m);
 			if (!ok)
 				continue;
+		}
+		if (in->hooks) {
+			eval_vap_cluster(ev, p, b, in->bindings[i], q->namespace, in->hooks, o);
+			continue;
 		}
 		params = binding_params(in->bindings[i], in);
 		cel_bind_json(ev, "params", params);
@@ -1721,6 +1783,122 @@ void vpol_report_release(struct vpol_report *r)
 
 /* ---- validate.cel (section 4) ---- */
 
+/*
+ * What Kubernetes' API validation checks of a paramKind and paramRef
+ * (prefix: JSON pointer of their parent, "" for validate.cel).
+ */
+static enum gv_code params_check(const json_t *kind, const json_t *ref, const char *prefix,
+				 struct gv_err *err)
+{
+	const char *action = json_string_value(json_object_get(ref, "parameterNotFoundAction"));
+	char p[256];
+
+	if (!*str_of(kind, "apiVersion") || !*str_of(kind, "kind")) {
+		snprintf(p, sizeof(p), "%s/paramKind", prefix);
+		return gv_err_setp(err, GV_EINVAL, p, "paramKind needs apiVersion and kind");
+	}
+	snprintf(p, sizeof(p), "%s/paramRef", prefix);
+	if (*str_of(ref, "name") && json_object_get(ref, "selector"))
+		return gv_err_setp(err, GV_EINVAL, p,
+				   "paramRef: one of name or selector must be set, not both");
+	if (action && strcmp(action, "Deny") && strcmp(action, "Allow"))
+		return gv_err_setp(err, GV_EINVAL, p,
+				   "paramRef.parameterNotFoundAction: Unsupported value: \"%s\": "
+				   "supported values: \"Allow\", \"Deny\"",
+				   action);
+	return GV_OK;
+}
+
+enum gv_code vpol_params_collect(const json_t *param_kind, const json_t *param_ref, const char *ns,
+				 const struct engine_hooks *hooks, bool missing_is_none,
+				 json_t **out, struct gv_err *err)
+{
+	const char *av = str_of(param_kind, "apiVersion"), *kind = str_of(param_kind, "kind");
+	const char *name = str_of(param_ref, "name"), *rns = str_of(param_ref, "namespace");
+	const char *action =
+	    json_string_value(json_object_get(param_ref, "parameterNotFoundAction"));
+	const json_t *sel = json_object_get(param_ref, "selector");
+	struct selector *s = NULL;
+	struct gv_buf ptr = {0};
+	struct gv_err e = {0};
+	json_t *got = NULL, *items = json_array();
+	bool namespaced = true;
+	const char *pns;
+	enum gv_code rc;
+
+	*out = NULL;
+	if ((rc = params_check(param_kind, param_ref, "", err)))
+		goto out;
+	if (!hooks || !hooks->param_scope || !hooks->params) {
+		rc = gv_err_set(err, GV_EINVAL, "no parameter resources are available here");
+		goto out;
+	}
+	if ((rc = hooks->param_scope(hooks->ud, av, kind, &namespaced, &e))) {
+		rc = gv_err_set(err, rc, "failed to check if resource is namespaced or not (%s)",
+				e.msg);
+		goto out;
+	}
+	if (namespaced) {
+		pns = *rns ? rns : ns;
+		if (!*pns) {
+			rc = gv_err_set(err, GV_EINVAL,
+					"can't use namespaced paramRef to match cluster-scoped "
+					"resources");
+			goto out;
+		}
+	} else if (*rns) {
+		rc = gv_err_set(err, GV_EINVAL,
+				"paramRef.namespace must not be provided for a cluster-scoped "
+				"`paramKind`");
+		goto out;
+	} else {
+		pns = "";
+	}
+	if (*name) {
+		rc = hooks->params(hooks->ud, av, kind, pns, name, NULL, &got, &e);
+		if (rc == GV_ENOENT && missing_is_none) {
+			rc = GV_OK;
+		} else if (rc) {
+			rc = gv_err_set(err, rc, "%s", e.msg);
+			goto out;
+		} else if (json_is_object(got)) {
+			json_array_append(items, got);
+		}
+	} else if (json_is_object(sel)) {
+		size_t i;
+		json_t *o;
+		if ((rc = selector_compile(sel, &s, &ptr, &e))) {
+			rc = gv_err_set(err, rc, "%s", e.msg);
+			goto out;
+		}
+		if ((rc = hooks->params(hooks->ud, av, kind, pns, NULL, sel, &got, &e))) {
+			rc = gv_err_set(err, rc, "%s", e.msg);
+			goto out;
+		}
+		json_array_foreach(got, i, o)
+		{
+			const json_t *md = json_object_get(o, "metadata");
+			const json_t *l = json_object_get(md, "labels");
+			if (namespaced && strcmp(str_of(md, "namespace"), pns))
+				continue;
+			if (selector_matches(s, json_is_object(l) ? l : empty_obj()))
+				json_array_append(items, o);
+		}
+	}
+	if (!json_array_size(items) && (!action || !strcmp(action, "Deny"))) {
+		rc = gv_err_set(err, GV_ENOENT, "no params found");
+		goto out;
+	}
+	*out = items;
+	items = NULL;
+out:
+	selector_free(s);
+	gv_buf_release(&ptr);
+	json_decref(got);
+	json_decref(items);
+	return rc;
+}
+
 struct vpol_cel *vpol_cel_compile(const json_t *cel, const json_t *pre, const char *message,
 				  const char *rule, struct gv_err *err)
 {
@@ -1734,10 +1912,8 @@ struct vpol_cel *vpol_cel_compile(const json_t *cel, const json_t *pre, const ch
 	c->has_params = json_is_object(json_object_get(cel, "paramKind")) &&
 			json_is_object(json_object_get(cel, "paramRef"));
 	if (c->has_params) {
-		gv_err_setp(err, GV_EINVAL, "/paramRef",
-			    UNSUPPORTED_PREFIX "validate.cel paramKind/paramRef (parameter "
-					       "resources) offline");
-		goto fail;
+		c->param_kind = json_incref(json_object_get(cel, "paramKind"));
+		c->param_ref = json_incref(json_object_get(cel, "paramRef"));
 	}
 	if ((rc = exprs_compile(pre, "/celPreconditions", "name", "expression", NULL, NULL, false,
 				&c->body.conds, &c->body.nconds, err)))
@@ -1767,23 +1943,96 @@ void vpol_cel_free(struct vpol_cel *c)
 	body_release_v(&c->body);
 	free(c->rule);
 	free(c->default_message);
+	json_decref(c->param_kind);
+	json_decref(c->param_ref);
 	free(c);
 }
 
-void vpol_cel_evaluate(const struct vpol_cel *c, const json_t *object, const json_t *old_object,
-		       const json_t *request, const char *ns_name, enum engine_status *status,
-		       char **message)
+/*
+ * The host of a validate.cel evaluation: the `authorizer` checks as
+ * SubjectAccessReviews through hooks->authorize, for the request's user
+ * or the serviceAccount(ns, name) of the check (Kubernetes'
+ * serviceaccount.UserInfo: groups system:serviceaccounts and
+ * system:serviceaccounts:<ns>).
+ */
+struct authz_host {
+	struct cel_host host;
+	const struct engine_hooks *hooks; /* borrowed, or NULL */
+	const json_t *user_info;	  /* borrowed, or NULL */
+	json_t *keep;			  /* owned: the answers handed out */
+};
+
+static const json_t *authz_host_call(void *ud, const char *fn, const json_t *args, char *err,
+				     size_t n)
 {
-	struct cel_eval *ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
-	json_t *nso = json_pack("{s:{s:s}}", "metadata", "name", ns_name ? ns_name : "");
+	struct authz_host *h = ud;
+	const json_t *spec = json_array_get(args, 0);
+	const char *sa_ns = json_string_value(json_object_get(spec, "saNamespace"));
+	const char *sa = json_string_value(json_object_get(spec, "saName"));
+	json_t *review, *attrs, *out = NULL;
+	struct gv_err e = {0};
+	static const char *const attr_keys[] = {"group", "resource", "subresource", "namespace",
+						"name"};
+
+	if (strcmp(fn, "authorizer.check")) {
+		snprintf(err, n, "%s: this library is not available in validate.cel", fn);
+		return NULL;
+	}
+	if (!h->hooks || !h->hooks->authorize) {
+		snprintf(err, n,
+			 "authorizer: authorization checks need the API server's authorizer, "
+			 "which gavel asks only in the cluster (gavel serve, scans)");
+		return NULL;
+	}
+	if (sa) {
+		review = json_object();
+		json_object_set_new(
+		    review, "user",
+		    json_sprintf("system:serviceaccount:%s:%s", sa_ns ? sa_ns : "", sa));
+		json_object_set_new(
+		    review, "groups",
+		    json_pack("[s,o]", "system:serviceaccounts",
+			      json_sprintf("system:serviceaccounts:%s", sa_ns ? sa_ns : "")));
+	} else {
+		const char *keys[] = {"username", "uid", "groups", "extra"};
+		const char *to[] = {"user", "uid", "groups", "extra"};
+		review = json_object();
+		for (size_t i = 0; i < GV_ARRAY_LEN(keys); i++) {
+			const json_t *v = json_object_get(h->user_info, keys[i]);
+			if (v)
+				json_object_set_new(review, to[i], json_deep_copy(v));
+		}
+	}
+	attrs = json_pack("{s:O}", "verb", json_object_get(spec, "verb"));
+	if (json_object_get(spec, "path")) {
+		json_object_set(attrs, "path", json_object_get(spec, "path"));
+		json_object_set_new(review, "nonResourceAttributes", attrs);
+	} else {
+		for (size_t i = 0; i < GV_ARRAY_LEN(attr_keys); i++)
+			if (json_object_get(spec, attr_keys[i]))
+				json_object_set(attrs, attr_keys[i],
+						json_object_get(spec, attr_keys[i]));
+		json_object_set_new(review, "resourceAttributes", attrs);
+	}
+	if (h->hooks->authorize(h->hooks->ud, review, &out, &e)) {
+		snprintf(err, n, "authorizer: %s", e.msg);
+		json_decref(review);
+		return NULL;
+	}
+	json_decref(review);
+	json_array_append_new(h->keep, out);
+	return out;
+}
+
+/* One evaluation of a validate.cel body with `params` bound (section 4 steps 5-6). */
+static void cel_eval_once(const struct vpol_cel *c, struct cel_eval *ev, const json_t *nso,
+			  enum engine_status *status, char **message)
+{
 	struct gv_buf errs = {0};
 	const struct vbody *b = &c->body;
 	int cond;
 	size_t i;
 
-	cel_bind_json(ev, "object", object ? object : json_null());
-	cel_bind_json(ev, "oldObject", old_object ? old_object : json_null());
-	cel_bind_json(ev, "request", request ? request : json_null());
 	cel_bind_json(ev, "namespaceObject", json_null());
 	cond = run_conditions(ev, b->conds, b->nconds, &errs);
 	if (cond == 0) {
@@ -1814,9 +2063,56 @@ void vpol_cel_evaluate(const struct vpol_cel *c, const json_t *object, const jso
 		goto out;
 	}
 	*status = ENGINE_PASS;
-	*message = gv_xasprintf("Validation rule '%s' passed.", c->rule);
 out:
 	gv_buf_release(&errs);
+}
+
+void vpol_cel_evaluate(const struct vpol_cel *c, const json_t *object, const json_t *old_object,
+		       const json_t *request, const char *ns_name, const struct engine_hooks *hooks,
+		       enum engine_status *status, char **message)
+{
+	struct cel_eval *ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
+	json_t *nso = json_pack("{s:{s:s}}", "metadata", "name", ns_name ? ns_name : "");
+	json_t *params = NULL;
+	size_t i, n = 1;
+	struct authz_host ah = {.host = {.call = authz_host_call},
+				.hooks = hooks,
+				.user_info = json_object_get(request, "userInfo"),
+				.keep = json_array()};
+	struct cel_value az = cel_authorizer_value();
+
+	ah.host.ud = &ah;
+	*message = NULL;
+	cel_eval_set_host(ev, &ah.host);
+	cel_bind_value(ev, "authorizer", &az);
+	if (c->has_params) {
+		struct gv_err e = {0};
+		if (vpol_params_collect(c->param_kind, c->param_ref, ns_name ? ns_name : "", hooks,
+					false, &params, &e)) {
+			*status = ENGINE_ERROR;
+			*message = gv_xasprintf("error in parameterized resource: %s", e.msg);
+			goto out;
+		}
+		n = json_array_size(params);
+	}
+	cel_bind_json(ev, "object", object ? object : json_null());
+	cel_bind_json(ev, "oldObject", old_object ? old_object : json_null());
+	cel_bind_json(ev, "request", request ? request : json_null());
+	for (i = 0; i < n; i++) {
+		if (params)
+			cel_bind_json(ev, "params", json_array_get(params, i));
+		cel_eval_once(c, ev, nso, status, message);
+		if (*status != ENGINE_PASS)
+			goto out;
+		free(*message);
+		*message = NULL;
+	}
+	/* every parameter object passed, or there was none (Kyverno: pass) */
+	*status = ENGINE_PASS;
+	*message = gv_xasprintf("Validation rule '%s' passed.", c->rule);
+out:
+	json_decref(params);
 	json_decref(nso);
 	cel_eval_free(ev);
+	json_decref(ah.keep);
 }

@@ -23,8 +23,7 @@
  * validate.cel (whose environment has none), make vpol_compile() /
  * vpol_cel_compile() fail with GV_EINVAL and a message starting "gavel
  * does not evaluate " (so callers report the policy as unsupported, never
- * as passing or as a user error). validate.cel with paramKind and paramRef
- * is refused the same way.
+ * as passing or as a user error).
  */
 #ifndef GV_ENGINE_VPOLICY_H
 #define GV_ENGINE_VPOLICY_H
@@ -127,6 +126,13 @@ struct vpol_input {
 	bool json_payload;
 	/* Answers the Kyverno CEL libraries (engine/cel/cel.h), or NULL: calls are errors. */
 	const struct cel_host *host;
+	/*
+	 * In the cluster (background scans): the hooks whose param_scope and
+	 * params fetch each binding's paramRef objects as Kubernetes does
+	 * (section 5, vpol_params_collect); `params` above is then unused.
+	 * NULL: offline, params from `params` (TEST-FORMAT.md 7.3).
+	 */
+	const struct engine_hooks *hooks;
 };
 
 struct vpol_rule_result {
@@ -184,13 +190,37 @@ void vpol_cel_free(struct vpol_cel *c);
  * Evaluates a validate.cel body: object/old_object as in vpol_input,
  * `request` the Kubernetes request ({operation, userInfo, namespace, ...}),
  * `ns_name` the namespace name (namespaceObject is {metadata: {name}}).
- * Sets *status to PASS, FAIL or SKIP (celPreconditions not met), with
- * *message (caller frees). Evaluation errors are FAIL, as Kyverno's
- * validator runs with failure policy Fail.
+ * With paramKind and paramRef, the parameter objects are fetched through
+ * hooks (param_scope, params; NULL hooks or callbacks: an error result),
+ * and the body is evaluated once per object, `params` bound to it
+ * (section 4 step 4). Sets *status to PASS, FAIL, SKIP (celPreconditions
+ * not met) or ERROR (the parameters could not be collected: "error in
+ * parameterized resource: <why>"), with *message (caller frees).
+ * Evaluation errors are FAIL, as Kyverno's validator runs with failure
+ * policy Fail; over several parameter objects the first skip or fail wins.
  */
 void vpol_cel_evaluate(const struct vpol_cel *c, const json_t *object, const json_t *old_object,
-		       const json_t *request, const char *ns_name, enum engine_status *status,
-		       char **message);
+		       const json_t *request, const char *ns_name, const struct engine_hooks *hooks,
+		       enum engine_status *status, char **message);
+
+/*
+ * The parameter objects of a paramKind ({apiVersion, kind}) and paramRef
+ * ({name, namespace, selector, parameterNotFoundAction}) for a request in
+ * namespace ns ("" for a cluster-scoped object), through hooks, as
+ * Kyverno's CollectParams (cel-semantics.md section 4 step 4): a
+ * namespaced kind is read in paramRef.namespace, else ns (none: "can't
+ * use namespaced paramRef to match cluster-scoped resources"); a
+ * cluster-scoped kind with paramRef.namespace is an error; name: that one
+ * object, else selector: the matching objects. No object found and
+ * parameterNotFoundAction Deny (also when unset, Kubernetes' default):
+ * "no params found". A named object that does not exist is an error
+ * unless missing_is_none (Kubernetes' binding dispatcher: none found).
+ * GV_OK with *out a new array reference, else an error (err->msg the
+ * reason, without prefix).
+ */
+enum gv_code vpol_params_collect(const json_t *param_kind, const json_t *param_ref, const char *ns,
+				 const struct engine_hooks *hooks, bool missing_is_none,
+				 json_t **out, struct gv_err *err);
 
 /*
  * Rewrites the CEL text of a Pod policy for a pod controller (section 2.7,

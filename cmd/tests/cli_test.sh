@@ -61,6 +61,7 @@ golden test-pass test $d/test-pass
 golden test-fail test $d/test-fail
 golden test-fail-only test $d/test-fail --fail-only --detailed-results
 golden test-selector test $d/test-pass --test-case-selector "policy=disallow-*,rule=*,resource=*"
+golden test-params test $d/test-params --detailed-results
 [ "$mode" = update ] && exit 0
 
 # apply: Kyverno's codes by default, the Enforce-only rule on request.

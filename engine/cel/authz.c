@@ -1,12 +1,14 @@
 /*
  * authz.c - the Kubernetes authz library (cel-semantics.md 1.9;
- * k8s.io/apiserver pkg/cel/library/authz.go) as far as gavel can answer it:
- * the checks are built (authorizer.group(g).resource(r).namespace(n)
- * .name(x).subresource(s), authorizer.path(p), authorizer.serviceAccount(ns,
- * n)), and check(verb) is an explicit error, since only the API server's
- * authorizer can decide. So a rule using it ends in an error result, never
- * in a guessed allow or deny. allowed(), reason(), errored() and error() are
- * declared for the Decision type, which gavel never produces.
+ * k8s.io/apiserver pkg/cel/library/authz.go): the checks are built
+ * (authorizer.group(g).resource(r).namespace(n).name(x).subresource(s),
+ * authorizer.path(p), authorizer.serviceAccount(ns, n)), and check(verb)
+ * asks the evaluation's host (cel.h struct cel_host, function
+ * "authorizer.check"), which only the API server's authorizer can answer
+ * (a SubjectAccessReview). Without a host, check(verb) is an explicit
+ * error, so a rule using it ends in an error result, never in a guessed
+ * allow or deny. The Decision has allowed(), reason(), errored() and
+ * error().
  */
 #include "engine/cel/cel.h"
 #include "engine/cel/cel_int.h"
@@ -19,6 +21,17 @@
 struct authz_check {
 	const char *what; /* "Authorizer", "GroupCheck", "ResourceCheck", "PathCheck" */
 	const char *desc; /* "group 'apps' resource 'deployments'" (arena) */
+	/* the attributes so far (arena strings, NULL when not set) */
+	const char *sa_namespace, *sa_name; /* serviceAccount(ns, name) */
+	const char *group, *resource, *subresource, *namespace, *name, *path;
+	bool selectors; /* fieldSelector/labelSelector: not asked */
+};
+
+/* A check's answer. */
+struct authz_decision {
+	bool allowed;
+	const char *reason; /* arena */
+	const char *error;  /* arena, "" when none */
 };
 
 static void authz_text(const void *data, struct gv_buf *out)
@@ -36,7 +49,17 @@ static bool authz_equal(const void *a, const void *b)
 static const struct cel_opaque_type authz_type = {"kubernetes.authorization.Authorizer",
 						  "authorizer", false, authz_text, authz_equal};
 
-static const struct authz_check authz_root = {"Authorizer", "authorizer"};
+static void decision_text(const void *data, struct gv_buf *out)
+{
+	const struct authz_decision *d = data;
+
+	gv_buf_addf(out, "decision(%s)", d->allowed ? "allowed" : "denied");
+}
+
+static const struct cel_opaque_type decision_type = {"kubernetes.authorization.Decision",
+						     "decision", false, decision_text, authz_equal};
+
+static const struct authz_check authz_root = {.what = "Authorizer", .desc = "authorizer"};
 
 struct cel_value cel_authorizer_value(void)
 {
@@ -82,8 +105,31 @@ static struct cel_value step(struct cel_eval *ev, const struct cel_node *n, stru
 	for (i = 1; i < na; i++)
 		gv_buf_addf(&b, "%s'%.*s'", i == 1 ? " " : "/", (int)a[i].v.s.n, a[i].v.s.p);
 	r = cel_eval_alloc(ev, sizeof(*r));
+	*r = *c;
 	r->what = to;
 	r->desc = cel_eval_strdup(ev, b.data, b.len);
+	{
+		const char *v1 = na > 1 ? cel_eval_strdup(ev, a[1].v.s.p, a[1].v.s.n) : NULL;
+		const char *nm = n->name;
+		if (!strcmp(nm, "serviceAccount")) {
+			r->sa_namespace = v1;
+			r->sa_name = cel_eval_strdup(ev, a[2].v.s.p, a[2].v.s.n);
+		} else if (!strcmp(nm, "group")) {
+			r->group = v1;
+		} else if (!strcmp(nm, "resource")) {
+			r->resource = v1;
+		} else if (!strcmp(nm, "subresource")) {
+			r->subresource = v1;
+		} else if (!strcmp(nm, "namespace")) {
+			r->namespace = v1;
+		} else if (!strcmp(nm, "name")) {
+			r->name = v1;
+		} else if (!strcmp(nm, "path")) {
+			r->path = v1;
+		} else {
+			r->selectors = true;
+		}
+	}
 	gv_buf_release(&b);
 	{
 		struct cel_value v = {.kind = CEL_OPAQUE};
@@ -128,17 +174,68 @@ FN(f_check)
 		return no_overload(ev, n, &a[0]);
 	if (a[1].kind != CEL_STRING)
 		return no_overload(ev, n, &a[1]);
-	return cel_err(ev, n->pos,
-		       "authorizer: %s check('%.*s'): authorization checks need the API server's "
-		       "authorizer, which gavel does not query",
-		       c->desc, (int)a[1].v.s.n, a[1].v.s.p);
+	if (!ev->host || !ev->host->call || c->selectors)
+		return cel_err(ev, n->pos,
+			       "authorizer: %s check('%.*s'): authorization checks need the API "
+			       "server's authorizer, which gavel does not query %s",
+			       c->desc, (int)a[1].v.s.n, a[1].v.s.p,
+			       c->selectors ? "with field or label selectors" : "here");
+	{
+		json_t *spec = json_object(), *args = json_array();
+		const json_t *r;
+		char msg[512] = "";
+		struct authz_decision *d;
+		struct cel_value v = {.kind = CEL_OPAQUE};
+		const char *keys[] = {"group", "resource", "subresource", "namespace",
+				      "name",  "path",	   "saNamespace", "saName"};
+		const char *vals[] = {c->group, c->resource, c->subresource,  c->namespace,
+				      c->name,	c->path,     c->sa_namespace, c->sa_name};
+		for (size_t i = 0; i < GV_ARRAY_LEN(keys); i++)
+			if (vals[i])
+				json_object_set_new(spec, keys[i], json_string(vals[i]));
+		json_object_set_new(spec, "verb", json_stringn(a[1].v.s.p, a[1].v.s.n));
+		json_array_append_new(args, spec);
+		r = ev->host->call(ev->host->ud, "authorizer.check", args, msg, sizeof(msg));
+		json_decref(args);
+		ev->gen++;
+		if (!r)
+			return cel_err(ev, n->pos, "%s",
+				       msg[0] ? msg : "authorization check failed");
+		d = cel_eval_alloc(ev, sizeof(*d));
+		d->allowed = json_is_true(json_object_get(r, "allowed"));
+		d->reason = cel_eval_strdup(ev,
+					    json_string_value(json_object_get(r, "reason"))
+						? json_string_value(json_object_get(r, "reason"))
+						: "",
+					    json_string_length(json_object_get(r, "reason")));
+		d->error =
+		    cel_eval_strdup(ev,
+				    json_string_value(json_object_get(r, "evaluationError"))
+					? json_string_value(json_object_get(r, "evaluationError"))
+					: "",
+				    json_string_length(json_object_get(r, "evaluationError")));
+		v.v.obj.type = &decision_type;
+		v.v.obj.data = d;
+		return v;
+	}
 }
 
-/* Decision accessors: no Decision value exists in gavel, so any receiver is a mismatch. */
+/* The Decision accessors (allowed, reason, errored, error). */
 FN(f_decision)
 {
+	const struct authz_decision *d =
+	    a[0].kind == CEL_OPAQUE && a[0].v.obj.type == &decision_type ? a[0].v.obj.data : NULL;
+
 	(void)na;
-	return no_overload(ev, n, &a[0]);
+	if (!d)
+		return no_overload(ev, n, &a[0]);
+	if (!strcmp(n->name, "allowed"))
+		return cel_bool(d->allowed);
+	if (!strcmp(n->name, "errored"))
+		return cel_bool(*d->error != '\0');
+	if (!strcmp(n->name, "reason"))
+		return cel_str(d->reason, strlen(d->reason));
+	return cel_str(d->error, strlen(d->error));
 }
 
 #define M CEL_FN_MEMBER

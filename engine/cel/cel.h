@@ -337,9 +337,15 @@ bool cel_value_identical(const struct cel_value *a, const struct cel_value *b);
 
 /*
  * The value to bind as `authorizer` where Kubernetes declares it (VAP and
- * validate.cel): checks can be built on it, and check(verb) is an
- * evaluation error, since only the API server's authorizer can answer
- * (cel-semantics.md 1.9). Static; nothing to free.
+ * validate.cel): checks can be built on it, and check(verb) calls the
+ * host's "authorizer.check" with one argument, the check as an object
+ * {group, resource, subresource, namespace, name | path, saNamespace,
+ * saName (serviceAccount(ns, name)), verb}, expecting a
+ * SubjectAccessReview status {allowed, reason, evaluationError} back (a
+ * Decision: allowed(), reason(), errored(), error()). Without a host, or
+ * with field/label selectors, check(verb) is an evaluation error, since
+ * only the API server's authorizer can answer (cel-semantics.md 1.9).
+ * Static; nothing to free.
  */
 struct cel_value cel_authorizer_value(void);
 

@@ -1739,8 +1739,7 @@ static void test_unsupported_is_error(void **state)
 	} cases[] = {
 	    {"      cel: {expressions: [{expression: \"resource.Get('v1', 'configmaps', '', "
 	     "'x') != null\"}]}\n",
-	     "gavel does not evaluate validate.cel with the Kyverno CEL libraries or parameter "
-	     "resources rules"},
+	     "gavel does not evaluate validate.cel with the Kyverno CEL libraries rules"},
 	    {"      manifests: {attestors: [{entries: [{keys: {publicKeys: k}}]}]}\n",
 	     "gavel does not evaluate validate.manifests rules"},
 	    {"      assert: {object: {metadata: {name: y}}}\n",

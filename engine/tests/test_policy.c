@@ -950,6 +950,23 @@ static void test_doc_reads_outside(void **state)
 	snprintf(buf, sizeof(buf),
 		 "%s    context:\n    - name: g\n      globalReference: {name: x}\n", head);
 	check_reads_outside(buf, true);
+	/* validate.cel parameter objects and authorization checks */
+	snprintf(buf, sizeof(buf),
+		 "%s    validate:\n      cel:\n        paramKind: {apiVersion: v1, kind: "
+		 "ConfigMap}\n        paramRef: {name: limits}\n        expressions:\n"
+		 "        - expression: \"params.data.max == '1'\"\n",
+		 head);
+	check_reads_outside(buf, true);
+	snprintf(buf, sizeof(buf),
+		 "%s    validate:\n      cel:\n        expressions:\n        - expression: "
+		 "\"authorizer.group('').resource('pods').check('get').allowed()\"\n",
+		 head);
+	check_reads_outside(buf, true);
+	snprintf(buf, sizeof(buf),
+		 "%s    validate:\n      cel:\n        expressions:\n        - expression: "
+		 "\"object.spec.replicas <= 3\"\n",
+		 head);
+	check_reads_outside(buf, false);
 	/* time and chance */
 	snprintf(buf, sizeof(buf),
 		 "%s    validate:\n      deny:\n        conditions:\n          any:\n"

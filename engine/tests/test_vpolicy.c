@@ -358,6 +358,414 @@ static void test_vap_missing_params(void **state)
 	CHECK_DONE();
 }
 
+/*
+ * A fake cluster for the params hooks: ConfigMaps (namespaced) and
+ * ClusterLimits (cluster-scoped); counts the calls.
+ */
+struct fake_cluster {
+	json_t *objs; /* array */
+	int scope_calls, calls;
+	bool fail_list;
+};
+
+static enum gv_code fake_scope(void *ud, const char *av, const char *kind, bool *namespaced,
+			       struct gv_err *err)
+{
+	struct fake_cluster *f = ud;
+
+	(void)av;
+	f->scope_calls++;
+	if (strcmp(kind, "ConfigMap") && strcmp(kind, "ClusterLimit"))
+		return gv_err_set(err, GV_ENOENT, "no kind %s", kind);
+	*namespaced = !strcmp(kind, "ConfigMap");
+	return GV_OK;
+}
+
+static enum gv_code fake_params(void *ud, const char *av, const char *kind, const char *ns,
+				const char *name, const json_t *selector, json_t **out,
+				struct gv_err *err)
+{
+	struct fake_cluster *f = ud;
+	json_t *all = json_array(), *o;
+	size_t i;
+
+	(void)av;
+	(void)selector;
+	f->calls++;
+	if (!name && f->fail_list) {
+		json_decref(all);
+		return gv_err_set(err, GV_ENET, "connection refused");
+	}
+	json_array_foreach(f->objs, i, o)
+	{
+		const json_t *md = json_object_get(o, "metadata");
+		const char *ons = json_string_value(json_object_get(md, "namespace"));
+		if (strcmp(json_string_value(json_object_get(o, "kind")), kind) ||
+		    strcmp(ons ? ons : "", ns))
+			continue;
+		if (name && strcmp(json_string_value(json_object_get(md, "name")), name))
+			continue;
+		if (name) {
+			json_decref(all);
+			*out = json_incref(o);
+			return GV_OK;
+		}
+		json_array_append(all, o);
+	}
+	if (name) {
+		json_decref(all);
+		return gv_err_set(err, GV_ENOENT, "configmaps \"%s\" not found", name);
+	}
+	*out = all;
+	return GV_OK;
+}
+
+static struct fake_cluster fake_new(void)
+{
+	struct fake_cluster f = {0};
+
+	f.objs = Y("- {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: shop,"
+		   " labels: {team: x}}, data: {max: '3'}}\n"
+		   "- {apiVersion: v1, kind: ConfigMap, metadata: {name: b, namespace: shop,"
+		   " labels: {team: x}}, data: {max: '1'}}\n"
+		   "- {apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: shop,"
+		   " labels: {team: y}}, data: {max: '9'}}\n"
+		   "- {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: other,"
+		   " labels: {team: x}}, data: {max: '7'}}\n"
+		   "- {apiVersion: limits.example.com/v1, kind: ClusterLimit,"
+		   " metadata: {name: global}, data: {max: '5'}}\n");
+	return f;
+}
+
+/* Kyverno's CollectParams (cel-semantics.md section 4 step 4) through the hooks. */
+static void test_params_collect(void **state)
+{
+	static const struct {
+		const char *kind, *ref, *ns;
+		bool missing_is_none;
+		int n;		  /* objects, or -1: an error */
+		const char *want; /* the first object's data.max, or the error */
+	} cases[] = {
+	    /* a namespaced kind: paramRef.namespace, else the request's */
+	    {"{apiVersion: v1, kind: ConfigMap}", "{name: a}", "shop", false, 1, "3"},
+	    {"{apiVersion: v1, kind: ConfigMap}", "{name: a}", "other", false, 1, "7"},
+	    {"{apiVersion: v1, kind: ConfigMap}", "{name: a, namespace: other}", "shop", false, 1,
+	     "7"},
+	    {"{apiVersion: v1, kind: ConfigMap}", "{name: a}", "", false, -1,
+	     "can't use namespaced paramRef to match cluster-scoped resources"},
+	    /* a cluster-scoped kind: no namespace */
+	    {"{apiVersion: limits.example.com/v1, kind: ClusterLimit}", "{name: global}", "shop",
+	     false, 1, "5"},
+	    {"{apiVersion: limits.example.com/v1, kind: ClusterLimit}",
+	     "{name: global, namespace: shop}", "shop", false, -1,
+	     "paramRef.namespace must not be provided for a cluster-scoped `paramKind`"},
+	    /* missing: an error (Kyverno), or none and then the action (Kubernetes) */
+	    {"{apiVersion: v1, kind: ConfigMap}", "{name: zz}", "shop", false, -1,
+	     "configmaps \"zz\" not found"},
+	    {"{apiVersion: v1, kind: ConfigMap}", "{name: zz}", "shop", true, -1,
+	     "no params found"},
+	    {"{apiVersion: v1, kind: ConfigMap}", "{name: zz, parameterNotFoundAction: Allow}",
+	     "shop", true, 0, NULL},
+	    /* a selector: every match in the namespace, in order */
+	    {"{apiVersion: v1, kind: ConfigMap}", "{selector: {matchLabels: {team: x}}}", "shop",
+	     false, 2, "3"},
+	    {"{apiVersion: v1, kind: ConfigMap}",
+	     "{selector: {matchExpressions: [{key: team, operator: NotIn, values: [x]}]}}", "shop",
+	     false, 1, "9"},
+	    {"{apiVersion: v1, kind: ConfigMap}", "{selector: {matchLabels: {team: q}}}", "shop",
+	     false, -1, "no params found"},
+	    {"{apiVersion: v1, kind: ConfigMap}",
+	     "{selector: {matchLabels: {team: q}}, parameterNotFoundAction: Allow}", "shop", false,
+	     0, NULL},
+	    {"{apiVersion: v1, kind: Secret}", "{name: a}", "shop", false, -1,
+	     "failed to check if resource is namespaced or not (no kind Secret)"},
+	    {"{apiVersion: v1, kind: ConfigMap}", "{name: a, selector: {matchLabels: {team: x}}}",
+	     "shop", false, -1, "one of name or selector must be set, not both"},
+	};
+	struct fake_cluster f = fake_new();
+	struct engine_hooks h = {.ud = &f, .param_scope = fake_scope, .params = fake_params};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *kind = Y(cases[i].kind), *ref = Y(cases[i].ref), *out = NULL;
+		struct gv_err err = {0};
+		enum gv_code rc = vpol_params_collect(kind, ref, cases[i].ns, &h,
+						      cases[i].missing_is_none, &out, &err);
+		if (cases[i].n < 0) {
+			CHECK(rc != GV_OK, "case %zu: no error", i);
+			CHECK(strstr(err.msg, cases[i].want) != NULL, "case %zu: '%s'", i, err.msg);
+			CHECK(out == NULL, "case %zu: out set", i);
+		} else {
+			CHECK_INT(rc, GV_OK);
+			CHECK_INT((int)json_array_size(out), cases[i].n);
+			if (cases[i].want)
+				CHECK_STR(
+				    json_string_value(json_object_get(
+					json_object_get(json_array_get(out, 0), "data"), "max")),
+				    cases[i].want);
+		}
+		json_decref(out);
+		json_decref(kind);
+		json_decref(ref);
+	}
+	{
+		/* no hooks: an error, never params */
+		json_t *kind = Y("{apiVersion: v1, kind: ConfigMap}"), *ref = Y("{name: a}");
+		json_t *out = NULL;
+		struct gv_err err = {0};
+		CHECK(vpol_params_collect(kind, ref, "shop", NULL, false, &out, &err) != GV_OK,
+		      "no hooks");
+		json_decref(kind);
+		json_decref(ref);
+	}
+	{
+		/* a failed list is an error, whatever the action */
+		json_t *kind = Y("{apiVersion: v1, kind: ConfigMap}");
+		json_t *ref =
+		    Y("{selector: {matchLabels: {team: x}}, parameterNotFoundAction: Allow}");
+		json_t *out = NULL;
+		struct gv_err err = {0};
+		f.fail_list = true;
+		CHECK(vpol_params_collect(kind, ref, "shop", &h, false, &out, &err) != GV_OK,
+		      "failed list");
+		CHECK(strstr(err.msg, "connection refused") != NULL, "'%s'", err.msg);
+		json_decref(kind);
+		json_decref(ref);
+	}
+	json_decref(f.objs);
+	CHECK_DONE();
+}
+
+/* validate.cel with params: one evaluation per object, the first failure wins. */
+static void test_cel_params(void **state)
+{
+	static const struct {
+		const char *ref;
+		enum engine_status status;
+		const char *message;
+	} cases[] = {
+	    {"{name: a}", ENGINE_PASS, "Validation rule 'r' passed."},
+	    {"{name: b}", ENGINE_FAIL, "at most 1 containers"},
+	    {"{selector: {matchLabels: {team: x}}}", ENGINE_FAIL, "at most 1 containers"},
+	    {"{selector: {matchLabels: {team: q}}, parameterNotFoundAction: Allow}", ENGINE_PASS,
+	     "Validation rule 'r' passed."},
+	    {"{selector: {matchLabels: {team: q}}}", ENGINE_ERROR,
+	     "error in parameterized resource: no params found"},
+	    {"{name: zz, parameterNotFoundAction: Allow}", ENGINE_ERROR,
+	     "error in parameterized resource: configmaps \"zz\" not found"},
+	};
+	struct fake_cluster f = fake_new();
+	struct engine_hooks h = {.ud = &f, .param_scope = fake_scope, .params = fake_params};
+	json_t *pod = Y(pod_text);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *text = gv_xasprintf(
+		    "paramKind: {apiVersion: v1, kind: ConfigMap}\n"
+		    "paramRef: %s\n"
+		    "expressions:\n"
+		    "- expression: \"size(object.spec.containers) <= int(params.data.max)\"\n"
+		    "  messageExpression: \"'at most ' + params.data.max + ' containers'\"\n",
+		    cases[i].ref);
+		json_t *cel = Y(text);
+		struct gv_err err = {0};
+		struct vpol_cel *c = vpol_cel_compile(cel, NULL, NULL, "r", &err);
+		enum engine_status s = ENGINE_SKIP;
+		char *msg = NULL;
+
+		CHECK(c != NULL, "case %zu: %s", i, err.msg);
+		if (c) {
+			vpol_cel_evaluate(c, pod, NULL, NULL, "shop", &h, &s, &msg);
+			CHECK_INT(s, cases[i].status);
+			CHECK_STR(msg, cases[i].message);
+			free(msg);
+			/* without hooks: an error result, never a pass */
+			vpol_cel_evaluate(c, pod, NULL, NULL, "shop", NULL, &s, &msg);
+			CHECK_INT(s, ENGINE_ERROR);
+			free(msg);
+		}
+		vpol_cel_free(c);
+		json_decref(cel);
+		free(text);
+	}
+	json_decref(pod);
+	json_decref(f.objs);
+	CHECK_DONE();
+}
+
+/* A VAP binding's params from the cluster (section 5): per object; the action. */
+static void test_vap_cluster_params(void **state)
+{
+	static const struct {
+		const char *ref;
+		enum engine_status status;
+		const char *message;
+	} cases[] = {
+	    {"{name: a}", ENGINE_PASS, ""},
+	    {"{selector: {matchLabels: {team: x}}}", ENGINE_FAIL, "at most 1"},
+	    {"{name: zz}", ENGINE_ERROR, "error in parameterized resource: no params found"},
+	    {"{name: zz, parameterNotFoundAction: Allow}", ENGINE_SKIP,
+	     "no params found (parameterNotFoundAction: Allow)"},
+	};
+	struct fake_cluster f = fake_new();
+	struct engine_hooks h = {.ud = &f, .param_scope = fake_scope, .params = fake_params};
+	json_t *pod = Y(pod_text);
+	json_t *doc =
+	    Y("apiVersion: admissionregistration.k8s.io/v1\n"
+	      "kind: ValidatingAdmissionPolicy\n"
+	      "metadata: {name: vap}\n"
+	      "spec:\n"
+	      "  paramKind: {apiVersion: v1, kind: ConfigMap}\n"
+	      "  matchConstraints:\n"
+	      "    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: "
+	      "[CREATE], resources: [pods]}]\n"
+	      "  validations: [{expression: \"size(object.spec.containers) <= "
+	      "int(params.data.max)\", messageExpression: \"'at most ' + params.data.max\"}]\n");
+	struct gv_err err = {0};
+	struct vpol_policy *p = vpol_compile(doc, &err);
+
+	(void)state;
+	CHECK(p != NULL, "vap: %s", err.msg);
+	for (size_t i = 0; p && i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *text = gv_xasprintf("apiVersion: admissionregistration.k8s.io/v1\n"
+					  "kind: ValidatingAdmissionPolicyBinding\n"
+					  "metadata: {name: b}\n"
+					  "spec: {policyName: vap, validationActions: [Deny],"
+					  " paramRef: %s}\n",
+					  cases[i].ref);
+		json_t *binding = Y(text);
+		const json_t *bindings[] = {binding};
+		struct vpol_input in = {.object = pod,
+					.operation = "CREATE",
+					.resource = "pods",
+					.bindings = bindings,
+					.nbindings = 1,
+					.hooks = &h};
+		struct vpol_report r;
+		const struct vpol_rule_result *x;
+
+		CHECK_INT(vpol_evaluate(p, &in, &r, NULL), GV_OK);
+		x = only(&r);
+		CHECK(x != NULL, "case %zu: no result", i);
+		if (x) {
+			CHECK_INT(x->status, cases[i].status);
+			CHECK_STR(x->message, cases[i].message);
+		}
+		vpol_report_release(&r);
+		json_decref(binding);
+		free(text);
+	}
+	vpol_free(p);
+	json_decref(doc);
+	json_decref(pod);
+	json_decref(f.objs);
+	CHECK_DONE();
+}
+
+/* A fake authorizer: allows what its last review asked when the verb is "get". */
+struct fake_authz {
+	json_t *last; /* the last review */
+	bool fail;
+};
+
+static enum gv_code fake_authorize(void *ud, const json_t *review, json_t **out, struct gv_err *err)
+{
+	struct fake_authz *f = ud;
+	const char *verb = json_string_value(
+	    json_object_get(json_object_get(review, "resourceAttributes")
+				? json_object_get(review, "resourceAttributes")
+				: json_object_get(review, "nonResourceAttributes"),
+			    "verb"));
+	bool allowed = verb && !strcmp(verb, "get");
+
+	json_decref(f->last);
+	f->last = json_deep_copy(review);
+	if (f->fail)
+		return gv_err_set(err, GV_ENET, "connection refused");
+	*out = json_pack("{s:b, s:s}", "allowed", allowed, "reason", allowed ? "granted" : "");
+	return GV_OK;
+}
+
+/* validate.cel's `authorizer` (cel-semantics.md 1.9, 4): SubjectAccessReviews through the hook. */
+static void test_cel_authorizer(void **state)
+{
+	static const struct {
+		const char *expr;
+		enum engine_status status;
+		const char *user;  /* the review's user */
+		const char *attrs; /* its attributes, as JSON */
+	} cases[] = {
+	    {"authorizer.serviceAccount('shop', 'bot').group('apps').resource('deployments')"
+	     ".namespace('shop').check('get').allowed()",
+	     ENGINE_PASS, "system:serviceaccount:shop:bot",
+	     "{\"group\":\"apps\",\"namespace\":\"shop\",\"resource\":\"deployments\","
+	     "\"verb\":\"get\"}"},
+	    {"authorizer.group('').resource('pods').subresource('exec').name('p').check('create')"
+	     ".allowed()",
+	     ENGINE_FAIL, "alice",
+	     "{\"group\":\"\",\"name\":\"p\",\"resource\":\"pods\",\"subresource\":\"exec\","
+	     "\"verb\":\"create\"}"},
+	    {"authorizer.path('/healthz').check('get').reason() == 'granted'", ENGINE_PASS, "alice",
+	     "{\"path\":\"/healthz\",\"verb\":\"get\"}"},
+	    {"!authorizer.path('/healthz').check('get').errored() && "
+	     "authorizer.path('/healthz').check('get').error() == ''",
+	     ENGINE_PASS, "alice", "{\"path\":\"/healthz\",\"verb\":\"get\"}"},
+	};
+	struct fake_authz f = {0};
+	struct engine_hooks h = {.ud = &f, .authorize = fake_authorize};
+	json_t *pod = Y(pod_text);
+	json_t *req = Y("{operation: CREATE, userInfo: {username: alice, groups: [dev]}}");
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *cel = json_pack("{s:[{s:s}]}", "expressions", "expression", cases[i].expr);
+		struct gv_err err = {0};
+		struct vpol_cel *c = vpol_cel_compile(cel, NULL, NULL, "r", &err);
+		enum engine_status s = ENGINE_SKIP;
+		char *msg = NULL, *attrs;
+
+		CHECK(c != NULL, "case %zu: %s", i, err.msg);
+		if (!c) {
+			json_decref(cel);
+			continue;
+		}
+		f.fail = false;
+		vpol_cel_evaluate(c, pod, NULL, req, "shop", &h, &s, &msg);
+		CHECK_INT(s, cases[i].status);
+		free(msg);
+		CHECK_STR(json_string_value(json_object_get(f.last, "user")), cases[i].user);
+		attrs = json_dumps(json_object_get(f.last, "resourceAttributes")
+				       ? json_object_get(f.last, "resourceAttributes")
+				       : json_object_get(f.last, "nonResourceAttributes"),
+				   JSON_COMPACT | JSON_SORT_KEYS);
+		CHECK_STR(attrs, cases[i].attrs);
+		free(attrs);
+		if (i == 0)
+			/* the service account's groups, as Kubernetes' serviceaccount.UserInfo */
+			CHECK_STR(
+			    json_string_value(json_array_get(json_object_get(f.last, "groups"), 1)),
+			    "system:serviceaccounts:shop");
+		/* a failed review and no authorizer at all: fail, with the reason */
+		f.fail = true;
+		vpol_cel_evaluate(c, pod, NULL, req, "shop", &h, &s, &msg);
+		CHECK_INT(s, ENGINE_FAIL);
+		CHECK(strstr(msg, "connection refused") != NULL, "case %zu: '%s'", i, msg);
+		free(msg);
+		vpol_cel_evaluate(c, pod, NULL, req, "shop", NULL, &s, &msg);
+		CHECK_INT(s, ENGINE_FAIL);
+		CHECK(strstr(msg, "authorizer: ") != NULL, "case %zu: '%s'", i, msg);
+		free(msg);
+		vpol_cel_free(c);
+		json_decref(cel);
+	}
+	/* the request's user otherwise */
+	CHECK_STR(json_string_value(json_array_get(json_object_get(f.last, "groups"), 0)), "dev");
+	json_decref(f.last);
+	json_decref(req);
+	json_decref(pod);
+	CHECK_DONE();
+}
+
 /* The declarations of cel_compile_decls (engine/cel/cel.h). */
 static void test_cel_decls(void **state)
 {
@@ -428,6 +836,10 @@ int main(void)
 	    cmocka_unit_test(test_undeclared),
 	    cmocka_unit_test(test_runtime_failures),
 	    cmocka_unit_test(test_vap_missing_params),
+	    cmocka_unit_test(test_params_collect),
+	    cmocka_unit_test(test_cel_params),
+	    cmocka_unit_test(test_vap_cluster_params),
+	    cmocka_unit_test(test_cel_authorizer),
 	    cmocka_unit_test(test_cel_decls),
 	};
 
