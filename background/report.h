@@ -21,6 +21,12 @@
  *   split layout       PolicyReport "polr-ns-<namespace>-<policy name>",
  *                      ClusterPolicyReport "clusterpolicyreport-<policy name>"
  *                      (the name of a namespaced Policy, without its namespace)
+ *   resource layout    one report per resource, as Kyverno 1.11+ writes them
+ *                      (k8s-wire.md 3.3): named by the resource's uid, in
+ *                      its namespace (a ClusterPolicyReport for a
+ *                      cluster-scoped resource), with `scope` and
+ *                      metadata.ownerReferences naming the resource, and
+ *                      results without `resources` (the scope says it)
  *
  * That name is the group's *base name*. A base name longer than
  * REPORT_MAX_BASE (248) characters is cut to 231 characters (trailing '-'
@@ -35,14 +41,16 @@
  * named <base>, chunk i >= 1 <base>-<i>; when <base> itself ends in
  * "-<digits>" chunk 0 is <base>-0 instead, so that every object name maps
  * back to exactly one (base, chunk) pair (report_parse_name()), whatever
- * the policy and namespace names are. The chunks of a group carry the
+ * the policy and namespace names are. A base shaped as a uid
+ * (8-4-4-4-12 hex digits, the resource layout) is chunk 0 itself, even
+ * when it ends in "-<digits>": no other layout makes such a base. The chunks of a group carry the
  * label REPORT_LABEL_GROUP = report_group_label(base) and
  * REPORT_LABEL_CHUNK = "<i>"; each has the summary of its own results.
  * Results are sorted by resource (kind, namespace, name, uid) then policy
  * and rule, and cut into chunks in that order. A group with no results
  * has no objects (they are deleted). At most REPORT_MAX_CHUNKS chunks.
  *
- * Entries (kyverno-semantics.md 8.6): source "gavel"; policy = name of a
+ * Entries (kyverno-semantics.md 8.6): source "gavel" (report_options.source); policy = name of a
  * ClusterPolicy or namespace/name of a Policy; rule; result
  * pass|fail|warn|error|skip, a fail becoming warn when the policy has
  * annotation policies.kyverno.io/scored: "false" (then scored: false);
@@ -52,7 +60,8 @@
  * REPORT_MAX_CATEGORY bytes); message (at most REPORT_MAX_MESSAGE bytes,
  * cut at a UTF-8 boundary and ended with "..."); timestamp {seconds,
  * nanos}; resources [{apiVersion, kind, namespace, name, uid}];
- * properties {process: "background scan" | "admission review"}.
+ * properties {process: "background scan" | "admission review"} and the
+ * entry's own (report_entry.properties: e.g. "exceptions").
  * summary {pass, fail, warn, error, skip} always counts the object's results.
  *
  * Timestamps: when a change produces a result equal to the one already
@@ -100,7 +109,14 @@
 #define REPORT_LABEL_MANAGED_BY "app.kubernetes.io/managed-by" /* = "gavel" */
 #define REPORT_LABEL_GROUP	"gavel.dev/report-group"       /* = report_group_label(base) */
 #define REPORT_LABEL_CHUNK	"gavel.dev/report-chunk"       /* = "0", "1", ... */
-#define REPORT_LABEL_LAYOUT	"gavel.dev/report-layout"      /* = "namespace" | "split" */
+#define REPORT_LABEL_LAYOUT	"gavel.dev/report-layout" /* = "namespace" | "split" | "resource" */
+/*
+ * The label selector of gavel's reports: every object gavel writes carries
+ * REPORT_LABEL_LAYOUT (app.kubernetes.io/managed-by says "gavel", or
+ * "kyverno" in the --report-source kyverno mode, where Kyverno's own
+ * reports say the same).
+ */
+#define REPORT_SELECTOR REPORT_LABEL_LAYOUT
 
 /*
  * Annotation of the objects `gavel scan` writes: the digest of the scan
@@ -157,6 +173,13 @@ struct report_entry {
 	 * (cel-semantics.md section 7).
 	 */
 	const char *source;
+	/*
+	 * More `properties` of the result (borrowed object of strings, may be
+	 * NULL): "exceptions" (names of the PolicyExceptions that made it a
+	 * skip, comma-separated, as Kyverno), PSS controls, a CEL policy's
+	 * audit annotations. A "process" key is ignored (the process says it).
+	 */
+	const json_t *properties;
 };
 
 /* Sources of CEL policies' results, as Kyverno writes them (cel-semantics.md section 7). */
@@ -165,6 +188,9 @@ struct report_entry {
 
 /* The policy field of a report entry for p: "name" or "namespace/name". Caller frees. */
 char *report_policy_ref(const struct engine_policy *p);
+
+/* Whether p carries label REPORT_LABEL_DISABLED (its results are never reported). */
+bool report_policy_disabled(const struct engine_policy *p);
 
 /* False when p has annotation policies.kyverno.io/scored: "false". */
 bool report_policy_scored(const struct engine_policy *p);
@@ -200,8 +226,46 @@ char *report_group_label(const char *base);
 
 /* ---- the model ---- */
 
+/*
+ * The `source` Kyverno gives results of kyverno.io policies, and the value
+ * of the app.kubernetes.io/managed-by label of its reports: the
+ * --report-source kyverno mode writes both as Kyverno does.
+ */
+#define REPORT_SOURCE_KYVERNO "kyverno"
+
+/* Result statuses a report keeps (report_options.allowed), as bits 1u << enum engine_status. */
+#define REPORT_ALLOWED_ALL 0u /* every status */
+
+/*
+ * Parses --allowed-results: a comma-separated list of pass, fail, warn,
+ * error, skip (spaces around names allowed) into *bits. GV_EINVAL with
+ * the unknown name, or for an empty list.
+ */
+enum gv_code report_allowed_parse(const char *list, unsigned *bits, struct gv_err *err);
+
+/*
+ * The policy label that keeps a policy's results out of every report
+ * (Kyverno's reports.kyverno.io/disabled: present, whatever its value).
+ */
+#define REPORT_LABEL_DISABLED "reports.kyverno.io/disabled"
+
 struct report_options {
-	bool split;	      /* one report per policy per namespace */
+	bool split;    /* one report per policy per namespace */
+	bool resource; /* one report per resource (wins over split) */
+	/*
+	 * The `source` of results of kyverno.io policies and the
+	 * app.kubernetes.io/managed-by label value: NULL = REPORT_SOURCE
+	 * ("gavel"); REPORT_SOURCE_KYVERNO as Kyverno. CEL policies keep
+	 * their own sources (report_entry.source).
+	 */
+	const char *source;
+	/*
+	 * The statuses reports keep (bits 1u << enum engine_status,
+	 * REPORT_ALLOWED_ALL = all): a result of another status is left
+	 * out, so it also takes the place of the result it replaces (a fail
+	 * that turns pass is removed when pass is not allowed).
+	 */
+	unsigned allowed;
 	size_t chunk_results; /* results per object; 0 = REPORT_CHUNK_RESULTS */
 	size_t chunk_bytes;   /* serialized results per object; 0 = REPORT_CHUNK_BYTES,
 				 at most REPORT_MAX_CHUNK_BYTES */

@@ -430,6 +430,7 @@ static void eval_one(const struct vpscan_args *a, const struct vtarget *t, struc
 			e[n].nanos = (int32_t)now.tv_nsec;
 			e[n].process = REPORT_BACKGROUND_SCAN;
 			e[n].source = src;
+			e[n].properties = rr->properties;
 			n++;
 			if (a->results) {
 				/* a background scan evaluates as a CREATE (section 6.5) */

@@ -1712,6 +1712,7 @@ void vpol_report_release(struct vpol_report *r)
 		for (size_t j = 0; j < r->v[i].n; j++) {
 			free(r->v[i].rules[j].rule);
 			free(r->v[i].rules[j].message);
+			json_decref(r->v[i].rules[j].properties);
 		}
 		free(r->v[i].rules);
 	}
