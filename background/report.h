@@ -407,7 +407,7 @@ size_t report_prune_live(struct report_set *rs, const struct engine_policyset *s
  * ClusterPolicyReports), as `items` (a list's items, metadata only
  * suffices) gives them, were last written by a scan with this digest and
  * nothing else changed them since: every object labelled
- * app.kubernetes.io/managed-by=gavel carries the annotation with digest,
+ * gavel.dev/report-layout (REPORT_SELECTOR) carries the annotation with digest,
  * has a name of scan's layout, was written by field manager
  * REPORT_FIELD_MANAGER only (managedFields), the chunks of each group are
  * 0..n-1 with none missing, and every group with results in scan has
@@ -434,13 +434,13 @@ bool report_scan_unchanged(const struct report_set *scan, const char *ns, const 
  *
  * report_scan_inputs: the REPORT_ANNOTATION_SCAN_INPUTS of the first
  * object of `items` (a list's items, metadata only suffices) labelled
- * app.kubernetes.io/managed-by=gavel that has one (borrowed from items),
+ * gavel.dev/report-layout (REPORT_SELECTOR) that has one (borrowed from items),
  * NULL when none has: whether an inputs digest is worth computing.
  *
  * report_inputs_unchanged: whether the objects of namespace ns ("" =
  * ClusterPolicyReports) in items are, all of them and nothing else, the
  * objects a scan with these inputs wrote: every object labelled
- * app.kubernetes.io/managed-by=gavel carries the annotation with inputs,
+ * gavel.dev/report-layout (REPORT_SELECTOR) carries the annotation with inputs,
  * was written by field manager REPORT_FIELD_MANAGER only, and the groups
  * and chunks are those the annotation counts (each group's chunks 0 ..
  * C-1, G groups). False when inputs is NULL or no object is gavel's.
@@ -530,7 +530,7 @@ struct report_stats {
 
 /*
  * Start-up: lists every PolicyReport and ClusterPolicyReport labelled
- * app.kubernetes.io/managed-by=gavel (pages of 50; report_api.scope
+ * gavel.dev/report-layout (REPORT_SELECTOR) (pages of 50; report_api.scope
  * narrows it) and takes over those of the current layout as the groups'
  * known state, so that existing reports
  * are reconciled in place. Objects of the other layout (the split flag
@@ -559,7 +559,7 @@ enum gv_code report_flush(struct report_set *rs, const struct report_api *api,
 /*
  * The metadata of gavel's reports in namespace ns ("" or NULL = the
  * ClusterPolicyReports) for report_scan_unchanged(): one GET labelled
- * app.kubernetes.io/managed-by=gavel with resourceVersion=0 (the API
+ * gavel.dev/report-layout (REPORT_SELECTOR) with resourceVersion=0 (the API
  * server's cache: a stale answer can only make digests differ) and
  * KUBE_VIEW_METADATA_LIST. *items: new reference to the
  * list's items ([] when none). GV_ENET on API errors.
