@@ -153,6 +153,14 @@ struct report_set {
 	struct gv_map strings; /* interned strings (key == val, owned) */
 	bool loaded;	       /* report_load ran: groups it did not see do not exist */
 	char **obsolete;       /* owned paths of objects to delete after the next full flush */
+	/*
+	 * During report_flush / report_render_all with an inputs digest:
+	 * namespace (interned) -> 1 + its groups with results, counted once
+	 * (the resource layout has a group per object: counting them for
+	 * every object rendered would cost groups x groups).
+	 */
+	struct gv_map stamp_groups;
+	bool stamp_cached;
 	size_t nobsolete;
 	size_t nresults;
 };
@@ -641,6 +649,7 @@ void report_set_free(struct report_set *rs)
 		if (rs->strings.v[i].key)
 			free(rs->strings.v[i].val);
 	gv_map_release(&rs->strings);
+	gv_map_release(&rs->stamp_groups);
 	for (size_t i = 0; i < rs->nobsolete; i++)
 		free(rs->obsolete[i]);
 	free(rs->obsolete);
@@ -1713,6 +1722,36 @@ static json_t *managed_labels(const json_t *obj)
 }
 
 /*
+ * Counts the groups with results of each namespace for inputs_stamp(), until
+ * stamp_uncache(). A count that a conflict's re-read changes meanwhile only
+ * makes the next scan evaluate again (report_inputs_unchanged() is false).
+ */
+static void stamp_cache(struct report_set *rs)
+{
+	gv_map_release(&rs->stamp_groups);
+	rs->stamp_cached = rs->inputs != NULL;
+	if (!rs->stamp_cached)
+		return;
+	for (size_t i = 0; i < rs->groups.cap; i++) {
+		const struct rgroup *g = rs->groups.v[i].val;
+		const char *ns;
+		uintptr_t v;
+
+		if (!rs->groups.v[i].key || !g->model.nresults)
+			continue;
+		ns = intern(rs, g->ns);
+		v = (uintptr_t)gv_map_get(&rs->stamp_groups, ns);
+		gv_map_put(&rs->stamp_groups, ns, (void *)(v ? v + 1 : 2));
+	}
+}
+
+static void stamp_uncache(struct report_set *rs)
+{
+	gv_map_release(&rs->stamp_groups);
+	rs->stamp_cached = false;
+}
+
+/*
  * REPORT_ANNOTATION_SCAN_INPUTS of an object of g with nresults results
  * when g has nchunks objects (caller frees), NULL when rs has no inputs
  * digest.
@@ -1724,11 +1763,17 @@ static char *inputs_stamp(const struct report_set *rs, const struct rgroup *g, s
 
 	if (!rs->inputs)
 		return NULL;
-	for (size_t i = 0; i < rs->groups.cap; i++) {
-		const struct rgroup *o = rs->groups.v[i].val;
+	if (rs->stamp_cached) {
+		uintptr_t v = (uintptr_t)gv_map_get(&rs->stamp_groups, g->ns);
 
-		if (rs->groups.v[i].key && o->model.nresults && !strcmp(o->ns, g->ns))
-			groups++;
+		groups = v ? (size_t)(v - 1) : 0;
+	} else {
+		for (size_t i = 0; i < rs->groups.cap; i++) {
+			const struct rgroup *o = rs->groups.v[i].val;
+
+			if (rs->groups.v[i].key && o->model.nresults && !strcmp(o->ns, g->ns))
+				groups++;
+		}
 	}
 	return gv_xasprintf("%s; groups=%zu; chunks=%zu; results=%zu", rs->inputs, groups, nchunks,
 			    nresults);
@@ -1966,6 +2011,7 @@ json_t *report_render_all(struct report_set *rs)
 	struct rgroup **gs;
 	size_t n;
 
+	stamp_cache(rs);
 	gs = groups_sorted(rs, &n);
 	for (size_t i = 0; i < n; i++) {
 		json_t *objs = NULL;
@@ -1978,6 +2024,7 @@ json_t *report_render_all(struct report_set *rs)
 		free(h);
 	}
 	free(gs);
+	stamp_uncache(rs);
 	return all;
 }
 
@@ -3103,6 +3150,7 @@ enum gv_code report_flush(struct report_set *rs, const struct report_api *api,
 	enum gv_code first = GV_OK;
 	bool stopped = false;
 
+	stamp_cache(rs);
 	gs = groups_sorted(rs, &n);
 	for (size_t i = 0; i < n && !stopped; i++) {
 		struct rgroup *g = gs[i];
@@ -3131,6 +3179,7 @@ enum gv_code report_flush(struct report_set *rs, const struct report_api *api,
 		}
 	}
 	free(gs);
+	stamp_uncache(rs);
 	if (first || stopped)
 		return first;
 	/* objects of the other layout, now that their results are written elsewhere */
