@@ -129,7 +129,7 @@ struct rgroup {
 };
 
 /* One recorded change (report_options.journal), replayed by report_replay(). */
-enum jkind { J_REPLACE, J_UPSERT, J_RETAIN, J_DELETE_OBJECT };
+enum jkind { J_REPLACE, J_UPSERT, J_RETAIN, J_DELETE_OBJECT, J_RETAIN_OBJECTS };
 
 struct jrec {
 	enum jkind kind;
@@ -139,8 +139,9 @@ struct jrec {
 	size_t n;
 	char **uids; /* owned: J_RETAIN */
 	size_t nuids;
-	char *ns, *uid; /* owned: J_DELETE_OBJECT (ns NULL = every group) */
-	int64_t since;	/* J_RETAIN (not part of the digest: it is the scan's start) */
+	char *ns, *uid; /* owned: J_DELETE_OBJECT, J_RETAIN_OBJECTS (ns NULL = every group) */
+	/* J_RETAIN_OBJECTS: res.api_version holds the group, res.kind the kind */
+	int64_t since; /* J_RETAIN (not part of the digest: it is the scan's start) */
 };
 
 struct report_set {
@@ -1415,6 +1416,8 @@ struct sweep_arg {
 	const char *process;
 	const struct gv_map *keep; /* report_retain: uids */
 	int64_t since;		   /* report_retain_since: results this new are kept */
+	const char *group, *kind;  /* report_retain_objects */
+	const char *ns;		   /* report_retain_objects: NULL = every namespace */
 };
 
 /* Split layout: only the groups of that policy can hold its results. */
@@ -1504,6 +1507,55 @@ void report_delete_background(struct report_set *rs, const char *policy)
 void report_retain(struct report_set *rs, const char *policy, const char *const *uids, size_t n)
 {
 	report_retain_since(rs, policy, uids, n, 0);
+}
+
+/* report_retain_objects: groups of the namespace asked. */
+static bool applies_ns(const struct report_set *rs, const struct rgroup *g, const void *arg)
+{
+	const struct sweep_arg *a = arg;
+
+	(void)rs;
+	return !a->ns || !strcmp(a->ns, g->ns);
+}
+
+/* report_retain_objects: a result, of any policy, about a gone object of the kind. */
+static bool match_gone(const struct rnode *nd, const struct rentry *e, const void *arg)
+{
+	const struct sweep_arg *a = arg;
+	const char *slash = strchr(nd->api_version, '/');
+	size_t glen = slash ? (size_t)(slash - nd->api_version) : 0;
+
+	return !strcmp(nd->kind, a->kind) && strlen(a->group) == glen &&
+	       !strncmp(nd->api_version, a->group, glen) && !gv_map_get(a->keep, nd->uid) &&
+	       !(a->since && e->seconds > a->since);
+}
+
+void report_retain_objects(struct report_set *rs, const char *group, const char *kind,
+			   const char *ns, const char *const *uids, size_t n, int64_t since)
+{
+	struct gv_map keep = {0};
+	struct sweep_arg a = {
+	    .keep = &keep, .since = since, .group = group ? group : "", .kind = kind, .ns = ns};
+	struct sweep sw = {applies_ns, match_gone, &a};
+	struct jrec *j;
+
+	if (!kind || !*kind)
+		return;
+	if ((j = journal_add(rs, J_RETAIN_OBJECTS))) {
+		j->res.api_version = gv_xstrdup(a.group);
+		j->res.kind = gv_xstrdup(kind);
+		j->ns = dup_or_null(ns);
+		j->since = since;
+		j->uids = gv_xcalloc(n ? n : 1, sizeof(*j->uids));
+		for (size_t i = 0; i < n; i++)
+			if (uids[i])
+				j->uids[j->nuids++] = gv_xstrdup(uids[i]);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (uids[i])
+			gv_map_put(&keep, uids[i], (void *)uids[i]);
+	sweep_all(rs, &sw);
+	gv_map_release(&keep);
 }
 
 void report_retain_since(struct report_set *rs, const char *policy, const char *const *uids,
@@ -2554,6 +2606,10 @@ void report_replay(struct report_set *dst, const struct report_set *src)
 			break;
 		case J_DELETE_OBJECT:
 			report_delete_object(dst, j->ns, j->uid);
+			break;
+		case J_RETAIN_OBJECTS:
+			report_retain_objects(dst, j->res.api_version, j->res.kind, j->ns,
+					      (const char *const *)j->uids, j->nuids, j->since);
 			break;
 		}
 	}

@@ -350,6 +350,19 @@ void report_retain_since(struct report_set *rs, const char *policy, const char *
 			 size_t n, int64_t since);
 
 /*
+ * A complete listing of the objects of kind (in API group `group`, "" =
+ * core) in namespace ns (NULL = every namespace, "" = cluster-scoped) found
+ * exactly uids[0..n): every result, of any policy and process, about an
+ * object of that group and kind whose uid is not in uids goes (the object
+ * was deleted: its admission results too, and in the resource layout its
+ * report), except results newer than `since` (as report_retain_since). The
+ * API server's garbage collector does this through ownerReferences in a
+ * real cluster; a control plane without one relies on this.
+ */
+void report_retain_objects(struct report_set *rs, const char *group, const char *kind,
+			   const char *ns, const char *const *uids, size_t n, int64_t since);
+
+/*
  * Brings the model in line with the current policy set: removes results of
  * policies not in set, of rules the policy no longer has, and the
  * background-scan results of policies with background: false. Returns the

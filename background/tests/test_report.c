@@ -2171,6 +2171,46 @@ static void test_disabled_and_properties(void **state)
 	engine_policy_unref(scored);
 }
 
+/* A complete listing of a kind: results of any policy about objects gone go. */
+static void test_retain_objects(void **state)
+{
+	struct report_options opt = {.resource = true, .journal = true};
+	struct report_set *rs = report_set_new(&opt), *dst = report_set_new(&opt);
+	struct report_resource a = pod("team-a", "web", UID_A), b = pod("team-a", "db", UID_B);
+	struct report_resource d = {"apps/v1", "Deployment", "team-a", "web", UID_NS};
+	struct report_entry e[2] = {ent("p", "r1", ENGINE_FAIL, "bad", 10),
+				    ent("q", "r2", ENGINE_PASS, "ok", 10)};
+	const char *const alive[] = {UID_B};
+
+	(void)state;
+	e[1].process = REPORT_ADMISSION_REVIEW;
+	for (struct report_set *s2 = rs; s2; s2 = s2 == rs ? dst : NULL) {
+		replace1(s2, &a, "p", &e[0], 1);
+		replace1(s2, &a, "q", &e[1], 1);
+		replace1(s2, &b, "p", &e[0], 1);
+		replace1(s2, &d, "p", &e[0], 1);
+	}
+	report_set_free(dst);
+	dst = report_set_new(NULL);
+	replace1(dst, &a, "q", &e[1], 1);
+	replace1(dst, &a, "p", &e[0], 1);
+	/* another namespace's listing says nothing of team-a */
+	report_retain_objects(rs, "", "Pod", "team-b", alive, 1, 0);
+	assert_int_equal(report_count(rs), 4);
+	/* a result newer than the listing stays */
+	report_retain_objects(rs, "", "Pod", "team-a", alive, 1, 5);
+	assert_int_equal(report_count(rs), 4);
+	report_retain_objects(rs, "", "Pod", "team-a", alive, 1, 20);
+	assert_int_equal(report_count(rs), 2); /* web's p and q go; db and the Deployment stay */
+	report_retain_objects(rs, "apps", "Deployment", NULL, NULL, 0, 0);
+	assert_int_equal(report_count(rs), 1);
+	/* replayed onto another set (the namespace scans' journal) */
+	report_replay(dst, rs);
+	assert_int_equal(report_count(dst), 1);
+	report_set_free(rs);
+	report_set_free(dst);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2199,6 +2239,7 @@ int main(void)
 	    cmocka_unit_test(test_resource_layout),
 	    cmocka_unit_test(test_allowed_results),
 	    cmocka_unit_test(test_disabled_and_properties),
+	    cmocka_unit_test(test_retain_objects),
 	};
 
 	gv_init();
