@@ -303,7 +303,9 @@ enum gv_code report_upsert(struct report_set *rs, const struct report_resource *
  * "background scan" (a policy response with no reported rule removes the
  * object's results of that policy; a policy with background: false is
  * left alone). ADMISSION: report_upsert(), process "admission review".
- * Timestamp seconds/nanos.
+ * Timestamp seconds/nanos. A policy labelled REPORT_LABEL_DISABLED adds
+ * nothing. A rule result skipped by PolicyExceptions gets property
+ * "exceptions" (engine_rule_result.exceptions).
  */
 enum gv_code report_put_response(struct report_set *rs, const struct report_resource *res,
 				 const struct engine_response *resp, enum engine_mode mode,
@@ -314,7 +316,10 @@ struct view_audit_item;
 /*
  * An admission report item (view/view.h, already filtered by
  * the reporting matrix): report_upsert() of its results with process
- * "admission review" and the item's timestamp. Borrowed.
+ * "admission review" and the item's timestamp. Results of Enforce rules
+ * (view_audit_result.enforce) only in the resource layout, as Kyverno
+ * reports them (kyverno-semantics.md 7.3); results of policies labelled
+ * REPORT_LABEL_DISABLED never. Borrowed.
  */
 enum gv_code report_put_admission(struct report_set *rs, const struct view_audit_item *it,
 				  struct gv_err *err);
