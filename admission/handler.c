@@ -322,6 +322,7 @@ static struct view_audit_item *report_item(const struct review *rv, const json_t
 {
 	struct view_audit_item *it = gv_xcalloc(1, sizeof(*it));
 	const json_t *meta = obj_field(object, "metadata");
+	size_t nalloc = 0;
 	const char *ns = str_field(meta, "namespace");
 
 	it->api_version = dup_or_empty(str_field(object, "apiVersion"));
@@ -333,15 +334,21 @@ static struct view_audit_item *report_item(const struct review *rv, const json_t
 	it->operation = dup_or_empty(rv->operation);
 	it->request_uid = dup_or_empty(rv->uid);
 	it->timestamp = (int64_t)time(NULL);
-	it->results = gv_xcalloc(nreported, sizeof(*it->results));
+	(void)nreported; /* counted here: the caller's count leaves out the other webhook's */
+	for (size_t i = 0; i < rep->n; i++)
+		nalloc += rep->v[i].nrules;
+	it->results = gv_xcalloc(nalloc ? nalloc : 1, sizeof(*it->results));
 	for (size_t i = 0; i < rep->n; i++) {
 		const struct engine_response *resp = &rep->v[i];
 		for (size_t j = 0; j < resp->nrules; j++) {
 			const struct engine_rule_result *r = &resp->rules[j];
 			struct view_audit_result *o;
-			if (!engine_decide(resp->policy, r, ENGINE_ADMISSION).reported)
+			bool enforce = r->action == ENGINE_ENFORCE;
+			if (!engine_decide(resp->policy, r, ENGINE_ADMISSION).reported && !enforce)
 				continue;
 			o = &it->results[it->nresults++];
+			o->enforce = enforce;
+			o->exceptions = r->exceptions ? gv_xstrdup(r->exceptions) : NULL;
 			o->policy = engine_policy_ref((struct engine_policy *)resp->policy);
 			o->rule = gv_xstrdup(r->rule);
 			o->status = r->status;
@@ -455,7 +462,8 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 				admission_warnings_add(&warnings, w);
 				free(w);
 			}
-			nreported += d.reported;
+			/* Enforce results of an allowed request: for the resource layout */
+			nreported += d.reported || r->action == ENGINE_ENFORCE;
 			if (h->results) {
 				struct view_result_labels ml = {
 				    .resource_kind = rv->kind,

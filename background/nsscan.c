@@ -19,6 +19,26 @@
 #include "common/log.h"
 #include "common/banned.h"
 
+/* The report options of a scan: o->report, or the split flag alone. */
+static struct report_options nsscan_report_options(const struct nsscan_options *o)
+{
+	struct report_options ro = {.split = o->split};
+
+	if (o->report) {
+		ro = *o->report;
+		ro.journal = false;
+	}
+	return ro;
+}
+
+/* What of the report options the results depend on, for the inputs digest (into buf). */
+static const char *nsscan_report_mode(const struct report_options *ro, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s;%s;%u", ro->resource ? "resource" : "-", ro->source ? ro->source : "-",
+		 ro->allowed);
+	return buf;
+}
+
 static double mono_seconds(void)
 {
 	struct timespec ts;
@@ -270,6 +290,11 @@ static char *inputs_salt(const struct once *w)
 	digest_str(ctx, "gavel-scan-inputs-v1");
 	digest_str(ctx, build);
 	digest_str(ctx, w->o->split ? "split" : "namespace");
+	if (w->o->report) { /* none: a digest as it was */
+		char mode[96];
+
+		digest_str(ctx, nsscan_report_mode(w->o->report, mode, sizeof(mode)));
+	}
 	digest_str(ctx, w->self);
 	digest_str(ctx, w->salt);
 	/* of gavel's ConfigMap, only resourceFilters matter in background mode */
@@ -472,7 +497,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 {
 	const char *ns = w->spaces[idx];
 	struct scan_options so = {0};
-	struct report_options ro = {.split = w->o->split};
+	struct report_options ro = nsscan_report_options(w->o);
 	struct scan_stats sst = {0};
 	struct report_stats rst = {0};
 	struct scanner *scanner;
@@ -1066,7 +1091,7 @@ enum gv_code nsscan_prune(const struct nsscan_options *o, const struct nsscan_in
 			  size_t *pruned, struct nsscan_stats *stats, struct gv_err *err)
 {
 	const struct engine_policyset *set = view_state_policyset(in->state);
-	struct report_options ro = {.split = o->split};
+	struct report_options ro = nsscan_report_options(o);
 	struct scanner *counter = scanner_new(o->client, NULL);
 	size_t nspaces = json_array_size(in->namespaces) + 1, total = 0;
 	struct report_stats rst = {0};

@@ -58,8 +58,13 @@ struct nsscan_options {
 	int batch_size, workers;
 	size_t resource_limit; /* objects per run, 0 = none (one namespace at a time then) */
 	bool split;	       /* --split-policy-report */
-	bool dry_run;	       /* nothing is written */
-	bool no_inputs;	       /* no inputs digests: every object is evaluated */
+	/*
+	 * Borrowed, may be NULL (= split alone): the reports' layout, source
+	 * and allowed results (report.h); its split wins over `split`.
+	 */
+	const struct report_options *report;
+	bool dry_run;	/* nothing is written */
+	bool no_inputs; /* no inputs digests: every object is evaluated */
 	/*
 	 * Borrowed, may be NULL: proceed() is asked before each page and each
 	 * write (false: the run stops, what is not written is dropped);

@@ -57,6 +57,19 @@ const char *reconciler_when_name(enum reconciler_when w)
 }
 
 /* Go's strconv.ParseBool: 1 when true, 0 when false, -1 otherwise. */
+/* The report options of the config (report.h). */
+static struct report_options report_opts(const struct reconciler_config *cfg)
+{
+	struct report_options ro = {.split = cfg->split,
+				    .resource = cfg->resource_reports,
+				    .allowed = cfg->allowed_results};
+
+	/* a literal: the config's string need not outlive this */
+	if (cfg->report_source && !strcmp(cfg->report_source, REPORT_SOURCE_KYVERNO))
+		ro.source = REPORT_SOURCE_KYVERNO;
+	return ro;
+}
+
 static int parse_go_bool(const char *s)
 {
 	static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
@@ -244,6 +257,7 @@ struct rpol {
 };
 
 struct reconciler {
+	struct report_options report; /* from the config: layout, source, allowed results */
 	struct reconciler_config cfg; /* strings below are owned copies */
 	char *namespace, *state_cm, *interval;
 	struct leader *leader;
@@ -531,7 +545,7 @@ static void leadership_lost(struct reconciler *r)
 			report_dirty_count(r->rs));
 		report_set_free(r->rs);
 		{
-			struct report_options ro = {.split = r->cfg.split};
+			struct report_options ro = report_opts(&r->cfg);
 			r->rs = report_set_new(&ro);
 		}
 		r->scan_dirty = false;
@@ -591,6 +605,7 @@ static void scan_setup(struct reconciler *r, const struct scan_hooks *hooks,
 	o->workers = r->cfg.workers;
 	o->resource_limit = r->cfg.resource_limit;
 	o->split = r->cfg.split;
+	o->report = &r->report;
 	o->no_inputs = !r->cfg.incremental;
 	o->hooks = hooks;
 	o->results = r->results;
@@ -829,7 +844,7 @@ static void flush(struct reconciler *r, time_t now)
 			"unchanged, %zu conflicts",
 			st.created, st.updated, st.deleted, st.unchanged, st.conflicts);
 	if (!report_dirty_count(r->rs)) {
-		struct report_options ro = {.split = r->cfg.split};
+		struct report_options ro = report_opts(&r->cfg);
 
 		r->scan_dirty = false;
 		r->flush_now = false;
@@ -1118,7 +1133,8 @@ enum gv_code reconciler_start(const struct reconciler_config *cfg, struct reconc
 	atomic_init(&r->cycles, 0);
 	r->pending = json_object();
 	reconciler_global_resolve(NULL, r->interval, &r->global);
-	ro.split = cfg->split;
+	ro = report_opts(cfg);
+	r->report = ro;
 	r->rs = report_set_new(&ro);
 	r->memo = nsscan_memo_new();
 	r->events = scan_events_new(cfg->events);
@@ -1189,7 +1205,10 @@ enum gv_code reconciler_start(const struct reconciler_config *cfg, struct reconc
 		r->interval, cfg->batch_size > 0 ? cfg->batch_size : SCAN_DEFAULT_BATCH,
 		cfg->workers > 0 ? cfg->workers : SCAN_DEFAULT_WORKERS,
 		cfg->incremental ? "on" : "off", cfg->resource_limit,
-		cfg->split ? "split" : "namespace", cfg->leader_elect ? "on" : "off");
+		cfg->resource_reports ? "resource"
+		: cfg->split	      ? "split"
+				      : "namespace",
+		cfg->leader_elect ? "on" : "off");
 	*out = r;
 	return GV_OK;
 fail:
@@ -1221,7 +1240,7 @@ static enum gv_code count_results(struct kube_client *client, json_t **out, stru
 {
 	static const char *const colls[] = {"/apis/" REPORT_API_VERSION "/policyreports",
 					    "/apis/" REPORT_API_VERSION "/clusterpolicyreports"};
-	char *sel = kube_escape(REPORT_LABEL_MANAGED_BY "=gavel");
+	char *sel = kube_escape(REPORT_SELECTOR);
 
 	*out = json_object();
 	for (size_t c = 0; c < GV_ARRAY_LEN(colls); c++) {

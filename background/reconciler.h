@@ -187,6 +187,9 @@ struct reconciler_config {
 	bool incremental;	     /* --incremental-scan (serve's default: true) */
 	size_t resource_limit;	     /* --background-scan-resource-limit; 0 = none */
 	bool split;		     /* --split-policy-report */
+	bool resource_reports;	     /* --report-layout resource: one report per resource */
+	const char *report_source;   /* --report-source: NULL = "gavel", or "kyverno" */
+	unsigned allowed_results;    /* --allowed-results (report_options.allowed); 0 = all */
 	bool leader_elect;	     /* --leader-elect; false: this process always leads */
 	const char *identity;	     /* Lease holder identity; NULL = leader_default_identity() */
 	/* Lease timings in ms; 0 = leader.h's defaults (15 s / 10 s / 2 s). */

@@ -24,6 +24,7 @@
 
 #define LAYOUT_NAMESPACE "namespace"
 #define LAYOUT_SPLIT	 "split"
+#define LAYOUT_RESOURCE	 "resource"
 #define LIST_PAGE	 50
 #define LIST_RESTARTS	 3
 #define HASH_CUT	 231 /* characters of a long base name kept before "-<hash>" */
@@ -128,7 +129,7 @@ struct rgroup {
 };
 
 /* One recorded change (report_options.journal), replayed by report_replay(). */
-enum jkind { J_REPLACE, J_UPSERT, J_RETAIN, J_DELETE_OBJECT };
+enum jkind { J_REPLACE, J_UPSERT, J_RETAIN, J_DELETE_OBJECT, J_RETAIN_OBJECTS };
 
 struct jrec {
 	enum jkind kind;
@@ -138,8 +139,9 @@ struct jrec {
 	size_t n;
 	char **uids; /* owned: J_RETAIN */
 	size_t nuids;
-	char *ns, *uid; /* owned: J_DELETE_OBJECT (ns NULL = every group) */
-	int64_t since;	/* J_RETAIN (not part of the digest: it is the scan's start) */
+	char *ns, *uid; /* owned: J_DELETE_OBJECT, J_RETAIN_OBJECTS (ns NULL = every group) */
+	/* J_RETAIN_OBJECTS: res.api_version holds the group, res.kind the kind */
+	int64_t since; /* J_RETAIN (not part of the digest: it is the scan's start) */
 };
 
 struct report_set {
@@ -152,6 +154,14 @@ struct report_set {
 	struct gv_map strings; /* interned strings (key == val, owned) */
 	bool loaded;	       /* report_load ran: groups it did not see do not exist */
 	char **obsolete;       /* owned paths of objects to delete after the next full flush */
+	/*
+	 * During report_flush / report_render_all with an inputs digest:
+	 * namespace (interned) -> 1 + its groups with results, counted once
+	 * (the resource layout has a group per object: counting them for
+	 * every object rendered would cost groups x groups).
+	 */
+	struct gv_map stamp_groups;
+	bool stamp_cached;
 	size_t nobsolete;
 	size_t nresults;
 };
@@ -510,6 +520,14 @@ char *report_policy_ref(const struct engine_policy *p)
 	return gv_xstrdup(engine_policy_name(p));
 }
 
+bool report_policy_disabled(const struct engine_policy *p)
+{
+	const json_t *labels =
+	    json_object_get(json_object_get(engine_policy_doc(p), "metadata"), "labels");
+
+	return json_object_get(labels, REPORT_LABEL_DISABLED) != NULL;
+}
+
 bool report_policy_scored(const struct engine_policy *p)
 {
 	const char *v = engine_policy_annotation(p, "policies.kyverno.io/scored");
@@ -561,6 +579,7 @@ static struct report_entry *entries_copy(const struct report_entry *e, size_t n)
 		v[i].severity = dup_or_null(e[i].severity);
 		v[i].category = dup_or_null(e[i].category);
 		v[i].source = dup_or_null(e[i].source);
+		v[i].properties = e[i].properties ? json_deep_copy(e[i].properties) : NULL;
 	}
 	return v;
 }
@@ -576,6 +595,7 @@ static void jrec_release(struct jrec *j)
 		free((char *)j->e[i].severity);
 		free((char *)j->e[i].category);
 		free((char *)j->e[i].source);
+		json_decref((json_t *)j->e[i].properties);
 	}
 	free(j->e);
 	for (size_t i = 0; i < j->nuids; i++)
@@ -608,6 +628,7 @@ struct report_set *report_set_new(const struct report_options *opt)
 
 	if (opt)
 		rs->opt = *opt;
+	rs->opt.source = rs->opt.source ? intern(rs, rs->opt.source) : NULL;
 	if (!rs->opt.chunk_results)
 		rs->opt.chunk_results = REPORT_CHUNK_RESULTS;
 	if (!rs->opt.chunk_bytes)
@@ -629,6 +650,7 @@ void report_set_free(struct report_set *rs)
 		if (rs->strings.v[i].key)
 			free(rs->strings.v[i].val);
 	gv_map_release(&rs->strings);
+	gv_map_release(&rs->stamp_groups);
 	for (size_t i = 0; i < rs->nobsolete; i++)
 		free(rs->obsolete[i]);
 	free(rs->obsolete);
@@ -705,8 +727,30 @@ char *report_base_name(bool split, const char *ns, const char *policy)
 	return cut;
 }
 
+/* Whether s has the shape of a Kubernetes uid: 8-4-4-4-12 hex digits. */
+static bool uid_shaped(const char *s)
+{
+	static const size_t dash[] = {8, 13, 18, 23};
+	size_t n = strlen(s), d = 0;
+
+	if (n != 36)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (d < GV_ARRAY_LEN(dash) && i == dash[d]) {
+			if (s[i] != '-')
+				return false;
+			d++;
+		} else if (!isxdigit((unsigned char)s[i])) {
+			return false;
+		}
+	}
+	return true;
+}
+
 char *report_chunk_name(const char *base, size_t i)
 {
+	if (!i && uid_shaped(base))
+		return gv_xstrdup(base);
 	if (i)
 		return gv_xasprintf("%s-%zu", base, i);
 	if (ends_in_digits(base))
@@ -718,6 +762,12 @@ bool report_parse_name(const char *name, char **base, size_t *index)
 {
 	size_t n = strlen(name), i = n;
 
+	if (uid_shaped(name)) {
+		/* the resource layout's chunk 0 */
+		*base = gv_xstrdup(name);
+		*index = 0;
+		return true;
+	}
 	while (i > 0 && isdigit((unsigned char)name[i - 1]))
 		i--;
 	if (i == n || i < 2 || name[i - 1] != '-') {
@@ -777,6 +827,8 @@ static bool layout_owns(const struct report_set *rs, const char *ns, const char 
 	char *prefix;
 	bool ok;
 
+	if (rs->opt.resource)
+		return uid_shaped(base);
 	if (!rs->opt.split) {
 		char *want = report_base_name(false, ns, NULL);
 
@@ -788,6 +840,63 @@ static bool layout_owns(const struct report_set *rs, const char *ns, const char 
 	ok = !strncmp(base, prefix, strlen(prefix)) && strlen(base) > strlen(prefix);
 	free(prefix);
 	return ok;
+}
+
+static const char *layout_name(const struct report_set *rs)
+{
+	return rs->opt.resource ? LAYOUT_RESOURCE : rs->opt.split ? LAYOUT_SPLIT : LAYOUT_NAMESPACE;
+}
+
+/* The app.kubernetes.io/managed-by value of the set's objects. */
+static const char *managed_by(const struct report_set *rs)
+{
+	return rs->opt.source ? rs->opt.source : REPORT_SOURCE;
+}
+
+enum gv_code report_allowed_parse(const char *list, unsigned *bits, struct gv_err *err)
+{
+	static const enum engine_status all[] = {ENGINE_PASS, ENGINE_FAIL, ENGINE_WARN,
+						 ENGINE_ERROR, ENGINE_SKIP};
+	const char *p = list ? list : "";
+	unsigned out = 0;
+
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		bool found = false;
+
+		while (len && isspace((unsigned char)*p)) {
+			p++;
+			len--;
+		}
+		while (len && isspace((unsigned char)p[len - 1]))
+			len--;
+		for (size_t i = 0; i < GV_ARRAY_LEN(all); i++) {
+			const char *name = engine_status_name(all[i]);
+
+			if (len == strlen(name) && !strncmp(p, name, len)) {
+				out |= 1u << all[i];
+				found = true;
+			}
+		}
+		if (!found)
+			return gv_err_set(err, GV_EINVAL,
+					  "unknown result \"%.*s\" (pass, fail, "
+					  "warn, error, skip)",
+					  (int)len, p);
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	if (!out)
+		return gv_err_set(err, GV_EINVAL, "empty list");
+	*bits = out;
+	return GV_OK;
+}
+
+static bool allowed(const struct report_set *rs, enum engine_status st)
+{
+	return rs->opt.allowed == REPORT_ALLOWED_ALL || (rs->opt.allowed & (1u << st));
 }
 
 /* ---- entries: conversion in, parsing, rendering ---- */
@@ -821,7 +930,7 @@ static void entry_in(struct report_set *rs, const struct report_entry *in, const
 	memset(e, 0, sizeof(*e));
 	e->policy = intern(rs, policy);
 	e->rule = intern(rs, in->rule);
-	e->source = intern(rs, in->source ? in->source : REPORT_SOURCE);
+	e->source = intern(rs, in->source ? in->source : managed_by(rs));
 	e->severity = severity_norm(rs, in->severity);
 	e->category = category_norm(rs, in->category);
 	e->process = intern(rs, report_process_name(in->process));
@@ -830,6 +939,22 @@ static void entry_in(struct report_set *rs, const struct report_entry *in, const
 	e->scored = in->scored;
 	e->seconds = in->seconds;
 	e->nanos = in->nanos;
+	if (json_is_object(in->properties)) {
+		const char *key;
+		json_t *v;
+
+		json_object_foreach((json_t *)in->properties, key, v)
+		{
+			if (!json_is_string(v) || !strcmp(key, "process"))
+				continue;
+			if (!e->props)
+				e->props = json_object();
+			char *t = bounded_dup(json_string_value(v), REPORT_MAX_MESSAGE);
+
+			json_object_set_new(e->props, key, jstring(t));
+			free(t);
+		}
+	}
 }
 
 static void rinfo_in(struct report_set *rs, const struct report_resource *res, struct rinfo *ri)
@@ -858,9 +983,11 @@ static bool status_parse(const char *s, enum engine_status *out)
 /*
  * One result of a report as read from the cluster. Returns false (nothing
  * filled) when it has no policy or an unknown result. ri's uid and name
- * point into r.
+ * point into r (or scope: the report's `scope`, for results without
+ * `resources`, as the resource layout writes them).
  */
-static bool entry_parse(struct report_set *rs, const json_t *r, struct rentry *e, struct rinfo *ri)
+static bool entry_parse(struct report_set *rs, const json_t *r, const json_t *scope,
+			struct rentry *e, struct rinfo *ri)
 {
 	const json_t *res = json_array_get(json_object_get(r, "resources"), 0);
 	const json_t *ts = json_object_get(r, "timestamp");
@@ -895,6 +1022,8 @@ static bool entry_parse(struct report_set *rs, const json_t *r, struct rentry *e
 			e->props = json_object();
 		json_object_set(e->props, key, v);
 	}
+	if (!res && json_is_object(scope))
+		res = scope;
 	ri->uid = str_or(jstr(res, "uid"), "");
 	ri->api_version = intern(rs, str_or(jstr(res, "apiVersion"), ""));
 	ri->kind = intern(rs, str_or(jstr(res, "kind"), ""));
@@ -903,7 +1032,8 @@ static bool entry_parse(struct report_set *rs, const json_t *r, struct rentry *e
 	return true;
 }
 
-static json_t *entry_render(const struct rnode *nd, const struct rentry *e)
+/* One result as written; with_resource false: without `resources` (the resource layout). */
+static json_t *entry_render(const struct rnode *nd, const struct rentry *e, bool with_resource)
 {
 	json_t *o = json_object(), *ts = json_object();
 
@@ -923,7 +1053,7 @@ static json_t *entry_render(const struct rnode *nd, const struct rentry *e)
 	json_object_set_new(o, "scored", json_boolean(e->scored));
 	if (*e->message)
 		json_object_set_new(o, "message", jstring(e->message));
-	if (*nd->uid || *nd->kind || *nd->name) {
+	if (with_resource && (*nd->uid || *nd->kind || *nd->name)) {
 		json_t *r = json_object(), *list = json_array();
 
 		json_object_set_new(r, "apiVersion", jstring(nd->api_version));
@@ -1024,8 +1154,12 @@ static void model_upsert(struct report_set *rs, struct rgroup *g, const struct r
 	gstate_set(&g->model, ri, e);
 }
 
-static char *base_of(const struct report_set *rs, const char *ns, const char *policy)
+/* The base name of the group of a result of policy about the object uid in namespace ns. */
+static char *base_of(const struct report_set *rs, const char *ns, const char *uid,
+		     const char *policy)
 {
+	if (rs->opt.resource)
+		return gv_xstrdup(uid);
 	return report_base_name(rs->opt.split, ns, policy);
 }
 
@@ -1070,7 +1204,7 @@ enum gv_code report_replace(struct report_set *rs, const struct report_resource 
 		j->n = n;
 	}
 	rinfo_in(rs, res, &ri);
-	base = base_of(rs, ri.namespace, policy);
+	base = base_of(rs, ri.namespace, ri.uid, policy);
 	g = group_find(rs, ri.namespace, base);
 	if (!g && !n) {
 		free(base);
@@ -1079,9 +1213,14 @@ enum gv_code report_replace(struct report_set *rs, const struct report_resource 
 	g = group_get(rs, ri.namespace, base);
 	free(base);
 	v = gv_xcalloc(n ? n : 1, sizeof(*v));
-	for (size_t i = 0; i < n; i++)
-		entry_in(rs, &e[i], policy, &v[i]);
-	model_replace(rs, g, &ri, intern(rs, policy), v, n);
+	{
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (allowed(rs, e[i].result))
+				entry_in(rs, &e[i], policy, &v[k++]);
+		model_replace(rs, g, &ri, intern(rs, policy), v, k);
+	}
 	free(v);
 	return GV_OK;
 }
@@ -1103,10 +1242,25 @@ enum gv_code report_upsert(struct report_set *rs, const struct report_resource *
 	}
 	rinfo_in(rs, res, &ri);
 	for (size_t i = 0; i < n; i++) {
-		char *base = base_of(rs, ri.namespace, e[i].policy);
-		struct rgroup *g = group_get(rs, ri.namespace, base);
+		char *base = base_of(rs, ri.namespace, ri.uid, e[i].policy);
+		struct rgroup *g;
 		struct rentry re;
 
+		if (!allowed(rs, e[i].result)) {
+			/* left out: it takes the place of the result it replaces */
+			const char *pol = intern(rs, e[i].policy), *rule = intern(rs, e[i].rule);
+			struct rnode *nd;
+
+			g = group_find(rs, ri.namespace, base);
+			free(base);
+			nd = g ? gv_map_get(&g->model.nodes, ri.uid) : NULL;
+			if (rnode_find(nd, pol, rule)) {
+				group_touch(g);
+				gstate_remove(&g->model, ri.uid, pol, rule);
+			}
+			continue;
+		}
+		g = group_get(rs, ri.namespace, base);
 		free(base);
 		entry_in(rs, &e[i], e[i].policy, &re);
 		model_upsert(rs, g, &ri, &re, false);
@@ -1141,10 +1295,14 @@ enum gv_code report_put_response(struct report_set *rs, const struct report_reso
 	size_t n = 0;
 	enum gv_code rc;
 
-	if (mode == ENGINE_BACKGROUND && !engine_policy_background(resp->policy)) {
+	json_t **props = gv_xcalloc(resp->nrules ? resp->nrules : 1, sizeof(*props));
+
+	if ((mode == ENGINE_BACKGROUND && !engine_policy_background(resp->policy)) ||
+	    report_policy_disabled(resp->policy)) {
 		/* never scanned: its admission results are not the scan's to replace */
 		free(ref);
 		free(e);
+		free(props);
 		return GV_OK;
 	}
 	for (size_t i = 0; i < resp->nrules; i++) {
@@ -1153,12 +1311,18 @@ enum gv_code report_put_response(struct report_set *rs, const struct report_reso
 		if (!engine_decide(resp->policy, r, mode).reported)
 			continue;
 		entry_from_engine(resp->policy, ref, r->rule, r->status, r->message, proc, seconds,
-				  nanos, &e[n++]);
+				  nanos, &e[n]);
+		if (r->exceptions)
+			e[n].properties = props[n] = json_pack("{ss}", "exceptions", r->exceptions);
+		n++;
 	}
 	if (mode == ENGINE_BACKGROUND)
 		rc = report_replace(rs, res, ref, e, n, err);
 	else
 		rc = report_upsert(rs, res, e, n, err);
+	for (size_t i = 0; i < n; i++)
+		json_decref(props[i]);
+	free(props);
 	free(ref);
 	free(e);
 	return rc;
@@ -1168,21 +1332,32 @@ enum gv_code report_put_admission(struct report_set *rs, const struct view_audit
 				  struct gv_err *err)
 {
 	struct report_resource res = {it->api_version, it->kind, it->namespace, it->name, it->uid};
-	struct report_entry *e = gv_xcalloc(it->nresults ? it->nresults : 1, sizeof(*e));
-	char **refs = gv_xcalloc(it->nresults ? it->nresults : 1, sizeof(*refs));
+	size_t cap = it->nresults ? it->nresults : 1, n = 0;
+	struct report_entry *e = gv_xcalloc(cap, sizeof(*e));
+	char **refs = gv_xcalloc(cap, sizeof(*refs));
+	json_t **props = gv_xcalloc(cap, sizeof(*props));
 	enum gv_code rc;
 
 	for (size_t i = 0; i < it->nresults; i++) {
 		const struct view_audit_result *r = &it->results[i];
 
-		refs[i] = report_policy_ref(r->policy);
-		entry_from_engine(r->policy, refs[i], r->rule, r->status, r->message,
-				  REPORT_ADMISSION_REVIEW, it->timestamp, 0, &e[i]);
+		/* Enforce results: the resource layout reports them, as Kyverno */
+		if ((r->enforce && !rs->opt.resource) || report_policy_disabled(r->policy))
+			continue;
+		refs[n] = report_policy_ref(r->policy);
+		entry_from_engine(r->policy, refs[n], r->rule, r->status, r->message,
+				  REPORT_ADMISSION_REVIEW, it->timestamp, 0, &e[n]);
+		if (r->exceptions)
+			e[n].properties = props[n] = json_pack("{ss}", "exceptions", r->exceptions);
+		n++;
 	}
-	rc = report_upsert(rs, &res, e, it->nresults, err);
-	for (size_t i = 0; i < it->nresults; i++)
+	rc = n ? report_upsert(rs, &res, e, n, err) : GV_OK;
+	for (size_t i = 0; i < n; i++) {
 		free(refs[i]);
+		json_decref(props[i]);
+	}
 	free(refs);
+	free(props);
 	free(e);
 	return rc;
 }
@@ -1241,6 +1416,8 @@ struct sweep_arg {
 	const char *process;
 	const struct gv_map *keep; /* report_retain: uids */
 	int64_t since;		   /* report_retain_since: results this new are kept */
+	const char *group, *kind;  /* report_retain_objects */
+	const char *ns;		   /* report_retain_objects: NULL = every namespace */
 };
 
 /* Split layout: only the groups of that policy can hold its results. */
@@ -1250,9 +1427,9 @@ static bool applies_policy(const struct report_set *rs, const struct rgroup *g, 
 	char *base;
 	bool ok;
 
-	if (!rs->opt.split)
+	if (!rs->opt.split || rs->opt.resource)
 		return true;
-	base = base_of(rs, g->ns, a->policy);
+	base = base_of(rs, g->ns, NULL, a->policy);
 	ok = !strcmp(base, g->base);
 	free(base);
 	return ok;
@@ -1330,6 +1507,55 @@ void report_delete_background(struct report_set *rs, const char *policy)
 void report_retain(struct report_set *rs, const char *policy, const char *const *uids, size_t n)
 {
 	report_retain_since(rs, policy, uids, n, 0);
+}
+
+/* report_retain_objects: groups of the namespace asked. */
+static bool applies_ns(const struct report_set *rs, const struct rgroup *g, const void *arg)
+{
+	const struct sweep_arg *a = arg;
+
+	(void)rs;
+	return !a->ns || !strcmp(a->ns, g->ns);
+}
+
+/* report_retain_objects: a result, of any policy, about a gone object of the kind. */
+static bool match_gone(const struct rnode *nd, const struct rentry *e, const void *arg)
+{
+	const struct sweep_arg *a = arg;
+	const char *slash = strchr(nd->api_version, '/');
+	size_t glen = slash ? (size_t)(slash - nd->api_version) : 0;
+
+	return !strcmp(nd->kind, a->kind) && strlen(a->group) == glen &&
+	       !strncmp(nd->api_version, a->group, glen) && !gv_map_get(a->keep, nd->uid) &&
+	       !(a->since && e->seconds > a->since);
+}
+
+void report_retain_objects(struct report_set *rs, const char *group, const char *kind,
+			   const char *ns, const char *const *uids, size_t n, int64_t since)
+{
+	struct gv_map keep = {0};
+	struct sweep_arg a = {
+	    .keep = &keep, .since = since, .group = group ? group : "", .kind = kind, .ns = ns};
+	struct sweep sw = {applies_ns, match_gone, &a};
+	struct jrec *j;
+
+	if (!kind || !*kind)
+		return;
+	if ((j = journal_add(rs, J_RETAIN_OBJECTS))) {
+		j->res.api_version = gv_xstrdup(a.group);
+		j->res.kind = gv_xstrdup(kind);
+		j->ns = dup_or_null(ns);
+		j->since = since;
+		j->uids = gv_xcalloc(n ? n : 1, sizeof(*j->uids));
+		for (size_t i = 0; i < n; i++)
+			if (uids[i])
+				j->uids[j->nuids++] = gv_xstrdup(uids[i]);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (uids[i])
+			gv_map_put(&keep, uids[i], (void *)uids[i]);
+	sweep_all(rs, &sw);
+	gv_map_release(&keep);
 }
 
 void report_retain_since(struct report_set *rs, const char *policy, const char *const *uids,
@@ -1548,6 +1774,36 @@ static json_t *managed_labels(const json_t *obj)
 }
 
 /*
+ * Counts the groups with results of each namespace for inputs_stamp(), until
+ * stamp_uncache(). A count that a conflict's re-read changes meanwhile only
+ * makes the next scan evaluate again (report_inputs_unchanged() is false).
+ */
+static void stamp_cache(struct report_set *rs)
+{
+	gv_map_release(&rs->stamp_groups);
+	rs->stamp_cached = rs->inputs != NULL;
+	if (!rs->stamp_cached)
+		return;
+	for (size_t i = 0; i < rs->groups.cap; i++) {
+		const struct rgroup *g = rs->groups.v[i].val;
+		const char *ns;
+		uintptr_t v;
+
+		if (!rs->groups.v[i].key || !g->model.nresults)
+			continue;
+		ns = intern(rs, g->ns);
+		v = (uintptr_t)gv_map_get(&rs->stamp_groups, ns);
+		gv_map_put(&rs->stamp_groups, ns, (void *)(v ? v + 1 : 2));
+	}
+}
+
+static void stamp_uncache(struct report_set *rs)
+{
+	gv_map_release(&rs->stamp_groups);
+	rs->stamp_cached = false;
+}
+
+/*
  * REPORT_ANNOTATION_SCAN_INPUTS of an object of g with nresults results
  * when g has nchunks objects (caller frees), NULL when rs has no inputs
  * digest.
@@ -1559,14 +1815,51 @@ static char *inputs_stamp(const struct report_set *rs, const struct rgroup *g, s
 
 	if (!rs->inputs)
 		return NULL;
-	for (size_t i = 0; i < rs->groups.cap; i++) {
-		const struct rgroup *o = rs->groups.v[i].val;
+	if (rs->stamp_cached) {
+		uintptr_t v = (uintptr_t)gv_map_get(&rs->stamp_groups, g->ns);
 
-		if (rs->groups.v[i].key && o->model.nresults && !strcmp(o->ns, g->ns))
-			groups++;
+		groups = v ? (size_t)(v - 1) : 0;
+	} else {
+		for (size_t i = 0; i < rs->groups.cap; i++) {
+			const struct rgroup *o = rs->groups.v[i].val;
+
+			if (rs->groups.v[i].key && o->model.nresults && !strcmp(o->ns, g->ns))
+				groups++;
+		}
 	}
 	return gv_xasprintf("%s; groups=%zu; chunks=%zu; results=%zu", rs->inputs, groups, nchunks,
 			    nresults);
+}
+
+/*
+ * The resource layout: metadata.ownerReferences and `scope` name the one
+ * object of g (its first node: a group keyed by uid has one), as Kyverno
+ * writes them (k8s-wire.md 3.3). Nothing when g has no result.
+ */
+static void resource_scope(const struct rgroup *g, json_t *md, json_t *o)
+{
+	const struct rnode *nd = NULL;
+	json_t *owner, *scope;
+
+	for (size_t i = 0; !nd && i < g->model.nodes.cap; i++)
+		if (g->model.nodes.v[i].key)
+			nd = g->model.nodes.v[i].val;
+	if (!nd)
+		return;
+	owner = json_object();
+	json_object_set_new(owner, "apiVersion", jstring(nd->api_version));
+	json_object_set_new(owner, "kind", jstring(nd->kind));
+	json_object_set_new(owner, "name", jstring(nd->name));
+	json_object_set_new(owner, "uid", jstring(nd->uid));
+	json_object_set_new(md, "ownerReferences", json_pack("[o]", owner));
+	scope = json_object();
+	json_object_set_new(scope, "apiVersion", jstring(nd->api_version));
+	json_object_set_new(scope, "kind", jstring(nd->kind));
+	if (*nd->namespace)
+		json_object_set_new(scope, "namespace", jstring(nd->namespace));
+	json_object_set_new(scope, "name", jstring(nd->name));
+	json_object_set_new(scope, "uid", jstring(nd->uid));
+	json_object_set_new(o, "scope", scope);
 }
 
 static json_t *report_object(const struct report_set *rs, const struct rgroup *g, size_t index,
@@ -1577,11 +1870,10 @@ static json_t *report_object(const struct report_set *rs, const struct rgroup *g
 	char idx[24];
 
 	snprintf(idx, sizeof(idx), "%zu", index);
-	json_object_set_new(labels, REPORT_LABEL_MANAGED_BY, json_string("gavel"));
+	json_object_set_new(labels, REPORT_LABEL_MANAGED_BY, json_string(managed_by(rs)));
 	json_object_set_new(labels, REPORT_LABEL_GROUP, json_string(label));
 	json_object_set_new(labels, REPORT_LABEL_CHUNK, json_string(idx));
-	json_object_set_new(labels, REPORT_LABEL_LAYOUT,
-			    json_string(rs->opt.split ? LAYOUT_SPLIT : LAYOUT_NAMESPACE));
+	json_object_set_new(labels, REPORT_LABEL_LAYOUT, json_string(layout_name(rs)));
 	sum = summary_of(results);
 	if (hash) /* the hash costs a sorted dump of the whole object: only when asked */
 		*hash = content_hash(labels, sum, results);
@@ -1604,6 +1896,8 @@ static json_t *report_object(const struct report_set *rs, const struct rgroup *g
 		free(stamp);
 		json_object_set_new(md, "annotations", ann);
 	}
+	if (rs->opt.resource)
+		resource_scope(g, md, o);
 	json_object_set_new(o, "metadata", md);
 	json_object_set_new(o, "summary", sum);
 	json_object_set_new(o, "results", results);
@@ -1637,7 +1931,7 @@ static json_t *chunk_render(const struct report_set *rs, const struct rgroup *g,
 	json_t *results = json_array();
 
 	for (size_t i = from; i < to; i++)
-		json_array_append_new(results, entry_render(v[i].nd, v[i].e));
+		json_array_append_new(results, entry_render(v[i].nd, v[i].e, !rs->opt.resource));
 	return report_object(rs, g, index, nchunks, results, hash);
 }
 
@@ -1664,7 +1958,7 @@ static enum gv_code group_cut(const struct report_set *rs, const struct rgroup *
 
 		if (i < n) {
 			/* one dump per result: its size (sorted keys do not change it) and hash */
-			r = entry_render(v[i].nd, v[i].e);
+			r = entry_render(v[i].nd, v[i].e, !rs->opt.resource);
 			t = entry_dump(r);
 			sz = t ? strlen(t) + 1 : 0;
 		}
@@ -1769,6 +2063,7 @@ json_t *report_render_all(struct report_set *rs)
 	struct rgroup **gs;
 	size_t n;
 
+	stamp_cache(rs);
 	gs = groups_sorted(rs, &n);
 	for (size_t i = 0; i < n; i++) {
 		json_t *objs = NULL;
@@ -1781,6 +2076,7 @@ json_t *report_render_all(struct report_set *rs)
 		free(h);
 	}
 	free(gs);
+	stamp_uncache(rs);
 	return all;
 }
 
@@ -1869,6 +2165,7 @@ static uint64_t fold_object(struct report_set *rs, struct gstate *st, const char
 			    const char *base, const json_t *obj, struct strays *strays)
 {
 	const json_t *results = json_object_get(obj, "results"), *r;
+	const json_t *scope = json_object_get(obj, "scope");
 	struct gstate own = {0}; /* obj's results alone, for the hash */
 	json_t *rendered = json_array(), *labels;
 	struct rpair *v;
@@ -1883,10 +2180,10 @@ static uint64_t fold_object(struct report_set *rs, struct gstate *st, const char
 		struct rnode *nd;
 		bool mine = true;
 
-		if (!entry_parse(rs, r, &e, &ri))
+		if (!entry_parse(rs, r, scope, &e, &ri))
 			continue;
 		if (base) {
-			char *want = base_of(rs, ns, e.policy);
+			char *want = base_of(rs, ns, ri.uid, e.policy);
 
 			mine = !strcmp(want, base);
 			free(want);
@@ -1914,7 +2211,7 @@ static uint64_t fold_object(struct report_set *rs, struct gstate *st, const char
 	}
 	v = gstate_sorted(&own, &n);
 	for (i = 0; i < n; i++)
-		json_array_append_new(rendered, entry_render(v[i].nd, v[i].e));
+		json_array_append_new(rendered, entry_render(v[i].nd, v[i].e, !rs->opt.resource));
 	free(v);
 	labels = managed_labels(obj);
 	h = content_hash(labels, json_object_get(obj, "summary"), rendered);
@@ -2231,6 +2528,12 @@ static char *jrec_text(const struct jrec *j)
 		gv_buf_addc(&eb, (char)('0' + (int)e->process));
 		if (e->source) /* CEL policies' results (none: a legacy digest as it was) */
 			buf_field(&eb, e->source);
+		if (e->properties) { /* none: a digest as it was */
+			char *t = json_dumps(e->properties, JSON_SORT_KEYS | JSON_COMPACT);
+
+			buf_field(&eb, t);
+			free(t);
+		}
 		parts[np++] = gv_buf_detach(&eb);
 	}
 	for (size_t i = 0; i < j->nuids; i++)
@@ -2265,8 +2568,7 @@ char *report_journal_digest(const struct report_set *rs, const char *salt)
 	EVP_DigestUpdate(ctx, "gavel-scan-v1\n", 14);
 	EVP_DigestUpdate(ctx, salt ? salt : "", strlen(salt ? salt : ""));
 	EVP_DigestUpdate(ctx, "\n", 1);
-	EVP_DigestUpdate(ctx, rs->opt.split ? LAYOUT_SPLIT : LAYOUT_NAMESPACE,
-			 strlen(rs->opt.split ? LAYOUT_SPLIT : LAYOUT_NAMESPACE));
+	EVP_DigestUpdate(ctx, layout_name(rs), strlen(layout_name(rs)));
 	for (size_t i = 0; i < rs->njournal; i++) {
 		EVP_DigestUpdate(ctx, "\n", 1);
 		EVP_DigestUpdate(ctx, texts[i], strlen(texts[i]));
@@ -2305,6 +2607,10 @@ void report_replay(struct report_set *dst, const struct report_set *src)
 		case J_DELETE_OBJECT:
 			report_delete_object(dst, j->ns, j->uid);
 			break;
+		case J_RETAIN_OBJECTS:
+			report_retain_objects(dst, j->res.api_version, j->res.kind, j->ns,
+					      (const char *const *)j->uids, j->nuids, j->since);
+			break;
 		}
 	}
 }
@@ -2319,8 +2625,7 @@ struct seen_group {
 /* Whether an object's metadata labels it as gavel's. */
 static bool managed_by_gavel(const json_t *md)
 {
-	return !strcmp(str_or(jstr(json_object_get(md, "labels"), REPORT_LABEL_MANAGED_BY), ""),
-		       "gavel");
+	return jstr(json_object_get(md, "labels"), REPORT_LABEL_LAYOUT) != NULL;
 }
 
 /* Whether gavel alone wrote the object (no kubectl edit, no controller since). */
@@ -2553,7 +2858,7 @@ static enum gv_code api_call_meta(const struct report_api *api, const char *meth
 enum gv_code report_list_metadata(const struct report_api *api, const char *ns, json_t **items,
 				  struct gv_err *err)
 {
-	char *sel = kube_escape(REPORT_LABEL_MANAGED_BY "=gavel");
+	char *sel = kube_escape(REPORT_SELECTOR);
 	char *coll = report_path(ns, NULL);
 	char *path = gv_xasprintf("%s?labelSelector=%s&resourceVersion=0", coll, sel);
 	struct kube_status st;
@@ -2901,6 +3206,7 @@ enum gv_code report_flush(struct report_set *rs, const struct report_api *api,
 	enum gv_code first = GV_OK;
 	bool stopped = false;
 
+	stamp_cache(rs);
 	gs = groups_sorted(rs, &n);
 	for (size_t i = 0; i < n && !stopped; i++) {
 		struct rgroup *g = gs[i];
@@ -2929,6 +3235,7 @@ enum gv_code report_flush(struct report_set *rs, const struct report_api *api,
 		}
 	}
 	free(gs);
+	stamp_uncache(rs);
 	if (first || stopped)
 		return first;
 	/* objects of the other layout, now that their results are written elsewhere */
@@ -2990,7 +3297,7 @@ static void load_item(struct report_set *rs, struct loading *ld, const json_t *i
 		struct gstate scratch = {0};
 
 		gv_info("report %s%s%s: not of the %s layout, its results move", ns, *ns ? "/" : "",
-			name, rs->opt.split ? "split" : "namespace");
+			name, layout_name(rs));
 		fold_object(rs, &scratch, ns, "", item, &ld->strays);
 		gstate_release(&scratch);
 		obsolete_add(rs, ns, name);
@@ -3013,7 +3320,7 @@ static enum gv_code load_list(struct report_set *rs, const struct report_api *ap
 			      struct loading *ld, const char *coll, int page,
 			      struct report_stats *stats, struct gv_err *err)
 {
-	char *sel = kube_escape(REPORT_LABEL_MANAGED_BY "=gavel");
+	char *sel = kube_escape(REPORT_SELECTOR);
 	char *path = gv_xasprintf("%s?labelSelector=%s", coll, sel);
 	/* a restart folds items seen twice into one */
 	struct kube_list_options o = {.limit = page, .max_restarts = LIST_RESTARTS};
@@ -3079,7 +3386,7 @@ enum gv_code report_load(struct report_set *rs, const struct report_api *api,
 	for (size_t i = 0; i < ld.strays.n; i++) {
 		struct stray *x = &ld.strays.v[i];
 		struct rinfo ri = {x->uid, x->api_version, x->kind, x->namespace, x->name};
-		char *base = base_of(rs, x->ns, x->e.policy);
+		char *base = base_of(rs, x->ns, x->uid, x->e.policy);
 
 		model_upsert(rs, group_get(rs, x->ns, base), &ri, &x->e, true);
 		memset(&x->e, 0, sizeof(x->e));

@@ -21,6 +21,12 @@
  *   split layout       PolicyReport "polr-ns-<namespace>-<policy name>",
  *                      ClusterPolicyReport "clusterpolicyreport-<policy name>"
  *                      (the name of a namespaced Policy, without its namespace)
+ *   resource layout    one report per resource, as Kyverno 1.11+ writes them
+ *                      (k8s-wire.md 3.3): named by the resource's uid, in
+ *                      its namespace (a ClusterPolicyReport for a
+ *                      cluster-scoped resource), with `scope` and
+ *                      metadata.ownerReferences naming the resource, and
+ *                      results without `resources` (the scope says it)
  *
  * That name is the group's *base name*. A base name longer than
  * REPORT_MAX_BASE (248) characters is cut to 231 characters (trailing '-'
@@ -35,14 +41,16 @@
  * named <base>, chunk i >= 1 <base>-<i>; when <base> itself ends in
  * "-<digits>" chunk 0 is <base>-0 instead, so that every object name maps
  * back to exactly one (base, chunk) pair (report_parse_name()), whatever
- * the policy and namespace names are. The chunks of a group carry the
+ * the policy and namespace names are. A base shaped as a uid
+ * (8-4-4-4-12 hex digits, the resource layout) is chunk 0 itself, even
+ * when it ends in "-<digits>": no other layout makes such a base. The chunks of a group carry the
  * label REPORT_LABEL_GROUP = report_group_label(base) and
  * REPORT_LABEL_CHUNK = "<i>"; each has the summary of its own results.
  * Results are sorted by resource (kind, namespace, name, uid) then policy
  * and rule, and cut into chunks in that order. A group with no results
  * has no objects (they are deleted). At most REPORT_MAX_CHUNKS chunks.
  *
- * Entries (kyverno-semantics.md 8.6): source "gavel"; policy = name of a
+ * Entries (kyverno-semantics.md 8.6): source "gavel" (report_options.source); policy = name of a
  * ClusterPolicy or namespace/name of a Policy; rule; result
  * pass|fail|warn|error|skip, a fail becoming warn when the policy has
  * annotation policies.kyverno.io/scored: "false" (then scored: false);
@@ -52,7 +60,8 @@
  * REPORT_MAX_CATEGORY bytes); message (at most REPORT_MAX_MESSAGE bytes,
  * cut at a UTF-8 boundary and ended with "..."); timestamp {seconds,
  * nanos}; resources [{apiVersion, kind, namespace, name, uid}];
- * properties {process: "background scan" | "admission review"}.
+ * properties {process: "background scan" | "admission review"} and the
+ * entry's own (report_entry.properties: e.g. "exceptions").
  * summary {pass, fail, warn, error, skip} always counts the object's results.
  *
  * Timestamps: when a change produces a result equal to the one already
@@ -100,7 +109,14 @@
 #define REPORT_LABEL_MANAGED_BY "app.kubernetes.io/managed-by" /* = "gavel" */
 #define REPORT_LABEL_GROUP	"gavel.dev/report-group"       /* = report_group_label(base) */
 #define REPORT_LABEL_CHUNK	"gavel.dev/report-chunk"       /* = "0", "1", ... */
-#define REPORT_LABEL_LAYOUT	"gavel.dev/report-layout"      /* = "namespace" | "split" */
+#define REPORT_LABEL_LAYOUT	"gavel.dev/report-layout" /* = "namespace" | "split" | "resource" */
+/*
+ * The label selector of gavel's reports: every object gavel writes carries
+ * REPORT_LABEL_LAYOUT (app.kubernetes.io/managed-by says "gavel", or
+ * "kyverno" in the --report-source kyverno mode, where Kyverno's own
+ * reports say the same).
+ */
+#define REPORT_SELECTOR REPORT_LABEL_LAYOUT
 
 /*
  * Annotation of the objects `gavel scan` writes: the digest of the scan
@@ -157,6 +173,13 @@ struct report_entry {
 	 * (cel-semantics.md section 7).
 	 */
 	const char *source;
+	/*
+	 * More `properties` of the result (borrowed object of strings, may be
+	 * NULL): "exceptions" (names of the PolicyExceptions that made it a
+	 * skip, comma-separated, as Kyverno), PSS controls, a CEL policy's
+	 * audit annotations. A "process" key is ignored (the process says it).
+	 */
+	const json_t *properties;
 };
 
 /* Sources of CEL policies' results, as Kyverno writes them (cel-semantics.md section 7). */
@@ -165,6 +188,9 @@ struct report_entry {
 
 /* The policy field of a report entry for p: "name" or "namespace/name". Caller frees. */
 char *report_policy_ref(const struct engine_policy *p);
+
+/* Whether p carries label REPORT_LABEL_DISABLED (its results are never reported). */
+bool report_policy_disabled(const struct engine_policy *p);
 
 /* False when p has annotation policies.kyverno.io/scored: "false". */
 bool report_policy_scored(const struct engine_policy *p);
@@ -200,8 +226,46 @@ char *report_group_label(const char *base);
 
 /* ---- the model ---- */
 
+/*
+ * The `source` Kyverno gives results of kyverno.io policies, and the value
+ * of the app.kubernetes.io/managed-by label of its reports: the
+ * --report-source kyverno mode writes both as Kyverno does.
+ */
+#define REPORT_SOURCE_KYVERNO "kyverno"
+
+/* Result statuses a report keeps (report_options.allowed), as bits 1u << enum engine_status. */
+#define REPORT_ALLOWED_ALL 0u /* every status */
+
+/*
+ * Parses --allowed-results: a comma-separated list of pass, fail, warn,
+ * error, skip (spaces around names allowed) into *bits. GV_EINVAL with
+ * the unknown name, or for an empty list.
+ */
+enum gv_code report_allowed_parse(const char *list, unsigned *bits, struct gv_err *err);
+
+/*
+ * The policy label that keeps a policy's results out of every report
+ * (Kyverno's reports.kyverno.io/disabled: present, whatever its value).
+ */
+#define REPORT_LABEL_DISABLED "reports.kyverno.io/disabled"
+
 struct report_options {
-	bool split;	      /* one report per policy per namespace */
+	bool split;    /* one report per policy per namespace */
+	bool resource; /* one report per resource (wins over split) */
+	/*
+	 * The `source` of results of kyverno.io policies and the
+	 * app.kubernetes.io/managed-by label value: NULL = REPORT_SOURCE
+	 * ("gavel"); REPORT_SOURCE_KYVERNO as Kyverno. CEL policies keep
+	 * their own sources (report_entry.source).
+	 */
+	const char *source;
+	/*
+	 * The statuses reports keep (bits 1u << enum engine_status,
+	 * REPORT_ALLOWED_ALL = all): a result of another status is left
+	 * out, so it also takes the place of the result it replaces (a fail
+	 * that turns pass is removed when pass is not allowed).
+	 */
+	unsigned allowed;
 	size_t chunk_results; /* results per object; 0 = REPORT_CHUNK_RESULTS */
 	size_t chunk_bytes;   /* serialized results per object; 0 = REPORT_CHUNK_BYTES,
 				 at most REPORT_MAX_CHUNK_BYTES */
@@ -239,7 +303,9 @@ enum gv_code report_upsert(struct report_set *rs, const struct report_resource *
  * "background scan" (a policy response with no reported rule removes the
  * object's results of that policy; a policy with background: false is
  * left alone). ADMISSION: report_upsert(), process "admission review".
- * Timestamp seconds/nanos.
+ * Timestamp seconds/nanos. A policy labelled REPORT_LABEL_DISABLED adds
+ * nothing. A rule result skipped by PolicyExceptions gets property
+ * "exceptions" (engine_rule_result.exceptions).
  */
 enum gv_code report_put_response(struct report_set *rs, const struct report_resource *res,
 				 const struct engine_response *resp, enum engine_mode mode,
@@ -250,7 +316,10 @@ struct view_audit_item;
 /*
  * An admission report item (view/view.h, already filtered by
  * the reporting matrix): report_upsert() of its results with process
- * "admission review" and the item's timestamp. Borrowed.
+ * "admission review" and the item's timestamp. Results of Enforce rules
+ * (view_audit_result.enforce) only in the resource layout, as Kyverno
+ * reports them (kyverno-semantics.md 7.3); results of policies labelled
+ * REPORT_LABEL_DISABLED never. Borrowed.
  */
 enum gv_code report_put_admission(struct report_set *rs, const struct view_audit_item *it,
 				  struct gv_err *err);
@@ -284,6 +353,19 @@ void report_delete_background(struct report_set *rs, const char *policy);
 void report_retain(struct report_set *rs, const char *policy, const char *const *uids, size_t n);
 void report_retain_since(struct report_set *rs, const char *policy, const char *const *uids,
 			 size_t n, int64_t since);
+
+/*
+ * A complete listing of the objects of kind (in API group `group`, "" =
+ * core) in namespace ns (NULL = every namespace, "" = cluster-scoped) found
+ * exactly uids[0..n): every result, of any policy and process, about an
+ * object of that group and kind whose uid is not in uids goes (the object
+ * was deleted: its admission results too, and in the resource layout its
+ * report), except results newer than `since` (as report_retain_since). The
+ * API server's garbage collector does this through ownerReferences in a
+ * real cluster; a control plane without one relies on this.
+ */
+void report_retain_objects(struct report_set *rs, const char *group, const char *kind,
+			   const char *ns, const char *const *uids, size_t n, int64_t since);
 
 /*
  * Brings the model in line with the current policy set: removes results of
@@ -343,7 +425,7 @@ size_t report_prune_live(struct report_set *rs, const struct engine_policyset *s
  * ClusterPolicyReports), as `items` (a list's items, metadata only
  * suffices) gives them, were last written by a scan with this digest and
  * nothing else changed them since: every object labelled
- * app.kubernetes.io/managed-by=gavel carries the annotation with digest,
+ * gavel.dev/report-layout (REPORT_SELECTOR) carries the annotation with digest,
  * has a name of scan's layout, was written by field manager
  * REPORT_FIELD_MANAGER only (managedFields), the chunks of each group are
  * 0..n-1 with none missing, and every group with results in scan has
@@ -370,13 +452,13 @@ bool report_scan_unchanged(const struct report_set *scan, const char *ns, const 
  *
  * report_scan_inputs: the REPORT_ANNOTATION_SCAN_INPUTS of the first
  * object of `items` (a list's items, metadata only suffices) labelled
- * app.kubernetes.io/managed-by=gavel that has one (borrowed from items),
+ * gavel.dev/report-layout (REPORT_SELECTOR) that has one (borrowed from items),
  * NULL when none has: whether an inputs digest is worth computing.
  *
  * report_inputs_unchanged: whether the objects of namespace ns ("" =
  * ClusterPolicyReports) in items are, all of them and nothing else, the
  * objects a scan with these inputs wrote: every object labelled
- * app.kubernetes.io/managed-by=gavel carries the annotation with inputs,
+ * gavel.dev/report-layout (REPORT_SELECTOR) carries the annotation with inputs,
  * was written by field manager REPORT_FIELD_MANAGER only, and the groups
  * and chunks are those the annotation counts (each group's chunks 0 ..
  * C-1, G groups). False when inputs is NULL or no object is gavel's.
@@ -466,7 +548,7 @@ struct report_stats {
 
 /*
  * Start-up: lists every PolicyReport and ClusterPolicyReport labelled
- * app.kubernetes.io/managed-by=gavel (pages of 50; report_api.scope
+ * gavel.dev/report-layout (REPORT_SELECTOR) (pages of 50; report_api.scope
  * narrows it) and takes over those of the current layout as the groups'
  * known state, so that existing reports
  * are reconciled in place. Objects of the other layout (the split flag
@@ -495,7 +577,7 @@ enum gv_code report_flush(struct report_set *rs, const struct report_api *api,
 /*
  * The metadata of gavel's reports in namespace ns ("" or NULL = the
  * ClusterPolicyReports) for report_scan_unchanged(): one GET labelled
- * app.kubernetes.io/managed-by=gavel with resourceVersion=0 (the API
+ * gavel.dev/report-layout (REPORT_SELECTOR) with resourceVersion=0 (the API
  * server's cache: a stale answer can only make digests differ) and
  * KUBE_VIEW_METADATA_LIST. *items: new reference to the
  * list's items ([] when none). GV_ENET on API errors.

@@ -1893,6 +1893,30 @@ static void cycle_retain(struct cycle *c)
 	}
 }
 
+/*
+ * report_retain_objects() for the targets listed to the end in this cycle:
+ * results about objects of their kind that are gone go, whatever the
+ * policy (admission results of policies not scanned, the resource layout's
+ * whole report).
+ */
+static void cycle_retain_objects(struct cycle *c)
+{
+	for (size_t i = 0; i < c->ntargets; i++) {
+		const struct target *t = c->targets[i].t;
+		const char **uids = NULL;
+		const char *ns;
+		size_t n = 0;
+
+		if (!c->targets[i].done || !scan_cache_complete(t->cache))
+			continue;
+		ns = *t->ns ? t->ns : t->res.namespaced ? NULL : "";
+		scan_cache_uids(t->cache, &uids, &n);
+		report_retain_objects(c->rs, t->res.group, t->res.kind, ns, uids, n,
+				      c->s->opt.retain_since);
+		free(uids);
+	}
+}
+
 /* Drops the targets no policy of the set uses any more. */
 static void scanner_gc(struct scanner *s, const uint64_t *alive, size_t n)
 {
@@ -2115,8 +2139,10 @@ enum gv_code scanner_run(struct scanner *s, const struct view_state *st,
 			ct = &c.targets[(start + visited + 1) % c.ntargets];
 		s->cursor = gv_xstrdup(ct->t->key);
 	}
-	if (!rc && !stats->stopped)
+	if (!rc && !stats->stopped) {
 		cycle_retain(&c);
+		cycle_retain_objects(&c);
+	}
 	for (size_t i = 0, k = 0; i < ndue; i++) {
 		if (!due[i] || !engine_policy_background(due[i]))
 			continue;

@@ -376,6 +376,14 @@ static json_t *namespace_object(const struct view_state *st, const char *ns)
 			 json_is_object(labels) ? json_incref((json_t *)labels) : json_object());
 }
 
+/* Whether p carries label REPORT_LABEL_DISABLED (report.h). */
+static bool vpscan_disabled(const struct vpol_policy *p)
+{
+	const json_t *labels = json_object_get(json_object_get(vpol_doc(p), "metadata"), "labels");
+
+	return json_object_get(labels, REPORT_LABEL_DISABLED) != NULL;
+}
+
 /* Evaluates one object for one policy and replaces its results. */
 static void eval_one(const struct vpscan_args *a, const struct vtarget *t, struct vdue *vd,
 		     const struct vpol_policy *p, const json_t *obj, struct vpol_input *in,
@@ -430,6 +438,7 @@ static void eval_one(const struct vpscan_args *a, const struct vtarget *t, struc
 			e[n].nanos = (int32_t)now.tv_nsec;
 			e[n].process = REPORT_BACKGROUND_SCAN;
 			e[n].source = src;
+			e[n].properties = rr->properties;
 			n++;
 			if (a->results) {
 				/* a background scan evaluates as a CREATE (section 6.5) */
@@ -445,6 +454,8 @@ static void eval_one(const struct vpscan_args *a, const struct vtarget *t, struc
 			}
 		}
 	}
+	if (vpscan_disabled(p))
+		n = 0; /* reports.kyverno.io/disabled: evaluated and counted, never reported */
 	if (report_replace(a->rs, &res, vd->ref, e, n, &err))
 		gv_warn("background: %s %s: %s", vpol_kind_name(p), vd->ref, err.msg);
 	stats->results += n;

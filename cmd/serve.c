@@ -97,7 +97,10 @@ struct serve_opts {
 	const char *omit_events; /* --omit-events: NULL = PolicyApplied,PolicySkipped */
 	long scan_limit;
 	bool split_reports;
-	bool allow_http_ns; /* --allow-http-in-namespaced-policies */
+	bool resource_reports;	   /* --report-layout resource */
+	const char *report_source; /* --report-source: NULL = gavel */
+	unsigned allowed_results;  /* --allowed-results; 0 = all */
+	bool allow_http_ns;	   /* --allow-http-in-namespaced-policies */
 	int log_level;
 	int log_json;
 	int manage_certs;		     /* 1 on, 0 off, -1 default (on in cluster mode) */
@@ -149,6 +152,18 @@ static void serve_usage(FILE *f)
 	    "  --background-scan-resource-limit N  objects per scan cycle (default: no limit)\n"
 	    "  --incremental-scan=BOOL        skip unchanged objects (default true)\n"
 	    "  --split-policy-report          one report per policy and namespace\n"
+	    "                        (= --report-layout policy)\n"
+	    "  --report-layout L     namespace (default: one PolicyReport per namespace),\n"
+	    "                        policy (one per policy and namespace), or resource\n"
+	    "                        (one per resource, named by its uid, with scope and\n"
+	    "                        ownerReferences, as Kyverno 1.11+ writes them)\n"
+	    "  --report-source S     gavel (default) or kyverno: the source of kyverno.io\n"
+	    "                        policies' results and the managed-by label of the\n"
+	    "                        reports, as Kyverno writes them\n"
+	    "  --allowed-results L   the results reports keep, e.g. fail,error (default:\n"
+	    "                        pass,fail,warn,error,skip)\n"
+	    "                        (a policy labelled reports.kyverno.io/disabled is\n"
+	    "                        never reported)\n"
 	    "  --allow-http-in-namespaced-policies=BOOL  let NamespacedValidatingPolicies\n"
 	    "                        call http.Get/Post (default false, as Kyverno's\n"
 	    "                        --allowHTTPInNamespacedPolicies)\n"
@@ -349,6 +364,35 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 			o->allow_http_ns = b;
 		} else if (!strcmp(argv[i], "--split-policy-report")) {
 			o->split_reports = true;
+		} else if (cmd_take(argc, argv, &i, "--report-layout", NULL, &v, &missing)) {
+			if (v && !strcmp(v, "namespace")) {
+				o->split_reports = o->resource_reports = false;
+			} else if (v && !strcmp(v, "policy")) {
+				o->split_reports = true;
+				o->resource_reports = false;
+			} else if (v && !strcmp(v, "resource")) {
+				o->resource_reports = true;
+			} else if (v) {
+				fprintf(stderr,
+					"gavel serve: --report-layout: want namespace, policy "
+					"or resource\n");
+				return 2;
+			}
+		} else if (cmd_take(argc, argv, &i, "--report-source", NULL, &v, &missing)) {
+			if (v && strcmp(v, "gavel") && strcmp(v, REPORT_SOURCE_KYVERNO)) {
+				fprintf(stderr,
+					"gavel serve: --report-source: want gavel or kyverno\n");
+				return 2;
+			}
+			o->report_source =
+			    v && !strcmp(v, REPORT_SOURCE_KYVERNO) ? REPORT_SOURCE_KYVERNO : NULL;
+		} else if (cmd_take(argc, argv, &i, "--allowed-results", NULL, &v, &missing)) {
+			struct gv_err e = {0};
+
+			if (v && report_allowed_parse(v, &o->allowed_results, &e)) {
+				fprintf(stderr, "gavel serve: --allowed-results: %s\n", e.msg);
+				return 2;
+			}
 		} else if (cmd_take(argc, argv, &i, "--background-scan-interval", NULL, &v,
 				    &missing)) {
 			o->scan_interval = v;
@@ -1046,6 +1090,9 @@ int cmd_serve(int argc, char **argv)
 		    .incremental = o.incremental != 0,
 		    .resource_limit = (size_t)(o.scan_limit > 0 ? o.scan_limit : 0),
 		    .split = o.split_reports,
+		    .resource_reports = o.resource_reports,
+		    .report_source = o.report_source,
+		    .allowed_results = o.allowed_results,
 		    .leader_elect = o.leader_elect,
 		    .lease_duration_ms = o.lease_ms,
 		    .renew_deadline_ms = o.renew_ms,

@@ -658,6 +658,90 @@ EOF
 	k delete validatingwebhookconfiguration "$GAVEL_WEBHOOK" --ignore-not-found >/dev/null
 }
 
+# check_resource_report NS POD POLICY RESULT [PROCESS]: the PolicyReport named by
+# the Pod's uid, in its namespace, names the Pod in scope and ownerReferences, is
+# labelled as Kyverno's, and holds a RESULT of POLICY with source kyverno (and
+# PROCESS) and no `resources`.
+check_resource_report() {
+	local uid
+	uid=$(k -n "$1" get pod "$2" -o jsonpath='{.metadata.uid}' 2>/dev/null) || uid=
+	if [ -z "$uid" ]; then
+		WHY="no Pod $1/$2"
+		return 1
+	fi
+	OUT=$(k -n "$1" get policyreport "$uid" -o json 2>&1) || {
+		WHY="no PolicyReport $1/$uid"
+		return 1
+	}
+	if ! jq -e --arg uid "$uid" --arg name "$2" --arg p "$3" --arg r "$4" --arg proc "${5:-}" '
+		.metadata.ownerReferences[0].uid == $uid and .metadata.ownerReferences[0].kind == "Pod" and
+		.scope.kind == "Pod" and .scope.name == $name and .scope.uid == $uid and
+		.metadata.labels["app.kubernetes.io/managed-by"] == "kyverno" and
+		any(.results[]; .policy == $p and .result == $r and .source == "kyverno" and
+			.resources == null and ($proc == "" or .properties.process == $proc))' \
+		<<<"$OUT" >/dev/null; then
+		WHY="PolicyReport $1/$uid: $(jq -c '{scope, results}' <<<"$OUT" 2>&1)"
+		return 1
+	fi
+}
+
+# check_no_report NS NAME: no PolicyReport NS/NAME (WHY is read by lib.sh's record).
+# shellcheck disable=SC2034
+check_no_report() {
+	if k -n "$1" get policyreport "$2" >/dev/null 2>&1; then
+		WHY="PolicyReport $1/$2 still there"
+		return 1
+	fi
+}
+
+case_resource_layout() {
+	local ns=bg-res f uid
+	log "gavel serve --report-layout resource --report-source kyverno"
+	if ! { e2e_certs && gavel_start --manage-certs=false --background-scan-interval 1h \
+		--report-layout resource --report-source kyverno &&
+		webhook_register Ignore && webhook_wait_effective; }; then
+		fail "gavel serve with Kyverno's report layout starts" "see $E2E_DIR/gavel.log"
+		return 0
+	fi
+	ok "gavel serve with Kyverno's report layout starts"
+	ns_create "$ns"
+	team_policy res-team Pod "$ns" "scanInterval: 3s"
+	k apply -f - >/dev/null <<EOF
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: res-enforce}
+spec:
+  validationFailureAction: Enforce
+  background: false
+  rules:
+    - name: no-latest
+      match: {any: [{resources: {kinds: [Pod], namespaces: [$ns]}}]}
+      validate:
+        message: "the latest tag is not allowed"
+        pattern: {spec: {containers: [{image: "!*:latest"}]}}
+EOF
+	eventually 10 expect_log_re "the new policy is scanned at once" \
+		"$E2E_DIR/gavel.log" 'background: scanned [0-9]+ polic(y|ies) \(([^)]*, )?res-team[,)]'
+	f=$(manifest res-pod <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: no-team, namespace: $ns}
+spec: {containers: [{name: c, image: registry.example.com/web:1.0}]}
+EOF
+)
+	eventually 10 expect_allowed "Audit: a violating Pod is admitted" k create -f "$f"
+	eventually 10 expect_resource_report "one PolicyReport named by the Pod's uid, owned by it" \
+		"$ns" no-team res-team fail
+	eventually 10 expect_resource_report "the passing Enforce rule of its admission is reported" \
+		"$ns" no-team res-enforce pass "admission review"
+	uid=$(k -n "$ns" get pod no-team -o jsonpath='{.metadata.uid}')
+	k -n "$ns" delete pod no-team --grace-period=0 --force >/dev/null 2>&1
+	eventually 15 expect_no_report "the Pod deleted: the next scan deletes its report (no GC here)" \
+		"$ns" "$uid"
+	gavel_stop
+	k delete validatingwebhookconfiguration "$GAVEL_WEBHOOK" --ignore-not-found >/dev/null
+}
+
 main() {
 	local n
 	if [ ! -f "$LIBGAVEL" ]; then
@@ -683,6 +767,7 @@ main() {
 	case_leader
 	case_split
 	case_admission
+	case_resource_layout
 	# Drivers still running: SIGTERM, so that in a sanitizer build
 	# LeakSanitizer runs at their exit, before summary reads their logs.
 	for n in "${!DRIVER_PID[@]}"; do driver_stop "$n"; done

@@ -145,7 +145,8 @@ chainsaw_wait_effective() {
 
 if ! { chainsaw_setup && e2e_apply_crds && k create namespace "$GAVEL_NAMESPACE" >/dev/null &&
 	e2e_certs && chainsaw_config &&
-	gavel_start --manage-certs --resource-webhook-config "$RESOURCE_WEBHOOK" &&
+	gavel_start --manage-certs --resource-webhook-config "$RESOURCE_WEBHOOK" \
+		--report-layout resource --report-source kyverno &&
 	chainsaw_webhook && chainsaw_wait_effective &&
 	k delete clusterpolicy e2e-sentinel --ignore-not-found >/dev/null; }; then
 	log "setup failed"

@@ -296,6 +296,12 @@ struct engine_rule_result {
 	enum engine_action action; /* effective failure action for this request (section 1.4) */
 	bool exception;		   /* skipped because of a PolicyException */
 	/*
+	 * owned: with exception and status skip, the names (without
+	 * namespace) of the PolicyExceptions that made it a skip, joined by
+	 * "," (a report result's properties.exceptions, as Kyverno); else NULL.
+	 */
+	char *exceptions;
+	/*
 	 * An ENGINE_ERROR because gavel does not evaluate this rule's kind
 	 * (validate.cel, validate.manifests, validate.assert,
 	 * celPreconditions, imageExtractors): the message says "gavel does not

@@ -44,6 +44,7 @@ struct outcome {
 	enum engine_status status;
 	char *message;
 	bool exception;
+	char *exceptions; /* owned: names of the exceptions that made it a skip, "a,b" */
 	bool unsupported; /* an error because gavel does not evaluate something */
 };
 
@@ -1062,7 +1063,7 @@ static void eval_pod_security(const struct eval_state *st, const struct engine_p
 			      struct deferred *dl, struct jp_budget *rb, struct outcome *o)
 {
 	struct pss_exclusion_list *lists = NULL;
-	struct gv_buf keys = {0};
+	struct gv_buf keys = {0}, names = {0};
 	size_t n = 0;
 	char *msg = NULL;
 
@@ -1081,6 +1082,8 @@ static void eval_pod_security(const struct eval_state *st, const struct engine_p
 				    gv_xasprintf("rule is skipped due to policy exception %s",
 						 gv_buf_str(&one)));
 			o->exception = true;
+			free(o->exceptions);
+			o->exceptions = gv_xstrdup(x->name);
 			gv_buf_release(&one);
 			goto out;
 		}
@@ -1091,6 +1094,9 @@ static void eval_pod_security(const struct eval_state *st, const struct engine_p
 		if (keys.len)
 			gv_buf_adds(&keys, ", ");
 		exception_key(&keys, x);
+		if (names.len)
+			gv_buf_addc(&names, ',');
+		gv_buf_adds(&names, x->name);
 	}
 	switch (pss_evaluate(&r->body.pss, r->name, resource, lists, n, rb, &msg)) {
 	case PSS_PASS:
@@ -1105,6 +1111,8 @@ static void eval_pod_security(const struct eval_state *st, const struct engine_p
 		    o, ENGINE_SKIP,
 		    gv_xasprintf("rule is skipped due to policy exceptions %s", gv_buf_str(&keys)));
 		o->exception = true;
+		free(o->exceptions);
+		o->exceptions = gv_buf_detach(&names);
 		break;
 	case PSS_ERROR:
 		outcome_set(o, ENGINE_ERROR, msg);
@@ -1113,6 +1121,7 @@ static void eval_pod_security(const struct eval_state *st, const struct engine_p
 out:
 	free(lists);
 	gv_buf_release(&keys);
+	gv_buf_release(&names);
 }
 
 /* ---- rules ---- */
@@ -1135,7 +1144,7 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 	struct gv_err e = {0};
 	json_t *msgs;
 	bool ok;
-	struct gv_buf exc = {0};
+	struct gv_buf exc = {0}, names = {0};
 
 	deferred_init(&dl, st, root, rb, NULL, r->ctx, r->nctx, false);
 	o->none = true;
@@ -1188,17 +1197,23 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 			gv_buf_addf(&exc, "%s/%s", x->namespace, x->name);
 		else
 			gv_buf_adds(&exc, x->name);
+		if (names.len)
+			gv_buf_addc(&names, ',');
+		gv_buf_adds(&names, x->name);
 	}
 	if (exc.len) {
 		outcome_set(
 		    o, ENGINE_SKIP,
 		    gv_xasprintf("rule is skipped due to policy exceptions%s", gv_buf_str(&exc)));
 		o->exception = true;
+		free(o->exceptions);
+		o->exceptions = gv_buf_detach(&names);
 		goto out;
 	}
 	eval_body(st, p, r, &r->body, resource, root, &dl, 0, rb, o);
 out:
 	gv_buf_release(&exc);
+	gv_buf_release(&names);
 	deferred_release(&dl);
 	json_decref(root);
 }
@@ -1246,6 +1261,7 @@ static bool old_object_fails(const struct eval_state *st, const struct engine_po
 	eval_rule(&old, p, r, old.root, old.object, rb, &o);
 	fails = !o.none && o.status == ENGINE_FAIL;
 	free(o.message);
+	free(o.exceptions);
 	json_decref(old.root);
 	free(group);
 	return fails;
@@ -1275,6 +1291,12 @@ static void push_result(struct engine_response *resp, const char *rule, struct o
 	rr->message = o->message ? o->message : gv_xstrdup("");
 	rr->action = action;
 	rr->exception = o->exception;
+	rr->exceptions = NULL;
+	if (o->exception && o->status == ENGINE_SKIP)
+		rr->exceptions = o->exceptions;
+	else
+		free(o->exceptions);
+	o->exceptions = NULL;
 	rr->unsupported = o->unsupported;
 	rr->seconds = 0;
 	o->message = NULL;
@@ -1303,6 +1325,7 @@ static void eval_policy(const struct eval_state *st, const struct engine_policy 
 		eval_rule(st, p, r, st->root, st->object, &rb, &o);
 		if (o.none && !budget_spent(&rb)) {
 			free(o.message);
+			free(o.exceptions);
 			continue;
 		}
 		action = rule_effective_action(p, r, st->namespace, st->in->namespace_labels);
@@ -1364,6 +1387,7 @@ void engine_report_release(struct engine_report *r)
 		for (size_t j = 0; j < r->v[i].nrules; j++) {
 			free(r->v[i].rules[j].rule);
 			free(r->v[i].rules[j].message);
+			free(r->v[i].rules[j].exceptions);
 		}
 		free(r->v[i].rules);
 	}

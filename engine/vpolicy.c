@@ -1175,7 +1175,28 @@ struct vout {
 	enum engine_status status;
 	char *message;
 	json_t *holder; /* owned: the `exceptions` document bound */
+	json_t *props;	/* owned: the result's report properties (cel-semantics.md 7), or NULL */
 };
+
+/* Sets report property key of o's result (cel-semantics.md 2.5, 3, 7). */
+static void vout_prop(struct vout *o, const char *key, const char *value, size_t len)
+{
+	json_t *v = json_stringn(value, len);
+
+	if (!v)
+		return; /* not UTF-8: left out rather than mangled */
+	if (!o->props)
+		o->props = json_object();
+	json_object_set_new(o->props, key, v);
+}
+
+static void vout_index(struct vout *o, size_t i)
+{
+	char idx[24];
+
+	snprintf(idx, sizeof(idx), "%zu", i);
+	vout_prop(o, "cel.validationIndex", idx, strlen(idx));
+}
 
 static void vout_set(struct vout *o, const char *rule, enum engine_status s, char *msg)
 {
@@ -1282,14 +1303,17 @@ static void run_vpol_validations(struct cel_eval *ev, const struct vbody *b, str
 			continue;
 		if (r.kind == CEL_ERROR) {
 			vout_set(o, "", ENGINE_ERROR, gv_xasprintf("error: %s", err_text(&r)));
+			vout_index(o, i);
 			return;
 		}
 		if (r.kind != CEL_BOOL) {
 			vout_set(o, "", ENGINE_ERROR,
 				 gv_xasprintf("error: expression '%s' did not return a bool",
 					      cel_program_source(v->expr)));
+			vout_index(o, i);
 			return;
 		}
+		vout_index(o, i);
 		if (v->msg_expr) {
 			struct cel_value m;
 			cel_eval_run(ev, v->msg_expr, &m);
@@ -1313,8 +1337,11 @@ static void run_vpol_validations(struct cel_eval *ev, const struct vbody *b, str
 	for (size_t k = 0; k < b->naudits; k++) {
 		struct cel_value a;
 		cel_eval_run(ev, b->audits[k].prog, &a);
-		if (a.kind == CEL_STRING)
+		if (a.kind == CEL_STRING) {
+			if (a.v.s.n) /* "" is no annotation */
+				vout_prop(o, b->audits[k].name, a.v.s.p, a.v.s.n);
 			continue;
+		}
 		if (o->status == ENGINE_PASS)
 			vout_set(o, "evaluation", ENGINE_ERROR,
 				 gv_xasprintf("failed to load context: failed to evaluate "
@@ -1348,7 +1375,7 @@ static bool run_exceptions(struct cel_eval *ev, const struct vpol_policy *p,
 			   const struct vpol_input *in, struct vout *o)
 {
 	json_t *images = NULL, *values = NULL;
-	struct gv_buf names = {0}, errs = {0};
+	struct gv_buf names = {0}, errs = {0}, bare = {0};
 	const struct vpol_exception *chosen = NULL;
 	bool done = false;
 
@@ -1370,6 +1397,9 @@ static bool run_exceptions(struct cel_eval *ev, const struct vpol_policy *p,
 			if (names.len)
 				gv_buf_adds(&names, ", ");
 			gv_buf_addf(&names, "%s/%s", x->namespace, x->name);
+			if (bare.len)
+				gv_buf_addc(&bare, ',');
+			gv_buf_adds(&bare, x->name);
 			if (!chosen || x->priority > chosen->priority)
 				chosen = x;
 			continue;
@@ -1387,6 +1417,7 @@ static bool run_exceptions(struct cel_eval *ev, const struct vpol_policy *p,
 		vout_set(o, "exception", chosen->report_pass ? ENGINE_PASS : ENGINE_SKIP,
 			 gv_xasprintf("rule is skipped due to policy exception: %s",
 				      gv_buf_str(&names)));
+		vout_prop(o, "exceptions", gv_buf_str(&bare), bare.len);
 		done = true;
 		goto out;
 	}
@@ -1408,6 +1439,7 @@ out:
 	json_decref(images);
 	json_decref(values);
 	gv_buf_release(&names);
+	gv_buf_release(&bare);
 	gv_buf_release(&errs);
 	return done;
 }
@@ -1676,6 +1708,12 @@ static void eval_vap(struct cel_eval *ev, const struct vpol_policy *p, const str
 		params = binding_params(in->bindings[i], in);
 		cel_bind_json(ev, "params", params);
 		eval_vap_once(ev, p, b, o);
+		if (!o->none) {
+			const char *bn =
+			    str_of(json_object_get(in->bindings[i], "metadata"), "name");
+
+			vout_prop(o, "binding", bn, strlen(bn));
+		}
 		cel_bind_json(ev, "params", json_null());
 		json_decref(params);
 	}
@@ -1737,11 +1775,14 @@ enum gv_code vpol_batch_evaluate(struct vpol_batch *bt, const struct vpol_policy
 				r->rules[0].rule = gv_xstrdup(o.rule ? o.rule : "");
 				r->rules[0].status = o.status;
 				r->rules[0].message = o.message ? o.message : gv_xstrdup("");
+				r->rules[0].properties = o.props;
 				o.message = NULL;
+				o.props = NULL;
 				r->n = 1;
 			}
 		}
 		free(o.message);
+		json_decref(o.props);
 		json_decref(o.holder);
 		if (p->kind == VPOL_VAP)
 			break;
@@ -1774,6 +1815,7 @@ void vpol_report_release(struct vpol_report *r)
 		for (size_t j = 0; j < r->v[i].n; j++) {
 			free(r->v[i].rules[j].rule);
 			free(r->v[i].rules[j].message);
+			json_decref(r->v[i].rules[j].properties);
 		}
 		free(r->v[i].rules);
 	}

@@ -139,6 +139,12 @@ struct vpol_rule_result {
 	char *rule; /* owned: "", "exception", "evaluation", "match", or the VAP name */
 	enum engine_status status;
 	char *message; /* owned */
+	/*
+	 * owned, NULL = none: the result's report `properties` (an object of
+	 * strings, as Kyverno writes them for CEL policies: audit annotation
+	 * values, "cel.validationIndex", "exceptions", a VAP's "binding").
+	 */
+	json_t *properties;
 };
 
 /* One response: zero rules means "matched nothing, response kept" (Excluded). */

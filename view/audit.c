@@ -16,6 +16,7 @@ void view_audit_item_free(struct view_audit_item *it)
 		engine_policy_unref(it->results[i].policy);
 		free(it->results[i].rule);
 		free(it->results[i].message);
+		free(it->results[i].exceptions);
 	}
 	free(it->results);
 	free(it->api_version);

@@ -200,9 +200,9 @@ struct view_vpolset *view_state_vpols(const struct view_state *s);
 /*
  * The admission results that the reporting matrix sends to PolicyReports
  * (engine_decide(...).reported: Audit rules; DESIGN.md "Reporting
- * matrix"). The handler pushes one item per allowed admission request that
- * has such results; the report writer of the background reconciler drains
- * them and merges them into the reports of the resource's namespace.
+ * matrix"), and those of Enforce rules (`enforce`) for the resource layout. The handler pushes one
+ * item per allowed admission request that has such results; the report writer of the background
+ * reconciler drains them and merges them into the reports of the resource's namespace.
  *
  * Not queued (kyverno-semantics.md section 7.3): denied requests (nothing
  * is persisted), DELETE, dryRun, objects without metadata.uid, requests
@@ -213,8 +213,16 @@ struct view_audit_result {
 					 (severity, category, scored) for the report entry */
 	char *rule;		      /* owned */
 	enum engine_status status;
-	char *message;	/* owned */
-	bool exception; /* skipped because of a PolicyException */
+	char *message;	  /* owned */
+	bool exception;	  /* skipped because of a PolicyException */
+	char *exceptions; /* owned: their names, "a,b" (engine_rule_result), or NULL */
+	/*
+	 * The result of an Enforce rule of the allowed request: Kyverno
+	 * reports it (kyverno-semantics.md 7.3: passing and non-blocking
+	 * results), gavel's namespace and split layouts do not (DESIGN.md
+	 * "Reporting matrix"); the report writer decides.
+	 */
+	bool enforce;
 };
 
 struct view_audit_item {

@@ -1005,6 +1005,8 @@ static enum gv_code fake_request(void *ud, const char *method, const char *path,
 				continue;
 			if (!all_ns && !cluster && strcmp(ons, ns))
 				continue;
+			if (sel && !eq && !json_object_get(jget(o, "metadata.labels"), sel))
+				continue; /* an existence selector */
 			if (eq) {
 				*eq = '\0';
 				const char *lv = json_string_value(
@@ -1433,10 +1435,12 @@ static void test_load_and_layout_switch(void **state)
 	assert_int_equal(json_object_size(f->objs), 3);
 	report_set_free(rs);
 	/* a report labelled as gavel's with a name gavel does not make */
-	foreign = J("{'apiVersion':'wgpolicyk8s.io/v1alpha2','kind':'PolicyReport','metadata':{"
-		    "'name':'odd-name','namespace':'y','labels':{'app.kubernetes.io/managed-by':"
-		    "'gavel'}},'results':[{'policy':'p','rule':'rule','result':'skip',"
-		    "'resources':[{'kind':'Pod','name':'z','uid':'uid-z','namespace':'y'}]}]}");
+	foreign =
+	    J("{'apiVersion':'wgpolicyk8s.io/v1alpha2','kind':'PolicyReport','metadata':{"
+	      "'name':'odd-name','namespace':'y','labels':{'app.kubernetes.io/managed-by':"
+	      "'gavel','gavel.dev/"
+	      "report-layout':'namespace'}},'results':[{'policy':'p','rule':'rule','result':'skip',"
+	      "'resources':[{'kind':'Pod','name':'z','uid':'uid-z','namespace':'y'}]}]}");
 	fake_store(f, "y/odd-name", foreign);
 
 	/* a restart with the same layout: nothing is rewritten except the foreign object */
@@ -1959,6 +1963,254 @@ static void test_scan_inputs(void **state)
 	fake_free(f);
 }
 
+/* ---- the resource layout, sources, allowed results ---- */
+
+/* A uid ending in "-<digits>": chunk 0 is still the uid itself. */
+#define UID_A  "9d1c0f5e-51a7-4f3c-b3c4-201234567890"
+#define UID_B  "0a5bb5ff-1c2d-4e5f-8a9b-abcdefabcdef"
+#define UID_NS "11111111-2222-3333-4444-55555555aaaa"
+
+static void test_resource_layout(void **state)
+{
+	struct report_options opt = {.resource = true, .source = REPORT_SOURCE_KYVERNO};
+	struct report_set *rs = report_set_new(&opt), *rs2;
+	struct report_resource a = pod("team-a", "web", UID_A), b = pod("team-a", "db", UID_B);
+	struct report_resource ns = {"v1", "Namespace", NULL, "team-a", UID_NS};
+	struct report_entry e[2] = {ent("p", "r1", ENGINE_FAIL, "bad", 10),
+				    ent("q", "r2", ENGINE_PASS, "ok", 10)};
+	struct fake *f = fake_new();
+	struct report_api api = fake_api(f);
+	struct report_stats st;
+	struct gv_err err = {0};
+	json_t *kyv;
+	const json_t *o;
+	char *base = NULL, *name;
+	size_t idx = 9;
+
+	(void)state;
+	/* names */
+	name = report_chunk_name(UID_A, 0);
+	assert_string_equal(name, UID_A);
+	free(name);
+	name = report_chunk_name(UID_A, 1);
+	assert_string_equal(name, UID_A "-1");
+	free(name);
+	assert_true(report_parse_name(UID_A, &base, &idx));
+	assert_string_equal(base, UID_A);
+	assert_int_equal(idx, 0);
+	free(base);
+	assert_true(report_parse_name(UID_A "-1", &base, &idx));
+	assert_string_equal(base, UID_A);
+	assert_int_equal(idx, 1);
+	free(base);
+
+	replace1(rs, &a, "p", &e[0], 1);
+	replace1(rs, &a, "q", &e[1], 1);
+	replace1(rs, &b, "q", &e[1], 1);
+	replace1(rs, &ns, "p", &e[0], 1);
+	flush_ok(rs, f, &st);
+	assert_int_equal(st.created, 3);
+	o = fobj(f, "team-a/" UID_A);
+	assert_non_null(o);
+	assert_string_equal(sget(o, "kind"), "PolicyReport");
+	assert_string_equal(
+	    json_string_value(json_object_get(jget(o, "metadata.labels"), REPORT_LABEL_MANAGED_BY)),
+	    "kyverno");
+	assert_string_equal(
+	    json_string_value(json_object_get(jget(o, "metadata.labels"), REPORT_LABEL_LAYOUT)),
+	    "resource");
+	assert_string_equal(sget(o, "metadata.ownerReferences.0.kind"), "Pod");
+	assert_string_equal(sget(o, "metadata.ownerReferences.0.name"), "web");
+	assert_string_equal(sget(o, "metadata.ownerReferences.0.uid"), UID_A);
+	assert_string_equal(sget(o, "scope.kind"), "Pod");
+	assert_string_equal(sget(o, "scope.namespace"), "team-a");
+	assert_string_equal(sget(o, "scope.uid"), UID_A);
+	assert_int_equal(json_array_size(jget(o, "results")), 2);
+	assert_string_equal(sget(o, "results.0.source"), "kyverno");
+	assert_null(jget(o, "results.0.resources")); /* the scope says it */
+	assert_int_equal(iget(o, "summary.fail"), 1);
+	assert_int_equal(iget(o, "summary.pass"), 1);
+	o = fobj(f, "/" UID_NS);
+	assert_non_null(o);
+	assert_string_equal(sget(o, "kind"), "ClusterPolicyReport");
+	assert_string_equal(sget(o, "scope.kind"), "Namespace");
+	assert_null(jget(o, "scope.namespace"));
+
+	/* Kyverno's own report (no gavel label) is never gavel's */
+	kyv = J("{'apiVersion':'wgpolicyk8s.io/v1alpha2','kind':'PolicyReport','metadata':{"
+		"'name':'" UID_B "x','namespace':'team-a','labels':{'app.kubernetes.io/managed-by':"
+		"'kyverno'}},'results':[{'policy':'k','rule':'r','result':'fail'}]}");
+	fake_store(f, "team-a/" UID_B "x", kyv);
+
+	/* a restart: the model comes back from the scopes, nothing is rewritten */
+	rs2 = report_set_new(&opt);
+	assert_int_equal(report_load(rs2, &api, &st, &err), GV_OK);
+	assert_int_equal(st.read, 3);
+	assert_int_equal(report_count(rs2), 4);
+	replace1(rs2, &a, "q", &e[1], 1);
+	flush_ok(rs2, f, &st);
+	assert_int_equal(st.created + st.updated + st.deleted, 0);
+
+	/* the resource goes: its report goes (no GC on a bare API server) */
+	report_delete_object(rs2, NULL, UID_A);
+	flush_ok(rs2, f, &st);
+	assert_int_equal(st.deleted, 1);
+	assert_null(fobj(f, "team-a/" UID_A));
+	assert_non_null(fobj(f, "team-a/" UID_B));
+	assert_non_null(fobj(f, "team-a/" UID_B "x"));
+	report_set_free(rs2);
+
+	/* back to the namespace layout: the results move into polr-ns-team-a */
+	rs2 = report_set_new(NULL);
+	assert_int_equal(report_load(rs2, &api, &st, &err), GV_OK);
+	flush_ok(rs2, f, &st);
+	assert_null(fobj(f, "team-a/" UID_B));
+	o = fobj(f, "team-a/polr-ns-team-a");
+	assert_non_null(o);
+	assert_string_equal(sget(o, "results.0.resources.0.uid"), UID_B);
+	assert_string_equal(sget(o, "results.0.source"), "kyverno"); /* as written */
+	assert_non_null(fobj(f, "team-a/" UID_B "x"));
+	report_set_free(rs2);
+	report_set_free(rs);
+	fake_free(f);
+}
+
+static void test_allowed_results(void **state)
+{
+	unsigned bits = 0;
+	struct gv_err err = {0};
+	struct report_options opt = {0};
+	struct report_set *rs;
+	struct report_resource a = pod("ns", "web", "uid-web");
+	struct report_entry e[2] = {ent("p", "r1", ENGINE_FAIL, "bad", 10),
+				    ent("p", "r2", ENGINE_PASS, "ok", 10)};
+	json_t *all;
+
+	(void)state;
+	assert_int_equal(report_allowed_parse(" fail , error", &bits, &err), GV_OK);
+	assert_int_equal(bits, (1u << ENGINE_FAIL) | (1u << ENGINE_ERROR));
+	assert_int_equal(report_allowed_parse("fail,nope", &bits, &err), GV_EINVAL);
+	assert_non_null(strstr(err.msg, "\"nope\""));
+	assert_int_equal(report_allowed_parse("", &bits, &err), GV_EINVAL);
+	assert_int_equal(report_allowed_parse("fail,", &bits, &err), GV_EINVAL);
+
+	opt.allowed = 1u << ENGINE_FAIL;
+	rs = report_set_new(&opt);
+	replace1(rs, &a, "p", e, 2);
+	assert_int_equal(report_count(rs), 1);
+	all = report_render_all(rs);
+	assert_string_equal(sget(all, "0.results.0.rule"), "r1");
+	json_decref(all);
+	/* the failing rule passes now: its fail goes, the pass is not kept */
+	e[0].result = ENGINE_PASS;
+	replace1(rs, &a, "p", e, 2);
+	assert_int_equal(report_count(rs), 0);
+	/* the same through admission (upserts) */
+	e[0].result = ENGINE_FAIL;
+	e[0].process = REPORT_ADMISSION_REVIEW;
+	assert_int_equal(report_upsert(rs, &a, e, 1, &err), GV_OK);
+	assert_int_equal(report_count(rs), 1);
+	e[0].result = ENGINE_PASS;
+	assert_int_equal(report_upsert(rs, &a, e, 1, &err), GV_OK);
+	assert_int_equal(report_count(rs), 0);
+	report_set_free(rs);
+}
+
+static const char POL_DISABLED[] =
+    "{'apiVersion':'kyverno.io/v1','kind':'ClusterPolicy','metadata':{'name':'quiet',"
+    "'labels':{'reports.kyverno.io/disabled':''}},'spec':{'validationFailureAction':'Audit',"
+    "'rules':[{'name':'r','match':{'any':[{'resources':{'kinds':['Pod']}}]},'validate':{"
+    "'message':'m','pattern':{'metadata':{'labels':{'team':'?*'}}}}}]}}";
+
+static void test_disabled_and_properties(void **state)
+{
+	struct engine_policy *quiet = compile(POL_DISABLED), *scored = compile(POL_SCORED);
+	struct report_set *rs = report_set_new(NULL);
+	struct report_resource p = pod("team-a", "web", "uid-web");
+	static char r[] = "r", m[] = "m", check_team[] = "check-team", exc[] = "ex-a,ex-b";
+	static char msg[] = "rule is skipped due to policy exceptionskyverno/ex-a,kyverno/ex-b";
+	struct engine_rule_result rq = {.rule = r, .status = ENGINE_FAIL, .message = m};
+	struct engine_rule_result rs1 = {.rule = check_team,
+					 .status = ENGINE_SKIP,
+					 .message = msg,
+					 .action = ENGINE_AUDIT,
+					 .exception = true,
+					 .exceptions = exc};
+	struct engine_response resp;
+	struct gv_err err = {0};
+	json_t *all, *props;
+	struct report_entry e = ent("p", "r", ENGINE_FAIL, "bad", 10);
+
+	(void)state;
+	assert_true(report_policy_disabled(quiet));
+	assert_false(report_policy_disabled(scored));
+	resp = (struct engine_response){quiet, &rq, 1};
+	assert_int_equal(report_put_response(rs, &p, &resp, ENGINE_BACKGROUND, 100, 0, &err),
+			 GV_OK);
+	assert_int_equal(report_put_response(rs, &p, &resp, ENGINE_ADMISSION, 100, 0, &err), GV_OK);
+	assert_int_equal(report_count(rs), 0);
+
+	resp = (struct engine_response){scored, &rs1, 1};
+	assert_int_equal(report_put_response(rs, &p, &resp, ENGINE_BACKGROUND, 100, 0, &err),
+			 GV_OK);
+	/* an entry's own properties; "process" is the process's */
+	props = J("{'foo':'bar','process':'x'}");
+	e.properties = props;
+	replace1(rs, &p, "p", &e, 1);
+	json_decref(props);
+	all = report_render_all(rs);
+	assert_string_equal(sget(all, "0.results.0.policy"), "p");
+	assert_string_equal(sget(all, "0.results.0.properties.foo"), "bar");
+	assert_string_equal(sget(all, "0.results.0.properties.process"), "background scan");
+	assert_string_equal(sget(all, "0.results.1.policy"), "require-team");
+	assert_string_equal(sget(all, "0.results.1.result"), "skip");
+	assert_string_equal(sget(all, "0.results.1.properties.exceptions"), "ex-a,ex-b");
+	json_decref(all);
+	report_set_free(rs);
+	engine_policy_unref(quiet);
+	engine_policy_unref(scored);
+}
+
+/* A complete listing of a kind: results of any policy about objects gone go. */
+static void test_retain_objects(void **state)
+{
+	struct report_options opt = {.resource = true, .journal = true};
+	struct report_set *rs = report_set_new(&opt), *dst = report_set_new(&opt);
+	struct report_resource a = pod("team-a", "web", UID_A), b = pod("team-a", "db", UID_B);
+	struct report_resource d = {"apps/v1", "Deployment", "team-a", "web", UID_NS};
+	struct report_entry e[2] = {ent("p", "r1", ENGINE_FAIL, "bad", 10),
+				    ent("q", "r2", ENGINE_PASS, "ok", 10)};
+	const char *const alive[] = {UID_B};
+
+	(void)state;
+	e[1].process = REPORT_ADMISSION_REVIEW;
+	for (struct report_set *s2 = rs; s2; s2 = s2 == rs ? dst : NULL) {
+		replace1(s2, &a, "p", &e[0], 1);
+		replace1(s2, &a, "q", &e[1], 1);
+		replace1(s2, &b, "p", &e[0], 1);
+		replace1(s2, &d, "p", &e[0], 1);
+	}
+	report_set_free(dst);
+	dst = report_set_new(NULL);
+	replace1(dst, &a, "q", &e[1], 1);
+	replace1(dst, &a, "p", &e[0], 1);
+	/* another namespace's listing says nothing of team-a */
+	report_retain_objects(rs, "", "Pod", "team-b", alive, 1, 0);
+	assert_int_equal(report_count(rs), 4);
+	/* a result newer than the listing stays */
+	report_retain_objects(rs, "", "Pod", "team-a", alive, 1, 5);
+	assert_int_equal(report_count(rs), 4);
+	report_retain_objects(rs, "", "Pod", "team-a", alive, 1, 20);
+	assert_int_equal(report_count(rs), 2); /* web's p and q go; db and the Deployment stay */
+	report_retain_objects(rs, "apps", "Deployment", NULL, NULL, 0, 0);
+	assert_int_equal(report_count(rs), 1);
+	/* replayed onto another set (the namespace scans' journal) */
+	report_replay(dst, rs);
+	assert_int_equal(report_count(dst), 1);
+	report_set_free(rs);
+	report_set_free(dst);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1984,6 +2236,10 @@ int main(void)
 	    cmocka_unit_test(test_journal_replay),
 	    cmocka_unit_test(test_journal_digest),
 	    cmocka_unit_test(test_scan_digest),
+	    cmocka_unit_test(test_resource_layout),
+	    cmocka_unit_test(test_allowed_results),
+	    cmocka_unit_test(test_disabled_and_properties),
+	    cmocka_unit_test(test_retain_objects),
 	};
 
 	gv_init();

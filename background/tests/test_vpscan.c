@@ -365,6 +365,45 @@ static void test_scan_namespace(void **state)
 	free(t2);
 }
 
+/* A ValidatingPolicy labelled reports.kyverno.io/disabled is evaluated, never reported. */
+static void test_scan_disabled(void **state)
+{
+	char *t = vp_text("ValidatingPolicy", "vp-quiet", NULL, NULL);
+	char *labelled =
+	    gv_str_replace_all(t, "\"metadata\":{",
+			       "\"metadata\":{\"labels\":{\"reports.kyverno.io/disabled\":\"\"},");
+	struct vpol_policy *vp = vcompile(labelled);
+	const struct vpol_policy *pols[1] = {vp};
+	struct fake f = {0};
+	struct fake_api fa = {.request = fake_request, .ud = &f};
+	struct kube_client *c = fake_api_client(&fa);
+	struct vpscan_plan *plan = vpscan_plan_new(c, pols, 1);
+	struct view_state *st = view_state_new(NULL, NULL, NULL);
+	struct report_set *rs = report_set_new(NULL);
+	struct vpscan_args a = {.client = c,
+				.state = st,
+				.ns = "team-a",
+				.self = "gavel",
+				.due = pols,
+				.ndue = 1,
+				.rs = rs};
+	struct vpscan_stats s1 = {0};
+	struct gv_err err = {0};
+
+	(void)state;
+	assert_int_equal(vpscan_namespace(plan, &a, &s1, &err), GV_OK);
+	assert_int_equal(s1.evaluated, 2);
+	assert_int_equal(s1.results, 0);
+	assert_int_equal(report_count(rs), 0);
+	report_set_free(rs);
+	view_state_unref(st);
+	vpscan_plan_free(plan);
+	kube_client_free(c);
+	vpol_free(vp);
+	free(t);
+	free(labelled);
+}
+
 /* A context loader that knows one GlobalContextEntry, limits = {max: 3}. */
 static enum gv_code gce_load(void *ud, const json_t *entry, const json_t *ctx, json_t **out,
 			     struct gv_err *err)
@@ -605,10 +644,10 @@ static void test_status_cel(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_prune_live),	       cmocka_unit_test(test_mixed_layouts),
-	    cmocka_unit_test(test_scan_namespace),     cmocka_unit_test(test_scan_libraries),
-	    cmocka_unit_test(test_vap_and_not_served), cmocka_unit_test(test_fingerprint),
-	    cmocka_unit_test(test_status_cel),
+	    cmocka_unit_test(test_prune_live),	   cmocka_unit_test(test_mixed_layouts),
+	    cmocka_unit_test(test_scan_namespace), cmocka_unit_test(test_scan_disabled),
+	    cmocka_unit_test(test_scan_libraries), cmocka_unit_test(test_vap_and_not_served),
+	    cmocka_unit_test(test_fingerprint),	   cmocka_unit_test(test_status_cel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -348,6 +348,8 @@ static void test_vap_missing_params(void **state)
 			CHECK_PREFIX(x->message,
 				     "expression 'object.metadata.name != params.data.name' "
 				     "resulted in error: ");
+			CHECK_STR(json_string_value(json_object_get(x->properties, "binding")),
+				  "vap-binding");
 		}
 		vpol_report_release(&r);
 	}
@@ -827,6 +829,60 @@ static void test_cel_decls(void **state)
 	CHECK_DONE();
 }
 
+/* The report properties of results (cel-semantics.md 2.5, 3, 7). */
+static const char *prop(const struct vpol_rule_result *x, const char *key)
+{
+	return x ? json_string_value(json_object_get(x->properties, key)) : NULL;
+}
+
+static void test_result_properties(void **state)
+{
+	json_t *pod = Y(pod_text);
+	struct vpol_policy *two = compile_ok(
+	    "two", "  validations: [{expression: 'true'}, {expression: 'false', message: m}]\n"
+		   "  auditAnnotations: [{key: who, valueExpression: \"'web'\"},"
+		   " {key: none, valueExpression: \"''\"}]\n");
+	struct vpol_policy *pass = compile_ok("pass", "  validations: [{expression: 'true'}]\n");
+	json_t *xdoc = Y("apiVersion: policies.kyverno.io/v1\n"
+			 "kind: PolicyException\n"
+			 "metadata: {name: let-web, namespace: shop}\n"
+			 "spec: {policyRefs: [{name: pass, kind: ValidatingPolicy}],"
+			 " matchConditions: [{name: c, expression: 'true'}]}\n");
+	struct gv_err err = {0};
+	struct vpol_exception *x = vpol_exception_compile(xdoc, &err);
+	struct vpol_exception *const xs[] = {x};
+	struct vpol_input in = {.object = pod, .operation = "CREATE", .resource = "pods"};
+	struct vpol_report r;
+	const struct vpol_rule_result *res;
+
+	(void)state;
+	CHECK(x != NULL, "exception: %s", err.msg);
+	CHECK_INT(vpol_evaluate(two, &in, &r, NULL), GV_OK);
+	res = only(&r);
+	CHECK_INT(res ? (int)res->status : -1, ENGINE_FAIL);
+	CHECK_STR(prop(res, "cel.validationIndex"), "1");
+	CHECK_STR(prop(res, "who"), "web");
+	CHECK(prop(res, "none") == NULL, "an empty annotation is no property");
+	vpol_report_release(&r);
+	CHECK_INT(vpol_evaluate(pass, &in, &r, NULL), GV_OK);
+	res = only(&r);
+	CHECK(res && !res->properties, "a plain pass has no properties");
+	vpol_report_release(&r);
+	in.exceptions = xs;
+	in.nexceptions = 1;
+	CHECK_INT(vpol_evaluate(pass, &in, &r, NULL), GV_OK);
+	res = only(&r);
+	CHECK_INT(res ? (int)res->status : -1, ENGINE_SKIP);
+	CHECK_STR(prop(res, "exceptions"), "let-web");
+	vpol_report_release(&r);
+	vpol_exception_free(x);
+	json_decref(xdoc);
+	vpol_free(two);
+	vpol_free(pass);
+	json_decref(pod);
+	CHECK_DONE();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -841,6 +897,7 @@ int main(void)
 	    cmocka_unit_test(test_vap_cluster_params),
 	    cmocka_unit_test(test_cel_authorizer),
 	    cmocka_unit_test(test_cel_decls),
+	    cmocka_unit_test(test_result_properties),
 	};
 
 	gv_init();
