@@ -27,7 +27,9 @@
 #
 # Env: BENCH_PODS (default 10000; the second round is twice that),
 # BENCH_NAMESPACES (100), BENCH_SEED_CONCURRENCY (16), SCAN_ARGS (extra
-# gavel scan flags), BENCH_OUT=DIR keeps the logs. Skips with a message
+# gavel scan flags), BENCH_SCAN_RUNS (default "scan reconciler": the gavel
+# scan runs, the reconciler runs; "reconciler" alone measures the
+# reconciler only), BENCH_OUT=DIR keeps the logs. Skips with a message
 # when the corpus or the API server binaries are missing.
 set -u
 corpus=${1:-../shared/conformance}
@@ -36,6 +38,7 @@ cache=${GAVEL_CACHE:-/var/cache/gavel}
 pods=${BENCH_PODS:-10000}
 nss=${BENCH_NAMESPACES:-100}
 conc=${BENCH_SEED_CONCURRENCY:-16}
+runs=" ${BENCH_SCAN_RUNS:-scan reconciler} "
 out=${BENCH_OUT:-$(mktemp -d)}
 mkdir -p "$out"
 cp_dir=
@@ -107,6 +110,7 @@ hz=$(getconf CLK_TCK)
 
 # scan LABEL: one gavel scan, its figures on one line.
 scan() {
+	case $runs in *" scan "*) ;; *) return 0 ;; esac
 	label=$1
 	load0=$(cut -d' ' -f1 /proc/loadavg)
 	api0=$(cpu_ticks "$APISERVER_PID")
@@ -172,6 +176,7 @@ build_driver() {
 # at once): its first cycle and the incremental one after it.
 reconciler() {
 	[ -n "$driver" ] || return 0
+	case $runs in *" reconciler "*) ;; *) return 0 ;; esac
 	k -n gavel delete configmap gavel-scan-state --ignore-not-found >/dev/null 2>&1
 	"$driver" --kubeconfig "$KUBECONFIG" --namespace gavel --interval 20s \
 		>"$out/driver.log" 2>&1 &
