@@ -46,12 +46,13 @@
 #                            are those of webhook_register unless GAVEL_AUTO_WEBHOOKS=true
 #                            (then gavel generates them from the policies)
 #   gavel_stop               SIGTERM, wait for the exit
-#   webhook_register [FAILURE_POLICY]
+#   webhook_register [FAILURE_POLICY [cel]]
 #                            ValidatingWebhookConfiguration $GAVEL_WEBHOOK with
 #                            validate.gavel.svc -> https://127.0.0.1:$GAVEL_PORT/validate
 #                            (namespaced objects in namespaces labelled gavel-e2e=on) and
 #                            validate-policy.gavel.svc -> /validate-policy (kyverno.io
-#                            policies and PolicyExceptions); caBundle = $E2E_TLS/ca.crt
+#                            policies and PolicyExceptions; with cel, the policies.kyverno.io
+#                            kinds too); caBundle = $E2E_TLS/ca.crt
 #   policy_webhook_register  the configuration as an installer leaves it (manifests/):
 #                            validate-policy.gavel.svc alone, for the kyverno.io and
 #                            policies.kyverno.io policy kinds
@@ -441,7 +442,6 @@ EOF
 EOF
 }
 
-# webhook_register [FAILURE_POLICY [cel]]
 webhook_register() {
 	local policy=${1:-Fail} ca
 	ca=$(base64 -w0 "$E2E_TLS/ca.crt")
