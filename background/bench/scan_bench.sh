@@ -29,7 +29,8 @@
 # BENCH_NAMESPACES (100), BENCH_SEED_CONCURRENCY (16), SCAN_ARGS (extra
 # gavel scan flags), BENCH_SCAN_RUNS (default "scan reconciler": the gavel
 # scan runs, the reconciler runs; "reconciler" alone measures the
-# reconciler only), BENCH_OUT=DIR keeps the logs. Skips with a message
+# reconciler only), BENCH_RECONCILER_WAIT (seconds the reconciler gets for
+# its two cycles, default 900), BENCH_OUT=DIR keeps the logs. Skips with a message
 # when the corpus or the API server binaries are missing.
 set -u
 corpus=${1:-../shared/conformance}
@@ -182,7 +183,8 @@ reconciler() {
 		>"$out/driver.log" 2>&1 &
 	dpid=$!
 	i=0
-	while [ $i -lt 900 ] && [ "$(grep -c 'background: scanned' "$out/driver.log")" -lt 2 ]; do
+	while [ $i -lt "${BENCH_RECONCILER_WAIT:-900}" ] &&
+		[ "$(grep -c 'background: scanned' "$out/driver.log")" -lt 2 ]; do
 		kill -0 "$dpid" 2>/dev/null || break
 		sleep 1
 		i=$((i + 1))
