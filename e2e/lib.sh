@@ -60,7 +60,8 @@
 #   no_generated_webhook     the configuration holds validate-policy.gavel.svc alone
 #   webhook_wait_effective   until the API server calls gavel (an invalid policy is denied)
 #   ns_create NAME [K=V...]  a namespace labelled gavel-e2e=on plus the given labels (an
-#                            existing one is labelled); its name is added to E2E_NAMESPACES
+#                            existing one is labelled); its name is added to E2E_NAMESPACES;
+#                            on kind, waits for its default ServiceAccount
 #   manifest NAME <<EOF      stdin into $E2E_DIR/NAME.yaml; prints the path
 #   pod_manifest NAME IMAGE  a one-container Pod NAME in namespace $NS into $E2E_DIR/pod-NAME.yaml
 #   vpol KIND NAME NAMESPACE ACTIONS EXPRESSION MESSAGE [EXTRA_SPEC_YAML]
@@ -518,7 +519,16 @@ ns_create() {
 		k get namespace "$ns" >/dev/null || return 1
 	fi
 	E2E_NAMESPACES+=("$ns")
-	k label namespace "$ns" gavel-e2e=on "$@" --overwrite >/dev/null
+	k label namespace "$ns" gavel-e2e=on "$@" --overwrite >/dev/null || return 1
+	# With a controller manager (kind), Pods are refused until it made the
+	# namespace's default ServiceAccount (the local API server does not ask).
+	[ "$E2E_TARGET" = kind ] || return 0
+	for _ in $(seq 1 60); do
+		k -n "$ns" get serviceaccount default >/dev/null 2>&1 && return 0
+		sleep 0.5
+	done
+	log "namespace $ns: no default ServiceAccount after 30 s"
+	return 1
 }
 
 # pod_manifest NAME IMAGE: $E2E_DIR/pod-NAME.yaml, a one-container Pod NAME in namespace $NS.
