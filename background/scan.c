@@ -297,9 +297,8 @@ void scan_kinds_release(struct scan_kinds *k)
 	memset(k, 0, sizeof(*k));
 }
 
-uint64_t scan_policy_fingerprint(const struct engine_policy *p)
+uint64_t scan_doc_fingerprint(const char *kind, const char *ns, const char *name, const json_t *doc)
 {
-	const json_t *doc = engine_policy_doc(p);
 	const json_t *md = json_object_get(doc, "metadata");
 	json_t *spec = json_copy(json_object_get(doc, "spec"));
 	json_t *ann = json_copy(json_object_get(md, "annotations"));
@@ -312,15 +311,21 @@ uint64_t scan_policy_fingerprint(const struct engine_policy *p)
 	}
 	if (ann)
 		json_object_del(ann, "kubectl.kubernetes.io/last-applied-configuration");
-	h = scan_hash_str(engine_policy_kind(p), h);
-	h = scan_hash_str(engine_policy_namespace(p), h);
-	h = scan_hash_str(engine_policy_name(p), h);
+	h = scan_hash_str(kind, h);
+	h = scan_hash_str(ns, h);
+	h = scan_hash_str(name, h);
 	h = scan_hash_str(json_string_value(json_object_get(md, "uid")), h);
 	h = scan_hash_json(ann, h);
 	h = scan_hash_json(spec, h);
 	json_decref(spec);
 	json_decref(ann);
 	return h;
+}
+
+uint64_t scan_policy_fingerprint(const struct engine_policy *p)
+{
+	return scan_doc_fingerprint(engine_policy_kind(p), engine_policy_namespace(p),
+				    engine_policy_name(p), engine_policy_doc(p));
 }
 
 /* ---- the incremental cache ---- */

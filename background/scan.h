@@ -107,12 +107,18 @@ uint64_t scan_hash_str(const char *s, uint64_t h);
 uint64_t scan_hash_json(const json_t *v, uint64_t h);
 
 /*
- * What a policy's results depend on: kind, namespace, name, uid, its
- * annotations (but kubectl's last-applied-configuration) and its spec
- * without the scheduling fields (scanInterval, scanSchedule, scanSuspend),
- * so that changing a schedule neither re-evaluates objects nor triggers a
- * scan. Equal documents give equal fingerprints on every replica.
+ * What the results of the policy document doc (borrowed; kind, namespace
+ * and name as the policy set knows them, NULL hashing as "") depend on:
+ * kind, namespace, name, uid, its annotations (but kubectl's
+ * last-applied-configuration) and its spec without the scheduling fields
+ * (scanInterval, scanSchedule, scanSuspend), so that changing a schedule
+ * neither re-evaluates objects nor triggers a scan. Equal documents give
+ * equal fingerprints on every replica. For every policy language.
  */
+uint64_t scan_doc_fingerprint(const char *kind, const char *ns, const char *name,
+			      const json_t *doc);
+
+/* scan_doc_fingerprint() of a legacy (kyverno.io) policy. */
 uint64_t scan_policy_fingerprint(const struct engine_policy *p);
 
 /* ---- the incremental cache of one target ---- */

@@ -45,24 +45,8 @@ bool vpscan_background(const struct vpol_policy *p)
 
 uint64_t vpscan_fingerprint(const struct vpol_policy *p)
 {
-	const json_t *doc = vpol_doc(p), *md = json_object_get(doc, "metadata");
-	json_t *spec = json_deep_copy(json_object_get(doc, "spec"));
-	json_t *ann = json_deep_copy(json_object_get(md, "annotations"));
-	uint64_t h = SCAN_HASH_SEED;
-
-	json_object_del(spec, "scanInterval");
-	json_object_del(spec, "scanSchedule");
-	json_object_del(spec, "scanSuspend");
-	json_object_del(ann, "kubectl.kubernetes.io/last-applied-configuration");
-	h = scan_hash_str(vpol_kind_name(p), h);
-	h = scan_hash_str(vpol_namespace(p), h);
-	h = scan_hash_str(vpol_name(p), h);
-	h = scan_hash_str(json_string_value(json_object_get(md, "uid")), h);
-	h = scan_hash_json(ann, h);
-	h = scan_hash_json(spec, h);
-	json_decref(spec);
-	json_decref(ann);
-	return h;
+	return scan_doc_fingerprint(vpol_kind_name(p), vpol_namespace(p), vpol_name(p),
+				    vpol_doc(p));
 }
 
 bool vpscan_reads_outside(const struct vpol_policy *p)

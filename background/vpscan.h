@@ -61,12 +61,7 @@ char *vpscan_state_key(const struct vpol_policy *p);
  */
 bool vpscan_background(const struct vpol_policy *p);
 
-/*
- * What p's results depend on, as scan_policy_fingerprint() for legacy
- * policies: kind, namespace, name, uid, annotations (but kubectl's
- * last-applied-configuration) and spec without scanInterval, scanSchedule
- * and scanSuspend.
- */
+/* What p's results depend on: scan_doc_fingerprint() of its document. */
 uint64_t vpscan_fingerprint(const struct vpol_policy *p);
 
 /*

@@ -35,15 +35,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
-# jp [-n NS] OBJECT JSONPATH: fields of an object.
-jp() {
-	local ns=()
-	if [ "$1" = -n ]; then
-		ns=(-n "$2")
-		shift 2
-	fi
-	k get "${ns[@]}" "$1" -o "jsonpath=$2" 2>&1
-}
+NS=e2e-hooks # where pod_manifest puts its Pods
 
 case_status() {
 	local f
@@ -161,45 +153,6 @@ EOF
 	# No scan schedule of its own: Ready alone, as Kyverno writes it.
 	expect_success "status: without a schedule of its own, the Ready condition alone" \
 		test "$(jp clusterpolicy/broken '{.status.conditions[*].type}')" = "Ready"
-}
-
-# The configuration as an installer leaves it: only validate-policy.gavel.svc.
-policy_webhook_register() {
-	local ca
-	ca=$(base64 -w0 "$E2E_TLS/ca.crt")
-	k apply -f - >/dev/null <<EOF
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: $GAVEL_WEBHOOK}
-webhooks:
-  - name: validate-policy.gavel.svc
-    admissionReviewVersions: [v1]
-    sideEffects: None
-    failurePolicy: Fail
-    timeoutSeconds: 5
-    clientConfig:
-      url: https://127.0.0.1:$GAVEL_PORT/validate-policy
-      caBundle: $ca
-    rules:
-      - apiGroups: [kyverno.io]
-        apiVersions: ["*"]
-        resources: [clusterpolicies, policies, policyexceptions, globalcontextentries]
-        operations: [CREATE, UPDATE]
-EOF
-}
-
-hooks() { jp "validatingwebhookconfiguration/$GAVEL_WEBHOOK" "$1"; }
-
-# Only the installer's webhook: no generated one.
-no_generated_webhook() { test "$(hooks '{.webhooks[*].name}')" = validate-policy.gavel.svc; }
-
-pod_manifest() {
-	manifest "pod-$1" <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: $1, namespace: e2e-hooks}
-spec: {containers: [{name: c, image: "$2"}]}
-EOF
 }
 
 case_webhooks() {

@@ -1,7 +1,13 @@
 # shellcheck shell=bash
-# e2e/lib.sh: assertions and environment helpers for the end-to-end suites that
-# run against a local control plane (e2e/local: kube-apiserver v1.20 + etcd on
-# 127.0.0.1, no kubelet). Sourced by e2e/admission.sh; bash 4+.
+# e2e/lib.sh: the end-to-end harness: assertions and environment helpers for
+# the suites that run against a local control plane (e2e/local:
+# kube-apiserver v1.20 + etcd on 127.0.0.1, no kubelet) and for the kind run
+# (e2e/kind, gavel installed from manifests/), whose cases are the same data
+# (e2e/cases/). Sourced by every suite; bash 4+.
+#
+# E2E_TARGET (set before sourcing): local (default) or kind. On kind, nothing
+# here starts a control plane or gavel: the sanitizer check is left out of
+# the summary.
 #
 # Assertions. Each records one case: "ok   NAME" or "FAIL NAME: why" followed
 # by the command's output. NAME comes first, the command follows; SUBSTR
@@ -27,8 +33,10 @@
 #
 #   e2e_setup                start the control plane (e2e/local/up.sh), source its env
 #                            (KUBECONFIG, KUBECTL, APISERVER_PORT...), install the EXIT trap
-#   k ARGS...                kubectl with a request timeout
-#   e2e_apply_crds           apply manifests/crds and wait until they are Established
+#   k ARGS...                kubectl with a request timeout (E2E_REQUEST_TIMEOUT, 20s)
+#   jp [-n NS] OBJECT JSONPATH  fields of an object: k get -o jsonpath (stderr too)
+#   e2e_apply_crds           apply manifests/crds and wait until the policy CRDs (kyverno.io
+#                            and policies.kyverno.io) are Established
 #   e2e_certs                gavel certs generate ... --ip 127.0.0.1 --out $E2E_TLS
 #   gavel_start [ARGS...]    gavel serve in cluster mode on $GAVEL_PORT and
 #                            $GAVEL_METRICS_PORT (free ports below the ephemeral range,
@@ -38,21 +46,34 @@
 #                            are those of webhook_register unless GAVEL_AUTO_WEBHOOKS=true
 #                            (then gavel generates them from the policies)
 #   gavel_stop               SIGTERM, wait for the exit
-#   webhook_register [FAILURE_POLICY]
+#   webhook_register [FAILURE_POLICY [cel]]
 #                            ValidatingWebhookConfiguration $GAVEL_WEBHOOK with
 #                            validate.gavel.svc -> https://127.0.0.1:$GAVEL_PORT/validate
 #                            (namespaced objects in namespaces labelled gavel-e2e=on) and
 #                            validate-policy.gavel.svc -> /validate-policy (kyverno.io
-#                            policies and PolicyExceptions); caBundle = $E2E_TLS/ca.crt
+#                            policies and PolicyExceptions; with cel, the policies.kyverno.io
+#                            kinds too); caBundle = $E2E_TLS/ca.crt
+#   policy_webhook_register  the configuration as an installer leaves it (manifests/):
+#                            validate-policy.gavel.svc alone, for the kyverno.io and
+#                            policies.kyverno.io policy kinds
+#   hooks JSONPATH           jp of the configuration $GAVEL_WEBHOOK
+#   no_generated_webhook     the configuration holds validate-policy.gavel.svc alone
 #   webhook_wait_effective   until the API server calls gavel (an invalid policy is denied)
-#   ns_create NAME [K=V...]  a namespace labelled gavel-e2e=on plus the given labels
+#   ns_create NAME [K=V...]  a namespace labelled gavel-e2e=on plus the given labels (an
+#                            existing one is labelled); its name is added to E2E_NAMESPACES;
+#                            on kind, waits for its default ServiceAccount
 #   manifest NAME <<EOF      stdin into $E2E_DIR/NAME.yaml; prints the path
+#   pod_manifest NAME IMAGE  a one-container Pod NAME in namespace $NS into $E2E_DIR/pod-NAME.yaml
+#   vpol KIND NAME NAMESPACE ACTIONS EXPRESSION MESSAGE [EXTRA_SPEC_YAML]
+#                            a policies.kyverno.io/v1 KIND on Pods (CREATE, UPDATE) with one
+#                            validation; NAMESPACE empty for a cluster-wide one
 #
 # Env: GAVEL (default ./gavel of this tree), E2E_KEEP=1 keeps $E2E_DIR and
 # leaves the processes running (their pids are printed), KUBE_APISERVER /
 # ETCD / KUBECTL as e2e/local/up.sh.
 
 E2E_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+E2E_TARGET=${E2E_TARGET:-local}
 GAVEL=${GAVEL:-$E2E_ROOT/gavel}
 GAVEL_NAMESPACE=gavel
 GAVEL_WEBHOOK=${GAVEL_WEBHOOK:-gavel}
@@ -65,6 +86,7 @@ E2E_PASSED=0
 E2E_FAILED=0
 E2E_SKIPPED=0
 E2E_FAILURES=()
+E2E_NAMESPACES=()
 OUT=
 WHY=
 
@@ -72,9 +94,14 @@ log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # ---- assertions ---------------------------------------------------------------
 
+# now_ms: wall clock in milliseconds (EPOCHREALTIME in bash 5, else seconds).
 now_ms() {
-	local t=${EPOCHREALTIME//[.,]/}
-	printf '%s\n' "$((10#$t / 1000))"
+	if [ -n "${EPOCHREALTIME:-}" ]; then
+		local t=${EPOCHREALTIME//[.,]/}
+		printf '%s\n' "$((10#$t / 1000))"
+	else
+		printf '%s\n' "$(($(date +%s) * 1000))"
+	fi
 }
 
 # run_cmd CMD...: runs CMD with stdin closed; combined output in OUT.
@@ -228,7 +255,7 @@ sanitizer_check() {
 
 summary() {
 	local f
-	sanitizer_check
+	[ "$E2E_TARGET" = kind ] || sanitizer_check
 	if [ "$E2E_FAILED" -gt 0 ]; then
 		printf 'failed:\n'
 		for f in "${E2E_FAILURES[@]}"; do
@@ -242,7 +269,16 @@ summary() {
 
 # ---- environment ----------------------------------------------------------------
 
-k() { "$KUBECTL" --request-timeout=20s "$@"; }
+k() { "$KUBECTL" --request-timeout="${E2E_REQUEST_TIMEOUT:-20s}" "$@"; }
+
+jp() {
+	local nsarg=()
+	if [ "$1" = -n ]; then
+		nsarg=(-n "$2")
+		shift 2
+	fi
+	k get ${nsarg[@]+"${nsarg[@]}"} "$1" -o "jsonpath=$2" 2>&1
+}
 
 manifest() {
 	local f=$E2E_DIR/$1.yaml
@@ -293,7 +329,10 @@ e2e_apply_crds() {
 	k apply -f "$E2E_ROOT/manifests/crds" >/dev/null &&
 		k wait --for condition=established --timeout=60s \
 			crd/clusterpolicies.kyverno.io crd/policies.kyverno.io \
-			crd/policyexceptions.kyverno.io >/dev/null
+			crd/policyexceptions.kyverno.io \
+			crd/validatingpolicies.policies.kyverno.io \
+			crd/namespacedvalidatingpolicies.policies.kyverno.io \
+			crd/policyexceptions.policies.kyverno.io >/dev/null
 }
 
 e2e_certs() {
@@ -378,6 +417,32 @@ gavel_stop() {
 	GAVEL_PID=
 }
 
+# policy_webhook CA [cel]: the validate-policy.gavel.svc entry of a webhooks list,
+# for the kyverno.io policy kinds (and with "cel" the policies.kyverno.io ones).
+policy_webhook() {
+	cat <<EOF
+  - name: validate-policy.gavel.svc
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    failurePolicy: Fail
+    timeoutSeconds: 5
+    clientConfig:
+      url: https://127.0.0.1:$GAVEL_PORT/validate-policy
+      caBundle: $1
+    rules:
+      - apiGroups: [kyverno.io]
+        apiVersions: ["*"]
+        resources: [clusterpolicies, policies, policyexceptions, globalcontextentries]
+        operations: [CREATE, UPDATE]
+EOF
+	[ "${2:-}" != cel ] || cat <<'EOF'
+      - apiGroups: [policies.kyverno.io]
+        apiVersions: ["*"]
+        resources: [validatingpolicies, namespacedvalidatingpolicies, policyexceptions]
+        operations: [CREATE, UPDATE]
+EOF
+}
+
 webhook_register() {
 	local policy=${1:-Fail} ca
 	ca=$(base64 -w0 "$E2E_TLS/ca.crt")
@@ -403,21 +468,24 @@ webhooks:
         scope: Namespaced
     namespaceSelector:
       matchLabels: {gavel-e2e: "on"}
-  - name: validate-policy.gavel.svc
-    admissionReviewVersions: [v1]
-    sideEffects: None
-    failurePolicy: Fail
-    timeoutSeconds: 5
-    clientConfig:
-      url: https://127.0.0.1:$GAVEL_PORT/validate-policy
-      caBundle: $ca
-    rules:
-      - apiGroups: [kyverno.io]
-        apiVersions: ["*"]
-        resources: [clusterpolicies, policies, policyexceptions, globalcontextentries]
-        operations: [CREATE, UPDATE]
+$(policy_webhook "$ca" "${2:-}")
 EOF
 }
+
+policy_webhook_register() {
+	local ca
+	ca=$(base64 -w0 "$E2E_TLS/ca.crt")
+	k apply -f - >/dev/null <<EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: $GAVEL_WEBHOOK}
+webhooks:
+$(policy_webhook "$ca" cel)
+EOF
+}
+
+hooks() { jp "validatingwebhookconfiguration/$GAVEL_WEBHOOK" "$1"; }
+no_generated_webhook() { test "$(hooks '{.webhooks[*].name}')" = validate-policy.gavel.svc; }
 
 # The configuration is read by an informer: effective a moment after it is written.
 webhook_wait_effective() {
@@ -447,6 +515,50 @@ EOF
 ns_create() {
 	local ns=$1
 	shift
-	k create namespace "$ns" >/dev/null || return 1
-	k label namespace "$ns" gavel-e2e=on "$@" --overwrite >/dev/null
+	if ! k create namespace "$ns" >/dev/null 2>&1; then
+		k get namespace "$ns" >/dev/null || return 1
+	fi
+	E2E_NAMESPACES+=("$ns")
+	k label namespace "$ns" gavel-e2e=on "$@" --overwrite >/dev/null || return 1
+	# With a controller manager (kind), Pods are refused until it made the
+	# namespace's default ServiceAccount (the local API server does not ask).
+	[ "$E2E_TARGET" = kind ] || return 0
+	for _ in $(seq 1 60); do
+		k -n "$ns" get serviceaccount default >/dev/null 2>&1 && return 0
+		sleep 0.5
+	done
+	log "namespace $ns: no default ServiceAccount after 30 s"
+	return 1
+}
+
+# pod_manifest NAME IMAGE: $E2E_DIR/pod-NAME.yaml, a one-container Pod NAME in namespace $NS.
+pod_manifest() {
+	manifest "pod-$1" <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: $NS}
+spec: {containers: [{name: c, image: "$2"}]}
+EOF
+}
+
+vpol() {
+	local ns_line=""
+	[ -z "$3" ] || ns_line=", namespace: $3"
+	cat <<EOF
+apiVersion: policies.kyverno.io/v1
+kind: $1
+metadata: {name: $2$ns_line}
+spec:
+  validationActions: $4
+  matchConstraints:
+    resourceRules:
+      - apiGroups: [""]
+        apiVersions: [v1]
+        operations: [CREATE, UPDATE]
+        resources: [pods]
+  validations:
+    - expression: "$5"
+      message: "$6"
+${7:-}
+EOF
 }

@@ -62,62 +62,6 @@ spec:
 EOF
 }
 
-# vpol KIND NAME NAMESPACE ACTIONS EXPRESSION MESSAGE [EXTRA_SPEC_YAML]: a Pod policy.
-vpol() {
-	local ns_line=""
-	[ -z "$3" ] || ns_line=", namespace: $3"
-	cat <<EOF
-apiVersion: policies.kyverno.io/v1
-kind: $1
-metadata: {name: $2$ns_line}
-spec:
-  validationActions: $4
-  matchConstraints:
-    resourceRules:
-      - apiGroups: [""]
-        apiVersions: [v1]
-        operations: [CREATE, UPDATE]
-        resources: [pods]
-  validations:
-    - expression: "$5"
-      message: "$6"
-${7:-}
-EOF
-}
-
-# The validate-policy webhook for the policies.kyverno.io kinds (lib.sh registers kyverno.io).
-webhook_register_vpol() {
-	local ca
-	ca=$(base64 -w0 "$E2E_TLS/ca.crt")
-	k apply -f - >/dev/null <<EOF
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: $GAVEL_WEBHOOK-vpol}
-webhooks:
-  - name: validate-policy.vpol.gavel.svc
-    admissionReviewVersions: [v1]
-    sideEffects: None
-    failurePolicy: Fail
-    timeoutSeconds: 5
-    clientConfig:
-      url: https://127.0.0.1:$GAVEL_PORT/validate-policy
-      caBundle: $ca
-    rules:
-      - apiGroups: [policies.kyverno.io]
-        apiVersions: ["*"]
-        resources: [validatingpolicies, namespacedvalidatingpolicies, policyexceptions]
-        operations: [CREATE, UPDATE]
-EOF
-}
-
-apply_crds() {
-	e2e_apply_crds &&
-		k wait --for condition=established --timeout=60s \
-			crd/validatingpolicies.policies.kyverno.io \
-			crd/namespacedvalidatingpolicies.policies.kyverno.io \
-			crd/policyexceptions.policies.kyverno.io >/dev/null
-}
-
 NO_HOSTNET='!has(object.spec.hostNetwork) || object.spec.hostNetwork == false'
 HAS_TEAM="has(object.metadata.labels) && 'team' in object.metadata.labels"
 
@@ -248,9 +192,9 @@ case_compile_errors() {
 }
 
 main() {
-	if ! { e2e_setup && apply_crds && k create namespace "$GAVEL_NAMESPACE" >/dev/null &&
+	if ! { e2e_setup && e2e_apply_crds && k create namespace "$GAVEL_NAMESPACE" >/dev/null &&
 		e2e_certs && store_bad_policy && gavel_start --manage-certs &&
-		webhook_register Fail && webhook_register_vpol && webhook_wait_effective &&
+		webhook_register Fail cel && webhook_wait_effective &&
 		ns_create "$NS"; }; then
 		log "setup failed"
 		[ -z "$E2E_DIR" ] || [ ! -s "$E2E_DIR/gavel.log" ] || tail -n 20 "$E2E_DIR/gavel.log" >&2

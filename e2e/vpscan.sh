@@ -51,29 +51,6 @@ spec:
 EOF
 }
 
-# vpol KIND NAME NAMESPACE ACTIONS EXPRESSION MESSAGE [EXTRA_SPEC_YAML]: a Pod policy.
-vpol() {
-	local ns_line=""
-	[ -z "$3" ] || ns_line=", namespace: $3"
-	cat <<EOF
-apiVersion: policies.kyverno.io/v1
-kind: $1
-metadata: {name: $2$ns_line}
-spec:
-  validationActions: $4
-  matchConstraints:
-    resourceRules:
-      - apiGroups: [""]
-        apiVersions: [v1]
-        operations: [CREATE, UPDATE]
-        resources: [pods]
-  validations:
-    - expression: "$5"
-      message: "$6"
-${7:-}
-EOF
-}
-
 # Every result of gavel's reports, one per line:
 #   <report> <object ns>/<name> <source> <policy> <rule or -> <result> <message>
 all_results() {
@@ -115,14 +92,6 @@ VP=KyvernoValidatingPolicy
 HAS_TEAM="has(object.metadata.labels) && 'team' in object.metadata.labels"
 HAS_TIER="has(object.metadata.labels) && 'tier' in object.metadata.labels"
 NOT_RED="!has(object.metadata.labels) || !('color' in object.metadata.labels) || object.metadata.labels.color != 'red'"
-
-apply_crds() {
-	e2e_apply_crds &&
-		k wait --for condition=established --timeout=60s \
-			crd/validatingpolicies.policies.kyverno.io \
-			crd/namespacedvalidatingpolicies.policies.kyverno.io \
-			crd/policyexceptions.policies.kyverno.io >/dev/null
-}
 
 # Objects that exist before any policy: background scans find them.
 existing_objects() {
@@ -316,7 +285,7 @@ EOF
 }
 
 main() {
-	if ! { e2e_setup && apply_crds && k create namespace "$GAVEL_NAMESPACE" >/dev/null &&
+	if ! { e2e_setup && e2e_apply_crds && k create namespace "$GAVEL_NAMESPACE" >/dev/null &&
 		existing_objects && e2e_certs &&
 		gavel_start --manage-certs=false --background-scan-interval 1h &&
 		webhook_register Fail && webhook_wait_effective; }; then

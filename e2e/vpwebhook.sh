@@ -38,50 +38,9 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 NS=e2e-vpw
 OTHER=e2e-vpw-other
 
-jp() { k get "$1" -o "jsonpath=$2" 2>&1; }
-hooks() { jp "validatingwebhookconfiguration/$GAVEL_WEBHOOK" "$1"; }
-no_generated_webhook() { test "$(hooks '{.webhooks[*].name}')" = validate-policy.gavel.svc; }
 # no_rule_for WORD: no rule of the configuration names WORD (group or resource).
 no_rule_for() {
 	! hooks '{.webhooks[*].rules[*].apiGroups} {.webhooks[*].rules[*].resources}' | grep -q "$1"
-}
-
-# The configuration as an installer leaves it: the policy webhook alone.
-policy_webhook_register() {
-	local ca
-	ca=$(base64 -w0 "$E2E_TLS/ca.crt")
-	k apply -f - >/dev/null <<EOF
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: $GAVEL_WEBHOOK}
-webhooks:
-  - name: validate-policy.gavel.svc
-    admissionReviewVersions: [v1]
-    sideEffects: None
-    failurePolicy: Fail
-    timeoutSeconds: 5
-    clientConfig:
-      url: https://127.0.0.1:$GAVEL_PORT/validate-policy
-      caBundle: $ca
-    rules:
-      - apiGroups: [kyverno.io]
-        apiVersions: ["*"]
-        resources: [clusterpolicies, policies, policyexceptions, globalcontextentries]
-        operations: [CREATE, UPDATE]
-      - apiGroups: [policies.kyverno.io]
-        apiVersions: ["*"]
-        resources: [validatingpolicies, namespacedvalidatingpolicies, policyexceptions]
-        operations: [CREATE, UPDATE]
-EOF
-}
-
-pod_manifest() {
-	manifest "pod-$1" <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: $1, namespace: $NS}
-spec: {containers: [{name: c, image: "$2"}]}
-EOF
 }
 
 # metric_lines PATTERN: gavel's metrics lines matching PATTERN (none: empty).

@@ -27,7 +27,10 @@
 #
 # Env: BENCH_PODS (default 10000; the second round is twice that),
 # BENCH_NAMESPACES (100), BENCH_SEED_CONCURRENCY (16), SCAN_ARGS (extra
-# gavel scan flags), BENCH_OUT=DIR keeps the logs. Skips with a message
+# gavel scan flags), BENCH_SCAN_RUNS (default "scan reconciler": the gavel
+# scan runs, the reconciler runs; "reconciler" alone measures the
+# reconciler only), BENCH_RECONCILER_WAIT (seconds the reconciler gets for
+# its two cycles, default 900), BENCH_OUT=DIR keeps the logs. Skips with a message
 # when the corpus or the API server binaries are missing.
 set -u
 corpus=${1:-../shared/conformance}
@@ -36,6 +39,7 @@ cache=${GAVEL_CACHE:-/var/cache/gavel}
 pods=${BENCH_PODS:-10000}
 nss=${BENCH_NAMESPACES:-100}
 conc=${BENCH_SEED_CONCURRENCY:-16}
+runs=" ${BENCH_SCAN_RUNS:-scan reconciler} "
 out=${BENCH_OUT:-$(mktemp -d)}
 mkdir -p "$out"
 cp_dir=
@@ -107,6 +111,7 @@ hz=$(getconf CLK_TCK)
 
 # scan LABEL: one gavel scan, its figures on one line.
 scan() {
+	case $runs in *" scan "*) ;; *) return 0 ;; esac
 	label=$1
 	load0=$(cut -d' ' -f1 /proc/loadavg)
 	api0=$(cpu_ticks "$APISERVER_PID")
@@ -172,12 +177,14 @@ build_driver() {
 # at once): its first cycle and the incremental one after it.
 reconciler() {
 	[ -n "$driver" ] || return 0
+	case $runs in *" reconciler "*) ;; *) return 0 ;; esac
 	k -n gavel delete configmap gavel-scan-state --ignore-not-found >/dev/null 2>&1
 	"$driver" --kubeconfig "$KUBECONFIG" --namespace gavel --interval 20s \
 		>"$out/driver.log" 2>&1 &
 	dpid=$!
 	i=0
-	while [ $i -lt 900 ] && [ "$(grep -c 'background: scanned' "$out/driver.log")" -lt 2 ]; do
+	while [ $i -lt "${BENCH_RECONCILER_WAIT:-900}" ] &&
+		[ "$(grep -c 'background: scanned' "$out/driver.log")" -lt 2 ]; do
 		kill -0 "$dpid" 2>/dev/null || break
 		sleep 1
 		i=$((i + 1))

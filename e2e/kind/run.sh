@@ -131,7 +131,7 @@ spec:
 EOF
 )
 deadline=$((SECONDS + READY_TIMEOUT))
-until is_denied "require-team-label" -- k apply --dry-run=server -f "$violating"; do
+until check_denied k apply --dry-run=server -f "$violating" -- "require-team-label"; do
 	[ "$SECONDS" -lt "$deadline" ] || die "the webhook never denied the violating Pod: $WHY: $OUT"
 	sleep 2
 done
