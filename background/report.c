@@ -1530,6 +1530,26 @@ static bool match_gone(const struct rnode *nd, const struct rentry *e, const voi
 	       !(a->since && e->seconds > a->since);
 }
 
+/* The journal copy of a retain's uid list (NULL entries left out). */
+static void journal_uids(struct jrec *j, const char *const *uids, size_t n)
+{
+	j->uids = gv_xcalloc(n ? n : 1, sizeof(*j->uids));
+	for (size_t i = 0; i < n; i++)
+		if (uids[i])
+			j->uids[j->nuids++] = gv_xstrdup(uids[i]);
+}
+
+/* Sweeps with keep holding uids (the sweep's argument points at keep). */
+static void sweep_kept(struct report_set *rs, struct sweep *sw, struct gv_map *keep,
+		       const char *const *uids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (uids[i])
+			gv_map_put(keep, uids[i], (void *)uids[i]);
+	sweep_all(rs, sw);
+	gv_map_release(keep);
+}
+
 void report_retain_objects(struct report_set *rs, const char *group, const char *kind,
 			   const char *ns, const char *const *uids, size_t n, int64_t since)
 {
@@ -1546,16 +1566,9 @@ void report_retain_objects(struct report_set *rs, const char *group, const char 
 		j->res.kind = gv_xstrdup(kind);
 		j->ns = dup_or_null(ns);
 		j->since = since;
-		j->uids = gv_xcalloc(n ? n : 1, sizeof(*j->uids));
-		for (size_t i = 0; i < n; i++)
-			if (uids[i])
-				j->uids[j->nuids++] = gv_xstrdup(uids[i]);
+		journal_uids(j, uids, n);
 	}
-	for (size_t i = 0; i < n; i++)
-		if (uids[i])
-			gv_map_put(&keep, uids[i], (void *)uids[i]);
-	sweep_all(rs, &sw);
-	gv_map_release(&keep);
+	sweep_kept(rs, &sw, &keep, uids, n);
 }
 
 void report_retain_since(struct report_set *rs, const char *policy, const char *const *uids,
@@ -1571,16 +1584,9 @@ void report_retain_since(struct report_set *rs, const char *policy, const char *
 	if ((j = journal_add(rs, J_RETAIN))) {
 		j->policy = gv_xstrdup(policy);
 		j->since = since;
-		j->uids = gv_xcalloc(n ? n : 1, sizeof(*j->uids));
-		for (size_t i = 0; i < n; i++)
-			if (uids[i])
-				j->uids[j->nuids++] = gv_xstrdup(uids[i]);
+		journal_uids(j, uids, n);
 	}
-	for (size_t i = 0; i < n; i++)
-		if (uids[i])
-			gv_map_put(&keep, uids[i], (void *)uids[i]);
-	sweep_all(rs, &sw);
-	gv_map_release(&keep);
+	sweep_kept(rs, &sw, &keep, uids, n);
 }
 
 struct prune_arg {

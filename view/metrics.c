@@ -57,21 +57,29 @@ void view_result_labels_vpol(struct view_result_labels *l, const struct vpol_pol
 	l->policy_name = vpol_name(p);
 }
 
+/* The label values of a rule result, in result_labels' order (13). */
+static void result_values(const struct view_result_labels *l, const char *v[13])
+{
+	v[0] = l->policy_validation_mode;
+	v[1] = l->policy_type;
+	v[2] = l->policy_background_mode;
+	v[3] = l->policy_namespace;
+	v[4] = l->policy_name;
+	v[5] = l->resource_kind;
+	v[6] = l->resource_namespace;
+	v[7] = l->resource_request_operation;
+	v[8] = l->rule_name;
+	v[9] = l->rule_result;
+	v[10] = l->rule_type ? l->rule_type : "validate";
+	v[11] = l->rule_execution_cause;
+	v[12] = l->dry_run ? l->dry_run : "false";
+}
+
 void view_result_count(struct metrics_family *f, const struct view_result_labels *l)
 {
-	const char *const v[] = {l->policy_validation_mode,
-				 l->policy_type,
-				 l->policy_background_mode,
-				 l->policy_namespace,
-				 l->policy_name,
-				 l->resource_kind,
-				 l->resource_namespace,
-				 l->resource_request_operation,
-				 l->rule_name,
-				 l->rule_result,
-				 l->rule_type ? l->rule_type : "validate",
-				 l->rule_execution_cause,
-				 l->dry_run ? l->dry_run : "false"};
+	const char *v[13];
+
+	result_values(l, v);
 
 	metrics_inc(f, v);
 }
@@ -94,19 +102,9 @@ struct metrics_family *view_policy_duration_new(struct metrics_registry *r)
 void view_result_observe(struct metrics_family *f, const struct view_result_labels *l,
 			 double seconds)
 {
-	const char *const v[] = {l->policy_validation_mode,
-				 l->policy_type,
-				 l->policy_background_mode,
-				 l->policy_namespace,
-				 l->policy_name,
-				 l->resource_kind,
-				 l->resource_namespace,
-				 l->resource_request_operation,
-				 l->rule_name,
-				 l->rule_result,
-				 l->rule_type ? l->rule_type : "validate",
-				 l->rule_execution_cause,
-				 l->dry_run ? l->dry_run : "false"};
+	const char *v[13];
+
+	result_values(l, v);
 
 	metrics_observe(f, v, seconds < 0 ? 0 : seconds);
 }
