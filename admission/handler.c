@@ -349,6 +349,7 @@ static struct view_audit_item *report_item(const struct review *rv, const json_t
 			o = &it->results[it->nresults++];
 			o->enforce = enforce;
 			o->exceptions = r->exceptions ? gv_xstrdup(r->exceptions) : NULL;
+			o->properties = r->properties ? json_incref(r->properties) : NULL;
 			o->policy = engine_policy_ref((struct engine_policy *)resp->policy);
 			o->rule = gv_xstrdup(r->rule);
 			o->status = r->status;

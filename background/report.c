@@ -1284,6 +1284,23 @@ static void entry_from_engine(const struct engine_policy *p, const char *ref, co
 	e->process = proc;
 }
 
+/*
+ * A result's own properties: the rule's reportProperties and "exceptions"
+ * (the names of the PolicyExceptions that made it a skip, which win over
+ * a reportProperty of that name). New reference, or NULL when none.
+ */
+static json_t *result_props(const json_t *rule_props, const char *exceptions)
+{
+	json_t *o;
+
+	if (!json_object_size(rule_props) && !exceptions)
+		return NULL;
+	o = json_is_object(rule_props) ? json_copy((json_t *)rule_props) : json_object();
+	if (exceptions)
+		json_object_set_new(o, "exceptions", json_string(exceptions));
+	return o;
+}
+
 enum gv_code report_put_response(struct report_set *rs, const struct report_resource *res,
 				 const struct engine_response *resp, enum engine_mode mode,
 				 int64_t seconds, int32_t nanos, struct gv_err *err)
@@ -1312,8 +1329,7 @@ enum gv_code report_put_response(struct report_set *rs, const struct report_reso
 			continue;
 		entry_from_engine(resp->policy, ref, r->rule, r->status, r->message, proc, seconds,
 				  nanos, &e[n]);
-		if (r->exceptions)
-			e[n].properties = props[n] = json_pack("{ss}", "exceptions", r->exceptions);
+		e[n].properties = props[n] = result_props(r->properties, r->exceptions);
 		n++;
 	}
 	if (mode == ENGINE_BACKGROUND)
@@ -1347,8 +1363,7 @@ enum gv_code report_put_admission(struct report_set *rs, const struct view_audit
 		refs[n] = report_policy_ref(r->policy);
 		entry_from_engine(r->policy, refs[n], r->rule, r->status, r->message,
 				  REPORT_ADMISSION_REVIEW, it->timestamp, 0, &e[n]);
-		if (r->exceptions)
-			e[n].properties = props[n] = json_pack("{ss}", "exceptions", r->exceptions);
+		e[n].properties = props[n] = result_props(r->properties, r->exceptions);
 		n++;
 	}
 	rc = n ? report_upsert(rs, &res, e, n, err) : GV_OK;

@@ -302,6 +302,13 @@ struct engine_rule_result {
 	 */
 	char *exceptions;
 	/*
+	 * owned: the rule's reportProperties, variables substituted (an
+	 * object of strings; a value that is not a string is written as
+	 * JSON, as in a message), for a report result's properties; NULL
+	 * when the rule has none (kyverno-semantics.md 8.6).
+	 */
+	json_t *properties;
+	/*
 	 * An ENGINE_ERROR because gavel does not evaluate this rule's kind
 	 * (validate.cel, validate.manifests, validate.assert,
 	 * celPreconditions, imageExtractors): the message says "gavel does not

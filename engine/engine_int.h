@@ -423,6 +423,7 @@ struct rule {
 	struct body body;
 	struct vtree *message; /* validate.message or NULL */
 	char *message_raw;
+	struct vtree *props; /* reportProperties (an object of strings) or NULL */
 	bool has_action;
 	enum engine_action action;
 	struct override *overrides;

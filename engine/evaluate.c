@@ -44,8 +44,9 @@ struct outcome {
 	enum engine_status status;
 	char *message;
 	bool exception;
-	char *exceptions; /* owned: names of the exceptions that made it a skip, "a,b" */
-	bool unsupported; /* an error because gavel does not evaluate something */
+	char *exceptions;   /* owned: names of the exceptions that made it a skip, "a,b" */
+	json_t *properties; /* owned: reportProperties substituted, or NULL */
+	bool unsupported;   /* an error because gavel does not evaluate something */
 };
 
 static void outcome_set(struct outcome *o, enum engine_status s, char *msg)
@@ -1126,6 +1127,70 @@ out:
 
 /* ---- rules ---- */
 
+/*
+ * The rule's reportProperties, substituted in the rule's variable context
+ * after its body ran (the context entries it loaded are visible). A value
+ * that is not a string is written as JSON, as in a message. A failed
+ * substitution makes the result an error (a property is never dropped);
+ * an error result keeps its own message and has no properties.
+ */
+static void substitute_props(const struct rule *r, const struct var_ctx *vc, struct outcome *o)
+{
+	json_t *v = NULL, *out = NULL, *x;
+	struct gv_err e = {0};
+	const char *key;
+
+	if (!r->props || o->none)
+		return;
+	if (vtree_eval(r->props, vc, &v, &e))
+		goto fail;
+	if (!json_is_object(v)) {
+		gv_err_set(&e, GV_EEVAL, "reportProperties is not a map");
+		goto fail;
+	}
+	out = json_object();
+	json_object_foreach(v, key, x)
+	{
+		struct gv_buf b = {0};
+
+		if (json_is_string(x)) {
+			json_object_set(out, key, x);
+			continue;
+		}
+		if (!jp_dump_max(x, &b, JP_DUMP_SORT_KEYS | JP_DUMP_HTML_ESCAPE, MAX_SUBST_BYTES)) {
+			gv_buf_release(&b);
+			gv_err_set(&e, GV_ELIMIT,
+				   "failed to resolve variables at path /%s: the result is longer "
+				   "than %d bytes",
+				   key, MAX_SUBST_BYTES);
+			goto fail;
+		}
+		if (!budget_charge(vc->budget, b.len / 16)) {
+			gv_buf_release(&b);
+			gv_err_set(&e, GV_ELIMIT,
+				   "failed to resolve variables at path /%s: " RULE_BUDGET_MSG, key,
+				   budget_max(vc->budget));
+			goto fail;
+		}
+		json_object_set_new(out, key, json_string(gv_buf_str(&b)));
+		gv_buf_release(&b);
+	}
+	json_decref(v);
+	json_decref(o->properties);
+	o->properties = out;
+	return;
+fail:
+	json_decref(v);
+	json_decref(out);
+	if (o->status == ENGINE_ERROR)
+		return;
+	outcome_set(o, ENGINE_ERROR,
+		    gv_xasprintf("failed to substitute variables in reportProperties: %s", e.msg));
+	o->exception = false;
+	free(o->exceptions);
+	o->exceptions = NULL;
+}
+
 /* Evaluates rule r, charging its steps to rb (section 10; engine_int.h RULE_MAX_STEPS). */
 static void eval_rule(const struct eval_state *st, const struct engine_policy *p,
 		      const struct rule *r, const json_t *base_root, const json_t *resource,
@@ -1212,6 +1277,7 @@ static void eval_rule(const struct eval_state *st, const struct engine_policy *p
 	}
 	eval_body(st, p, r, &r->body, resource, root, &dl, 0, rb, o);
 out:
+	substitute_props(r, &vc, o);
 	gv_buf_release(&exc);
 	gv_buf_release(&names);
 	deferred_release(&dl);
@@ -1262,6 +1328,7 @@ static bool old_object_fails(const struct eval_state *st, const struct engine_po
 	fails = !o.none && o.status == ENGINE_FAIL;
 	free(o.message);
 	free(o.exceptions);
+	json_decref(o.properties);
 	json_decref(old.root);
 	free(group);
 	return fails;
@@ -1297,6 +1364,8 @@ static void push_result(struct engine_response *resp, const char *rule, struct o
 	else
 		free(o->exceptions);
 	o->exceptions = NULL;
+	rr->properties = o->properties;
+	o->properties = NULL;
 	rr->unsupported = o->unsupported;
 	rr->seconds = 0;
 	o->message = NULL;
@@ -1326,6 +1395,7 @@ static void eval_policy(const struct eval_state *st, const struct engine_policy 
 		if (o.none && !budget_spent(&rb)) {
 			free(o.message);
 			free(o.exceptions);
+			json_decref(o.properties);
 			continue;
 		}
 		action = rule_effective_action(p, r, st->namespace, st->in->namespace_labels);
@@ -1388,6 +1458,7 @@ void engine_report_release(struct engine_report *r)
 			free(r->v[i].rules[j].rule);
 			free(r->v[i].rules[j].message);
 			free(r->v[i].rules[j].exceptions);
+			json_decref(r->v[i].rules[j].properties);
 		}
 		free(r->v[i].rules);
 	}

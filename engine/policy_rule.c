@@ -55,6 +55,7 @@ void rule_release(struct rule *r)
 	body_release(&r->body);
 	vtree_free(r->message);
 	free(r->message_raw);
+	vtree_free(r->props);
 	policy_overrides_release(r->overrides, r->noverrides);
 	memset(r, 0, sizeof(*r));
 }
@@ -108,6 +109,48 @@ char *policy_userinfo_path(size_t rule, const char *block, const struct match_bl
 				    b->mode == MATCH_ANY ? "any" : "all", i, field);
 	}
 	return NULL;
+}
+
+/*
+ * reportProperties: a map of strings whose variables are substituted at
+ * evaluation, as a message (kyverno-semantics.md 8.6).
+ */
+static enum gv_code props_compile(const json_t *j, struct rule *r, struct gv_buf *ptr,
+				  struct gv_err *err)
+{
+	size_t base = ptr->len;
+	const char *key;
+	const json_t *v;
+	enum gv_code rc = GV_OK;
+
+	if (!j || json_is_null(j))
+		return GV_OK;
+	policy_ptr_push(ptr, "reportProperties");
+	if (!json_is_object(j)) {
+		rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
+				 "reportProperties must be a map of strings");
+		goto out;
+	}
+	json_object_foreach((json_t *)j, key, v)
+	{
+		if (json_is_string(v))
+			continue;
+		policy_ptr_push(ptr, key);
+		rc = gv_err_setp(err, GV_EINVAL, gv_buf_str(ptr),
+				 "reportProperties values must be strings");
+		goto out;
+	}
+	if (!json_object_size(j))
+		goto out;
+	r->props = vtree_compile(j, err);
+	if (!r->props) {
+		rc = GV_EINVAL;
+		if (err && !err->pointer[0])
+			snprintf(err->pointer, sizeof(err->pointer), "%s", gv_buf_str(ptr));
+	}
+out:
+	policy_ptr_pop(ptr, base);
+	return rc;
 }
 
 enum gv_code rule_compile(const json_t *j, struct rule *r, bool background, struct gv_buf *ptr,
@@ -203,6 +246,9 @@ enum gv_code rule_compile(const json_t *j, struct rule *r, bool background, stru
 	policy_ptr_push(ptr, "context");
 	rc = context_compile(json_object_get(j, "context"), &r->ctx, &r->nctx, ptr, err);
 	policy_ptr_pop(ptr, base);
+	if (rc)
+		goto out;
+	rc = props_compile(json_object_get(j, "reportProperties"), r, ptr, err);
 	if (rc)
 		goto out;
 	policy_ptr_push(ptr, "preconditions");

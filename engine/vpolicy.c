@@ -1661,7 +1661,7 @@ static void eval_vap(struct cel_eval *ev, const struct vpol_policy *p, const str
 	json_t *req, *nso;
 	const json_t *labels =
 	    json_object_get(json_object_get(in->namespace_object, "metadata"), "labels");
-	bool any_binding = false;
+	bool any_binding = false, policy_matches;
 	struct vreq cq = *q;
 
 	o->none = true;
@@ -1681,6 +1681,13 @@ static void eval_vap(struct cel_eval *ev, const struct vpol_policy *p, const str
 	cel_bind_json(ev, "request", req);
 	cel_bind_json(ev, "namespaceObject", nso);
 	cel_bind_json(ev, "params", json_null());
+	/*
+	 * With bindings, in the cluster (hooks) Kubernetes' matcher checks the
+	 * policy's matchConstraints, then each binding's matchResources: a
+	 * request must match both. Offline only the bindings' are checked, as
+	 * Kyverno's CLI does (section 5).
+	 */
+	policy_matches = !in->hooks || (b->match.present && vmatch_eval(&b->match, &cq, nso));
 	for (size_t i = 0; i < in->nbindings; i++) {
 		const json_t *spec = json_object_get(in->bindings[i], "spec");
 		const json_t *mr = json_object_get(spec, "matchResources");
@@ -1688,6 +1695,8 @@ static void eval_vap(struct cel_eval *ev, const struct vpol_policy *p, const str
 		if (strcmp(str_of(spec, "policyName"), p->name))
 			continue;
 		any_binding = true;
+		if (!policy_matches)
+			continue;
 		if (json_is_object(mr)) {
 			struct vmatch m;
 			struct gv_err e = {0};

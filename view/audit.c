@@ -17,6 +17,7 @@ void view_audit_item_free(struct view_audit_item *it)
 		free(it->results[i].rule);
 		free(it->results[i].message);
 		free(it->results[i].exceptions);
+		json_decref(it->results[i].properties);
 	}
 	free(it->results);
 	free(it->api_version);

@@ -213,9 +213,10 @@ struct view_audit_result {
 					 (severity, category, scored) for the report entry */
 	char *rule;		      /* owned */
 	enum engine_status status;
-	char *message;	  /* owned */
-	bool exception;	  /* skipped because of a PolicyException */
-	char *exceptions; /* owned: their names, "a,b" (engine_rule_result), or NULL */
+	char *message;	    /* owned */
+	bool exception;	    /* skipped because of a PolicyException */
+	char *exceptions;   /* owned: their names, "a,b" (engine_rule_result), or NULL */
+	json_t *properties; /* owned reference: engine_rule_result.properties, or NULL */
 	/*
 	 * The result of an Enforce rule of the allowed request: Kyverno
 	 * reports it (kyverno-semantics.md 7.3: passing and non-blocking

@@ -434,8 +434,12 @@ static void test_engine_entries(void **state)
 	{
 		static char v1[] = "v1", kind[] = "Pod", ns[] = "team-a", web[] = "web",
 			    uid[] = "uid-web";
-		struct view_audit_result ar = {
-		    .policy = scored, .rule = check_team, .status = ENGINE_PASS, .message = ok};
+		json_t *rp = J("{'objName':'web','operation':'CREATE'}");
+		struct view_audit_result ar = {.policy = scored,
+					       .rule = check_team,
+					       .status = ENGINE_PASS,
+					       .message = ok,
+					       .properties = rp};
 		struct view_audit_item it = {.api_version = v1,
 					     .kind = kind,
 					     .namespace = ns,
@@ -450,8 +454,12 @@ static void test_engine_entries(void **state)
 		res = jget(json_array_get(all, 0), "results");
 		assert_string_equal(sget(res, "0.result"), "pass");
 		assert_string_equal(sget(res, "0.properties.process"), "admission review");
+		/* the rule's reportProperties */
+		assert_string_equal(sget(res, "0.properties.objName"), "web");
+		assert_string_equal(sget(res, "0.properties.operation"), "CREATE");
 		assert_int_equal(iget(res, "0.timestamp.seconds"), 200);
 		json_decref(all);
+		json_decref(rp);
 	}
 	/* a missing uid is refused */
 	{
@@ -2150,6 +2158,8 @@ static void test_disabled_and_properties(void **state)
 	assert_int_equal(report_put_response(rs, &p, &resp, ENGINE_ADMISSION, 100, 0, &err), GV_OK);
 	assert_int_equal(report_count(rs), 0);
 
+	/* reportProperties beside exceptions (whose own key wins) */
+	rs1.properties = J("{'objName':'web','exceptions':'mine'}");
 	resp = (struct engine_response){scored, &rs1, 1};
 	assert_int_equal(report_put_response(rs, &p, &resp, ENGINE_BACKGROUND, 100, 0, &err),
 			 GV_OK);
@@ -2165,7 +2175,10 @@ static void test_disabled_and_properties(void **state)
 	assert_string_equal(sget(all, "0.results.1.policy"), "require-team");
 	assert_string_equal(sget(all, "0.results.1.result"), "skip");
 	assert_string_equal(sget(all, "0.results.1.properties.exceptions"), "ex-a,ex-b");
+	assert_string_equal(sget(all, "0.results.1.properties.objName"), "web");
+	assert_string_equal(sget(all, "0.results.1.properties.process"), "background scan");
 	json_decref(all);
+	json_decref(rs1.properties);
 	report_set_free(rs);
 	engine_policy_unref(quiet);
 	engine_policy_unref(scored);

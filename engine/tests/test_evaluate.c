@@ -231,6 +231,108 @@ static void test_message_whole_value(void **state)
 	CHECK_DONE();
 }
 
+/* ---- reportProperties (section 8.6) ---- */
+
+static const char *prop(const struct run *r, const char *rule, const char *key)
+{
+	const struct engine_rule_result *rr = result(r, NULL, rule);
+
+	return rr ? json_string_value(json_object_get(rr->properties, key)) : NULL;
+}
+
+static void test_report_properties(void **state)
+{
+	static const char pol[] = E_HDR MATCH_POD
+	    "    context: [{name: objName, variable: {jmesPath: request.object.metadata.name}}]\n"
+	    "    reportProperties:\n"
+	    "      operation: '{{ request.operation }}'\n"
+	    "      objName: '{{ objName }}'\n"
+	    "      labels: '{{ request.object.metadata.labels }}'\n"
+	    "      fixed: plain\n" ENFORCE LABEL_PATTERN;
+	struct run r;
+	const struct engine_rule_result *rr;
+	struct gv_err err = {0};
+	json_t *doc;
+	(void)state;
+
+	eval_create(&r, pol, POD_X(", labels: {team: a, b: '<x>'}"));
+	CHECK_RESULT(&r, "r", ENGINE_PASS, NULL);
+	CHECK_STR(prop(&r, "r", "operation"), "CREATE");
+	CHECK_STR(prop(&r, "r", "objName"), "x");
+	/* not a string: JSON, as in a message */
+	CHECK_STR(prop(&r, "r", "labels"), "{\"b\":\"\\u003cx\\u003e\",\"team\":\"a\"}");
+	CHECK_STR(prop(&r, "r", "fixed"), "plain");
+	rr = result(&r, NULL, "r");
+	CHECK(rr && json_object_size(rr->properties) == 4, "four properties");
+	run_release(&r);
+
+	/* failures carry them too */
+	eval_create(&r, pol, POD_X(", labels: {app: web}"));
+	CHECK_RESULT(&r, "r", ENGINE_FAIL, NULL);
+	CHECK_STR(prop(&r, "r", "objName"), "x");
+	run_release(&r);
+
+	/* no reportProperties, no properties */
+	eval_create(&r, E_HDR MATCH_POD ENFORCE LABEL_PATTERN, POD_X(""));
+	rr = result(&r, NULL, "r");
+	CHECK(rr && !rr->properties, "no properties");
+	run_release(&r);
+
+	/* a substitution that fails makes the result an error, never a dropped property */
+	eval_create(&r,
+		    E_HDR MATCH_POD
+		    "    reportProperties: {who: '{{ request.object.spec.nosuch }}'}\n" ENFORCE
+			LABEL_PATTERN,
+		    POD_X(", labels: {team: a}"));
+	CHECK_RESULT(&r, "r", ENGINE_ERROR, NULL);
+	rr = result(&r, NULL, "r");
+	CHECK(rr && !rr->properties, "no properties on the error");
+	CHECK(rr &&
+		  !strncmp(rr->message, "failed to substitute variables in reportProperties: ", 52),
+	      "message: %s", rr ? rr->message : "");
+	CHECK(rr && strstr(rr->message, "request.object.spec.nosuch"), "names the variable: %s",
+	      rr ? rr->message : "");
+	run_release(&r);
+
+	/* an error result keeps its own message */
+	eval_create(&r,
+		    E_HDR MATCH_POD
+		    "    reportProperties: {who: '{{ request.object.spec.nosuch }}'}\n"
+		    "    preconditions: {all: [{key: '{{ request.object.spec.other }}', "
+		    "operator: Equals, value: a}]}\n" ENFORCE LABEL_PATTERN,
+		    POD_X(", labels: {team: a}"));
+	CHECK_RESULT(&r, "r", ENGINE_ERROR, NULL);
+	rr = result(&r, NULL, "r");
+	CHECK(rr && !strstr(rr->message, "reportProperties"), "own message: %s",
+	      rr ? rr->message : "");
+	run_release(&r);
+
+	/* compile errors: a map of strings, with valid variables */
+	{
+		static const char *const bad[][2] = {
+		    {"    reportProperties: [a]\n", "/spec/rules/0/reportProperties"},
+		    {"    reportProperties: {num: 1}\n", "/spec/rules/0/reportProperties/num"},
+		    {"    reportProperties: {num: '{{ a[ }}'}\n", "/spec/rules/0/reportProperties"},
+		};
+		for (size_t i = 0; i < GV_ARRAY_LEN(bad); i++) {
+			char *y = gv_xasprintf("%s%s%s%s", E_HDR MATCH_POD, bad[i][0], ENFORCE,
+					       LABEL_PATTERN);
+			struct engine_policy *p;
+
+			doc = Y(y);
+			memset(&err, 0, sizeof(err));
+			p = engine_policy_compile(doc, &err);
+			CHECK(!p, "compiles: %s", y);
+			CHECK(!strncmp(err.pointer, bad[i][1], strlen(bad[i][1])),
+			      "pointer %s, want %s", err.pointer, bad[i][1]);
+			engine_policy_unref(p);
+			json_decref(doc);
+			free(y);
+		}
+	}
+	CHECK_DONE();
+}
+
 /* ---- reporting matrix (section 7.3, 8.2-8.4) ---- */
 
 static struct engine_policy *matrix_policy(bool background, bool emit_warning, bool ignore)
@@ -1861,6 +1963,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_e1_pattern_failure),
 	    cmocka_unit_test(test_message_whole_value),
+	    cmocka_unit_test(test_report_properties),
 	    cmocka_unit_test(test_reporting_matrix),
 	    cmocka_unit_test(test_reporting_enforce_non_blocking),
 	    cmocka_unit_test(test_background_mode),

@@ -595,6 +595,91 @@ static void test_cel_params(void **state)
 	CHECK_DONE();
 }
 
+/*
+ * A VAP with bindings (section 5): in the cluster the policy's
+ * matchConstraints and the binding's matchResources must both match;
+ * offline only the binding's are checked, as Kyverno's CLI.
+ */
+static void test_vap_binding_policy_match(void **state)
+{
+	static const struct {
+		const char *resources;	/* the policy's matchConstraints resources */
+		const char *binding_ns; /* the binding's matchResources namespaceSelector */
+		bool cluster;
+		bool result; /* a result, else none */
+	} cases[] = {
+	    {"[pods]", NULL, true, true},
+	    {"[deployments]", NULL, true, false},
+	    {"[deployments]", NULL, false, true},
+	    {"[pods]", "{matchLabels: {team: x}}", true, false},
+	    {"[pods]", "{matchLabels: {team: x}}", false, false},
+	    {"[pods]", "{}", true, true},
+	};
+	struct fake_cluster f = fake_new();
+	struct engine_hooks h = {.ud = &f, .param_scope = fake_scope, .params = fake_params};
+	json_t *pod = Y(pod_text);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *pt = gv_xasprintf(
+		    "apiVersion: admissionregistration.k8s.io/v1\n"
+		    "kind: ValidatingAdmissionPolicy\n"
+		    "metadata: {name: vap}\n"
+		    "spec:\n"
+		    "  matchConstraints:\n"
+		    "    resourceRules: [{apiGroups: ['', apps], apiVersions: "
+		    "[v1], operations: [CREATE], resources: %s}]\n"
+		    "  validations: [{expression: \"!has(object.spec.hostNetwork)\"}]\n",
+		    cases[i].resources);
+		char *bt = gv_xasprintf(
+		    "apiVersion: admissionregistration.k8s.io/v1\n"
+		    "kind: ValidatingAdmissionPolicyBinding\n"
+		    "metadata: {name: b}\n"
+		    "spec:\n"
+		    "  policyName: vap\n"
+		    "  validationActions: [Deny]\n"
+		    "%s%s%s",
+		    cases[i].binding_ns ? "  matchResources: {namespaceSelector: " : "",
+		    cases[i].binding_ns ? cases[i].binding_ns : "",
+		    cases[i].binding_ns ? "}\n" : "");
+		json_t *doc = Y(pt), *binding = Y(bt);
+		const json_t *bindings[] = {binding};
+		json_t *ns = Y("apiVersion: v1\nkind: Namespace\n"
+			       "metadata: {name: shop, labels: {team: y}}\n");
+		struct vpol_input in = {.object = pod,
+					.operation = "CREATE",
+					.resource = "pods",
+					.namespace_object = ns,
+					.bindings = bindings,
+					.nbindings = 1,
+					.hooks = cases[i].cluster ? &h : NULL};
+		struct gv_err err = {0};
+		struct vpol_policy *p = vpol_compile(doc, &err);
+		struct vpol_report r;
+		const struct vpol_rule_result *x;
+
+		CHECK(p != NULL, "case %zu: %s", i, err.msg);
+		if (p) {
+			CHECK_INT(vpol_evaluate(p, &in, &r, NULL), GV_OK);
+			x = only(&r);
+			CHECK((x != NULL) == cases[i].result, "case %zu: result %s", i,
+			      x ? engine_status_name(x->status) : "none");
+			if (x && cases[i].result)
+				CHECK_INT(x->status, ENGINE_FAIL);
+			vpol_report_release(&r);
+		}
+		vpol_free(p);
+		json_decref(ns);
+		json_decref(doc);
+		json_decref(binding);
+		free(pt);
+		free(bt);
+	}
+	json_decref(pod);
+	json_decref(f.objs);
+	CHECK_DONE();
+}
+
 /* A VAP binding's params from the cluster (section 5): per object; the action. */
 static void test_vap_cluster_params(void **state)
 {
@@ -895,6 +980,7 @@ int main(void)
 	    cmocka_unit_test(test_params_collect),
 	    cmocka_unit_test(test_cel_params),
 	    cmocka_unit_test(test_vap_cluster_params),
+	    cmocka_unit_test(test_vap_binding_policy_match),
 	    cmocka_unit_test(test_cel_authorizer),
 	    cmocka_unit_test(test_cel_decls),
 	    cmocka_unit_test(test_result_properties),
