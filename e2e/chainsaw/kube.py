@@ -26,6 +26,11 @@ class KubeError(Exception):
         self.body = body
 
 
+class NoKindMatch(KubeError):
+    """apiVersion/kind not in discovery (kubectl's "no matches for kind"): a
+    CRD just created is not served yet, or the kind does not exist."""
+
+
 def _data_file(data, suffix):
     f = tempfile.NamedTemporaryFile(delete=False, suffix=suffix)
     f.write(base64.b64decode(data))
@@ -143,7 +148,7 @@ class Kube:
             self.discover()
             m = self.kinds.get((api_version, kind))
         if m is None:
-            raise KubeError(404, 'no matches for kind "%s" in version "%s"' % (kind, api_version))
+            raise NoKindMatch(404, 'no matches for kind "%s" in version "%s"' % (kind, api_version))
         return m
 
     def path(self, api_version, kind, namespace=None, name=None):

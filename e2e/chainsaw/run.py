@@ -23,7 +23,10 @@ error, `n/a` with the reason), a table per top-level folder, the failure
 causes and not-applicable reasons with counts, then `N passed, N failed`.
 Timeouts (seconds): --assert-timeout for assert/error (chainsaw: 90), longer
 --report-timeout for reports (written by background scans), polled every
---poll seconds.
+--poll seconds; --apply-timeout (the suite's, 10) or the operation's own for
+apply/create/update/patch, which retry, as chainsaw's client does, while the
+kind is not in discovery yet (a custom resource right after its CRD); any
+other error fails at once.
 """
 
 import argparse
@@ -45,7 +48,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from assertion import AssertionError_, evaluate, is_expr, match, template  # noqa: E402
-from kube import Kube, KubeError  # noqa: E402
+from kube import Kube, KubeError, NoKindMatch  # noqa: E402
 
 OPTS = None
 PRINT = threading.Lock()
@@ -438,36 +441,52 @@ class Run:
             return err
         return None
 
+    def write_one(self, verb, obj):
+        """Writes OBJ (VERB: create, apply, patch or update); raises KubeError."""
+        ns = self.target_ns(obj)
+        name = obj["metadata"].get("name")
+        if verb == "create":
+            self.kube.create(obj, ns)
+            self.created.append((obj["apiVersion"], obj["kind"], name, ns))
+        elif verb == "apply":
+            try:
+                self.kube.get(obj["apiVersion"], obj["kind"], name, ns)
+                exists = True
+            except KubeError as e:
+                if e.code != 404 or isinstance(e, NoKindMatch):
+                    raise
+                exists = False
+            if exists:
+                self.kube.merge_patch(obj, ns)
+            else:
+                self.kube.create(obj, ns)
+                self.created.append((obj["apiVersion"], obj["kind"], name, ns))
+        elif verb == "patch":
+            self.kube.merge_patch(obj, ns)
+        elif verb == "update":
+            cur = self.kube.get(obj["apiVersion"], obj["kind"], name, ns)
+            obj["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+            self.kube.update(obj, ns)
+
     def op_write(self, verb, op, bindings):
+        timeout = duration(op.get("timeout"), OPTS.apply_timeout)
         for obj in self.resources(op, bindings):
             err = None
-            try:
-                ns = self.target_ns(obj)
-                name = obj["metadata"].get("name")
-                if verb == "create":
-                    self.kube.create(obj, ns)
-                    self.created.append((obj["apiVersion"], obj["kind"], name, ns))
-                elif verb == "apply":
-                    try:
-                        self.kube.get(obj["apiVersion"], obj["kind"], name, ns)
-                        exists = True
-                    except KubeError as e:
-                        if e.code != 404:
-                            raise
-                        exists = False
-                    if exists:
-                        self.kube.merge_patch(obj, ns)
-                    else:
-                        self.kube.create(obj, ns)
-                        self.created.append((obj["apiVersion"], obj["kind"], name, ns))
-                elif verb == "patch":
-                    self.kube.merge_patch(obj, ns)
-                elif verb == "update":
-                    cur = self.kube.get(obj["apiVersion"], obj["kind"], name, ns)
-                    obj["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
-                    self.kube.update(obj, ns)
-            except KubeError as e:
-                err = str(e)
+            end = time.monotonic() + timeout
+            while True:
+                try:
+                    self.write_one(verb, obj)
+                except NoKindMatch as e:
+                    # discovery was refreshed (Kube.mapping): the API server
+                    # serves a new CRD's kind a little after it is Established
+                    if time.monotonic() < end:
+                        self.log("%s %s: %s, retrying" % (verb, obj.get("kind"), e))
+                        time.sleep(OPTS.poll)
+                        continue
+                    err = str(e)
+                except KubeError as e:
+                    err = str(e)
+                break
             if obj.get("kind") == "PolicyException" and err is None:
                 self.exception_written = time.monotonic()
             why = self.expect(op, obj, err, bindings)
@@ -866,6 +885,7 @@ def main():
     ap.add_argument("--script-kubeconfig", help="kubeconfig for scripts (default --kubeconfig)")
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--assert-timeout", type=float, default=4)
+    ap.add_argument("--apply-timeout", type=float, default=10)
     ap.add_argument("--report-timeout", type=float, default=15)
     ap.add_argument("--script-timeout", type=float, default=30)
     ap.add_argument("--cleanup-timeout", type=float, default=5)
