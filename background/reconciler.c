@@ -1238,8 +1238,7 @@ void reconciler_stop(struct reconciler *r)
 /* {policy ref: {pass, fail, warn, error, skip}} from gavel's reports. */
 static enum gv_code count_results(struct kube_client *client, json_t **out, struct gv_err *err)
 {
-	static const char *const colls[] = {"/apis/" REPORT_API_VERSION "/policyreports",
-					    "/apis/" REPORT_API_VERSION "/clusterpolicyreports"};
+	char *colls[] = {report_path_all(), report_path(NULL, NULL)};
 	char *sel = kube_escape(REPORT_SELECTOR);
 
 	*out = json_object();
@@ -1256,8 +1255,11 @@ static enum gv_code count_results(struct kube_client *client, json_t **out, stru
 		if (rc && st.http == 404)
 			continue; /* CRD not installed: no reports */
 		if (rc) {
+			rc = gv_err_set(err, rc, "%s", e.msg);
 			free(sel);
-			return gv_err_set(err, rc, "%s", e.msg);
+			free(colls[0]);
+			free(colls[1]);
+			return rc;
 		}
 		json_array_foreach(items, i, rep)
 		{
@@ -1294,6 +1296,8 @@ static enum gv_code count_results(struct kube_client *client, json_t **out, stru
 		json_decref(items);
 	}
 	free(sel);
+	free(colls[0]);
+	free(colls[1]);
 	return GV_OK;
 }
 

@@ -804,6 +804,55 @@ char *report_group_label(const char *base)
 	return cut_hashed(base, LABEL_CUT, 12);
 }
 
+static const struct {
+	const char *name, *api_version, *kind, *cluster_kind, *resource, *cluster_resource;
+} report_apis[] = {
+    [REPORT_WGPOLICYK8S] = {"wgpolicyk8s", REPORT_API_VERSION, "PolicyReport",
+			    "ClusterPolicyReport", "policyreports", "clusterpolicyreports"},
+    [REPORT_OPENREPORTS] = {"openreports", REPORT_API_OPENREPORTS, "Report", "ClusterReport",
+			    "reports", "clusterreports"},
+};
+static enum report_api_kind report_api_in_use = REPORT_WGPOLICYK8S;
+
+enum gv_code report_api_parse(const char *s, enum report_api_kind *kind, struct gv_err *err)
+{
+	for (size_t i = 0; s && i < GV_ARRAY_LEN(report_apis); i++) {
+		if (!strcmp(s, report_apis[i].name)) {
+			*kind = (enum report_api_kind)i;
+			return GV_OK;
+		}
+	}
+	return gv_err_set(err, GV_EINVAL, "reports API \"%s\": want wgpolicyk8s or openreports",
+			  s ? s : "");
+}
+
+void report_use_api(enum report_api_kind kind)
+{
+	report_api_in_use = kind;
+}
+
+enum report_api_kind report_api_current(void)
+{
+	return report_api_in_use;
+}
+
+const char *report_api_version(void)
+{
+	return report_apis[report_api_in_use].api_version;
+}
+
+const char *report_kind(bool cluster)
+{
+	return cluster ? report_apis[report_api_in_use].cluster_kind
+		       : report_apis[report_api_in_use].kind;
+}
+
+char *report_path_all(void)
+{
+	return gv_xasprintf("/apis/%s/%s", report_api_version(),
+			    report_apis[report_api_in_use].resource);
+}
+
 char *report_path(const char *ns, const char *name)
 {
 	char *ens = ns && *ns ? kube_escape(ns) : NULL;
@@ -811,11 +860,13 @@ char *report_path(const char *ns, const char *name)
 	char *p;
 
 	if (ens)
-		p = gv_xasprintf("/apis/" REPORT_API_VERSION "/namespaces/%s/policyreports%s%s",
-				 ens, ename ? "/" : "", ename ? ename : "");
+		p = gv_xasprintf("/apis/%s/namespaces/%s/%s%s%s", report_api_version(), ens,
+				 report_apis[report_api_in_use].resource, ename ? "/" : "",
+				 ename ? ename : "");
 	else
-		p = gv_xasprintf("/apis/" REPORT_API_VERSION "/clusterpolicyreports%s%s",
-				 ename ? "/" : "", ename ? ename : "");
+		p = gv_xasprintf("/apis/%s/%s%s%s", report_api_version(),
+				 report_apis[report_api_in_use].cluster_resource, ename ? "/" : "",
+				 ename ? ename : "");
 	free(ens);
 	free(ename);
 	return p;
@@ -1898,9 +1949,8 @@ static json_t *report_object(const struct report_set *rs, const struct rgroup *g
 	sum = summary_of(results);
 	if (hash) /* the hash costs a sorted dump of the whole object: only when asked */
 		*hash = content_hash(labels, sum, results);
-	json_object_set_new(o, "apiVersion", json_string(REPORT_API_VERSION));
-	json_object_set_new(o, "kind",
-			    json_string(*g->ns ? "PolicyReport" : "ClusterPolicyReport"));
+	json_object_set_new(o, "apiVersion", json_string(report_api_version()));
+	json_object_set_new(o, "kind", json_string(report_kind(!*g->ns)));
 	json_object_set_new(md, "name", json_string(name));
 	if (*g->ns)
 		json_object_set_new(md, "namespace", json_string(g->ns));
@@ -3372,8 +3422,7 @@ enum gv_code report_load(struct report_set *rs, const struct report_api *api,
 	struct loading ld = {0};
 	/* scoped: one namespace's (or the cluster's) reports, one object a page */
 	const char *scope = api->scope;
-	char *pr = scope ? report_path(scope, NULL)
-			 : gv_xstrdup("/apis/" REPORT_API_VERSION "/policyreports");
+	char *pr = scope ? report_path(scope, NULL) : report_path_all();
 	char *cpr = report_path(NULL, NULL);
 	int page = scope ? 1 : LIST_PAGE;
 	enum gv_code rc = GV_OK;

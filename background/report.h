@@ -95,7 +95,8 @@
 #include "engine/engine.h"
 #include "kube/kube.h"
 
-#define REPORT_API_VERSION     "wgpolicyk8s.io/v1alpha2"
+#define REPORT_API_VERSION     "wgpolicyk8s.io/v1alpha2" /* the default API (report_use_api) */
+#define REPORT_API_OPENREPORTS "openreports.io/v1alpha1"
 #define REPORT_SOURCE	       "gavel"
 #define REPORT_CHUNK_RESULTS   1000
 #define REPORT_CHUNK_BYTES     (512u * 1024u)
@@ -586,10 +587,41 @@ enum gv_code report_list_metadata(const struct report_api *api, const char *ns, 
 				  struct gv_err *err);
 
 /*
+ * The reports API every report gavel writes, lists, prunes or deletes is
+ * in (Kyverno's --reports-api / --openreportsEnabled):
+ *   REPORT_WGPOLICYK8S  wgpolicyk8s.io/v1alpha2 PolicyReport (namespaced) /
+ *                       ClusterPolicyReport (cluster), policyreports /
+ *                       clusterpolicyreports (the default)
+ *   REPORT_OPENREPORTS  openreports.io/v1alpha1 Report / ClusterReport,
+ *                       reports / clusterreports: the same body
+ *                       (../shared/docs/k8s-wire.md, PolicyReport)
+ * Process-wide: call report_use_api() once at start-up, before any report
+ * is read or written (not thread-safe against concurrent report calls).
+ */
+enum report_api_kind { REPORT_WGPOLICYK8S, REPORT_OPENREPORTS };
+
+/*
+ * "wgpolicyk8s" or "openreports" (NULL or anything else: GV_EINVAL, *kind
+ * unchanged).
+ */
+enum gv_code report_api_parse(const char *s, enum report_api_kind *kind, struct gv_err *err);
+void report_use_api(enum report_api_kind kind);
+enum report_api_kind report_api_current(void);
+/* "wgpolicyk8s.io/v1alpha2" or "openreports.io/v1alpha1" (static). */
+const char *report_api_version(void);
+/* "PolicyReport"/"ClusterPolicyReport" or "Report"/"ClusterReport" (static). */
+const char *report_kind(bool cluster);
+
+/*
  * API paths: "/apis/wgpolicyk8s.io/v1alpha2/namespaces/<ns>/policyreports[/<name>]",
- * "/apis/wgpolicyk8s.io/v1alpha2/clusterpolicyreports[/<name>]" (ns "" or NULL).
+ * "/apis/wgpolicyk8s.io/v1alpha2/clusterpolicyreports[/<name>]" (ns "" or NULL);
+ * with REPORT_OPENREPORTS "/apis/openreports.io/v1alpha1/namespaces/<ns>/reports",
+ * "/apis/openreports.io/v1alpha1/clusterreports".
  * name NULL = the collection. Caller frees.
  */
 char *report_path(const char *ns, const char *name);
+/* The namespaced reports of every namespace: "/apis/<api>/policyreports" or
+ * "/apis/openreports.io/v1alpha1/reports". Caller frees. */
+char *report_path_all(void);
 
 #endif

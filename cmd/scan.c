@@ -37,6 +37,7 @@
 
 #include "background/context.h"
 #include "background/nsscan.h"
+#include "background/report.h"
 #include "common/gv.h"
 #include "common/log.h"
 #include "common/yaml.h"
@@ -59,6 +60,7 @@ static void usage(FILE *f)
 	    "  --namespace NS                       gavel's namespace, never scanned (default\n"
 	    "                                       $POD_NAMESPACE, else gavel)\n"
 	    "  --split-policy-report                one report per policy per namespace\n"
+	    "  --reports-api A                      wgpolicyk8s (default) or openreports\n"
 	    "  --background-scan-batch-size N       objects per list page (default 500)\n"
 	    "  --background-scan-workers N          evaluation threads (default 2)\n"
 	    "  --background-scan-resource-limit N   at most N objects (default: no limit)\n"
@@ -147,6 +149,17 @@ int cmd_scan(int argc, char **argv)
 			o.dry_run = true;
 		} else if (!strcmp(argv[i], "--split-policy-report")) {
 			o.split = true;
+		} else if (cmd_take(argc, argv, &i, "--reports-api", NULL, &v, &missing)) {
+			enum report_api_kind api = REPORT_WGPOLICYK8S;
+			struct gv_err aerr = {0};
+			if (v && report_api_parse(v, &api, &aerr)) {
+				fprintf(
+				    stderr,
+				    "gavel scan: --reports-api: want wgpolicyk8s or openreports\n");
+				return 2;
+			}
+			if (v)
+				report_use_api(api);
 		} else if (cmd_take(argc, argv, &i, "--kubeconfig", NULL, &v, &missing)) {
 			kubeconfig = v;
 		} else if (cmd_take(argc, argv, &i, "-o", NULL, &v, &missing) ||

@@ -157,6 +157,10 @@ static void serve_usage(FILE *f)
 	    "                        policy (one per policy and namespace), or resource\n"
 	    "                        (one per resource, named by its uid, with scope and\n"
 	    "                        ownerReferences, as Kyverno 1.11+ writes them)\n"
+	    "  --reports-api A       wgpolicyk8s (default: wgpolicyk8s.io/v1alpha2\n"
+	    "                        PolicyReport/ClusterPolicyReport) or openreports\n"
+	    "                        (openreports.io/v1alpha1 Report/ClusterReport);\n"
+	    "                        --openreportsEnabled[=BOOL] = openreports\n"
 	    "  --report-source S     gavel (default) or kyverno: the source of kyverno.io\n"
 	    "                        policies' results and the managed-by label of the\n"
 	    "                        reports, as Kyverno writes them\n"
@@ -378,6 +382,25 @@ static int parse_args(struct serve_opts *o, int argc, char **argv)
 					"or resource\n");
 				return 2;
 			}
+		} else if (cmd_take(argc, argv, &i, "--reports-api", NULL, &v, &missing)) {
+			enum report_api_kind api = REPORT_WGPOLICYK8S;
+			struct gv_err aerr = {0};
+			if (v && report_api_parse(v, &api, &aerr)) {
+				fprintf(stderr, "gavel serve: --reports-api: want wgpolicyk8s or "
+						"openreports\n");
+				return 2;
+			}
+			if (v)
+				report_use_api(api);
+		} else if (!strncmp(argv[i], "--openreportsEnabled", 20) &&
+			   (!argv[i][20] || argv[i][20] == '=')) {
+			int b = !argv[i][20] ? 1 : parse_bool(argv[i] + 21);
+			if (b < 0) {
+				fprintf(stderr,
+					"gavel serve: --openreportsEnabled: want true or false\n");
+				return 2;
+			}
+			report_use_api(b ? REPORT_OPENREPORTS : REPORT_WGPOLICYK8S);
 		} else if (cmd_take(argc, argv, &i, "--report-source", NULL, &v, &missing)) {
 			if (v && strcmp(v, "gavel") && strcmp(v, REPORT_SOURCE_KYVERNO)) {
 				fprintf(stderr,

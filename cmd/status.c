@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "background/reconciler.h"
+#include "background/report.h"
 #include "common/gv.h"
 #include "common/log.h"
 #include "kube/kube.h"
@@ -45,6 +46,7 @@ static void usage(FILE *f)
 	      "  --kubeconfig F                  cluster configuration (default: $KUBECONFIG,\n"
 	      "                                  in-cluster, ~/.kube/config)\n"
 	      "  -o, --output table|json         output format (default table)\n"
+	      "  --reports-api A                 wgpolicyk8s (default) or openreports\n"
 	      "  --namespace NS                  gavel's namespace (default $POD_NAMESPACE,\n"
 	      "                                  else gavel)\n"
 	      "  --background-scan-interval D    serve's global interval when the ConfigMap\n"
@@ -150,6 +152,16 @@ int cmd_status(int argc, char **argv)
 			}
 			if (v)
 				output = v;
+		} else if (cmd_take(argc, argv, &i, "--reports-api", NULL, &v, &missing)) {
+			enum report_api_kind api = REPORT_WGPOLICYK8S;
+			struct gv_err aerr = {0};
+			if (v && report_api_parse(v, &api, &aerr)) {
+				fprintf(stderr, "gavel status: --reports-api: want wgpolicyk8s or "
+						"openreports\n");
+				return 2;
+			}
+			if (v)
+				report_use_api(api);
 		} else if (cmd_take(argc, argv, &i, "--namespace", NULL, &v, &missing)) {
 			ns = v;
 		} else if (cmd_take(argc, argv, &i, "--background-scan-interval", NULL, &v,

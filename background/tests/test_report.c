@@ -951,7 +951,12 @@ static void fake_store(struct fake *f, const char *key, json_t *obj)
 static enum gv_code fake_request(void *ud, const char *method, const char *path, const json_t *body,
 				 json_t **out, struct kube_status *st, struct gv_err *err)
 {
-	static const char pre[] = "/apis/wgpolicyk8s.io/v1alpha2/";
+	/* the API the writer was told to use, spelled out here (not taken from report.c) */
+	bool orep = report_api_current() == REPORT_OPENREPORTS;
+	const char *pre =
+	    orep ? "/apis/openreports.io/v1alpha1/" : "/apis/wgpolicyk8s.io/v1alpha2/";
+	const char *all_coll = orep ? "reports" : "policyreports";
+	const char *cluster_coll = orep ? "clusterreports" : "clusterpolicyreports";
 	struct fake *f = ud;
 	char ns[128] = "", name[300] = "", coll[32] = "", key[512];
 	const char *p = path + strlen(pre);
@@ -970,7 +975,7 @@ static enum gv_code fake_request(void *ud, const char *method, const char *path,
 		seg2 = slash + 1;
 	} else {
 		seg2 = rest;
-		all_ns = !strncmp(rest, "policyreports", 13);
+		all_ns = !strcmp(rest, all_coll);
 	}
 	{
 		char *slash = strchr(seg2, '/');
@@ -980,6 +985,7 @@ static enum gv_code fake_request(void *ud, const char *method, const char *path,
 		if (slash)
 			snprintf(name, sizeof(name), "%s", slash + 1);
 	}
+	assert_string_equal(coll, *ns || all_ns ? all_coll : cluster_coll);
 	if (strcmp(method, "GET") && f->hook)
 		f->hook(f, method, name);
 	if (strcmp(method, "GET") && f->fail_http) {
@@ -1009,7 +1015,7 @@ static enum gv_code fake_request(void *ud, const char *method, const char *path,
 			bool cluster = !ons;
 			char *eq = sel ? strchr(sel, '=') : NULL;
 
-			if (!strcmp(coll, "clusterpolicyreports") != cluster)
+			if (!strcmp(coll, cluster_coll) != cluster)
 				continue;
 			if (!all_ns && !cluster && strcmp(ons, ns))
 				continue;
@@ -1185,6 +1191,70 @@ static void test_flush(void **state)
 	assert_int_equal(st.created, 1);
 	fake_free(f);
 	report_set_free(rs);
+}
+
+/* --reports-api openreports: the same reports, as openreports.io/v1alpha1 Report and
+ * ClusterReport, at /apis/openreports.io/v1alpha1/... (the fake asserts the paths). */
+static void test_openreports(void **state)
+{
+	struct report_set *rs = report_set_new(NULL), *rs2 = report_set_new(NULL);
+	struct fake *f = fake_new();
+	struct report_stats st;
+	struct report_api api = fake_api(f);
+	struct gv_err err = {0};
+	enum report_api_kind k = REPORT_WGPOLICYK8S;
+	const json_t *o;
+	char *c;
+
+	(void)state;
+	assert_int_equal(report_api_parse("openreports", &k, &err), GV_OK);
+	assert_int_equal(k, REPORT_OPENREPORTS);
+	assert_int_equal(report_api_parse("wgpolicyk8s", &k, &err), GV_OK);
+	assert_int_equal(k, REPORT_WGPOLICYK8S);
+	assert_int_equal(report_api_parse("openreport", &k, &err), GV_EINVAL);
+	assert_int_equal(report_api_parse(NULL, &k, &err), GV_EINVAL);
+	assert_int_equal(k, REPORT_WGPOLICYK8S);
+
+	report_use_api(REPORT_OPENREPORTS);
+	c = report_path("team-a", "polr-ns-team-a");
+	assert_string_equal(c, "/apis/openreports.io/v1alpha1/namespaces/team-a/reports/"
+			       "polr-ns-team-a");
+	free(c);
+	c = report_path(NULL, NULL);
+	assert_string_equal(c, "/apis/openreports.io/v1alpha1/clusterreports");
+	free(c);
+	c = report_path_all();
+	assert_string_equal(c, "/apis/openreports.io/v1alpha1/reports");
+	free(c);
+
+	add_pods(rs, "x", 0, 2, "p", ENGINE_FAIL);
+	add_pods(rs, "", 0, 1, "p", ENGINE_PASS);
+	flush_ok(rs, f, &st);
+	assert_int_equal(st.created, 2);
+	o = fobj(f, "x/polr-ns-x");
+	assert_non_null(o);
+	assert_string_equal(sget(o, "apiVersion"), "openreports.io/v1alpha1");
+	assert_string_equal(sget(o, "kind"), "Report");
+	assert_int_equal(json_integer_value(jget(o, "summary.fail")), 2);
+	o = fobj(f, "/clusterpolicyreport");
+	assert_non_null(o);
+	assert_string_equal(sget(o, "apiVersion"), "openreports.io/v1alpha1");
+	assert_string_equal(sget(o, "kind"), "ClusterReport");
+
+	/* a restart lists them back (namespaced across namespaces, and cluster) */
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(report_load(rs2, &api, &st, &err), GV_OK);
+	assert_int_equal(st.read, 2);
+	/* and prunes them when the policy goes */
+	report_delete_policy(rs2, "p");
+	flush_ok(rs2, f, &st);
+	assert_int_equal(st.deleted, 2);
+	assert_int_equal(json_object_size(f->objs), 0);
+
+	report_use_api(REPORT_WGPOLICYK8S);
+	fake_free(f);
+	report_set_free(rs);
+	report_set_free(rs2);
 }
 
 /* A concurrent writer: before our write, it adds a result of its own to polr-ns-x. */
@@ -2238,6 +2308,7 @@ int main(void)
 	    cmocka_unit_test(test_merge),
 	    cmocka_unit_test(test_split_layout),
 	    cmocka_unit_test(test_flush),
+	    cmocka_unit_test(test_openreports),
 	    cmocka_unit_test(test_scan_inputs),
 	    cmocka_unit_test(test_flush_conflict),
 	    cmocka_unit_test(test_flush_gives_up),

@@ -286,7 +286,7 @@ def objref(desc):
     return obj({"apiVersion": s(), "kind": s(), "namespace": s(), "name": s(), "uid": s(),
                 "resourceVersion": s(), "fieldPath": s()}, desc=desc, **{"x-kubernetes-map-type": "atomic"})
 
-def report_crd(kind, plural, singular, scope, short):
+def report_crd(kind, plural, singular, scope, short, group="wgpolicyk8s.io", version="v1alpha2"):
     i32 = lambda d: {"type": "integer", "description": d}
     result = obj({
         "source": s("Engine that produced the result, e.g. gavel."),
@@ -315,7 +315,7 @@ def report_crd(kind, plural, singular, scope, short):
             "skip": i32("Results that were skipped."),
         }, desc="Counts of results by outcome; always equal to the results list."),
         "results": {"type": "array", "description": "Policy results.", "items": result},
-    }, desc=f"{kind}: wgpolicyk8s.io policy results for {'a namespace' if scope == 'Namespaced' else 'cluster-scoped resources'}.")
+    }, desc=f"{kind}: {group} policy results for {'a namespace' if scope == 'Namespaced' else 'cluster-scoped resources'}.")
     cols = [
         {"name": "Kind", "type": "string", "jsonPath": ".scope.kind", "priority": 1},
         {"name": "Name", "type": "string", "jsonPath": ".scope.name", "priority": 1},
@@ -326,9 +326,9 @@ def report_crd(kind, plural, singular, scope, short):
         {"name": "Skip", "type": "integer", "jsonPath": ".summary.skip"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
-    vs = [{"name": "v1alpha2", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema},
+    vs = [{"name": version, "served": True, "storage": True, "schema": {"openAPIV3Schema": schema},
            "additionalPrinterColumns": cols}]
-    return crd("wgpolicyk8s.io", plural, singular, kind, scope, short, vs, ["policy-report", "gavel"])
+    return crd(group, plural, singular, kind, scope, short, vs, ["policy-report", "gavel"])
 
 def named_exprs(desc, name_key="name", expr_key="expression"):
     return {"type": "array", "description": desc,
@@ -461,6 +461,14 @@ HEAD = {
 # written for gavel: results for cluster-scoped resources (clusterpolicyreport[-<policy>]).
 # Same schema as PolicyReport. Columns: Pass, Fail, Warn, Error, Skip, Age.
 """,
+ "openreports.io_reports.yaml": """# CustomResourceDefinition for openreports.io/v1alpha1 Report (namespaced), written for gavel.
+# The same body as wgpolicyk8s.io PolicyReport; gavel writes these instead with
+# `gavel serve --reports-api openreports`. Columns: Pass, Fail, Warn, Error, Skip, Age.
+""",
+ "openreports.io_clusterreports.yaml": """# CustomResourceDefinition for openreports.io/v1alpha1 ClusterReport (cluster-scoped), written for
+# gavel: the same body as wgpolicyk8s.io ClusterPolicyReport, written with
+# `gavel serve --reports-api openreports`. Columns: Pass, Fail, Warn, Error, Skip, Age.
+""",
 }
 
 out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
@@ -477,6 +485,10 @@ docs = {
  "kyverno.io_globalcontextentries.yaml": gce_crd(),
  "wgpolicyk8s.io_policyreports.yaml": report_crd("PolicyReport", "policyreports", "policyreport", "Namespaced", ["polr"]),
  "wgpolicyk8s.io_clusterpolicyreports.yaml": report_crd("ClusterPolicyReport", "clusterpolicyreports", "clusterpolicyreport", "Cluster", ["cpolr"]),
+ "openreports.io_reports.yaml": report_crd("Report", "reports", "report", "Namespaced", ["rep"],
+                                           "openreports.io", "v1alpha1"),
+ "openreports.io_clusterreports.yaml": report_crd("ClusterReport", "clusterreports", "clusterreport", "Cluster", ["crep"],
+                                                  "openreports.io", "v1alpha1"),
 }
 for name, d in docs.items():
     with open(f"{out}/{name}", "w") as f:
