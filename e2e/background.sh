@@ -37,6 +37,8 @@
 #   split reports    gavel scan --split-policy-report: polr-ns-<ns>-<policy>
 #   admission        (gavel serve with the reconciler) an Audit result of an
 #                    admission request lands in the same report
+#   openreports      gavel serve --reports-api openreports writes an
+#                    openreports.io/v1alpha1 Report
 # Ends with "N passed, N failed"; exit 1 when a case failed, 2 when the
 # environment could not be set up. About two minutes.
 #
@@ -742,6 +744,52 @@ EOF
 	k delete validatingwebhookconfiguration "$GAVEL_WEBHOOK" --ignore-not-found >/dev/null
 }
 
+# check_openreport NS POD POLICY RESULT: the openreports.io Report polr-ns-NS holds a
+# RESULT of POLICY for POD (WHY is read by lib.sh's record).
+# shellcheck disable=SC2034
+check_openreport() {
+	OUT=$(k -n "$1" get reports.openreports.io "polr-ns-$1" -o json 2>&1) || {
+		WHY="no Report $1/polr-ns-$1: $OUT"
+		return 1
+	}
+	if ! jq -e --arg pod "$2" --arg p "$3" --arg r "$4" '
+		.apiVersion == "openreports.io/v1alpha1" and .kind == "Report" and
+		any(.results[]; .policy == $p and .result == $r and .resources[0].name == $pod)' \
+		<<<"$OUT" >/dev/null; then
+		WHY="Report $1/polr-ns-$1: $(jq -c '{kind, results}' <<<"$OUT" 2>&1)"
+		return 1
+	fi
+}
+
+case_openreports() {
+	local ns=bg-orep
+	log "gavel serve --reports-api openreports"
+	if ! k wait --for condition=established --timeout=60s \
+		crd/reports.openreports.io crd/clusterreports.openreports.io >/dev/null; then
+		fail "the openreports.io CRDs are established" "kubectl wait failed"
+		return 0
+	fi
+	if ! { e2e_certs && gavel_start --manage-certs=false --background-scan-interval 1h \
+		--reports-api openreports; }; then
+		fail "gavel serve --reports-api openreports starts" "see $E2E_DIR/gavel.log"
+		return 0
+	fi
+	ok "gavel serve --reports-api openreports starts"
+	ns_create "$ns"
+	k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: no-team, namespace: $ns}
+spec: {containers: [{name: c, image: registry.example.com/web:1.0}]}
+EOF
+	team_policy orep-team Pod "$ns" "scanInterval: 1h"
+	eventually 15 expect_openreport "a failing Pod is reported in an openreports.io Report" \
+		"$ns" no-team orep-team fail
+	gavel_stop
+	record "gavel serve rejects an unknown --reports-api" \
+		sh -c "! $GAVEL serve --reports-api policyreports >/dev/null 2>&1"
+}
+
 main() {
 	local n
 	if [ ! -f "$LIBGAVEL" ]; then
@@ -768,6 +816,7 @@ main() {
 	case_split
 	case_admission
 	case_resource_layout
+	case_openreports
 	# Drivers still running: SIGTERM, so that in a sanitizer build
 	# LeakSanitizer runs at their exit, before summary reads their logs.
 	for n in "${!DRIVER_PID[@]}"; do driver_stop "$n"; done
