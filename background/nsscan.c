@@ -69,6 +69,8 @@ static bool scope_proceed(void *ud)
 struct nsscan_memo {
 	json_t *ns;   /* owned */
 	char *cursor; /* owned: the namespace a limited run starts from next; NULL = the first */
+	pthread_mutex_t forget_mu;
+	json_t *forget; /* owned, under forget_mu: namespaces to forget at the next run */
 };
 
 struct nsscan_memo *nsscan_memo_new(void)
@@ -76,7 +78,34 @@ struct nsscan_memo *nsscan_memo_new(void)
 	struct nsscan_memo *m = gv_xcalloc(1, sizeof(*m));
 
 	m->ns = json_object();
+	m->forget = json_object();
+	pthread_mutex_init(&m->forget_mu, NULL);
 	return m;
+}
+
+void nsscan_memo_forget(struct nsscan_memo *m, const char *ns)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->forget_mu);
+	json_object_set_new(m->forget, ns ? ns : "", json_true());
+	pthread_mutex_unlock(&m->forget_mu);
+}
+
+/* Drops the namespaces nsscan_memo_forget() named since the last run. */
+static void memo_apply_forget(struct nsscan_memo *m)
+{
+	const char *ns;
+	json_t *v;
+
+	pthread_mutex_lock(&m->forget_mu);
+	json_object_foreach(m->forget, ns, v)
+	{
+		(void)v;
+		json_object_del(m->ns, ns);
+	}
+	json_object_clear(m->forget);
+	pthread_mutex_unlock(&m->forget_mu);
 }
 
 void nsscan_memo_clear(struct nsscan_memo *m)
@@ -93,6 +122,8 @@ void nsscan_memo_free(struct nsscan_memo *m)
 	if (!m)
 		return;
 	json_decref(m->ns);
+	json_decref(m->forget);
+	pthread_mutex_destroy(&m->forget_mu);
 	free(m->cursor);
 	free(m);
 }
@@ -1053,6 +1084,8 @@ enum gv_code nsscan_run(const struct nsscan_options *o, const struct nsscan_inpu
 
 	if (!stats)
 		stats = &local;
+	if (memo)
+		memo_apply_forget(memo);
 	counter = scanner_new(o->client, NULL); /* requests outside the namespaces */
 	once_init(&w, o, in, memo, stats);
 	w.inputs_salt = inputs_salt(&w);

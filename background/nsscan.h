@@ -134,6 +134,15 @@ struct nsscan_memo *nsscan_memo_new(void);
 void nsscan_memo_free(struct nsscan_memo *m);
 /* Forgets everything (leadership lost: another replica may write meanwhile). */
 void nsscan_memo_clear(struct nsscan_memo *m);
+/*
+ * Forgets namespace ns ("" = cluster-scoped objects; NULL is "") from the
+ * next nsscan_run on: admission results were written into its reports, so
+ * reports found current before need not be now (an object admitted and
+ * deleted between two runs leaves the namespace's objects as they were,
+ * and only a scan removes its results). The one function of the memo that
+ * any thread may call, also during a run.
+ */
+void nsscan_memo_forget(struct nsscan_memo *m, const char *ns);
 
 /*
  * One run over in (see the top of this file). memo (may be NULL, then

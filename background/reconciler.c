@@ -381,6 +381,8 @@ static size_t drain(struct reconciler *r, int timeout_ms)
 				gv_warn("background: admission result of %s %s/%s not reported: %s",
 					items[i]->kind, items[i]->namespace, items[i]->name,
 					err.msg);
+			else /* only a scan removes it once its object is gone */
+				nsscan_memo_forget(r->memo, items[i]->namespace);
 			view_audit_item_free(items[i]);
 		}
 		total += n;

@@ -915,6 +915,9 @@ struct cycle {
 	size_t nalive;
 	EVP_MD_CTX *inputs; /* owned: scan_options.inputs; NULL = not recorded */
 	bool inputs_lost;   /* some object was not seen exactly once */
+	/* "group\nkind" of the kinds not listed in only_ns as known empty (owned) */
+	char **empties;
+	size_t nempties;
 };
 
 static void evaluate_slot(const struct engine_policyset *set, const struct engine_hooks *hooks,
@@ -1192,6 +1195,21 @@ static bool known_empty(const struct scanner *s, const struct kube_resource *r)
 	return hit;
 }
 
+/* Records r as known empty in the cycle's namespace (once per group and kind). */
+static void cycle_note_empty(struct cycle *c, const struct kube_resource *r)
+{
+	char *key = gv_xasprintf("%s\n%s", r->group ? r->group : "", r->kind);
+
+	for (size_t i = 0; i < c->nempties; i++) {
+		if (!strcmp(c->empties[i], key)) {
+			free(key);
+			return;
+		}
+	}
+	c->empties = gv_xrealloc(c->empties, (c->nempties + 1) * sizeof(*c->empties));
+	c->empties[c->nempties++] = key;
+}
+
 /* Resolves the kinds of every due policy into targets. */
 static void cycle_resolve(struct cycle *c)
 {
@@ -1206,6 +1224,7 @@ static void cycle_resolve(struct cycle *c)
 			struct kube_resource r = {0};
 			struct gv_err err = {0};
 			enum gv_code rc = scanner_discover(c->s, sk, &r, &err);
+			bool empty;
 
 			if (rc == GV_ENOENT) {
 				gv_debug("background: policy %s: kind %s%s%s%s%s is not served: "
@@ -1234,8 +1253,11 @@ static void cycle_resolve(struct cycle *c)
 				continue;
 			}
 			cp->resolved = true;
-			if (only && (r.namespaced ? !*only || (*pns && strcmp(pns, only)) ||
-							known_empty(c->s, &r)
+			empty = only && *only && r.namespaced && !(*pns && strcmp(pns, only)) &&
+				known_empty(c->s, &r);
+			if (empty)
+				cycle_note_empty(c, &r);
+			if (only && (r.namespaced ? !*only || (*pns && strcmp(pns, only)) || empty
 						  : *only)) {
 				/* not listed in this namespace (scan_options.only_namespace) */
 				kube_resource_release(&r);
@@ -1920,6 +1942,15 @@ static void cycle_retain_objects(struct cycle *c)
 				      c->s->opt.retain_since);
 		free(uids);
 	}
+	/* none in the cluster, so none in this namespace */
+	for (size_t i = 0; i < c->nempties; i++) {
+		char *nl = strchr(c->empties[i], '\n');
+
+		*nl = '\0';
+		report_retain_objects(c->rs, c->empties[i], nl + 1, c->s->only_ns, NULL, 0,
+				      c->s->opt.retain_since);
+		*nl = '\n';
+	}
 }
 
 /* Drops the targets no policy of the set uses any more. */
@@ -2000,6 +2031,9 @@ static void cycle_end(struct cycle *c)
 	free(c->targets);
 	free(c->last_ns);
 	free(c->alive);
+	for (size_t i = 0; i < c->nempties; i++)
+		free(c->empties[i]);
+	free(c->empties);
 	EVP_MD_CTX_free(c->inputs);
 	c->inputs = NULL;
 }

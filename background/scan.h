@@ -242,7 +242,10 @@ struct scan_options {
 	 * have no object anywhere, so not listed in the namespace (`gavel scan`
 	 * asks each kind once for the whole cluster instead of once per
 	 * namespace). An object created after that question is left to the
-	 * next scan; retain_since keeps its admission results meanwhile.
+	 * next scan; retain_since keeps its admission results meanwhile. The
+	 * namespace's results about objects of such a resource, of any policy
+	 * and process, go as a listing with no uids would make them go
+	 * (report_retain_objects): the last object of a kind deleted.
 	 */
 	const char *const *empty_resources;
 	size_t nempty;

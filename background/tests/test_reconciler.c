@@ -1149,6 +1149,25 @@ static void test_scan_stops(void **state)
 	world_release(&w);
 }
 
+/* How many results of rs are about the object uid. */
+static size_t report_count_about(struct report_set *rs, const char *uid)
+{
+	json_t *all = report_render_all(rs), *rep, *res;
+	size_t i, j, n = 0;
+
+	json_array_foreach(all, i, rep)
+	{
+		json_array_foreach(json_object_get(rep, "results"), j, res)
+		{
+			const json_t *r0 = json_array_get(json_object_get(res, "resources"), 0);
+
+			n += !strcmp(json_string_value(json_object_get(r0, "uid")), uid);
+		}
+	}
+	json_decref(all);
+	return n;
+}
+
 /* One cycle of a new scanner (as `gavel scan` makes one per namespace) for due[0]. */
 static void scan_fresh(struct kube_client *api, const struct scan_options *opt,
 		       const struct world *w, const struct engine_policy **due,
@@ -1231,6 +1250,36 @@ static void test_scan_one_namespace(void **state)
 		scan_fresh(w.f.client, &opt, &w, due, rs, out, &st);
 		assert_int_equal(st.listed, 0);
 		assert_int_equal(report_count(rs), 0);
+
+		/*
+		 * The admission result of a policy the scan does not evaluate
+		 * (background: false) about the last Pod, deleted since: it goes
+		 * too, in this namespace only, and a Deployment's stays.
+		 */
+		{
+			struct report_resource gone = {"v1", "Pod", "ns-01", "gone", "uid-gone"};
+			struct report_resource other = {"v1", "Pod", "ns-02", "other", "uid-ns02"};
+			struct report_resource dep = {"apps/v1", "Deployment", "ns-01", "d",
+						      "uid-dep"};
+			struct report_entry e = {.policy = "admission-only",
+						 .rule = "r",
+						 .result = ENGINE_PASS,
+						 .seconds = (int64_t)time(NULL),
+						 .process = REPORT_ADMISSION_REVIEW};
+			struct gv_err err = {0};
+
+			assert_int_equal(report_upsert(rs, &gone, &e, 1, &err), GV_OK);
+			assert_int_equal(report_upsert(rs, &other, &e, 1, &err), GV_OK);
+			opt.empty_resources = empty + 1; /* Pods only */
+			opt.nempty = 1;
+			assert_int_equal(report_upsert(rs, &dep, &e, 1, &err), GV_OK);
+			assert_int_equal(report_count(rs), 3);
+			scan_fresh(w.f.client, &opt, &w, due, rs, out, &st);
+			assert_int_equal(report_count(rs), 2);
+			assert_int_equal(report_count_about(rs, "uid-gone"), 0);
+			assert_int_equal(report_count_about(rs, "uid-ns02"), 1);
+			assert_int_equal(report_count_about(rs, "uid-dep"), 1);
+		}
 	}
 	report_set_free(rs);
 	world_release(&w);
