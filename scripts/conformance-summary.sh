@@ -46,16 +46,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/gavel-summary.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'rm -rf "$tmp"; exit 130' INT TERM
 
-# "| path | tier | p/f/s/o | features |" -> "path tier outcomes"
-awk -F'|' '
-/^\| *kyverno-/ {
-	path = $2; tier = $3; counts = $4
-	gsub(/[ \t]/, "", path); gsub(/[ \t]/, "", tier); gsub(/[ \t]/, "", counts)
-	n = split(counts, c, "/")
-	e = 0
-	for (i = 1; i <= n; i++) e += c[i]
-	print path, tier, e
-}' "$corpus/INDEX.md" >"$tmp/rows"
+# "path tier expected" per test folder of INDEX.md
+awk -F'|' -f "$(dirname "$0")/index-rows.awk" "$corpus/INDEX.md" >"$tmp/rows"
 
 status=0
 for t in $TIERS; do

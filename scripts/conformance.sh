@@ -61,16 +61,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/gavel-conformance.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'rm -rf "$tmp"; exit 130' INT TERM
 
-# "| path | tier | p/f/s/o | features |" -> "path tier expected"
-awk -F'|' '
-/^\| *kyverno-/ {
-	path = $2; tier = $3; counts = $4
-	gsub(/[ \t]/, "", path); gsub(/[ \t]/, "", tier); gsub(/[ \t]/, "", counts)
-	n = split(counts, c, "/")
-	e = 0
-	for (i = 1; i <= n; i++) e += c[i]
-	print path, tier, e
-}' "$index" >"$tmp/rows"
+# "path tier expected" per test folder of INDEX.md
+awk -F'|' -f "$(dirname "$0")/index-rows.awk" "$index" >"$tmp/rows"
 
 if [ ! -s "$tmp/rows" ]; then
 	echo "conformance: no test folders listed in $index" >&2
