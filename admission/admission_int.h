@@ -154,8 +154,10 @@ struct admission_event_request {
  * for each fail / error / pass / skip rule result, PolicyViolation /
  * PolicyError / PolicyApplied / PolicySkipped on the policy, message
  * "<Kind> [<ns>/]<name>: [<rule>] <status>[ (blocked)][; <error message>]",
- * and (not for skip) on the resource, message "policy <policy>/<rule>
- * <status>: <message>"; reportingComponent kyverno-admission (the
+ * and for fail / error on the resource, message "policy <policy>/<rule>
+ * <status>: <message>", unless a rule blocks the request (its object is
+ * not stored: Kyverno's GenerateEvents leaves the resource out then);
+ * reportingComponent kyverno-admission (the
  * component name tools filter on), action "Resource Blocked" or "Resource
  * Passed". only: the failure policy judged (admission_handle_only), -1 all.
  * Omitted reasons are the recorder's business (kube/events.h).

@@ -12,15 +12,16 @@
 #include "common/banned.h"
 
 /*
- * The Events of one rule result: on the policy and (but for pass) on the
- * resource, Kyverno's buildPolicyEventMessage and NewResourceViolationEvent.
+ * The Events of one rule result: on the policy and (but for pass, and
+ * unless on_resource is false) on the resource, Kyverno's
+ * buildPolicyEventMessage and NewResourceViolationEvent.
  */
 static void emit_result(struct kube_events *ev, const struct admission_event_request *rq,
 			const struct kube_event_object *pol, const char *rule,
-			enum engine_status status, const char *message, bool blocks)
+			enum engine_status status, const char *message, bool blocks,
+			bool on_resource)
 {
 	enum kube_event_reason reason;
-	bool on_resource = status != ENGINE_PASS;
 	char *pmsg, *rmsg;
 	struct kube_event_object res = {
 	    .api_version = rq->api_version,
@@ -47,7 +48,7 @@ static void emit_result(struct kube_events *ev, const struct admission_event_req
 	pmsg = view_events_policy_message(&res, rule, status, blocks, message);
 	kube_events_emit(ev, pol, reason, VIEW_EVENTS_ADMISSION,
 			 blocks ? "Resource Blocked" : "Resource Passed", pmsg);
-	if (on_resource) {
+	if (on_resource && status != ENGINE_PASS) {
 		rmsg = gv_xasprintf("policy %s/%s %s: %s", pol->name, rule,
 				    engine_status_name(status), message ? message : "");
 		kube_events_emit(ev, &res, reason, VIEW_EVENTS_ADMISSION,
@@ -57,11 +58,34 @@ static void emit_result(struct kube_events *ev, const struct admission_event_req
 	free(pmsg);
 }
 
+/* Whether a rule of rep judged by this webhook (only) blocks the request. */
+static bool request_blocked(const struct engine_report *rep, int only)
+{
+	for (size_t i = 0; i < rep->n; i++) {
+		const struct engine_response *resp = &rep->v[i];
+
+		if (only >= 0 && (int)engine_policy_failure_policy(resp->policy) != only)
+			continue;
+		for (size_t j = 0; j < resp->nrules; j++) {
+			const struct engine_rule_result *r = &resp->rules[j];
+
+			if ((r->status == ENGINE_FAIL || r->status == ENGINE_ERROR) &&
+			    engine_decide(resp->policy, r, ENGINE_ADMISSION).blocks)
+				return true;
+		}
+	}
+	return false;
+}
+
 void admission_events_emit(struct kube_events *ev, const struct admission_event_request *rq,
 			   const struct engine_report *rep, int only)
 {
+	bool blocked;
+
 	if (!ev || rq->dry_run)
 		return;
+	/* a blocked request's object is not stored: Events on the policies only */
+	blocked = request_blocked(rep, only);
 	for (size_t i = 0; i < rep->n; i++) {
 		const struct engine_response *resp = &rep->v[i];
 		const struct engine_policy *p = resp->policy;
@@ -91,7 +115,8 @@ void admission_events_emit(struct kube_events *ev, const struct admission_event_
 						      r->rule, r->message);
 				continue;
 			}
-			emit_result(ev, rq, &pol, r->rule, r->status, r->message, d.blocks);
+			emit_result(ev, rq, &pol, r->rule, r->status, r->message, d.blocks,
+				    !blocked);
 		}
 	}
 }
@@ -114,5 +139,5 @@ void admission_vpol_events(struct kube_events *ev, const struct admission_event_
 	if (!ev || !rq || rq->dry_run || !pol.kind || !pol.name)
 		return;
 	emit_result(ev, rq, &pol, rule ? rule : "", status, message,
-		    blocked && (status == ENGINE_FAIL || status == ENGINE_ERROR));
+		    blocked && (status == ENGINE_FAIL || status == ENGINE_ERROR), true);
 }

@@ -20,9 +20,10 @@
 #              Pods are refused (Fail); the policy made failurePolicy Ignore:
 #              only validate.gavel.svc-ignore, and with gavel stopped writes
 #              succeed; policy deleted: the webhooks go
-#   events     a blocked Pod gives PolicyViolation Events on the Pod and on the
-#              ClusterPolicy, with Kyverno's messages and component; no
-#              PolicyApplied Event by default
+#   events     a blocked Pod gives a PolicyViolation Event on the ClusterPolicy
+#              (none on the Pod, which was not stored), an admitted Audit
+#              violation one on the Pod too, with Kyverno's messages and
+#              component; no PolicyApplied Event by default
 # Ends with "N passed, N failed"; exit 1 when a case failed, 2 when the
 # environment could not be set up.
 #
@@ -245,15 +246,35 @@ EOF
 	bad=$(pod_manifest blocked nginx)
 	eventually 20 expect_denied "events: a Pod without a tag is blocked" \
 		k create -f "$bad" -- "An image tag is required"
-	eventually 10 expect_output "events: PolicyViolation on the blocked Pod" \
-		k -n e2e-hooks get events --field-selector involvedObject.name=blocked,reason=PolicyViolation \
-		-o 'jsonpath={range .items[*]}{.type}|{.involvedObject.kind}|{.reportingComponent}|{.message}{"\n"}{end}' \
-		-- "Warning|Pod|kyverno-admission|policy pod-events/image-tag fail: validation error: An image tag is required."
 	eventually 10 expect_output "events: PolicyViolation on the ClusterPolicy" \
 		k -n default get events --field-selector involvedObject.name=pod-events,reason=PolicyViolation \
 		-o 'jsonpath={range .items[*]}{.involvedObject.kind}|{.source.component}|{.action}|{.message}{"\n"}{end}' \
 		-- "ClusterPolicy|kyverno-admission|Resource Blocked|Pod e2e-hooks/blocked: [image-tag] fail (blocked)"
 	k -n e2e-hooks get events --field-selector involvedObject.name=blocked -o yaml >"$E2E_DIR/events.yaml"
+	expect_success "events: none on the blocked Pod (it was not stored)" \
+		test -z "$(k -n e2e-hooks get events --field-selector involvedObject.name=blocked -o name)"
+	# Audit: the Pod is stored, and its violation is told on it too
+	k apply -f - >/dev/null <<'EOF'
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: pod-events-audit}
+spec:
+  background: false
+  rules:
+    - name: team
+      match: {any: [{resources: {kinds: [Pod], names: [audited]}}]}
+      validate:
+        failureAction: Audit
+        message: A team label is required.
+        pattern: {metadata: {labels: {team: "?*"}}}
+EOF
+	eventually 20 expect_success "events: an Audit violation is admitted" \
+		k create -f "$(pod_manifest audited nginx:1.25)"
+	eventually 10 expect_output "events: PolicyViolation on the admitted Pod" \
+		k -n e2e-hooks get events --field-selector involvedObject.name=audited,reason=PolicyViolation \
+		-o 'jsonpath={range .items[*]}{.type}|{.involvedObject.kind}|{.reportingComponent}|{.message}{"\n"}{end}' \
+		-- "Warning|Pod|kyverno-admission|policy pod-events-audit/team fail: validation error: A team label is required."
+	k delete clusterpolicy pod-events-audit >/dev/null
 	k create -f "$(pod_manifest tagged nginx:1.25)" >/dev/null
 	sleep 2
 	expect_success "events: no PolicyApplied Event by default" \
