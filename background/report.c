@@ -975,9 +975,30 @@ static const char *category_norm(struct report_set *rs, const char *s)
 	return v;
 }
 
+/*
+ * The message of a kyverno.io rule's result that its reportProperties give
+ * (kyverno-semantics.md 8.6): "<result>Message" for the result reported
+ * (passMessage, failMessage, warnMessage, errorMessage, skipMessage), else
+ * "message"; NULL when neither (the engine's message stays). A CEL
+ * policy's properties are its audit annotations: they never override.
+ */
+static const char *message_override(const struct report_entry *in)
+{
+	char key[32];
+	const char *m;
+
+	if (in->source || !json_is_object(in->properties))
+		return NULL;
+	snprintf(key, sizeof(key), "%sMessage", engine_status_name(in->result));
+	m = json_string_value(json_object_get(in->properties, key));
+	return m ? m : json_string_value(json_object_get(in->properties, "message"));
+}
+
 static void entry_in(struct report_set *rs, const struct report_entry *in, const char *policy,
 		     struct rentry *e)
 {
+	const char *override = message_override(in);
+
 	memset(e, 0, sizeof(*e));
 	e->policy = intern(rs, policy);
 	e->rule = intern(rs, in->rule);
@@ -985,7 +1006,7 @@ static void entry_in(struct report_set *rs, const struct report_entry *in, const
 	e->severity = severity_norm(rs, in->severity);
 	e->category = category_norm(rs, in->category);
 	e->process = intern(rs, report_process_name(in->process));
-	e->message = bounded_dup(str_or(in->message, ""), REPORT_MAX_MESSAGE);
+	e->message = bounded_dup(override ? override : str_or(in->message, ""), REPORT_MAX_MESSAGE);
 	e->result = in->result;
 	e->scored = in->scored;
 	e->seconds = in->seconds;

@@ -2250,6 +2250,35 @@ static void test_disabled_and_properties(void **state)
 	json_decref(all);
 	json_decref(rs1.properties);
 	report_set_free(rs);
+
+	/*
+	 * reportProperties' <result>Message, else message, replaces the
+	 * message (kyverno-semantics.md 8.6); never a CEL policy's (its
+	 * properties are audit annotations).
+	 */
+	rs = report_set_new(NULL);
+	props = J("{'failMessage':'owner missing','passMessage':'ok','message':'generic'}");
+	e.properties = props;
+	replace1(rs, &p, "p", &e, 1);
+	all = report_render_all(rs);
+	assert_string_equal(sget(all, "0.results.0.message"), "owner missing");
+	assert_string_equal(sget(all, "0.results.0.properties.failMessage"), "owner missing");
+	json_decref(all);
+	json_decref(props);
+	props = J("{'passMessage':'ok','message':'generic'}");
+	e.properties = props;
+	replace1(rs, &p, "p", &e, 1);
+	all = report_render_all(rs);
+	assert_string_equal(sget(all, "0.results.0.message"), "generic");
+	json_decref(all);
+	e.source = REPORT_SOURCE_VPOL;
+	e.rule = "";
+	replace1(rs, &p, "p", &e, 1);
+	all = report_render_all(rs);
+	assert_string_equal(sget(all, "0.results.0.message"), "bad");
+	json_decref(all);
+	json_decref(props);
+	report_set_free(rs);
 	engine_policy_unref(quiet);
 	engine_policy_unref(scored);
 }
