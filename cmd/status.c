@@ -5,35 +5,37 @@
  *                [--background-scan-interval D]
  *
  * For every ClusterPolicy and Policy, ValidatingPolicy and
- * NamespacedValidatingPolicy (shown as "<kind>/<name>"): its schedule and where it comes from
- * (global interval, spec.scanInterval, spec.scanSchedule), its last
+ * NamespacedValidatingPolicy, and Kubernetes ValidatingAdmissionPolicy
+ * (CEL kinds shown as "<kind>/<name>"): its schedule and where it comes
+ * from (global interval, spec.scanInterval, spec.scanSchedule), its last
  * completed scan (the scan-state ConfigMap), its next scan, the result
  * counts of gavel's reports, and whether it is suspended
- * (backgroundScanSuspend in the ConfigMap, spec.scanSuspend). Times are
- * RFC 3339 UTC. --background-scan-interval is the interval `gavel serve`
- * runs with when the ConfigMap has none (default 1h). The table:
+ * (backgroundScanSuspend in the ConfigMap, spec.scanSuspend); for a
+ * ValidatingAdmissionPolicy also its bindings. Times are RFC 3339 UTC.
+ * --background-scan-interval is the interval `gavel serve` runs with when
+ * the ConfigMap has none (default 1h). The table (cmd/status.h):
  *
  *   POLICY  SCHEDULE  LAST SCAN  NEXT SCAN  PASS FAIL WARN ERROR SKIP  SUSPENDED  STATE
  *
- * -o json prints reconciler_status()'s array (background/reconciler.h).
+ * -o json prints cmd_status_rows()'s array (cmd/status.h).
  * Exit 0, or 2 on usage errors and when the API server cannot be used.
  */
-#include "cmd/cmd.h"
+#include "cmd/status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "background/clusterstate.h"
 #include "background/reconciler.h"
 #include "background/report.h"
+#include "background/vpscan.h"
+#include "cmd/cmd.h"
 #include "common/gv.h"
 #include "common/log.h"
 #include "kube/kube.h"
 #include "common/banned.h"
-
-/* Declared here until cmd/cmd.h carries it; the two declarations agree. */
-int cmd_status(int argc, char **argv);
 
 static void usage(FILE *f)
 {
@@ -66,7 +68,269 @@ static long long ival(const json_t *o, const char *key)
 	return (long long)json_integer_value(json_object_get(o, key));
 }
 
-static void print_table(const json_t *rows)
+/* {"pass", "fail", "warn", "error", "skip"}, every count 0 (a new reference). */
+static json_t *zero_counts(void)
+{
+	return json_pack("{s:i, s:i, s:i, s:i, s:i}", "pass", 0, "fail", 0, "warn", 0, "error", 0,
+			 "skip", 0);
+}
+
+/*
+ * {VAP name: counts} of the results with source ValidatingAdmissionPolicy
+ * in gavel's reports (namespaced and cluster); a report kind that is not
+ * served has none.
+ */
+static enum gv_code count_vap_results(struct kube_client *client, json_t **out, struct gv_err *err)
+{
+	char *colls[] = {report_path_all(), report_path(NULL, NULL)};
+	char *sel = kube_escape(REPORT_SELECTOR);
+	enum gv_code rc = GV_OK;
+
+	*out = json_object();
+	for (size_t c = 0; c < GV_ARRAY_LEN(colls) && !rc; c++) {
+		char *path = gv_xasprintf("%s?labelSelector=%s", colls[c], sel);
+		struct kube_status st = {0};
+		struct gv_err e = {0};
+		json_t *items = NULL;
+		const json_t *rep, *res;
+		size_t i, j;
+
+		rc = clusterstate_list(client, path, 50, &items, &st, &e);
+		free(path);
+		if (rc && st.http == 404) {
+			rc = GV_OK; /* CRD not installed: no reports */
+			continue;
+		}
+		if (rc) {
+			gv_err_set(err, rc, "%s", e.msg);
+			break;
+		}
+		json_array_foreach(items, i, rep)
+		{
+			json_array_foreach(json_object_get(rep, "results"), j, res)
+			{
+				const char *pol = json_string_value(json_object_get(res, "policy"));
+				const char *r = json_string_value(json_object_get(res, "result"));
+				const char *src = json_string_value(json_object_get(res, "source"));
+				json_t *cnt;
+				if (!pol || !r || !src || strcmp(src, REPORT_SOURCE_VAP))
+					continue;
+				cnt = json_object_get(*out, pol);
+				if (!cnt) {
+					cnt = zero_counts();
+					json_object_set_new(*out, pol, cnt);
+				}
+				if (json_object_get(cnt, r))
+					json_object_set_new(
+					    cnt, r,
+					    json_integer(
+						json_integer_value(json_object_get(cnt, r)) + 1));
+			}
+		}
+		json_decref(items);
+	}
+	free(sel);
+	free(colls[0]);
+	free(colls[1]);
+	if (rc) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* The names of the bindings of VAP `name` (a new array, as the API listed them). */
+static json_t *vap_bindings(const struct view_vpolset *vs, const char *name)
+{
+	size_t n = 0;
+	const json_t *const *bv = view_vpolset_bindings(vs, &n);
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		const json_t *spec = json_object_get(bv[i], "spec");
+		const char *pn = json_string_value(json_object_get(spec, "policyName"));
+		const char *bn =
+		    json_string_value(json_object_get(json_object_get(bv[i], "metadata"), "name"));
+		if (pn && bn && !strcmp(pn, name))
+			json_array_append_new(a, json_string(bn));
+	}
+	return a;
+}
+
+/*
+ * The row of one ValidatingAdmissionPolicy: p compiled, or NULL with
+ * error (the compiler's message) for one left out of the set. Its
+ * schedule is read as the reconciler reads it (reconciler_sched_resolve,
+ * reconciler_when, scan-state key vpscan_state_key()).
+ */
+static json_t *vap_row(const char *name, const struct vpol_policy *p, const char *error,
+		       const struct view_vpolset *vs, const json_t *state, const json_t *counts,
+		       const struct reconciler_global *global, time_t now)
+{
+	const json_t *doc = p ? vpol_doc(p) : NULL;
+	const char *uid =
+	    json_string_value(json_object_get(json_object_get(doc, "metadata"), "uid"));
+	struct reconciler_sched sched;
+	struct scanstate_entry last = {0};
+	bool has_last = false, suspended;
+	enum reconciler_when when;
+	time_t next = 0;
+	char buf[64];
+	json_t *o = json_object(), *cnt = json_object_get(counts, name);
+
+	if (p) {
+		char *key = vpscan_state_key(p);
+		const char *text = json_string_value(json_object_get(state, key));
+		has_last = text && !scanstate_decode(text, &last, NULL);
+		free(key);
+	}
+	reconciler_sched_resolve(doc, name, global, &sched);
+	when = reconciler_when(&sched, global->suspended, has_last ? &last : NULL, uid,
+			       p ? vpscan_fingerprint(p) : 0, now, &next);
+	suspended = global->suspended || sched.suspended;
+	json_object_set_new(o, "policy", json_string(name));
+	json_object_set_new(o, "kind", json_string(REPORT_SOURCE_VAP));
+	json_object_set_new(o, "background", json_true());
+	json_object_set_new(o, "schedule", json_string(sched.text));
+	json_object_set_new(o, "source", json_string(reconciler_source_name(sched.source)));
+	if (!p) {
+		json_object_set_new(o, "state", json_string("invalid"));
+		json_object_set_new(o, "error", json_string(error ? error : "not compiled"));
+		next = 0;
+	} else {
+		json_object_set_new(o, "state", json_string(reconciler_when_name(when)));
+		if (when == RECONCILER_INVALID)
+			json_object_set_new(o, "error", json_string(sched.error));
+	}
+	json_object_set_new(o, "suspended", json_boolean(suspended));
+	if (suspended)
+		json_object_set_new(o, "suspendedBy",
+				    json_string(global->suspended ? "configmap" : "policy"));
+	json_object_set_new(o, "lastScan",
+			    has_last && last.last_scan > 0 ? json_string(schedule_time_format(
+								 last.last_scan, buf, sizeof(buf)))
+							   : json_null());
+	json_object_set_new(o, "nextScan",
+			    next > 0 ? json_string(schedule_time_format(next, buf, sizeof(buf)))
+				     : json_null());
+	json_object_set_new(o, "results", cnt ? json_incref(cnt) : zero_counts());
+	json_object_set_new(o, "bindings", vap_bindings(vs, name));
+	reconciler_sched_release(&sched);
+	return o;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const json_t *const *x = a, *const *y = b;
+
+	return strcmp(sval(*x, "policy", ""), sval(*y, "policy", ""));
+}
+
+/*
+ * Lists admissionregistration.k8s.io/v1 `resource` into *items (a new
+ * array, apiVersion and kind set on each item); a server that does not
+ * serve it (404) has none, as the snapshots take it (optional kinds).
+ */
+static enum gv_code list_optional(struct kube_client *client, const char *resource,
+				  const char *kind, json_t **items, struct gv_err *err)
+{
+	char *path = gv_xasprintf("/apis/admissionregistration.k8s.io/v1/%s", resource);
+	struct kube_status st = {0};
+	struct gv_err e = {0};
+	enum gv_code rc = clusterstate_list(client, path, 500, items, &st, &e);
+
+	size_t i;
+	json_t *d;
+
+	free(path);
+	if (rc && st.http == 404) {
+		*items = json_array();
+		return GV_OK;
+	}
+	if (rc)
+		return gv_err_set(err, rc, "%s", e.msg);
+	json_array_foreach(*items, i, d)
+	{
+		if (!json_is_object(d))
+			continue;
+		if (!json_object_get(d, "apiVersion"))
+			json_object_set_new(d, "apiVersion",
+					    json_string("admissionregistration.k8s.io/v1"));
+		if (!json_object_get(d, "kind"))
+			json_object_set_new(d, "kind", json_string(kind));
+	}
+	return GV_OK;
+}
+
+/* Appends the ValidatingAdmissionPolicies' rows to rows, in name order. */
+static enum gv_code add_vap_rows(struct kube_client *client, const char *ns, const char *interval,
+				 time_t now, json_t *rows, struct gv_err *err)
+{
+	struct view_vpolset *vs = NULL;
+	struct reconciler_global global;
+	json_t *vaps = NULL, *bindings = NULL, *config = NULL, *state = NULL, *counts = NULL;
+	json_t **v = NULL;
+	const json_t *e;
+	size_t i, n = 0;
+	enum gv_code rc;
+
+	if ((rc = list_optional(client, "validatingadmissionpolicies", REPORT_SOURCE_VAP, &vaps,
+				err)))
+		goto out;
+	if (!json_array_size(vaps))
+		goto out; /* none, or the kind is not served: nothing more to ask */
+	if ((rc = list_optional(client, "validatingadmissionpolicybindings",
+				"ValidatingAdmissionPolicyBinding", &bindings, err)) ||
+	    (rc = scanstate_read(client, ns, "gavel", &config, err)) ||
+	    (rc = scanstate_read(client, ns, SCANSTATE_CONFIGMAP, &state, err)) ||
+	    (rc = count_vap_results(client, &counts, err)))
+		goto out;
+	/* compiled as the snapshot compiles them: the reconciler scans those that compile */
+	vs = view_vpolset_new(vaps, NULL);
+	view_vpolset_set_bindings(vs, bindings);
+	reconciler_global_resolve(config, interval, &global);
+	v = gv_xcalloc(json_array_size(vaps) + 1, sizeof(*v));
+	for (i = 0; i < view_vpolset_count(vs); i++) {
+		const struct vpol_policy *p = view_vpolset_policy(vs, i);
+		if (vpol_kind(p) == VPOL_VAP)
+			v[n++] = vap_row(vpol_name(p), p, NULL, vs, state, counts, &global, now);
+	}
+	json_array_foreach(view_vpolset_errors(vs), i, e)
+	{
+		if (!strcmp(sval(e, "kind", ""), REPORT_SOURCE_VAP) && n < json_array_size(vaps))
+			v[n++] = vap_row(sval(e, "name", ""), NULL, sval(e, "message", NULL), vs,
+					 state, counts, &global, now);
+	}
+	qsort(v, n, sizeof(*v), row_cmp);
+	for (i = 0; i < n; i++)
+		json_array_append_new(rows, v[i]);
+out:
+	free(v);
+	view_vpolset_unref(vs);
+	json_decref(vaps);
+	json_decref(bindings);
+	json_decref(config);
+	json_decref(state);
+	json_decref(counts);
+	return rc;
+}
+
+enum gv_code cmd_status_rows(struct kube_client *client, const char *namespace,
+			     const char *interval, time_t now, json_t **out, struct gv_err *err)
+{
+	const char *ns = namespace && *namespace ? namespace : "gavel";
+	enum gv_code rc = reconciler_status(client, ns, interval, now, out, err);
+
+	if (!rc)
+		rc = add_vap_rows(client, ns, interval, now, *out, err);
+	if (rc) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+void cmd_status_table(FILE *f, const json_t *rows)
 {
 	static const char *const heads[] = {"POLICY", "SCHEDULE",  "LAST SCAN", "NEXT SCAN",
 					    "PASS",   "FAIL",	   "WARN",	"ERROR",
@@ -85,13 +349,14 @@ static void print_table(const json_t *rows)
 		const char *src = sval(r, "source", "global");
 		const char *state = sval(r, "state", "");
 		const char *err = sval(r, "error", NULL);
+		const char *kind = sval(r, "kind", "");
+		const json_t *bindings = json_object_get(r, "bindings");
 
 		cells[i] = gv_xcalloc(NCOL, sizeof(**cells));
 		/* CEL policies by kind: a ValidatingPolicy may share a ClusterPolicy's name */
-		cells[i][0] =
-		    strstr(sval(r, "kind", ""), "ValidatingPolicy")
-			? gv_xasprintf("%s/%s", sval(r, "kind", ""), sval(r, "policy", ""))
-			: gv_xstrdup(sval(r, "policy", ""));
+		cells[i][0] = strcmp(kind, "ClusterPolicy") && strcmp(kind, "Policy")
+				  ? gv_xasprintf("%s/%s", kind, sval(r, "policy", ""))
+				  : gv_xstrdup(sval(r, "policy", ""));
 		cells[i][1] = !strcmp(src, "global")
 				  ? gv_xasprintf("%s (global)", sval(r, "schedule", ""))
 				  : gv_xstrdup(sval(r, "schedule", ""));
@@ -106,16 +371,35 @@ static void print_table(const json_t *rows)
 				  ? gv_xasprintf("yes (%s)", sval(r, "suspendedBy", "?"))
 				  : gv_xstrdup("no");
 		cells[i][10] = err ? gv_xasprintf("%s: %s", state, err) : gv_xstrdup(state);
+		if (json_is_array(bindings)) {
+			/* a ValidatingAdmissionPolicy: which bindings the scans evaluate */
+			char *names = NULL, *s = NULL;
+			size_t b;
+			const json_t *bn;
+			json_array_foreach(bindings, b, bn)
+			{
+				s = names ? gv_xasprintf("%s, %s", names, json_string_value(bn))
+					  : gv_xstrdup(json_string_value(bn));
+				free(names);
+				names = s;
+			}
+			s = names ? gv_xasprintf("%s (bindings: %s)", cells[i][10], names)
+				  : gv_xasprintf("%s (no binding: matchConstraints)", cells[i][10]);
+			free(names);
+			free(cells[i][10]);
+			cells[i][10] = s;
+		}
 		for (size_t c = 0; c < NCOL - 1; c++)
 			if (strlen(cells[i][c]) > w[c])
 				w[c] = strlen(cells[i][c]);
 	}
 	for (size_t c = 0; c < NCOL; c++)
-		printf(c + 1 < NCOL ? "%-*s  " : "%-*s\n", c + 1 < NCOL ? (int)w[c] : 0, heads[c]);
+		fprintf(f, c + 1 < NCOL ? "%-*s  " : "%-*s\n", c + 1 < NCOL ? (int)w[c] : 0,
+			heads[c]);
 	for (i = 0; i < n; i++) {
 		for (size_t c = 0; c < NCOL; c++) {
-			printf(c + 1 < NCOL ? "%-*s  " : "%-*s\n", c + 1 < NCOL ? (int)w[c] : 0,
-			       cells[i][c]);
+			fprintf(f, c + 1 < NCOL ? "%-*s  " : "%-*s\n", c + 1 < NCOL ? (int)w[c] : 0,
+				cells[i][c]);
 			free(cells[i][c]);
 		}
 		free(cells[i]);
@@ -194,7 +478,7 @@ int cmd_status(int argc, char **argv)
 		fprintf(stderr, "gavel status: kubeconfig: %s\n", err.msg);
 		goto out;
 	}
-	if (reconciler_status(client, ns, interval, time(NULL), &rows, &err)) {
+	if (cmd_status_rows(client, ns, interval, time(NULL), &rows, &err)) {
 		fprintf(stderr, "gavel status: %s\n", err.msg);
 		goto out;
 	}
@@ -203,7 +487,7 @@ int cmd_status(int argc, char **argv)
 		printf("%s\n", s ? s : "[]");
 		free(s);
 	} else {
-		print_table(rows);
+		cmd_status_table(stdout, rows);
 	}
 	code = 0;
 out:
