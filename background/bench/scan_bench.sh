@@ -19,9 +19,10 @@
 # during the scan, and the load average (the machine may be shared: the
 # CPU times say more than the wall time then). Then, at each size, the
 # long-running reconciler (background/tests/reconciler_driver.c, built
-# here, as `gavel serve` runs it): its first cycle and its second,
-# incremental one with nothing changed (state in memory, no reports read
-# again). Targets (not asserted): 10,000
+# here, as `gavel serve` runs it, once on the C library's malloc and once
+# on jemalloc, which ./gavel links by default): its first cycle and its
+# second, incremental one with nothing changed (state in memory, no reports
+# read again). Targets (not asserted): 10,000
 # Pods in <= 10 s including report writes; peak RSS < 100 MiB and within
 # 20% between 10k and 20k; unchanged second scan < 3 s with zero writes.
 #
@@ -163,23 +164,44 @@ scan() {
 	eval "rss_$2=\${rss:-0}"
 }
 
+# The driver on the C library's malloc, and (driver_je) on jemalloc as ./gavel
+# links it by default (Makefile JEMALLOC): the reconciler runs on both, so that
+# one run gives the allocator's share of the peak RSS.
 driver=
+driver_je=
 build_driver() {
 	# shellcheck disable=SC2046 # pkg-config output is word-split on purpose
 	cc -std=c11 -D_GNU_SOURCE -I. -O2 -g \
 		$(pkg-config --cflags jansson yaml-0.1 libpcre2-8 libcrypto libssl libcurl libmicrohttpd gnutls) \
 		-o "$out/reconciler_driver" background/tests/reconciler_driver.c build/libgavel.a \
 		$(pkg-config --libs jansson yaml-0.1 libpcre2-8 libcrypto libssl libcurl libmicrohttpd gnutls) \
-		-lm -lpthread 2>"$out/driver.err" && driver=$out/reconciler_driver
+		-lm -lpthread 2>"$out/driver.err" || return 1
+	driver=$out/reconciler_driver
+	if [ "${JEMALLOC:-1}" = 1 ] && pkg-config --exists jemalloc 2>/dev/null; then
+		# shellcheck disable=SC2046
+		cc -std=c11 -D_GNU_SOURCE -I. -O2 -g \
+			$(pkg-config --cflags jansson yaml-0.1 libpcre2-8 libcrypto libssl libcurl libmicrohttpd gnutls) \
+			-o "$out/reconciler_driver_je" background/tests/reconciler_driver.c build/libgavel.a \
+			$(pkg-config --libs jansson yaml-0.1 libpcre2-8 libcrypto libssl libcurl libmicrohttpd gnutls jemalloc) \
+			-lm -lpthread 2>>"$out/driver.err" && driver_je=$out/reconciler_driver_je
+	fi
 }
 
-# reconciler LABEL: the driver with a 20 s interval (scan state deleted, so it scans
-# at once): its first cycle and the incremental one after it.
+# reconciler LABEL: the drivers with a 20 s interval (scan state deleted, so each
+# scans at once): their first cycle and the incremental one after it.
 reconciler() {
 	[ -n "$driver" ] || return 0
 	case $runs in *" reconciler "*) ;; *) return 0 ;; esac
+	reconciler_run "$1" "$driver" glibc
+	[ -z "$driver_je" ] || reconciler_run "$1" "$driver_je" jemalloc
+}
+
+# reconciler_run LABEL DRIVER MALLOC: one driver's two cycles; its peak RSS in
+# hwm_<MALLOC>_<round> (round: a at the first size, c at the second).
+reconciler_run() {
+	driver_bin=$2
 	k -n gavel delete configmap gavel-scan-state --ignore-not-found >/dev/null 2>&1
-	"$driver" --kubeconfig "$KUBECONFIG" --namespace gavel --interval 20s \
+	"$driver_bin" --kubeconfig "$KUBECONFIG" --namespace gavel --interval 20s \
 		>"$out/driver.log" 2>&1 &
 	dpid=$!
 	i=0
@@ -203,11 +225,12 @@ reconciler() {
 	loaded=$(sed -n 's/.*leading: \([0-9]*\) report objects read.*/\1/p' "$out/driver.log" | head -n 1)
 	for which in first second; do
 		eval "line=\$$which"
-		echo "$1, reconciler $which cycle: $(echo "$line" | sed 's/.*): //')"
+		echo "$1, reconciler ($3) $which cycle: $(echo "$line" | sed 's/.*): //')"
 	done
 	writes=$(awk -v s="$second" 'index($0, s) { after = 1; next } after && /reports written/' \
 		"$out/driver.log" | wc -l)
-	echo "$1, reconciler: ${loaded:-?} report objects read at start; report writes after the second cycle: $writes; peak RSS $(awk -v h="${hwm:-0}" 'BEGIN { printf "%.1f MiB", h / 1024 }')"
+	echo "$1, reconciler ($3): ${loaded:-?} report objects read at start; report writes after the second cycle: $writes; peak RSS $(awk -v h="${hwm:-0}" 'BEGIN { printf "%.1f MiB", h / 1024 }')"
+	eval "hwm_$3_$round=\${hwm:-0}"
 }
 
 seed() { # START COUNT
@@ -233,6 +256,7 @@ seed 0 "$pods" || echo "bench: some Pods were not created"
 scan "$pods Pods, first scan" a
 scan "$pods Pods, nothing changed" b
 paged "$pods Pods, nothing changed, pages of 100" e
+round=a
 reconciler "$pods Pods"
 
 seed "$pods" "$pods" || echo "bench: some Pods were not created"
@@ -245,6 +269,7 @@ echo "reports of the first round deleted in $(($(date +%s) - start)) s"
 scan "$((pods * 2)) Pods, first scan (reports deleted before)" c
 scan "$((pods * 2)) Pods, nothing changed" d
 paged "$((pods * 2)) Pods, nothing changed, pages of 100" f
+round=c
 reconciler "$((pods * 2)) Pods"
 if [ "${rss_a:-0}" -gt 0 ] && [ "${rss_c:-0}" -gt 0 ]; then
 	awk -v a="$rss_a" -v c="$rss_c" -v n="$pods" 'BEGIN {
@@ -256,4 +281,14 @@ if [ "${rss_e:-0}" -gt 0 ] && [ "${rss_f:-0}" -gt 0 ]; then
 		printf "peak RSS with pages of 100 (memory is bounded by the list page: with the default 500 a page holds a whole namespace, %d then %d Pods): %.1f MiB at %d Pods, %.1f MiB at %d Pods (%+.0f%%)\n",
 			n / ns, 2 * n / ns, a / 1024, n, c / 1024, 2 * n, (c - a) * 100 / a }'
 fi
+for m in glibc jemalloc; do
+	a=0
+	c=0
+	eval "a=\${hwm_${m}_a:-0} c=\${hwm_${m}_c:-0}"
+	if [ "$a" -gt 0 ] && [ "$c" -gt 0 ]; then
+		awk -v a="$a" -v c="$c" -v n="$pods" -v m="$m" 'BEGIN {
+			printf "peak RSS of the reconciler (%s): %.1f MiB at %d Pods, %.1f MiB at %d Pods (%+.0f%%)\n",
+				m, a / 1024, n, c / 1024, 2 * n, (c - a) * 100 / a }'
+	fi
+done
 exit 0
