@@ -95,8 +95,9 @@ static json_t *image_data(const json_t *d)
 /*
  * image.GetMetadata(ref): the image's data from its registry through the
  * loader's imageRegistry entry (the same fetch, credentials, cache and
- * deadline as the legacy context entry), answers kept per reference for the
- * life of h. A failure is the call's error, with Kyverno's prefix.
+ * deadline as the legacy context entry), answers and failures kept per
+ * reference for the life of h. A failure is the call's error, with
+ * Kyverno's prefix.
  */
 static const json_t *image_metadata(struct view_cel_host *h, const char *ref, char *err, size_t n)
 {
@@ -105,6 +106,10 @@ static const json_t *image_metadata(struct view_cel_host *h, const char *ref, ch
 	struct gv_err e = {0};
 	enum gv_code rc;
 
+	if (json_is_string(hit)) {
+		snprintf(err, n, "%s", json_string_value(hit));
+		return NULL;
+	}
 	if (hit)
 		return hit;
 	if (!h->hooks || !h->hooks->load_context) {
@@ -123,6 +128,8 @@ static const json_t *image_metadata(struct view_cel_host *h, const char *ref, ch
 	json_decref(ctx);
 	if (rc) {
 		snprintf(err, n, "failed to get image data: %s", e.msg);
+		/* not asked again by this host: a scan waits on a dead registry once */
+		json_object_set_new(h->images, ref, json_string(err));
 		return NULL;
 	}
 	data = image_data(out);

@@ -12,8 +12,9 @@
  *    to), imageIndex (the index, when the reference named one), manifest,
  *    config (the image's config file: architecture, os, config {Env, User,
  *    ...}, rootfs, history)}
- * the same answer for the same reference within one host; a failure is the
- * call's error "failed to get image data: <the loader's reason>", and
+ * the same answer (or failure) for the same reference within one host; a
+ * failure is the call's error "failed to get image data: <the loader's
+ * reason>", and
  * without a loader (no cluster connection) an error too, never a value.
  * globalContext projections are an explicit error. NotFound of
  * resource.Get and an unknown global entry are null, as in Kyverno.
@@ -33,7 +34,7 @@ struct view_cel_host {
 	const char *policy_ns; /* set per policy: a NamespacedValidatingPolicy's namespace, or "" */
 	const char *where;     /* for "<fn> is not evaluated by <where>"; NULL = "gavel" */
 	json_t *keep;	       /* owned: the answers handed out (they live until release) */
-	json_t *images;	       /* owned: image.GetMetadata answers by reference */
+	json_t *images;	       /* owned: image.GetMetadata answers (or error texts) by reference */
 };
 
 /* Fills h (hooks borrowed, may be NULL). */

@@ -41,6 +41,7 @@ static char img_manifest[1024], img_config_path[128];
 static const char img_config[] = "{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":"
 				 "{\"User\":\"1000\"},\"rootfs\":{\"type\":\"layers\","
 				 "\"diff_ids\":[]}}";
+static atomic_int img_v2_gets; /* GETs of the unknown tag v2 */
 
 static void handler(struct httpd_conn *c, const struct httpd_req *r, void *ud)
 {
@@ -50,6 +51,8 @@ static void handler(struct httpd_conn *c, const struct httpd_req *r, void *ud)
 		httpd_respond(c, 200, NULL, img_manifest);
 		return;
 	}
+	if (img_manifest[0] && !strcmp(r->path, "/v2/team/app/manifests/v2"))
+		atomic_fetch_add(&img_v2_gets, 1); /* then the 404 below */
 	if (img_manifest[0] && !strcmp(r->path, img_config_path)) {
 		httpd_respond(c, 200, NULL, img_config);
 		return;
@@ -705,10 +708,17 @@ static void test_image_metadata_cel(void **state)
 	json_decref(v);
 	free(src);
 
-	/* an unknown tag (404) and an unreachable registry: errors, never values */
-	src = gv_xasprintf("image.GetMetadata('127.0.0.1:%d/team/app:v2') != null", f->srv->port);
+	/*
+	 * an unknown tag (404) and an unreachable registry: errors, never
+	 * values; one host asks the registry once for a failing reference
+	 */
+	src = gv_xasprintf("image.GetMetadata('127.0.0.1:%d/team/app:v2') != null || "
+			   "image.GetMetadata('127.0.0.1:%d/team/app:v2') != null",
+			   f->srv->port, f->srv->port);
+	atomic_store(&img_v2_gets, 0);
 	v = cel_through(h, src, msg, sizeof(msg));
 	assert_null(v);
+	assert_int_equal(atomic_load(&img_v2_gets), 1);
 	assert_true(
 	    !strncmp(msg, "failed to get image data: failed to fetch image descriptor: ",
 		     strlen("failed to get image data: failed to fetch image descriptor: ")));
