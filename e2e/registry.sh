@@ -17,7 +17,10 @@
 # config digest, configData; by tag and by digest; an index resolved to its
 # linux/amd64 image; 404s for an unknown tag and repository; the cache (a
 # repeated reference is asked of the registry once: its access log); a
-# registry that is no longer listening.
+# registry that is no longer listening. A second driver
+# (background/tests/vpimage_driver.c) evaluates a ValidatingPolicy calling
+# image.GetMetadata through the context loader, as gavel serve and scans
+# do: pass, fail, and the errors of an unknown tag and a stopped registry.
 #
 # Skips (with a message and "0 passed, 0 failed") when docker-registry is
 # not installed and cannot be (apt-get, as root), or does not start.
@@ -307,8 +310,52 @@ else
 	bad "cache: $out distinct answers, $((after - before)) manifest GETs (want 1, 1)"
 fi
 
+# A ValidatingPolicy calling image.GetMetadata, evaluated as gavel serve and
+# scans do (background/tests/vpimage_driver.c: the context loader behind the
+# cluster CEL host): Kyverno's image data from this registry; a failed fetch
+# is the policy's error, never a pass.
+VPDRIVER=
+# shellcheck disable=SC2086,SC2046
+if $CC -std=c11 -D_GNU_SOURCE -I. $(pkg-config --cflags $PKGS) -o "$WORK/vpimage_driver" \
+	background/tests/vpimage_driver.c "$LIBGAVEL" $(pkg-config --libs $PKGS) -lm -lpthread \
+	>"$WORK/cc-vp.log" 2>&1; then
+	VPDRIVER=$WORK/vpimage_driver
+else
+	cat "$WORK/cc-vp.log"
+	bad "building background/tests/vpimage_driver.c"
+fi
+cat >"$WORK/vpol.json" <<'EOF'
+{"apiVersion":"policies.kyverno.io/v1","kind":"ValidatingPolicy","metadata":{"name":"image-user"},
+ "spec":{"validationActions":["Deny"],
+  "matchConstraints":{"resourceRules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["pods"]}]},
+  "validations":[
+   {"expression":"object.spec.containers.all(c, image.GetMetadata(c.image).config.config.User == '1000' && image.GetMetadata(c.image).config.architecture == 'amd64')",
+    "message":"images must run as user 1000"},
+   {"expression":"has(image.GetMetadata(object.spec.containers[0].image).imageIndex) == (object.metadata.name == 'multi') && !has(image.GetMetadata(object.spec.containers[0].image).configData) && image.GetMetadata(object.spec.containers[0].image).resolvedImage.endsWith(image.GetMetadata(object.spec.containers[0].image).digest)",
+    "message":"image data shape"}]}}
+EOF
+# vp_check NAME POD_NAME IMAGE WANT: WANT is a shell pattern of the driver's output lines joined by |.
+vp_check() {
+	[ -n "$VPDRIVER" ] || return 0
+	printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","namespace":"default"},"spec":{"containers":[{"name":"c","image":"%s"}]}}' \
+		"$2" "$3" >"$WORK/pod.json"
+	out=$("$VPDRIVER" "$WORK/vpol.json" "$WORK/pod.json" 2>>"$WORK/driver.err" | tr '\n' '|')
+	# shellcheck disable=SC2254
+	case "$out" in
+	$4) ok "$1" ;;
+	*) bad "$1: got: $out" ;;
+	esac
+}
+vp_check "ValidatingPolicy image.GetMetadata: user 1000 passes" v1 "$HOST/$REPO:v1" 'pass *|'
+vp_check "ValidatingPolicy image.GetMetadata: index resolved, user 2000 fails" multi \
+	"$HOST/$REPO:multi" 'fail images must run as user 1000|'
+vp_check "ValidatingPolicy image.GetMetadata: unknown tag is an error" nope "$HOST/$REPO:nope" \
+	'error *failed to get image data: failed to fetch image descriptor: '"$HOST/$REPO:nope"'*manifest unknown*|'
+
 stop_registry
 expect_error "registry stopped: unreachable" "unreachable" "$HOST/$REPO:v1"
+vp_check "ValidatingPolicy image.GetMetadata: registry stopped is an error" v1 "$HOST/$REPO:v1" \
+	'error *failed to get image data:*unreachable*|'
 
 if grep -Eq 'Sanitizer|runtime error' "$WORK/driver.err" 2>/dev/null; then
 	bad "driver: sanitizer report"

@@ -59,6 +59,85 @@ static const json_t *keep(struct view_cel_host *h, json_t *v)
 	return v;
 }
 
+/*
+ * Kyverno's image data (cel-semantics.md section 6, image.GetMetadata) from
+ * the imageRegistry loader's ImageData (kube/registry.h): the same fields,
+ * with the image's config file as "config" (not "configData"), the index
+ * a tag or digest named as "imageIndex" (absent otherwise), and "tag" (absent
+ * for a reference by digest) and "digest" (of the manifest or index the
+ * reference resolved to) beside "identifier". New reference.
+ */
+static json_t *image_data(const json_t *d)
+{
+	json_t *o = json_object();
+	const char *resolved = json_string_value(json_object_get(d, "resolvedImage"));
+	const char *id = json_string_value(json_object_get(d, "identifier"));
+	const char *at = resolved ? strrchr(resolved, '@') : NULL;
+	static const char *const same[] = {"image",	 "resolvedImage", "registry",
+					   "repository", "identifier",	  "manifest"};
+
+	for (size_t i = 0; i < GV_ARRAY_LEN(same); i++) {
+		json_t *v = json_object_get(d, same[i]);
+		if (v)
+			json_object_set(o, same[i], v);
+	}
+	if (id && *id && !strchr(id, ':'))
+		json_object_set_new(o, "tag", json_string(id));
+	if (at)
+		json_object_set_new(o, "digest", json_string(at + 1));
+	if (json_object_get(d, "manifestList") && !json_is_null(json_object_get(d, "manifestList")))
+		json_object_set(o, "imageIndex", json_object_get(d, "manifestList"));
+	if (json_object_get(d, "configData"))
+		json_object_set(o, "config", json_object_get(d, "configData"));
+	return o;
+}
+
+/*
+ * image.GetMetadata(ref): the image's data from its registry through the
+ * loader's imageRegistry entry (the same fetch, credentials, cache and
+ * deadline as the legacy context entry), answers and failures kept per
+ * reference for the life of h. A failure is the call's error, with
+ * Kyverno's prefix.
+ */
+static const json_t *image_metadata(struct view_cel_host *h, const char *ref, char *err, size_t n)
+{
+	json_t *entry, *ctx, *out = NULL, *data;
+	const json_t *hit = json_object_get(h->images, ref);
+	struct gv_err e = {0};
+	enum gv_code rc;
+
+	if (json_is_string(hit)) {
+		snprintf(err, n, "%s", json_string_value(hit));
+		return NULL;
+	}
+	if (hit)
+		return hit;
+	if (!h->hooks || !h->hooks->load_context) {
+		snprintf(err, n, "failed to get image data: no cluster connection");
+		return NULL;
+	}
+	/* the loader substitutes {{ }} in its entry: a reference is taken as written */
+	if (!*ref || strstr(ref, "{{")) {
+		snprintf(err, n, "failed to get image data: invalid image reference \"%s\"", ref);
+		return NULL;
+	}
+	ctx = json_object();
+	entry = json_pack("{s:s, s:{s:s}}", "name", "image", "imageRegistry", "reference", ref);
+	rc = h->hooks->load_context(h->hooks->ud, entry, ctx, &out, &e);
+	json_decref(entry);
+	json_decref(ctx);
+	if (rc) {
+		snprintf(err, n, "failed to get image data: %s", e.msg);
+		/* not asked again by this host: a scan waits on a dead registry once */
+		json_object_set_new(h->images, ref, json_string(err));
+		return NULL;
+	}
+	data = image_data(out);
+	json_decref(out);
+	json_object_set_new(h->images, ref, data);
+	return data;
+}
+
 static const json_t *vhost_call(void *ud, const char *fn, const json_t *args, char *err, size_t n)
 {
 	struct view_cel_host *h = ud;
@@ -154,6 +233,11 @@ static const json_t *vhost_call(void *ud, const char *fn, const json_t *args, ch
 			snprintf(err, n, "%s", e.msg);
 		else
 			ret = keep(h, out);
+	} else if (!strcasecmp(fn, "image.GetMetadata")) {
+		if (!json_is_string(json_array_get(args, 0)))
+			snprintf(err, n, "failed to get image data: the reference is not a string");
+		else
+			ret = image_metadata(h, arg_str(args, 0), err, n);
 	} else {
 		snprintf(err, n, "%s is not evaluated by %s", fn, h->where ? h->where : "gavel");
 	}
@@ -171,10 +255,13 @@ void view_cel_host_init(struct view_cel_host *h, const struct engine_hooks *hook
 	h->policy_ns = "";
 	h->where = where;
 	h->keep = json_array();
+	h->images = json_object();
 }
 
 void view_cel_host_release(struct view_cel_host *h)
 {
 	json_decref(h->keep);
+	json_decref(h->images);
 	h->keep = NULL;
+	h->images = NULL;
 }

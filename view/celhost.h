@@ -4,9 +4,20 @@
  * admission and in background scans: resource.Get/List (apiCall GETs) and
  * globalContext.Get (globalReference) through the context loader's
  * load_context hook, with its deadline and per-session cache; http.Get/Post
- * through its http hook; image.GetMetadata and globalContext projections
- * an explicit error. NotFound of resource.Get and an unknown global entry
- * are null, as in Kyverno.
+ * through its http hook; image.GetMetadata through load_context with an
+ * imageRegistry entry {reference} (the registry fetch, credentials, cache
+ * and deadline of that context entry), answered as Kyverno's image data:
+ *   {image, resolvedImage, registry, repository, identifier, tag (absent
+ *    for a reference by digest), digest (of what the reference resolved
+ *    to), imageIndex (the index, when the reference named one), manifest,
+ *    config (the image's config file: architecture, os, config {Env, User,
+ *    ...}, rootfs, history)}
+ * the same answer (or failure) for the same reference within one host; a
+ * failure is the call's error "failed to get image data: <the loader's
+ * reason>", and
+ * without a loader (no cluster connection) an error too, never a value.
+ * globalContext projections are an explicit error. NotFound of
+ * resource.Get and an unknown global entry are null, as in Kyverno.
  */
 #ifndef GV_VIEW_CELHOST_H
 #define GV_VIEW_CELHOST_H
@@ -23,6 +34,7 @@ struct view_cel_host {
 	const char *policy_ns; /* set per policy: a NamespacedValidatingPolicy's namespace, or "" */
 	const char *where;     /* for "<fn> is not evaluated by <where>"; NULL = "gavel" */
 	json_t *keep;	       /* owned: the answers handed out (they live until release) */
+	json_t *images;	       /* owned: image.GetMetadata answers (or error texts) by reference */
 };
 
 /* Fills h (hooks borrowed, may be NULL). */

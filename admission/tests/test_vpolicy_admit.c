@@ -99,9 +99,26 @@ static enum gv_code fake_load(void *ud, const json_t *entry, const json_t *ctx, 
 	    json_string_value(json_object_get(json_object_get(entry, "apiCall"), "urlPath"));
 	const char *global =
 	    json_string_value(json_object_get(json_object_get(entry, "globalReference"), "name"));
+	const char *image = json_string_value(
+	    json_object_get(json_object_get(entry, "imageRegistry"), "reference"));
 
 	(void)ud;
 	(void)ctx;
+	/* the imageRegistry loader's ImageData (kube/registry.h) */
+	if (image && !strcmp(image, "nginx")) {
+		*out =
+		    json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:[]}, s:{s:s, s:{s:s}}, s:n}", "image",
+			      "nginx", "resolvedImage", "index.docker.io/library/nginx@sha256:ab",
+			      "registry", "index.docker.io", "repository", "library/nginx",
+			      "identifier", "latest", "manifest", "layers", "configData",
+			      "architecture", "amd64", "config", "User", "1000", "manifestList");
+		return GV_OK;
+	}
+	if (image)
+		return gv_err_set(err, GV_ENET,
+				  "failed to fetch image descriptor: %s, error: registry %s "
+				  "unreachable",
+				  image, image);
 	if (path && !strcmp(path, "/api/v1/namespaces/team-a/configmaps/allowed")) {
 		*out = json_pack("{s:{s:s}, s:{s:s}}", "metadata", "name", "allowed", "data",
 				 "hostNetwork", "yes");
@@ -451,8 +468,17 @@ static void test_libraries_from_cluster(void **state)
 	       NULL),
 	    vp("ValidatingPolicy", NULL, "global", "[\"Deny\"]",
 	       "globalContext.Get('limits').max == 3 && globalContext.Get('nope') == null", NULL));
-	char *img = array_of(1, vp("ValidatingPolicy", NULL, "img", "[\"Deny\"]",
-				   "image.GetMetadata('nginx') != null", NULL));
+	char *img = array_of(2,
+			     vp("ValidatingPolicy", NULL, "img", "[\"Deny\"]",
+				"image.GetMetadata('nginx').config.config.User == '1000' && "
+				"image.getMetadata('nginx').config.architecture == 'amd64' && "
+				"image.GetMetadata('nginx').tag == 'latest' && "
+				"image.GetMetadata('nginx').digest == 'sha256:ab' && "
+				"!has(image.GetMetadata('nginx').configData) && "
+				"!has(image.GetMetadata('nginx').imageIndex)",
+				NULL),
+			     vp("ValidatingPolicy", NULL, "img-down", "[\"Deny\"]",
+				"image.GetMetadata('reg.example/app:1') != null", NULL));
 	struct admission_handler_config hc = {0};
 	json_t *j;
 
@@ -471,14 +497,24 @@ static void test_libraries_from_cluster(void **state)
 	assert_true(allowed(j));
 	json_decref(j);
 	fixture_release(&f);
-	/* a library gavel serve does not answer: an error, never a pass */
+	/*
+	 * image.GetMetadata through the imageRegistry loader, in Kyverno's
+	 * shape; a registry failure is an error of that policy, never a pass
+	 */
 	fixture_init(&f, img, "[]", NULL);
+	j = judge(&f, "team-a", POD_GOOD); /* no loader: an error too */
+	assert_false(allowed(j));
+	assert_non_null(strstr(message(j), "Policy img error: "));
+	assert_non_null(strstr(message(j), "failed to get image data: no cluster connection"));
+	json_decref(j);
 	admission_handler_free(f.h);
 	f.h = admission_handler_new(&hc);
 	j = judge(&f, "team-a", POD_GOOD);
 	assert_false(allowed(j));
-	assert_non_null(strstr(message(j), "Policy img error: "));
-	assert_non_null(strstr(message(j), "not evaluated by gavel serve"));
+	assert_null(strstr(message(j), "Policy img "));
+	assert_non_null(strstr(message(j), "Policy img-down error: "));
+	assert_non_null(strstr(message(j), "failed to get image data: failed to fetch image "
+					   "descriptor: reg.example/app:1, error: registry "));
 	json_decref(j);
 	fixture_release(&f);
 	free(pols);

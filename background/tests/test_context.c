@@ -5,8 +5,10 @@
  * POST with jmesPath and default, the per-session cache, a timeout, an
  * oversize and a non-JSON answer, globalReference of both kinds, the CEL
  * http library's calls (hooks.http),
- * imageRegistry's errors (unreachable registry, providers), and the rule result a failure gives
- * through engine_evaluate().
+ * imageRegistry's errors (unreachable registry, providers), the CEL
+ * image.GetMetadata of view/celhost.h through that loader (a registry's
+ * answer in Kyverno's shape, its failures), and the rule result a failure
+ * gives through engine_evaluate().
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,10 +21,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include "kube/tests/httpd.h"
 #include "background/context.h"
 #include "certs/certs.h"
+#include "engine/cel/cel.h"
+#include "view/celhost.h"
 
 #include "common/banned.h"
 
@@ -31,10 +36,27 @@ struct srv {
 	atomic_int slow_gets;
 };
 
+/* A registry's image team/app:v1 (set before a test asks for it): its manifest and config. */
+static char img_manifest[1024], img_config_path[128];
+static const char img_config[] = "{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":"
+				 "{\"User\":\"1000\"},\"rootfs\":{\"type\":\"layers\","
+				 "\"diff_ids\":[]}}";
+static atomic_int img_v2_gets; /* GETs of the unknown tag v2 */
+
 static void handler(struct httpd_conn *c, const struct httpd_req *r, void *ud)
 {
 	struct srv *s = ud;
 
+	if (img_manifest[0] && !strcmp(r->path, "/v2/team/app/manifests/v1")) {
+		httpd_respond(c, 200, NULL, img_manifest);
+		return;
+	}
+	if (img_manifest[0] && !strcmp(r->path, "/v2/team/app/manifests/v2"))
+		atomic_fetch_add(&img_v2_gets, 1); /* then the 404 below */
+	if (img_manifest[0] && !strcmp(r->path, img_config_path)) {
+		httpd_respond(c, 200, NULL, img_config);
+		return;
+	}
 	if (strstr(r->path, "watch=1")) {
 		httpd_stream_start(c);
 		httpd_wait_close(c, 20000);
@@ -590,6 +612,137 @@ static void test_image_registry(void **state)
 	f->src->close(f->src->ud, h);
 }
 
+/* The value of expression src through a cluster CEL host (view/celhost.h) on hooks h. */
+static json_t *cel_through(const struct engine_hooks *h, const char *src, char *msg, size_t n)
+{
+	struct view_cel_host vh;
+	struct cel_parse_error pe = {0};
+	struct cel_program *p = cel_compile(src, strlen(src), 0, &pe);
+	struct cel_eval *ev = cel_eval_new(CEL_DEFAULT_COST_LIMIT);
+	struct cel_value v;
+	json_t *out;
+
+	assert_non_null(p);
+	view_cel_host_init(&vh, h, "test");
+	cel_eval_set_host(ev, &vh.host);
+	cel_eval_run(ev, p, &v);
+	msg[0] = '\0';
+	out = cel_value_to_json(&v);
+	if (v.kind == CEL_ERROR)
+		snprintf(msg, n, "%s", v.v.err->msg);
+	cel_eval_free(ev);
+	cel_program_free(p);
+	view_cel_host_release(&vh);
+	return out;
+}
+
+/*
+ * image.GetMetadata in serve and scans: the imageRegistry loader's fetch,
+ * answered in the shape of Kyverno's image data; a registry failure is the
+ * expression's error.
+ */
+static void test_image_metadata_cel(void **state)
+{
+	struct fixture *f = *state;
+	const struct engine_hooks *h = f->src->open(f->src->ud, NULL, 0);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdn = 0;
+	char cdig[GV_SHA256_TEXT_LEN], mdig[GV_SHA256_TEXT_LEN], msg[512], *src;
+	json_t *v;
+
+	EVP_Digest(img_config, strlen(img_config), md, &mdn, EVP_sha256(), NULL);
+	gv_sha256_text(md, cdig);
+	snprintf(img_config_path, sizeof(img_config_path), "/v2/team/app/blobs/%s", cdig);
+	snprintf(img_manifest, sizeof(img_manifest),
+		 "{\"schemaVersion\":2,\"mediaType\":\"application/"
+		 "vnd.oci.image.manifest.v1+json\",\"config\":{\"mediaType\":\"application/"
+		 "vnd.oci.image.config.v1+json\",\"size\":%zu,\"digest\":\"%s\"},\"layers\":[],"
+		 "\"annotations\":{\"org.opencontainers.image.base.name\":\"distroless\"}}",
+		 strlen(img_config), cdig);
+	EVP_Digest(img_manifest, strlen(img_manifest), md, &mdn, EVP_sha256(), NULL);
+	gv_sha256_text(md, mdig);
+
+	src = gv_xasprintf("[image.GetMetadata('127.0.0.1:%d/team/app:v1'), "
+			   "image.getMetadata('127.0.0.1:%d/team/app:v1').config.config.User]",
+			   f->srv->port, f->srv->port);
+	v = cel_through(h, src, msg, sizeof(msg));
+	assert_string_equal(msg, "");
+	assert_non_null(v);
+	{
+		const json_t *d = json_array_get(v, 0);
+		char *want = gv_xasprintf("127.0.0.1:%d/team/app@%s", f->srv->port, mdig);
+		char *reg = gv_xasprintf("127.0.0.1:%d", f->srv->port);
+		char *img = gv_xasprintf("%s/team/app:v1", reg);
+		const char *k;
+		const json_t *x;
+		struct gv_buf keys = {0};
+
+		assert_string_equal(json_string_value(json_array_get(v, 1)), "1000");
+		json_object_foreach((json_t *)d, k, x) gv_buf_addf(&keys, "%s ", k);
+		/* Kyverno's image data: config, not the legacy entry's configData */
+		assert_non_null(strstr(gv_buf_str(&keys), "config "));
+		assert_null(strstr(gv_buf_str(&keys), "configData"));
+		assert_null(strstr(gv_buf_str(&keys), "manifestList"));
+		assert_null(strstr(gv_buf_str(&keys), "imageIndex"));
+		assert_string_equal(json_string_value(json_object_get(d, "image")), img);
+		assert_string_equal(json_string_value(json_object_get(d, "resolvedImage")), want);
+		assert_string_equal(json_string_value(json_object_get(d, "registry")), reg);
+		assert_string_equal(json_string_value(json_object_get(d, "repository")),
+				    "team/app");
+		assert_string_equal(json_string_value(json_object_get(d, "identifier")), "v1");
+		assert_string_equal(json_string_value(json_object_get(d, "tag")), "v1");
+		assert_string_equal(json_string_value(json_object_get(d, "digest")), mdig);
+		assert_string_equal(
+		    json_string_value(json_object_get(
+			json_object_get(json_object_get(d, "manifest"), "annotations"),
+			"org.opencontainers.image.base.name")),
+		    "distroless");
+		assert_string_equal(json_string_value(json_object_get(json_object_get(d, "config"),
+								      "architecture")),
+				    "amd64");
+		gv_buf_release(&keys);
+		free(img);
+		free(reg);
+		free(want);
+	}
+	json_decref(v);
+	free(src);
+
+	/*
+	 * an unknown tag (404) and an unreachable registry: errors, never
+	 * values; one host asks the registry once for a failing reference
+	 */
+	src = gv_xasprintf("image.GetMetadata('127.0.0.1:%d/team/app:v2') != null || "
+			   "image.GetMetadata('127.0.0.1:%d/team/app:v2') != null",
+			   f->srv->port, f->srv->port);
+	atomic_store(&img_v2_gets, 0);
+	v = cel_through(h, src, msg, sizeof(msg));
+	assert_null(v);
+	assert_int_equal(atomic_load(&img_v2_gets), 1);
+	assert_true(
+	    !strncmp(msg, "failed to get image data: failed to fetch image descriptor: ",
+		     strlen("failed to get image data: failed to fetch image descriptor: ")));
+	assert_non_null(strstr(msg, "manifest unknown"));
+	free(src);
+	v = cel_through(h, "image.GetMetadata('127.0.0.1:1/x:1') == null", msg, sizeof(msg));
+	assert_null(v);
+	assert_true(!strncmp(msg,
+			     "failed to get image data: failed to fetch image descriptor: "
+			     "127.0.0.1:1/x:1, error: ",
+			     strlen("failed to get image data: failed to fetch image descriptor: "
+				    "127.0.0.1:1/x:1, error: ")));
+	/* a reference the loader would substitute in: refused as written */
+	v = cel_through(h, "image.GetMetadata('{{ request.object }}')", msg, sizeof(msg));
+	assert_null(v);
+	assert_non_null(strstr(msg, "invalid image reference"));
+	/* no loader: an error too */
+	v = cel_through(NULL, "image.GetMetadata('nginx')", msg, sizeof(msg));
+	assert_null(v);
+	assert_string_equal(msg, "failed to get image data: no cluster connection");
+	img_manifest[0] = '\0';
+	f->src->close(f->src->ud, h);
+}
+
 /* hooks.http: Kyverno's CEL http library (cel-semantics.md section 6). */
 static enum gv_code call_http(const struct engine_hooks *h, const char *method, const char *url,
 			      const char *headers, const char *body, const char *ns, char **out,
@@ -715,6 +868,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_api_call_service_tls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_global_reference, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_image_registry, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_image_metadata_cel, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_http, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_http_namespaced_allowed, setup, teardown),
 	};
