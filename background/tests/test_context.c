@@ -91,7 +91,7 @@ static void handler(struct httpd_conn *c, const struct httpd_req *r, void *ud)
 	}
 	if (!strcmp(r->path, "/slow")) {
 		atomic_fetch_add(&s->slow_gets, 1);
-		httpd_wait_close(c, 2000);
+		httpd_wait_close(c, 20000); /* until the client gives up */
 		httpd_respond(c, 200, NULL, "{}");
 		return;
 	}
@@ -158,7 +158,8 @@ static int setup(void **state)
 	assert_non_null(f->client);
 	o.client = f->client;
 	o.kube = &f->cfg;
-	o.call_timeout_ms = 300;
+	/* long enough for a loaded machine and a sanitizer build; /slow outlasts it */
+	o.call_timeout_ms = 2000;
 	o.max_response = 4096;
 	f->l = context_loader_new(&o);
 	f->src = context_loader_source(f->l);
@@ -448,8 +449,8 @@ static void test_api_call_timeout(void **state)
 			 GV_ENET);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
-	assert_non_null(strstr(msg, "no answer within 300 ms"));
-	assert_true(ms < 1500);
+	assert_non_null(strstr(msg, "no answer within 2000 ms"));
+	assert_true(ms < 10000);
 	/* the failure is cached too: the same call is not made again */
 	assert_int_equal(load(f, h, "{\"name\":\"s\",\"apiCall\":{\"urlPath\":\"/slow\"}}", &v, msg,
 			      sizeof(msg)),
@@ -465,7 +466,7 @@ static void test_api_call_timeout(void **state)
 			 GV_ENET);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
-	assert_true(ms < 250);
+	assert_true(ms < 1500); /* the deadline, not the call's 2 s */
 	assert_int_equal(load(f, h,
 			      "{\"name\":\"n\",\"apiCall\":{\"urlPath\":\"/api/v1/namespaces/team/"
 			      "pods\"}}",
