@@ -305,7 +305,10 @@ struct engine_rule_result {
 	 * owned: the rule's reportProperties, variables substituted (an
 	 * object of strings; a value that is not a string is written as
 	 * JSON, as in a message), for a report result's properties; NULL
-	 * when the rule has none (kyverno-semantics.md 8.6).
+	 * when the rule has none (kyverno-semantics.md 8.6). A podSecurity
+	 * fail adds standard, version, controls and controlsJSON
+	 * (pod-security-semantics.md 4.2), which win over reportProperties
+	 * of the same name.
 	 */
 	json_t *properties;
 	/*

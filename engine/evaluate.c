@@ -46,6 +46,7 @@ struct outcome {
 	bool exception;
 	char *exceptions;   /* owned: names of the exceptions that made it a skip, "a,b" */
 	json_t *properties; /* owned: reportProperties substituted, or NULL */
+	json_t *pss_props;  /* owned: a podSecurity fail's properties (pss_evaluate), or NULL */
 	bool unsupported;   /* an error because gavel does not evaluate something */
 };
 
@@ -1099,7 +1100,8 @@ static void eval_pod_security(const struct eval_state *st, const struct engine_p
 			gv_buf_addc(&names, ',');
 		gv_buf_adds(&names, x->name);
 	}
-	switch (pss_evaluate(&r->body.pss, r->name, resource, lists, n, rb, &msg)) {
+	json_decref(o->pss_props);
+	switch (pss_evaluate(&r->body.pss, r->name, resource, lists, n, rb, &msg, &o->pss_props)) {
 	case PSS_PASS:
 		outcome_set(o, ENGINE_PASS, msg);
 		break;
@@ -1329,6 +1331,7 @@ static bool old_object_fails(const struct eval_state *st, const struct engine_po
 	free(o.message);
 	free(o.exceptions);
 	json_decref(o.properties);
+	json_decref(o.pss_props);
 	json_decref(old.root);
 	free(group);
 	return fails;
@@ -1364,6 +1367,18 @@ static void push_result(struct engine_response *resp, const char *rule, struct o
 	else
 		free(o->exceptions);
 	o->exceptions = NULL;
+	/*
+	 * A podSecurity fail's properties win over reportProperties of the
+	 * same name (Kyverno's ToPolicyReportResult adds them after the rule's
+	 * properties); a fail turned into a skip or error carries none.
+	 */
+	if (o->pss_props && o->status == ENGINE_FAIL) {
+		if (!o->properties)
+			o->properties = json_object();
+		json_object_update(o->properties, o->pss_props);
+	}
+	json_decref(o->pss_props);
+	o->pss_props = NULL;
 	rr->properties = o->properties;
 	o->properties = NULL;
 	rr->unsupported = o->unsupported;
@@ -1396,6 +1411,7 @@ static void eval_policy(const struct eval_state *st, const struct engine_policy 
 			free(o.message);
 			free(o.exceptions);
 			json_decref(o.properties);
+			json_decref(o.pss_props);
 			continue;
 		}
 		action = rule_effective_action(p, r, st->namespace, st->in->namespace_labels);

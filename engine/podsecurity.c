@@ -1526,19 +1526,297 @@ static char *fail_message(const struct pss_spec *s, const char *rule, const char
 	return gv_buf_detach(&b);
 }
 
+/* ---- report properties (section 4.2) ---- */
+
+/* The container a pod-form field path starts with (spec.<list>[i]), if any. */
+static bool err_container(const char *field, size_t *list, size_t *idx)
+{
+	if (strncmp(field, "spec.", 5))
+		return false;
+	for (size_t l = 0; l < GV_ARRAY_LEN(container_lists); l++) {
+		size_t n = strlen(container_lists[l]);
+		const char *s = field + 5 + n;
+		if (strncmp(field + 5, container_lists[l], n) || *s != '[' ||
+		    !isdigit((unsigned char)s[1]))
+			continue;
+		*list = l;
+		*idx = 0;
+		for (s++; isdigit((unsigned char)*s) && *idx < ((size_t)1 << 40); s++)
+			*idx = *idx * 10 + (size_t)(*s - '0');
+		return true;
+	}
+	return false;
+}
+
+/* Upstream's `container "a"` / `containers "a", "b"` (pluralize + joinQuote). */
+struct names {
+	struct gv_buf q; /* "a", "b" */
+	size_t n;
+	size_t list, idx; /* the last container added */
+};
+
+static void names_add(struct names *s, const struct pod *p, size_t list, size_t idx)
+{
+	if (s->n && s->list == list && s->idx == idx)
+		return;
+	gv_buf_addf(
+	    &s->q, "%s\"%s\"", s->n ? ", " : "",
+	    str(json_array_get(json_object_get(p->spec, container_lists[list]), idx), "name"));
+	s->n++;
+	s->list = list;
+	s->idx = idx;
+}
+
+static void names_put(struct gv_buf *b, const struct names *s)
+{
+	gv_buf_addf(b, "%s %s", s->n == 1 ? "container" : "containers", gv_buf_str(&s->q));
+}
+
+/* `pod and containers "a"`: the setters of upstream's "<setters> must not set ...". */
+static void setters_put(struct gv_buf *b, bool pod, const struct names *s, bool annotations)
+{
+	const char *sep = "";
+	if (pod) {
+		gv_buf_adds(b, "pod");
+		sep = " and ";
+	}
+	if (s->n) {
+		gv_buf_adds(b, sep);
+		names_put(b, s);
+		sep = " and ";
+	}
+	if (annotations) {
+		gv_buf_adds(b, sep);
+		gv_buf_adds(b, "annotations");
+	}
+}
+
+/*
+ * The part of check ci's ForbiddenDetail [PSA: policy/check_*.go] that the
+ * Images regex can reach (its setters up to "must"), rebuilt from the
+ * check's field errors on the real pod c; NULL for checks whose detail
+ * names no containers (section 3.3).
+ */
+static char *forbidden_detail(int ci, const struct pod *p, const struct cres *c)
+{
+	struct names all = {0}, f = {0}, r = {0};
+	struct gv_buf b = {0};
+	bool pod = false, ann = false;
+
+	for (size_t k = 0; k < c->n; k++) {
+		const char *field = c->e[k].field;
+		size_t l, i;
+		if (!strncmp(field, "metadata.", 9)) {
+			ann = true;
+		} else if (err_container(field, &l, &i)) {
+			/* capabilities_restricted: drop (f), then add (r) */
+			bool second = ci == CHK_CAPS_RESTRICTED
+					  ? strstr(field, ".capabilities.add") != NULL
+					  : c->e[k].required;
+			names_add(&all, p, l, i);
+			names_add(second ? &r : &f, p, l, i);
+		} else {
+			pod = true;
+		}
+	}
+	switch (ci) {
+	case CHK_ALLOW_PRIVILEGE_ESCALATION:
+	case CHK_CAPS_BASELINE:
+	case CHK_PRIVILEGED:
+	case CHK_PROCMOUNT:
+		if (all.n) {
+			names_put(&b, &all);
+			gv_buf_adds(&b, " must");
+		}
+		break;
+	case CHK_HOST_PORTS:
+		if (all.n) {
+			names_put(&b, &all);
+			gv_buf_adds(&b, all.n == 1 ? " uses hostPort" : " use hostPort");
+		}
+		break;
+	case CHK_APPARMOR:
+	case CHK_RUN_AS_USER:
+	case CHK_WINDOWS_HOST_PROCESS:
+	case CHK_SECCOMP_BASELINE:
+	case CHK_SELINUX:
+		/* seccompProfile_baseline before 1.19 names annotations only */
+		setters_put(&b, pod, &all, ci == CHK_APPARMOR && ann);
+		if (b.len)
+			gv_buf_adds(&b, ci == CHK_SELINUX ? " set forbidden" : " must not set");
+		break;
+	case CHK_CAPS_RESTRICTED:
+		if (f.n) {
+			names_put(&b, &f);
+			gv_buf_adds(&b, " must set securityContext.capabilities.drop");
+		}
+		if (r.n) {
+			gv_buf_adds(&b, b.len ? "; " : "");
+			names_put(&b, &r);
+			gv_buf_adds(&b, " must not include");
+		}
+		break;
+	case CHK_RUN_AS_NON_ROOT:
+	case CHK_SECCOMP_RESTRICTED:
+		/* explicit bad values first; else the containers that set nothing */
+		if (pod || f.n) {
+			setters_put(&b, pod, &f, false);
+			gv_buf_adds(&b, " must not set");
+		} else if (r.n) {
+			gv_buf_adds(&b, "pod or ");
+			names_put(&b, &r);
+			gv_buf_adds(&b, " must set");
+		}
+		break;
+	default:
+		break;
+	}
+	gv_buf_release(&all.q);
+	gv_buf_release(&f.q);
+	gv_buf_release(&r.q);
+	return b.len ? gv_buf_detach(&b) : NULL;
+}
+
+static bool is_space(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\f' || ch == '\r' || ch == '\v';
+}
+
+/*
+ * Go's regexp `container(?:s)?\s*(.*?)\s*must` on d: the capture of the
+ * leftmost match (new string), or NULL. `.` does not cross a newline.
+ */
+static char *container_capture(const char *d)
+{
+	for (const char *at = strstr(d, "container"); at; at = strstr(at + 1, "container")) {
+		const char *k = at + 9;
+		if (*k == 's')
+			k++;
+		while (is_space(*k))
+			k++;
+		for (const char *m = k; *m; m++) {
+			const char *w = m;
+			while (is_space(*w))
+				w++;
+			if (!strncmp(w, "must", 4))
+				return gv_xstrndup(k, (size_t)(m - k));
+			if (*m == '\n')
+				break;
+		}
+	}
+	return NULL;
+}
+
+/* The image reference of container `name` (containers, initContainers, ephemeralContainers). */
+static const char *container_image(const json_t *images, const char *name)
+{
+	static const char *const lists[] = {"containers", "initContainers", "ephemeralContainers"};
+	for (size_t l = 0; l < GV_ARRAY_LEN(lists); l++) {
+		const json_t *info = json_object_get(json_object_get(images, lists[l]), name);
+		const char *ref = json_string_value(json_object_get(info, "reference"));
+		if (ref)
+			return ref;
+	}
+	return NULL;
+}
+
+/* Appends s as a JSON string, escaped as Go's encoding/json. */
+static void json_str(struct gv_buf *b, const char *s)
+{
+	json_t *j = json_string(s);
+	if (!j) /* cannot happen: s comes from parsed JSON, only ASCII was cut out */
+		j = json_string("\xef\xbf\xbd");
+	jp_dump(j, b, JP_DUMP_HTML_ESCAPE);
+	json_decref(j);
+}
+
+/* Appends Kyverno's Images of one check (addImages): a JSON list, or null. */
+static void images_put(struct gv_buf *b, const char *detail, const json_t *images)
+{
+	char *cap = detail ? container_capture(detail) : NULL;
+	char *names, *w;
+	const char *s;
+
+	if (!cap) {
+		gv_buf_adds(b, "null");
+		return;
+	}
+	names = gv_xmalloc(strlen(cap) + 1);
+	w = names;
+	for (s = cap; *s; s++)
+		if (*s != '"' && *s != ' ')
+			*w++ = *s;
+	*w = '\0';
+	gv_buf_addc(b, '[');
+	for (s = names;;) {
+		const char *comma = strchr(s, ',');
+		char *name = comma ? gv_xstrndup(s, (size_t)(comma - s)) : gv_xstrdup(s);
+		const char *ref = container_image(images, name);
+		if (s != names)
+			gv_buf_addc(b, ',');
+		json_str(b, ref ? ref : name);
+		free(name);
+		if (!comma)
+			break;
+		s = comma + 1;
+	}
+	gv_buf_addc(b, ']');
+	free(names);
+	free(cap);
+}
+
+/* The podSecurity properties of a fail (section 4.2); new reference. */
+static json_t *fail_properties(const struct pss_spec *s, const json_t *object,
+			       const struct pss_checks *d, char *const *details)
+{
+	json_t *props = json_object(), *images = images_extract(object);
+	struct gv_buf ids = {0}, js = {0};
+
+	gv_buf_addc(&js, '[');
+	for (int i = 0; i < PSS_NCHECKS; i++) {
+		const char *ctl = pss_check_control(i);
+		if (!d->c[i].failed)
+			continue;
+		if (ids.len) {
+			gv_buf_addc(&ids, ',');
+			gv_buf_addc(&js, ',');
+		}
+		gv_buf_adds(&ids, pss_check_id(i));
+		gv_buf_adds(&js, "{\"ID\":");
+		json_str(&js, pss_check_id(i));
+		gv_buf_adds(&js, ",\"Name\":");
+		json_str(&js, ctl ? ctl : "");
+		gv_buf_adds(&js, ",\"Images\":");
+		images_put(&js, details[i], images);
+		gv_buf_addc(&js, '}');
+	}
+	gv_buf_addc(&js, ']');
+	json_object_set_new(props, "standard", json_string(s->level));
+	json_object_set_new(props, "version", json_string(s->version));
+	json_object_set_new(props, "controls", json_string(gv_buf_str(&ids)));
+	json_object_set_new(props, "controlsJSON", json_string(gv_buf_str(&js)));
+	gv_buf_release(&ids);
+	gv_buf_release(&js);
+	json_decref(images);
+	return props;
+}
+
 /* ---- evaluation (section 2) ---- */
 
 enum pss_outcome pss_evaluate(const struct pss_spec *s, const char *rule, const json_t *object,
 			      const struct pss_exclusion_list *exc, size_t nexc,
-			      struct jp_budget *budget, char **message)
+			      struct jp_budget *budget, char **message, json_t **properties)
 {
 	const char *kind = str(object, "kind");
 	struct gv_buf msg = {0};
 	struct pss_checks d;
 	struct pod p;
 	enum pss_outcome out;
+	char *details[PSS_NCHECKS] = {0};
 
 	*message = NULL;
+	if (properties)
+		*properties = NULL;
 	if (!extract_pod(object, kind, &p, &msg)) {
 		*message = gv_xasprintf("Error while getting new resource: %s", gv_buf_str(&msg));
 		gv_buf_release(&msg);
@@ -1547,6 +1825,10 @@ enum pss_outcome pss_evaluate(const struct pss_spec *s, const char *rule, const 
 	gv_buf_release(&msg);
 	if (!run_checks(&p, s->baseline, s->minor, -1, &d, budget))
 		goto budget;
+	/* Images come from the details of the checks before exclusions (section 4.2). */
+	for (int i = 0; properties && i < PSS_NCHECKS; i++)
+		if (d.c[i].failed)
+			details[i] = forbidden_detail(i, &p, &d.c[i]);
 	for (size_t i = 0; i < s->nexclude; i++)
 		if (!apply_exclusion(&s->exclude[i], &p, s->baseline, s->minor, &d, budget))
 			goto budget;
@@ -1567,6 +1849,8 @@ enum pss_outcome pss_evaluate(const struct pss_spec *s, const char *rule, const 
 		}
 	}
 	*message = fail_message(s, rule, kind, &d);
+	if (properties)
+		*properties = fail_properties(s, object, &d, details);
 	out = PSS_FAIL;
 	goto done;
 budget:
@@ -1574,6 +1858,8 @@ budget:
 	out = PSS_ERROR;
 done:
 	checks_release(&d);
+	for (int i = 0; i < PSS_NCHECKS; i++)
+		free(details[i]);
 	return out;
 }
 

@@ -18,8 +18,12 @@
  * - Decoding errors are found for the fields the checks read (pod spec,
  *   containers, security contexts, volumes' hostPath, annotations), not for
  *   every field of the object as Go's json.Unmarshal would.
- * - Report properties (standard, version, controls, controlsJSON,
- *   exceptions; section 4.2) are not produced.
+ * - Images in controlsJSON (section 4.2) are found by Kyverno's regex in
+ *   the part of each check's ForbiddenDetail that names containers, which
+ *   gavel rebuilds from the check's field errors; checks whose detail names
+ *   no containers (host namespaces, hostPath, volumes, sysctls, probe
+ *   hosts, seccomp annotations before v1.19) give null, even for a volume
+ *   name that would hold both "container" and "must".
  *
  * Private to engine/ (included by engine_int.h).
  */
@@ -121,10 +125,20 @@ enum pss_outcome {
  * PSS_EXCEPTED the caller builds the message (it names the exceptions).
  * Failing checks are reported in table order (Kyverno's order after an
  * exclusion is unspecified).
+ *
+ * properties (may be NULL): for PSS_FAIL, a new object of strings, the
+ * report properties of section 4.2 (Kyverno's addPodSecurityProperties):
+ * `standard` (level as written), `version` (as written, "" when absent),
+ * `controls` (failing check IDs joined by ","), `controlsJSON` (compact
+ * `[{"ID":..,"Name":..,"Images":[..]|null}]`, strings escaped as Go's
+ * encoding/json). Images list, for the containers the check's
+ * ForbiddenDetail names before any exclusion, their normalised image
+ * reference (image_parse "reference"; the name when no container of that
+ * name has an image). NULL for every other outcome.
  */
 enum pss_outcome pss_evaluate(const struct pss_spec *s, const char *rule, const json_t *object,
 			      const struct pss_exclusion_list *exc, size_t nexc,
-			      struct jp_budget *budget, char **message);
+			      struct jp_budget *budget, char **message, json_t **properties);
 
 /* Table accessors (for tests and documentation). */
 /* Check id of check i (0 <= i < PSS_NCHECKS), in Kyverno's order. */

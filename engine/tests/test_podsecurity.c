@@ -37,7 +37,7 @@ static enum pss_outcome eval_spec(const char *spec, const char *object, char **m
 
 	if (!spec_of(spec, &s, &err))
 		fail_msg("spec does not compile: %s: %s", err.pointer, err.msg);
-	out = pss_evaluate(&s, "r", o, NULL, 0, NULL, msg);
+	out = pss_evaluate(&s, "r", o, NULL, 0, NULL, msg, NULL);
 	pss_spec_release(&s);
 	json_decref(o);
 	return out;
@@ -357,7 +357,7 @@ static void test_seccomp_annotations_before_1_19(void **state)
 	char *msg = NULL;
 	(void)state;
 
-	CHECK_INT(pss_evaluate(&s, "r", o, NULL, 0, NULL, &msg), PSS_FAIL);
+	CHECK_INT(pss_evaluate(&s, "r", o, NULL, 0, NULL, &msg, NULL), PSS_FAIL);
 	/* the 1.0 version reads annotations only, not the seccompProfile field */
 	CHECK_STR(msg, FAIL_PREFIX("baseline:v1.18") "(Forbidden reason: seccompProfile, field "
 						     "error list: "
@@ -558,13 +558,13 @@ static void test_budget(void **state)
 	o = Y(gv_buf_str(&pod));
 	if (!spec_of("{level: restricted}", &s, &err))
 		fail_msg("%s", err.msg);
-	CHECK_INT(pss_evaluate(&s, "r", o, NULL, 0, &b, &msg), PSS_ERROR);
+	CHECK_INT(pss_evaluate(&s, "r", o, NULL, 0, &b, &msg, NULL), PSS_ERROR);
 	CHECK_STR(msg, "rule evaluation step budget (1000000) exceeded");
 	free(msg);
 	/* with the rule's full budget it is evaluated */
 	b.used = 0;
 	b.max = RULE_MAX_STEPS;
-	CHECK_INT(pss_evaluate(&s, "r", o, NULL, 0, &b, &msg), PSS_FAIL);
+	CHECK_INT(pss_evaluate(&s, "r", o, NULL, 0, &b, &msg, NULL), PSS_FAIL);
 	CHECK(b.used > 0, "steps charged");
 	free(msg);
 	pss_spec_release(&s);
