@@ -200,6 +200,9 @@ reconciler() {
 # hwm_<MALLOC>_<round> (round: a at the first size, c at the second).
 reconciler_run() {
 	driver_bin=$2
+	# each driver's first cycle writes every report, as a fresh reconciler does
+	k delete policyreports --all --all-namespaces >/dev/null 2>&1
+	k delete clusterpolicyreports --all >/dev/null 2>&1
 	k -n gavel delete configmap gavel-scan-state --ignore-not-found >/dev/null 2>&1
 	"$driver_bin" --kubeconfig "$KUBECONFIG" --namespace gavel --interval 20s \
 		>"$out/driver.log" 2>&1 &
