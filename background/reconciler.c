@@ -1237,8 +1237,7 @@ void reconciler_stop(struct reconciler *r)
 
 /* ---- one-shot commands ---- */
 
-/* {policy ref: {pass, fail, warn, error, skip}} from gavel's reports. */
-static enum gv_code count_results(struct kube_client *client, json_t **out, struct gv_err *err)
+enum gv_code reconciler_result_counts(struct kube_client *client, json_t **out, struct gv_err *err)
 {
 	char *colls[] = {report_path_all(), report_path(NULL, NULL)};
 	char *sel = kube_escape(REPORT_SELECTOR);
@@ -1414,7 +1413,7 @@ enum gv_code reconciler_status(struct kube_client *client, const char *namespace
 	*out = NULL;
 	if ((rc = clusterstate_fetch(client, ns, "gavel", &cs, err)) ||
 	    (rc = scanstate_read(client, ns, SCANSTATE_CONFIGMAP, &state, err)) ||
-	    (rc = count_results(client, &counts, err)))
+	    (rc = reconciler_result_counts(client, &counts, err)))
 		goto out;
 	reconciler_global_resolve(cs.config_data, interval, &global);
 	*out = json_array();

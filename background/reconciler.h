@@ -244,4 +244,14 @@ uint64_t reconciler_cycles(const struct reconciler *r);
 enum gv_code reconciler_status(struct kube_client *client, const char *namespace,
 			       const char *interval, time_t now, json_t **out, struct gv_err *err);
 
+/*
+ * The results in gavel's reports (namespaced and cluster; a report kind
+ * that is not served has none), counted per policy: *out (new reference)
+ * {key: {"pass", "fail", "warn", "error", "skip"}}, the key being the
+ * policy ref of a kyverno.io policy's results and "<source>/<ref>" of a
+ * CEL policy's (REPORT_SOURCE_VPOL, REPORT_SOURCE_VAP: a ClusterPolicy may
+ * have the same name). GV_ENET (err filled) when a list fails.
+ */
+enum gv_code reconciler_result_counts(struct kube_client *client, json_t **out, struct gv_err *err);
+
 #endif

@@ -75,70 +75,6 @@ static json_t *zero_counts(void)
 			 "skip", 0);
 }
 
-/*
- * {VAP name: counts} of the results with source ValidatingAdmissionPolicy
- * in gavel's reports (namespaced and cluster); a report kind that is not
- * served has none.
- */
-static enum gv_code count_vap_results(struct kube_client *client, json_t **out, struct gv_err *err)
-{
-	char *colls[] = {report_path_all(), report_path(NULL, NULL)};
-	char *sel = kube_escape(REPORT_SELECTOR);
-	enum gv_code rc = GV_OK;
-
-	*out = json_object();
-	for (size_t c = 0; c < GV_ARRAY_LEN(colls) && !rc; c++) {
-		char *path = gv_xasprintf("%s?labelSelector=%s", colls[c], sel);
-		struct kube_status st = {0};
-		struct gv_err e = {0};
-		json_t *items = NULL;
-		const json_t *rep, *res;
-		size_t i, j;
-
-		rc = clusterstate_list(client, path, 50, &items, &st, &e);
-		free(path);
-		if (rc && st.http == 404) {
-			rc = GV_OK; /* CRD not installed: no reports */
-			continue;
-		}
-		if (rc) {
-			gv_err_set(err, rc, "%s", e.msg);
-			break;
-		}
-		json_array_foreach(items, i, rep)
-		{
-			json_array_foreach(json_object_get(rep, "results"), j, res)
-			{
-				const char *pol = json_string_value(json_object_get(res, "policy"));
-				const char *r = json_string_value(json_object_get(res, "result"));
-				const char *src = json_string_value(json_object_get(res, "source"));
-				json_t *cnt;
-				if (!pol || !r || !src || strcmp(src, REPORT_SOURCE_VAP))
-					continue;
-				cnt = json_object_get(*out, pol);
-				if (!cnt) {
-					cnt = zero_counts();
-					json_object_set_new(*out, pol, cnt);
-				}
-				if (json_object_get(cnt, r))
-					json_object_set_new(
-					    cnt, r,
-					    json_integer(
-						json_integer_value(json_object_get(cnt, r)) + 1));
-			}
-		}
-		json_decref(items);
-	}
-	free(sel);
-	free(colls[0]);
-	free(colls[1]);
-	if (rc) {
-		json_decref(*out);
-		*out = NULL;
-	}
-	return rc;
-}
-
 /* The names of the bindings of VAP `name` (a new array, as the API listed them). */
 static json_t *vap_bindings(const struct view_vpolset *vs, const char *name)
 {
@@ -176,7 +112,10 @@ static json_t *vap_row(const char *name, const struct vpol_policy *p, const char
 	enum reconciler_when when;
 	time_t next = 0;
 	char buf[64];
-	json_t *o = json_object(), *cnt = json_object_get(counts, name);
+	char *ckey = gv_xasprintf("%s/%s", REPORT_SOURCE_VAP, name);
+	json_t *o = json_object(), *cnt = json_object_get(counts, ckey);
+
+	free(ckey);
 
 	if (p) {
 		char *key = vpscan_state_key(p);
@@ -283,7 +222,7 @@ static enum gv_code add_vap_rows(struct kube_client *client, const char *ns, con
 				"ValidatingAdmissionPolicyBinding", &bindings, err)) ||
 	    (rc = scanstate_read(client, ns, "gavel", &config, err)) ||
 	    (rc = scanstate_read(client, ns, SCANSTATE_CONFIGMAP, &state, err)) ||
-	    (rc = count_vap_results(client, &counts, err)))
+	    (rc = reconciler_result_counts(client, &counts, err)))
 		goto out;
 	/* compiled as the snapshot compiles them: the reconciler scans those that compile */
 	vs = view_vpolset_new(vaps, NULL);
