@@ -318,7 +318,8 @@ static char *dup_or_empty(const char *s)
 
 /*
  * The queue item of an allowed request, with the results the matrix reports,
- * then the CEL policies' results of vaudit (moved: vaudit is left empty).
+ * then the CEL policies' results of vaudit, if any (moved: vaudit is left
+ * empty).
  */
 static struct view_audit_item *report_item(const struct review *rv, const json_t *object,
 					   const struct engine_report *rep, size_t nreported,
@@ -341,7 +342,7 @@ static struct view_audit_item *report_item(const struct review *rv, const json_t
 	(void)nreported; /* counted here: the caller's count leaves out the other webhook's */
 	for (size_t i = 0; i < rep->n; i++)
 		nalloc += rep->v[i].nrules;
-	nalloc += vaudit->nresults;
+	nalloc += vaudit ? vaudit->nresults : 0;
 	it->results = gv_xcalloc(nalloc ? nalloc : 1, sizeof(*it->results));
 	for (size_t i = 0; i < rep->n; i++) {
 		const struct engine_response *resp = &rep->v[i];
@@ -362,9 +363,10 @@ static struct view_audit_item *report_item(const struct review *rv, const json_t
 			o->exception = r->exception;
 		}
 	}
-	for (size_t i = 0; i < vaudit->nresults; i++)
+	for (size_t i = 0; vaudit && i < vaudit->nresults; i++)
 		it->results[it->nresults++] = vaudit->results[i];
-	vaudit->nresults = 0;
+	if (vaudit)
+		vaudit->nresults = 0;
 	return it;
 }
 
@@ -380,7 +382,7 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 	struct admission_msg_entry *entries = NULL;
 	struct admission_warnings warnings = {0}, vwarnings = {0};
 	struct gv_buf vdeny = {0};
-	struct view_audit_item vaudit = {0};
+	struct view_audit_item *vaudit = NULL; /* the CEL policies' results for the reports */
 	size_t nentries = 0, nreported = 0;
 	bool blocked = false, vblocked;
 	struct gv_err err = {0};
@@ -511,9 +513,10 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 		    .results = h->results,
 		    .events = h->events,
 		    .event_object = &erq,
-		    .audit =
-			h->emit && !rv->dry_run && strcmp(rv->operation, "DELETE") ? &vaudit : NULL,
 		};
+		if (h->emit && !rv->dry_run && strcmp(rv->operation, "DELETE") &&
+		    view_vpolset_count(view_state_vpols(state)))
+			vrq.audit = vaudit = gv_xcalloc(1, sizeof(*vaudit));
 		if (h->context && view_vpolset_count(view_state_vpols(state)))
 			vrq.hooks =
 			    h->context->open(h->context->ud, view_state_policyset(state), 0);
@@ -540,17 +543,11 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 		for (size_t i = 0; i < vwarnings.n; i++)
 			admission_warnings_add(&warnings, vwarnings.v[i]);
 		reply_allowed(out, rv, &warnings);
-		if (h->emit && (nreported || vaudit.nresults) && !rv->dry_run &&
+		if (h->emit && (nreported || (vaudit && vaudit->nresults)) && !rv->dry_run &&
 		    strcmp(rv->operation, "DELETE") && uid && *uid)
-			h->emit(h->emit_ud, report_item(rv, judged, &rep, nreported, &vaudit));
+			h->emit(h->emit_ud, report_item(rv, judged, &rep, nreported, vaudit));
 	}
-	for (size_t i = 0; i < vaudit.nresults; i++) {
-		free(vaudit.results[i].rule);
-		free(vaudit.results[i].message);
-		json_decref(vaudit.results[i].properties);
-		view_vpolset_unref(vaudit.results[i].vpols);
-	}
-	free(vaudit.results);
+	view_audit_item_free(vaudit);
 	if (warnings.dropped)
 		gv_debug("admission: request %s: %zu warnings left out (API server limits)",
 			 rv->uid, warnings.dropped);
