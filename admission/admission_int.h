@@ -112,6 +112,12 @@ struct admission_vpol_request {
 	/* The Events of the results (admission_vpol_events), or NULL: none. */
 	struct kube_events *events;
 	const struct admission_event_request *event_object;
+	/*
+	 * Or NULL: the results of the request that go into PolicyReports are
+	 * appended to audit->results (view_audit_result.vpol set), unless a
+	 * policy with a Deny action judged it (cel-semantics.md 2.6).
+	 */
+	struct view_audit_item *audit;
 };
 
 /*
@@ -121,9 +127,12 @@ struct admission_vpol_request {
  * failure policy of the webhook called (`only`), CEL PolicyExceptions
  * applied. Every fail and every error gives "Policy <name> failed: <msg>"
  * / "Policy <name> error: <msg>": appended to deny (joined by "; ") when
- * validationActions has Deny, added to warnings when it has Warn. Audit
- * results only count in the metrics here (reports come from the background
- * scans). Returns whether a Deny policy failed or erred.
+ * validationActions has Deny, added to warnings when it has Warn. When
+ * no policy with a Deny action matched the request, every result of the
+ * matched policies goes to rq->audit for the reports (Kyverno's admission
+ * reports of CEL policies; the caller decides whether the request is
+ * reported at all: allowed, not dry-run, not DELETE, object with a uid).
+ * Returns whether a Deny policy failed or erred.
  */
 bool admission_vpol_judge(const struct view_state *state, const struct admission_vpol_request *rq,
 			  struct admission_warnings *warnings, struct gv_buf *deny);

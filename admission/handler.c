@@ -316,9 +316,14 @@ static char *dup_or_empty(const char *s)
 	return gv_xstrdup(s ? s : "");
 }
 
-/* The queue item of an allowed request, with the results the matrix reports. */
+/*
+ * The queue item of an allowed request, with the results the matrix reports,
+ * then the CEL policies' results of vaudit, if any (moved: vaudit is left
+ * empty).
+ */
 static struct view_audit_item *report_item(const struct review *rv, const json_t *object,
-					   const struct engine_report *rep, size_t nreported)
+					   const struct engine_report *rep, size_t nreported,
+					   struct view_audit_item *vaudit)
 {
 	struct view_audit_item *it = gv_xcalloc(1, sizeof(*it));
 	const json_t *meta = obj_field(object, "metadata");
@@ -337,6 +342,7 @@ static struct view_audit_item *report_item(const struct review *rv, const json_t
 	(void)nreported; /* counted here: the caller's count leaves out the other webhook's */
 	for (size_t i = 0; i < rep->n; i++)
 		nalloc += rep->v[i].nrules;
+	nalloc += vaudit ? vaudit->nresults : 0;
 	it->results = gv_xcalloc(nalloc ? nalloc : 1, sizeof(*it->results));
 	for (size_t i = 0; i < rep->n; i++) {
 		const struct engine_response *resp = &rep->v[i];
@@ -357,6 +363,10 @@ static struct view_audit_item *report_item(const struct review *rv, const json_t
 			o->exception = r->exception;
 		}
 	}
+	for (size_t i = 0; vaudit && i < vaudit->nresults; i++)
+		it->results[it->nresults++] = vaudit->results[i];
+	if (vaudit)
+		vaudit->nresults = 0;
 	return it;
 }
 
@@ -372,6 +382,7 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 	struct admission_msg_entry *entries = NULL;
 	struct admission_warnings warnings = {0}, vwarnings = {0};
 	struct gv_buf vdeny = {0};
+	struct view_audit_item *vaudit = NULL; /* the CEL policies' results for the reports */
 	size_t nentries = 0, nreported = 0;
 	bool blocked = false, vblocked;
 	struct gv_err err = {0};
@@ -503,6 +514,9 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 		    .events = h->events,
 		    .event_object = &erq,
 		};
+		if (h->emit && !rv->dry_run && strcmp(rv->operation, "DELETE") &&
+		    view_vpolset_count(view_state_vpols(state)))
+			vrq.audit = vaudit = gv_xcalloc(1, sizeof(*vaudit));
 		if (h->context && view_vpolset_count(view_state_vpols(state)))
 			vrq.hooks =
 			    h->context->open(h->context->ud, view_state_policyset(state), 0);
@@ -529,10 +543,11 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 		for (size_t i = 0; i < vwarnings.n; i++)
 			admission_warnings_add(&warnings, vwarnings.v[i]);
 		reply_allowed(out, rv, &warnings);
-		if (h->emit && nreported && !rv->dry_run && strcmp(rv->operation, "DELETE") &&
-		    uid && *uid)
-			h->emit(h->emit_ud, report_item(rv, judged, &rep, nreported));
+		if (h->emit && (nreported || (vaudit && vaudit->nresults)) && !rv->dry_run &&
+		    strcmp(rv->operation, "DELETE") && uid && *uid)
+			h->emit(h->emit_ud, report_item(rv, judged, &rep, nreported, vaudit));
 	}
+	view_audit_item_free(vaudit);
 	if (warnings.dropped)
 		gv_debug("admission: request %s: %zu warnings left out (API server limits)",
 			 rv->uid, warnings.dropped);

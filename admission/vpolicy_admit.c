@@ -38,6 +38,38 @@ static bool routed(const struct vpol_policy *p, const struct admission_vpol_requ
 	return rq->only < 0 || (int)view_vpol_failure_policy(p) == rq->only;
 }
 
+/* Appends rr of p to it, unless p already gave a result of that rule (autogen copies). */
+static void audit_add(struct view_audit_item *it, size_t first, struct view_vpolset *set,
+		      const struct vpol_policy *p, const struct vpol_rule_result *rr)
+{
+	struct view_audit_result *o;
+
+	for (size_t k = first; k < it->nresults; k++)
+		if (!strcmp(it->results[k].rule, rr->rule))
+			return;
+	it->results = gv_xrealloc(it->results, (it->nresults + 1) * sizeof(*it->results));
+	o = &it->results[it->nresults++];
+	memset(o, 0, sizeof(*o));
+	o->rule = gv_xstrdup(rr->rule);
+	o->status = rr->status;
+	o->message = gv_xstrdup(rr->message ? rr->message : "");
+	o->properties = rr->properties ? json_incref(rr->properties) : NULL;
+	o->vpols = view_vpolset_ref(set);
+	o->vpol = p;
+}
+
+/* Drops the results of it from index n on. */
+static void audit_truncate(struct view_audit_item *it, size_t n)
+{
+	while (it->nresults > n) {
+		struct view_audit_result *o = &it->results[--it->nresults];
+		free(o->rule);
+		free(o->message);
+		json_decref(o->properties);
+		view_vpolset_unref(o->vpols);
+	}
+}
+
 bool admission_vpol_judge(const struct view_state *state, const struct admission_vpol_request *rq,
 			  struct admission_warnings *warnings, struct gv_buf *deny)
 {
@@ -45,7 +77,8 @@ bool admission_vpol_judge(const struct view_state *state, const struct admission
 	size_t nx = 0;
 	struct vpol_exception **xs;
 	json_t *nso = NULL;
-	bool blocked = false;
+	bool blocked = false, deny_matched = false;
+	size_t audit_base = rq->audit ? rq->audit->nresults : 0;
 	struct vpol_input in = {0};
 	const json_t *res = json_object_get(rq->request, "resource");
 	struct view_cel_host vh;
@@ -84,11 +117,21 @@ bool admission_vpol_judge(const struct view_state *state, const struct admission
 			gv_warn("admission: %s %s: %s", vpol_kind_name(p), vpol_name(p), err.msg);
 			continue;
 		}
+		size_t first = rq->audit ? rq->audit->nresults : 0;
 		for (size_t r = 0; r < rep.n; r++) {
 			for (size_t j = 0; j < rep.v[r].n; j++) {
 				const struct vpol_rule_result *rr = &rep.v[r].rules[j];
 				bool bad = rr->status == ENGINE_FAIL || rr->status == ENGINE_ERROR;
 				char *text;
+				/*
+				 * A Deny policy routed to the request: no admission
+				 * report (section 2.6). One whose match conditions are
+				 * not met is not: the webhook's would not call it.
+				 */
+				deny_matched |= (acts & VIEW_VPOL_DENY) &&
+						!(rr->status == ENGINE_SKIP && !*rr->rule);
+				if (rq->audit && !deny_matched)
+					audit_add(rq->audit, first, set, p, rr);
 				if (rq->results) {
 					struct view_result_labels ml = {
 					    .resource_kind = rq->kind,
@@ -128,6 +171,8 @@ bool admission_vpol_judge(const struct view_state *state, const struct admission
 		}
 		vpol_report_release(&rep);
 	}
+	if (rq->audit && deny_matched)
+		audit_truncate(rq->audit, audit_base);
 	json_decref(nso);
 	vpol_batch_free(batch);
 	view_cel_host_release(&vh);

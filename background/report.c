@@ -19,6 +19,7 @@
 
 #include "common/hash.h"
 #include "view/view.h"
+#include "background/vpscan.h"
 #include "common/log.h"
 #include "common/banned.h"
 
@@ -1429,6 +1430,34 @@ enum gv_code report_put_admission(struct report_set *rs, const struct view_audit
 	for (size_t i = 0; i < it->nresults; i++) {
 		const struct view_audit_result *r = &it->results[i];
 
+		if (r->vpol) {
+			/* a CEL policy's: the fields its background scan writes (vpscan.c) */
+			const char *sc = vpol_annotation(r->vpol, "policies.kyverno.io/scored");
+			if (json_object_get(
+				json_object_get(json_object_get(vpol_doc(r->vpol), "metadata"),
+						"labels"),
+				REPORT_LABEL_DISABLED))
+				continue;
+			refs[n] = vpscan_policy_ref(r->vpol);
+			e[n] = (struct report_entry){
+			    .policy = refs[n],
+			    .rule = r->rule,
+			    .result = sc && !strcmp(sc, "false") && r->status == ENGINE_FAIL
+					  ? ENGINE_WARN
+					  : r->status,
+			    .message = r->message,
+			    .severity = vpol_annotation(r->vpol, "policies.kyverno.io/severity"),
+			    .category = vpol_annotation(r->vpol, "policies.kyverno.io/category"),
+			    .scored = !(sc && !strcmp(sc, "false")),
+			    .seconds = it->timestamp,
+			    /* cel-semantics.md 7: by the policy's background setting */
+			    .process = vpscan_background(r->vpol) ? REPORT_BACKGROUND_SCAN
+								  : REPORT_ADMISSION_REVIEW,
+			    .source = vpscan_source(r->vpol),
+			    .properties = r->properties};
+			n++;
+			continue;
+		}
 		/* Enforce results: the resource layout reports them, as Kyverno */
 		if ((r->enforce && !rs->opt.resource) || report_policy_disabled(r->policy))
 			continue;

@@ -323,7 +323,11 @@ struct view_audit_item;
  * "admission review" and the item's timestamp. Results of Enforce rules
  * (view_audit_result.enforce) only in the resource layout, as Kyverno
  * reports them (kyverno-semantics.md 7.3); results of policies labelled
- * REPORT_LABEL_DISABLED never. Borrowed.
+ * REPORT_LABEL_DISABLED never. A CEL policy's result (view_audit_result.vpol)
+ * gets the entry its background scan would write (cel-semantics.md 7:
+ * source, "name" or "namespace/name", rule as given), process "background
+ * scan" when the policy has background enabled, else "admission review".
+ * Borrowed.
  */
 enum gv_code report_put_admission(struct report_set *rs, const struct view_audit_item *it,
 				  struct gv_err *err);

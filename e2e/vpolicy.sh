@@ -14,7 +14,10 @@
 # from admission; a CEL PolicyException lets one Pod through; a policy that
 # does not compile is refused at `kubectl apply` (validate-policy webhook),
 # and one already stored is logged and left out while the others keep
-# working; resource.Get answered from the cluster (NotFound is null).
+# working; resource.Get answered from the cluster (NotFound is null); an
+# Audit ValidatingPolicy with background disabled: the admitted ConfigMaps'
+# fail and pass results reach polr-ns-<ns> (source KyvernoValidatingPolicy,
+# no rule, process "admission review"), a dry run's do not.
 # Ends with "N passed, N failed"; exit status 1 when a case failed, 2 when
 # the environment could not be set up.
 #
@@ -191,6 +194,67 @@ case_compile_errors() {
 		"Policy vpol-deny-hostnet failed: hostNetwork is not allowed"
 }
 
+# report_lines NS: the results of polr-ns-NS, one per line:
+#   <source> <policy> <rule or -> <result> <object name> <process> <message>
+report_lines() {
+	k -n "$1" get policyreport "polr-ns-$1" -o json | jq -r '.results[]? |
+		"\(.source) \(.policy) \(.rule // "-") \(.result) \(.resources[0].name) \(.properties.process) \(.message // "")"'
+}
+
+# touch_and_report NAME: an UPDATE of ConfigMap NAME in $NS, then report_lines $NS.
+touch_and_report() {
+	k -n "$NS" annotate --overwrite configmap "$1" "e2e-touch=$(now_ms)" >/dev/null &&
+		report_lines "$NS"
+}
+
+case_admission_report() {
+	local f
+	log "admission results of ValidatingPolicies in the reports"
+	# On ConfigMaps: every Pod here is also judged by a Deny policy, and then
+	# Kyverno writes no admission report of CEL policies.
+	f=$(manifest vpol-audit-owner <<'EOF'
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: vpol-audit-owner}
+spec:
+  validationActions: [Audit]
+  evaluation: {background: {enabled: false}}
+  matchConstraints:
+    resourceRules:
+      - apiGroups: [""]
+        apiVersions: [v1]
+        operations: [CREATE, UPDATE]
+        resources: [configmaps]
+  validations:
+    - expression: "has(object.data) && 'owner' in object.data"
+      message: "data.owner is required"
+EOF
+)
+	expect_allowed "Audit ValidatingPolicy without background created" k apply -f "$f"
+	expect_output "Audit: a ConfigMap without owner is admitted" \
+		k -n "$NS" create configmap no-owner --from-literal=a=b -- "configmap/no-owner created"
+	# until gavel has the policy, an UPDATE each time: its result comes from admission
+	eventually 20 expect_output "its admission result lands in polr-ns-$NS" \
+		touch_and_report no-owner -- \
+		"KyvernoValidatingPolicy vpol-audit-owner - fail no-owner admission review data.owner is required"
+	expect_allowed "a ConfigMap with owner is admitted" \
+		k -n "$NS" create configmap with-owner --from-literal=owner=e2e
+	eventually 20 expect_output "its pass result lands there too" \
+		report_lines "$NS" -- "KyvernoValidatingPolicy vpol-audit-owner - pass with-owner admission review"
+	expect_allowed "a dry-run ConfigMap without owner is admitted" \
+		k -n "$NS" create configmap dry-owner --from-literal=a=b --dry-run=server
+	expect_allowed "a ConfigMap with owner is admitted after it" \
+		k -n "$NS" create configmap late-owner --from-literal=owner=e2e
+	# the queue keeps the order of the requests: once the later one is in, the dry run would be
+	eventually 20 expect_output "the later ConfigMap's result lands" \
+		report_lines "$NS" -- "KyvernoValidatingPolicy vpol-audit-owner - pass late-owner"
+	if report_lines "$NS" | grep -q ' dry-owner '; then
+		fail "a dry run is not reported" "$(report_lines "$NS" | grep ' dry-owner ')"
+	else
+		ok "a dry run is not reported"
+	fi
+}
+
 main() {
 	if ! { e2e_setup && e2e_apply_crds && k create namespace "$GAVEL_NAMESPACE" >/dev/null &&
 		e2e_certs && store_bad_policy && gavel_start --manage-certs &&
@@ -207,6 +271,7 @@ main() {
 	case_exception
 	case_libraries
 	case_compile_errors
+	case_admission_report
 	summary
 }
 

@@ -18,6 +18,7 @@ void view_audit_item_free(struct view_audit_item *it)
 		free(it->results[i].message);
 		free(it->results[i].exceptions);
 		json_decref(it->results[i].properties);
+		view_vpolset_unref(it->results[i].vpols);
 	}
 	free(it->results);
 	free(it->api_version);

@@ -210,7 +210,8 @@ struct view_vpolset *view_state_vpols(const struct view_state *s);
  */
 struct view_audit_result {
 	struct engine_policy *policy; /* owned reference: name, namespace, annotations
-					 (severity, category, scored) for the report entry */
+					 (severity, category, scored) for the report entry;
+					 NULL for a CEL policy's result (vpol below) */
 	char *rule;		      /* owned */
 	enum engine_status status;
 	char *message;	    /* owned */
@@ -224,6 +225,16 @@ struct view_audit_result {
 	 * "Reporting matrix"); the report writer decides.
 	 */
 	bool enforce;
+	/*
+	 * A ValidatingPolicy's or NamespacedValidatingPolicy's result (then
+	 * `policy` is NULL, `rule` "" or what cel-semantics.md 2.6 names, no
+	 * `exceptions`: they are in `properties`): vpol is the policy,
+	 * borrowed from vpols, an owned reference to its set. The report
+	 * writer takes the entry's policy, source, severity, category and
+	 * process from it, as the background scan does (cel-semantics.md 7).
+	 */
+	struct view_vpolset *vpols;
+	const struct vpol_policy *vpol;
 };
 
 struct view_audit_item {

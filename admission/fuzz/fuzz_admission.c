@@ -1,7 +1,8 @@
 /*
  * fuzz_admission.c - the pure admission handler (admission/admission.h):
  * body bytes -> admission_handle() and admission_handle_policy() -> reply,
- * with a fixed small policy set, namespace labels and resourceFilters. No
+ * with a fixed small policy set (and two ValidatingPolicies), namespace
+ * labels and resourceFilters. No
  * sockets. A 200 reply must be an AdmissionReview jansson reads back, with
  * response.uid and response.allowed; every reply body must be
  * NUL-terminated at len.
@@ -102,6 +103,21 @@ static const char CONFIG[] = "{\"resourceFilters\":\"[Event,*,*][*,kube-system,*
 			     "\"excludeUsernames\":\"system:serviceaccount:kube-system:*\","
 			     "\"excludeGroups\":\"system:nodes\"}";
 
+/* ValidatingPolicies: their results go into the emitted items too. */
+static const char VPOLICIES[] =
+    "[{\"apiVersion\":\"policies.kyverno.io/v1\",\"kind\":\"ValidatingPolicy\","
+    "\"metadata\":{\"name\":\"vp-team\"},\"spec\":{\"validationActions\":[\"Audit\","
+    "\"Warn\"],\"matchConstraints\":{\"resourceRules\":[{\"apiGroups\":[\"\"],"
+    "\"apiVersions\":[\"v1\"],\"operations\":[\"CREATE\",\"UPDATE\"],\"resources\":["
+    "\"pods\",\"configmaps\"]}]},\"validations\":[{\"expression\":"
+    "\"has(object.metadata.labels) && 'team' in object.metadata.labels\"}]}},"
+    "{\"apiVersion\":\"policies.kyverno.io/v1\",\"kind\":\"NamespacedValidatingPolicy\","
+    "\"metadata\":{\"name\":\"nvp-deny\",\"namespace\":\"default\"},\"spec\":{"
+    "\"validationActions\":[\"Deny\"],\"matchConstraints\":{\"resourceRules\":[{"
+    "\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],\"operations\":[\"CREATE\"],"
+    "\"resources\":[\"configmaps\"]}]},\"validations\":[{\"expression\":"
+    "\"!has(object.data) || size(object.data) < 4\"}]}}]";
+
 static struct view_state *state;
 
 static struct view_state *load_state(void)
@@ -132,6 +148,18 @@ static struct view_state *load_state(void)
 	data = json_loads(CONFIG, 0, NULL);
 	cfg = view_config_new(data);
 	st = view_state_new(set, ns, cfg);
+	{
+		json_t *vp = json_loads(VPOLICIES, 0, NULL), *none = json_array();
+		struct view_vpolset *vs = view_vpolset_new(vp, none);
+		if (!vp || view_vpolset_count(vs) != 2) {
+			fprintf(stderr, "fuzz_admission: ValidatingPolicies not loaded\n");
+			abort();
+		}
+		view_state_set_vpols(st, vs);
+		view_vpolset_unref(vs);
+		json_decref(none);
+		json_decref(vp);
+	}
 	view_config_unref(cfg);
 	json_decref(data);
 	json_decref(ns);

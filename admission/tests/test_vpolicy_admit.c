@@ -49,7 +49,19 @@ struct fixture {
 	struct view_state *state;
 	struct admission_fixed_source src;
 	struct admission_handler *h;
+	struct view_audit_item *items[8]; /* emitted for the reports (owned) */
+	size_t nitems;
 };
+
+static void collect(void *ud, struct view_audit_item *it)
+{
+	struct fixture *f = ud;
+
+	if (f->nitems < GV_ARRAY_LEN(f->items))
+		f->items[f->nitems++] = it;
+	else
+		view_audit_item_free(it);
+}
 
 /* policies, exceptions: JSON arrays of documents (text). legacy: YAML of ClusterPolicies or NULL.
  */
@@ -85,6 +97,8 @@ static void fixture_init(struct fixture *f, const char *policies, const char *ex
 	view_vpolset_unref(vs);
 	admission_fixed_source_init(&f->src, f->state);
 	hc.source = &f->src.source;
+	hc.emit = collect;
+	hc.emit_ud = f;
 	f->h = admission_handler_new(&hc);
 	json_decref(pols);
 	json_decref(xs);
@@ -182,6 +196,8 @@ static const struct view_context fake_context = {fake_open, fake_close, NULL};
 static void fixture_release(struct fixture *f)
 {
 	admission_handler_free(f->h);
+	for (size_t i = 0; i < f->nitems; i++)
+		view_audit_item_free(f->items[i]);
 	admission_fixed_source_release(&f->src);
 	view_state_unref(f->state);
 	engine_policyset_unref(f->set);
@@ -640,6 +656,128 @@ static void test_compile_error_left_out(void **state)
 	free(pols);
 }
 
+/* The review of object in team-a with request field `extra` ("" = none) added. */
+static json_t *judge_with(struct fixture *f, const char *object, const char *operation,
+			  const char *extra)
+{
+	char *body = gv_xasprintf(
+	    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+	    "\"uid\":\"r1\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+	    "\"resource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},\"name\":\"x\","
+	    "\"namespace\":\"team-a\",\"operation\":\"%s\",\"userInfo\":{\"username\":\"alice\"},"
+	    "\"object\":%s,\"oldObject\":%s%s}}",
+	    operation, object, strcmp(operation, "CREATE") ? object : "null", extra);
+	struct admission_reply r;
+	json_t *j;
+
+	admission_handle(f->h, body, strlen(body), &r);
+	assert_int_equal(r.http, 200);
+	j = json_loadb(r.body, r.len, 0, NULL);
+	assert_non_null(j);
+	admission_reply_release(&r);
+	free(body);
+	return j;
+}
+
+/* The emitted result of policy name (asserted there), with rule "" and no legacy policy. */
+static const struct view_audit_result *vp_result(const struct view_audit_item *it, const char *name)
+{
+	for (size_t i = 0; i < it->nresults; i++) {
+		const struct view_audit_result *r = &it->results[i];
+		if (r->vpol && !strcmp(vpol_name(r->vpol), name)) {
+			assert_null(r->policy);
+			assert_non_null(r->vpols);
+			assert_string_equal(r->rule, "");
+			return r;
+		}
+	}
+	fail_msg("no result of %s", name);
+	return NULL;
+}
+
+/*
+ * Allowed requests carry the ValidatingPolicies' results for the reports
+ * (cel-semantics.md 2.6): Audit and Warn policies, pass and fail, a
+ * NamespacedValidatingPolicy in its namespace; nothing when a Deny policy
+ * judged the request, for dry-run, DELETE or an object without uid.
+ */
+static void test_audit_results_emitted(void **state)
+{
+	struct fixture f;
+	char *pols =
+	    array_of(4,
+		     vp("ValidatingPolicy", NULL, "audit-team", "[\"Audit\"]",
+			"has(object.metadata.labels.team)",
+			",\"evaluation\":{\"background\":{\"enabled\":false}}"),
+		     vp("ValidatingPolicy", NULL, "warn-hostnet", "[\"Warn\"]", NO_HOST_NET, NULL),
+		     vp("NamespacedValidatingPolicy", "team-a", "ns-audit", "[\"Audit\"]",
+			"object.metadata.name != 'z'", NULL),
+		     vp("ValidatingPolicy", NULL, "deny-name", "[\"Deny\", \"Audit\"]",
+			"object.metadata.name != 'z'",
+			",\"matchConditions\":[{\"name\":\"y\",\"expression\":"
+			"\"object.metadata.name == 'y'\"}]"));
+	const struct view_audit_result *r;
+	json_t *j;
+
+	(void)state;
+	fixture_init(&f, pols, "[]", NULL);
+	j = judge(&f, "team-a", POD_BAD);
+	assert_true(allowed(j));
+	json_decref(j);
+	assert_int_equal(f.nitems, 1);
+	assert_string_equal(f.items[0]->uid, "u1");
+	assert_string_equal(f.items[0]->namespace, "team-a");
+	assert_string_equal(f.items[0]->operation, "CREATE");
+	r = vp_result(f.items[0], "audit-team");
+	assert_int_equal(r->status, ENGINE_FAIL);
+	assert_string_equal(r->message, "audit-team must hold");
+	assert_false(view_vpol_background(r->vpol));
+	r = vp_result(f.items[0], "warn-hostnet");
+	assert_int_equal(r->status, ENGINE_FAIL);
+	r = vp_result(f.items[0], "ns-audit");
+	assert_int_equal(r->status, ENGINE_PASS);
+	assert_string_equal(vpol_namespace(r->vpol), "team-a");
+	/* deny-name's match condition is false: a skip, the Deny policy is not involved */
+	r = vp_result(f.items[0], "deny-name");
+	assert_int_equal(r->status, ENGINE_SKIP);
+	assert_int_equal(f.items[0]->nresults, 4);
+
+	/* deny-name judges POD_GOOD (named y) and passes: allowed, no CEL report */
+	j = judge(&f, "team-a", POD_GOOD);
+	assert_true(allowed(j));
+	json_decref(j);
+	assert_int_equal(f.nitems, 1);
+
+	j = judge_with(&f, POD_BAD, "CREATE", ",\"dryRun\":true");
+	assert_true(allowed(j));
+	json_decref(j);
+	j = judge_with(&f, POD_BAD, "DELETE", "");
+	assert_true(allowed(j));
+	json_decref(j);
+	assert_int_equal(f.nitems, 1);
+	j = judge_with(&f, POD_BAD, "UPDATE", "");
+	assert_true(allowed(j));
+	json_decref(j);
+	assert_int_equal(f.nitems, 2);
+	assert_string_equal(f.items[1]->operation, "UPDATE");
+	assert_int_equal(vp_result(f.items[1], "audit-team")->status, ENGINE_FAIL);
+	fixture_release(&f);
+	free(pols);
+
+	/* an object without metadata.uid: evaluated, not reported */
+	pols = array_of(1, vp("ValidatingPolicy", NULL, "audit-team", "[\"Audit\"]",
+			      "has(object.metadata.labels.team)", NULL));
+	fixture_init(&f, pols, "[]", NULL);
+	j = judge(&f, "team-a",
+		  "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"x\","
+		  "\"namespace\":\"team-a\"},\"spec\":{\"containers\":[]}}");
+	assert_true(allowed(j));
+	json_decref(j);
+	assert_int_equal(f.nitems, 0);
+	fixture_release(&f);
+	free(pols);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -654,6 +792,7 @@ int main(void)
 	    cmocka_unit_test(test_http_library),
 	    cmocka_unit_test(test_validate_policy),
 	    cmocka_unit_test(test_compile_error_left_out),
+	    cmocka_unit_test(test_audit_results_emitted),
 	};
 
 	gv_init();

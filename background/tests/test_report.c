@@ -2048,6 +2048,119 @@ static void test_scan_inputs(void **state)
 #define UID_B  "0a5bb5ff-1c2d-4e5f-8a9b-abcdefabcdef"
 #define UID_NS "11111111-2222-3333-4444-55555555aaaa"
 
+/*
+ * An admission item with CEL policies' results (cel-semantics.md 7): source
+ * KyvernoValidatingPolicy, policy name or namespace/name, no rule, process
+ * by the policy's background setting, scored/severity/category from the
+ * annotations, the label reports.kyverno.io/disabled honoured; in every
+ * layout.
+ */
+static void test_admission_vpol(void **state)
+{
+	json_t *docs = J(
+	    "[{'apiVersion':'policies.kyverno.io/v1','kind':'ValidatingPolicy',"
+	    "'metadata':{'name':'audit-team','annotations':{'policies.kyverno.io/severity':'high',"
+	    "'policies.kyverno.io/category':'Teams','policies.kyverno.io/scored':'false'}},"
+	    "'spec':{'validationActions':['Audit'],'evaluation':{'background':{'enabled':false}},"
+	    "'matchConstraints':{'resourceRules':[{'apiGroups':[''],'apiVersions':['v1'],"
+	    "'operations':['CREATE'],'resources':['pods']}]},"
+	    "'validations':[{'expression':'true'}]}},"
+	    "{'apiVersion':'policies.kyverno.io/v1','kind':'NamespacedValidatingPolicy',"
+	    "'metadata':{'name':'ns-audit','namespace':'team-a'},"
+	    "'spec':{'validationActions':['Audit'],"
+	    "'matchConstraints':{'resourceRules':[{'apiGroups':[''],'apiVersions':['v1'],"
+	    "'operations':['CREATE'],'resources':['pods']}]},"
+	    "'validations':[{'expression':'true'}]}},"
+	    "{'apiVersion':'policies.kyverno.io/v1','kind':'ValidatingPolicy',"
+	    "'metadata':{'name':'quiet','labels':{'reports.kyverno.io/disabled':'true'}},"
+	    "'spec':{'validationActions':['Audit'],"
+	    "'matchConstraints':{'resourceRules':[{'apiGroups':[''],'apiVersions':['v1'],"
+	    "'operations':['CREATE'],'resources':['pods']}]},"
+	    "'validations':[{'expression':'true'}]}}]");
+	json_t *none = J("[]"), *props = J("{'cel.validationIndex':'0'}");
+	struct view_vpolset *vs = view_vpolset_new(docs, none);
+	static char v1[] = "v1", kind[] = "Pod", ns[] = "team-a", web[] = "web", uid[] = UID_A,
+		    empty[] = "", bad[] = "team label missing", ok[] = "";
+	struct view_audit_result ar[3] = {
+	    {.rule = empty, .status = ENGINE_FAIL, .message = bad, .properties = props},
+	    {.rule = empty, .status = ENGINE_PASS, .message = ok},
+	    {.rule = empty, .status = ENGINE_FAIL, .message = bad},
+	};
+	struct view_audit_item it = {.api_version = v1,
+				     .kind = kind,
+				     .namespace = ns,
+				     .name = web,
+				     .uid = uid,
+				     .timestamp = 300,
+				     .results = ar,
+				     .nresults = 3};
+	static const struct {
+		struct report_options opt;
+		const char *names[2]; /* the reports, in render order */
+	} layouts[] = {
+	    {{0}, {"polr-ns-team-a", NULL}},
+	    {{.split = true}, {"polr-ns-team-a-audit-team", "polr-ns-team-a-ns-audit"}},
+	    {{.resource = true}, {UID_A, NULL}},
+	};
+
+	(void)state;
+	assert_int_equal(view_vpolset_count(vs), 3);
+	for (size_t i = 0; i < 3; i++) {
+		ar[i].vpols = vs;
+		ar[i].vpol = view_vpolset_policy(vs, i);
+	}
+	for (size_t l = 0; l < GV_ARRAY_LEN(layouts); l++) {
+		struct report_set *rs = report_set_new(&layouts[l].opt);
+		struct gv_err err = {0};
+		json_t *all, *res = json_array();
+		const json_t *o, *r;
+		size_t i;
+
+		assert_int_equal(report_put_admission(rs, &it, &err), GV_OK);
+		all = report_render_all(rs);
+		assert_int_equal(json_array_size(all), layouts[l].names[1] ? 2 : 1);
+		json_array_foreach(all, i, o)
+		{
+			assert_string_equal(sget(o, "metadata.name"), layouts[l].names[i]);
+			json_array_extend(res, json_object_get(o, "results"));
+		}
+		/* quiet is labelled reports.kyverno.io/disabled */
+		assert_int_equal(json_array_size(res), 2);
+		r = json_array_get(res, 0);
+		assert_string_equal(sget(r, "source"), "KyvernoValidatingPolicy");
+		assert_string_equal(sget(r, "policy"), "audit-team");
+		assert_null(jget(r, "rule"));
+		assert_string_equal(sget(r, "result"), "warn"); /* scored: "false" */
+		assert_true(json_is_false(jget(r, "scored")));
+		assert_string_equal(sget(r, "message"), "team label missing");
+		assert_string_equal(sget(r, "severity"), "high");
+		assert_string_equal(sget(r, "category"), "Teams");
+		assert_string_equal(sget(r, "properties.process"), "admission review");
+		assert_string_equal(json_string_value(json_object_get(jget(r, "properties"),
+								      "cel.validationIndex")),
+				    "0");
+		assert_int_equal(iget(r, "timestamp.seconds"), 300);
+		r = json_array_get(res, 1);
+		assert_string_equal(sget(r, "source"), "KyvernoValidatingPolicy");
+		assert_string_equal(sget(r, "policy"), "team-a/ns-audit");
+		assert_null(jget(r, "rule"));
+		assert_string_equal(sget(r, "result"), "pass");
+		/* background enabled: as Kyverno, by the policy's setting */
+		assert_string_equal(sget(r, "properties.process"), "background scan");
+		if (layouts[l].opt.resource)
+			assert_null(jget(r, "resources"));
+		else
+			assert_string_equal(sget(r, "resources.0.uid"), UID_A);
+		json_decref(res);
+		json_decref(all);
+		report_set_free(rs);
+	}
+	view_vpolset_unref(vs);
+	json_decref(props);
+	json_decref(none);
+	json_decref(docs);
+}
+
 static void test_resource_layout(void **state)
 {
 	struct report_options opt = {.resource = true, .source = REPORT_SOURCE_KYVERNO};
@@ -2336,6 +2449,7 @@ int main(void)
 	    cmocka_unit_test(test_chunks),
 	    cmocka_unit_test(test_merge),
 	    cmocka_unit_test(test_split_layout),
+	    cmocka_unit_test(test_admission_vpol),
 	    cmocka_unit_test(test_flush),
 	    cmocka_unit_test(test_openreports),
 	    cmocka_unit_test(test_scan_inputs),
