@@ -977,18 +977,18 @@ static const char *category_norm(struct report_set *rs, const char *s)
 }
 
 /*
- * The message of a kyverno.io rule's result that its reportProperties give
- * (kyverno-semantics.md 8.6): "<result>Message" for the result reported
+ * The message a result's properties give (kyverno-semantics.md 8.6: a
+ * kyverno.io rule's reportProperties; cel-semantics.md 7: also a CEL
+ * policy's audit annotations): "<result>Message" for the result reported
  * (passMessage, failMessage, warnMessage, errorMessage, skipMessage), else
- * "message"; NULL when neither (the engine's message stays). A CEL
- * policy's properties are its audit annotations: they never override.
+ * "message"; NULL when neither (the engine's message stays).
  */
 static const char *message_override(const struct report_entry *in)
 {
 	char key[32];
 	const char *m;
 
-	if (in->source || !json_is_object(in->properties))
+	if (!json_is_object(in->properties))
 		return NULL;
 	snprintf(key, sizeof(key), "%sMessage", engine_status_name(in->result));
 	m = json_string_value(json_object_get(in->properties, key));

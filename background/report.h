@@ -58,10 +58,11 @@
  * critical|high|medium|low|info, else left out: engine_report_severity, as
  * Kyverno, and the CRD's enum) and category (policies.kyverno.io/category, at most
  * REPORT_MAX_CATEGORY bytes); message (at most REPORT_MAX_MESSAGE bytes,
- * cut at a UTF-8 boundary and ended with "..."; for a kyverno.io rule, the
- * property "<result>Message" (passMessage, failMessage, ...) or else
- * "message" of its reportProperties replaces the engine's, as
- * kyverno-semantics.md 8.6 says); timestamp {seconds,
+ * cut at a UTF-8 boundary and ended with "..."; the property
+ * "<result>Message" (passMessage, failMessage, ...) or else "message" of
+ * the entry's properties (reportProperties, a CEL policy's audit
+ * annotations) replaces the engine's, as kyverno-semantics.md 8.6 and
+ * cel-semantics.md 7 say); timestamp {seconds,
  * nanos}; resources [{apiVersion, kind, namespace, name, uid}];
  * properties {process: "background scan" | "admission review"} and the
  * entry's own (report_entry.properties: e.g. "exceptions").

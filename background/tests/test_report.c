@@ -2366,8 +2366,8 @@ static void test_disabled_and_properties(void **state)
 
 	/*
 	 * reportProperties' <result>Message, else message, replaces the
-	 * message (kyverno-semantics.md 8.6); never a CEL policy's (its
-	 * properties are audit annotations).
+	 * message (kyverno-semantics.md 8.6); a CEL policy's audit annotations
+	 * too (cel-semantics.md 7).
 	 */
 	rs = report_set_new(NULL);
 	props = J("{'failMessage':'owner missing','passMessage':'ok','message':'generic'}");
@@ -2384,11 +2384,15 @@ static void test_disabled_and_properties(void **state)
 	all = report_render_all(rs);
 	assert_string_equal(sget(all, "0.results.0.message"), "generic");
 	json_decref(all);
+	json_decref(props);
+	props = J("{'failMessage':'from an audit annotation'}");
+	e.properties = props;
 	e.source = REPORT_SOURCE_VPOL;
 	e.rule = "";
 	replace1(rs, &p, "p", &e, 1);
 	all = report_render_all(rs);
-	assert_string_equal(sget(all, "0.results.0.message"), "bad");
+	assert_string_equal(sget(all, "0.results.0.source"), REPORT_SOURCE_VPOL);
+	assert_string_equal(sget(all, "0.results.0.message"), "from an audit annotation");
 	json_decref(all);
 	json_decref(props);
 	report_set_free(rs);
