@@ -82,6 +82,15 @@ fi
 # shellcheck disable=SC1091 # written by up.sh
 . "$cp_dir/env"
 k() { "$KUBECTL" --request-timeout=60s "$@"; }
+# Every PolicyReport and ClusterPolicyReport: listing and deleting 20,000
+# Pods' reports takes longer than k's request timeout on a loaded machine,
+# and reports left behind would let a scan find them current.
+delete_reports() {
+	"$KUBECTL" --request-timeout=900s delete policyreports --all --all-namespaces >/dev/null 2>&1
+	"$KUBECTL" --request-timeout=900s delete clusterpolicyreports --all >/dev/null 2>&1
+	left=$(k get policyreports --all-namespaces --no-headers 2>/dev/null | wc -l)
+	[ "$left" -eq 0 ] || echo "bench: $left reports left after deleting them all"
+}
 if ! { k apply -f manifests/crds >/dev/null &&
 	k wait --for condition=established --timeout=60s \
 		crd/clusterpolicies.kyverno.io crd/policyreports.wgpolicyk8s.io \
@@ -201,8 +210,7 @@ reconciler() {
 reconciler_run() {
 	driver_bin=$2
 	# each driver's first cycle writes every report, as a fresh reconciler does
-	k delete policyreports --all --all-namespaces >/dev/null 2>&1
-	k delete clusterpolicyreports --all >/dev/null 2>&1
+	delete_reports
 	k -n gavel delete configmap gavel-scan-state --ignore-not-found >/dev/null 2>&1
 	"$driver_bin" --kubeconfig "$KUBECONFIG" --namespace gavel --interval 20s \
 		>"$out/driver.log" 2>&1 &
@@ -265,8 +273,7 @@ reconciler "$pods Pods"
 seed "$pods" "$pods" || echo "bench: some Pods were not created"
 # gone before the scan starts, so that it neither reads them nor races their deletion
 start=$(date +%s)
-k delete policyreports --all --all-namespaces >/dev/null 2>&1
-k delete clusterpolicyreports --all >/dev/null 2>&1
+delete_reports
 k -n gavel delete configmap gavel-scan-state --ignore-not-found >/dev/null 2>&1
 echo "reports of the first round deleted in $(($(date +%s) - start)) s"
 scan "$((pods * 2)) Pods, first scan (reports deleted before)" c
