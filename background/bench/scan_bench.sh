@@ -82,13 +82,18 @@ fi
 # shellcheck disable=SC1091 # written by up.sh
 . "$cp_dir/env"
 k() { "$KUBECTL" --request-timeout=60s "$@"; }
-# Every PolicyReport and ClusterPolicyReport: listing and deleting 20,000
-# Pods' reports takes longer than k's request timeout on a loaded machine,
-# and reports left behind would let a scan find them current.
+# Every PolicyReport and ClusterPolicyReport, namespace by namespace: one
+# list of 20,000 Pods' reports (hundreds of MB) does not come back within a
+# request timeout on a loaded machine, and reports left behind would let a
+# scan find them current.
 delete_reports() {
-	"$KUBECTL" --request-timeout=900s delete policyreports --all --all-namespaces >/dev/null 2>&1
-	"$KUBECTL" --request-timeout=900s delete clusterpolicyreports --all >/dev/null 2>&1
-	left=$(k get policyreports --all-namespaces --no-headers 2>/dev/null | wc -l)
+	left=0
+	for ns in $(k get namespaces -o 'jsonpath={.items[*].metadata.name}'); do
+		"$KUBECTL" --request-timeout=300s -n "$ns" delete policyreports --all >/dev/null 2>&1
+		n=$(k -n "$ns" get policyreports -o name 2>/dev/null | wc -l)
+		left=$((left + n))
+	done
+	"$KUBECTL" --request-timeout=300s delete clusterpolicyreports --all >/dev/null 2>&1
 	[ "$left" -eq 0 ] || echo "bench: $left reports left after deleting them all"
 }
 if ! { k apply -f manifests/crds >/dev/null &&
