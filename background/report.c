@@ -985,14 +985,7 @@ static const char *category_norm(struct report_set *rs, const char *s)
  */
 static const char *message_override(const struct report_entry *in)
 {
-	char key[32];
-	const char *m;
-
-	if (!json_is_object(in->properties))
-		return NULL;
-	snprintf(key, sizeof(key), "%sMessage", engine_status_name(in->result));
-	m = json_string_value(json_object_get(in->properties, key));
-	return m ? m : json_string_value(json_object_get(in->properties, "message"));
+	return engine_report_message(in->properties, in->result);
 }
 
 static void entry_in(struct report_set *rs, const struct report_entry *in, const char *policy,

@@ -33,7 +33,13 @@
  *   table   the table of every rule result: policy, rule, Kind/namespace/name,
  *           result, message (the header line comes first)
  *   json    a list of {policy, rule, resource: {apiVersion, kind, namespace,
- *           name}, result, action, scored, message}
+ *           name}, result, action, scored, message, properties}; properties
+ *           (left out when empty) are those a report result carries:
+ *           the rule's reportProperties (variables substituted; a
+ *           podSecurity fail's standard, version, controls, controlsJSON),
+ *           "exceptions" (the PolicyExceptions that made a skip), a CEL
+ *           policy's audit annotations and cel.validationIndex, a VAP's
+ *           "binding"; message is the engine's
  *   yaml    the same list as YAML
  *   report  one wgpolicyk8s.io/v1alpha2 PolicyReport per namespace
  *           ("polr-ns-<namespace>") and one ClusterPolicyReport
@@ -44,7 +50,9 @@
  *           the policy annotations, a severity other than exactly
  *           critical|high|medium|low|info left out as Kyverno does
  *           (engine_report_severity), the resource as the only entry of
- *           `resources`). properties.process is "background scan": offline
+ *           `resources`), properties as -o json's and a message that a
+ *           property replaces (engine_report_message: failMessage...,
+ *           message). properties.process is "background scan": offline
  *           evaluation checks manifests as they stand and never blocks,
  *           which is what that value means to report consumers (the other
  *           value Kyverno writes, "admission review", would claim a request
@@ -106,6 +114,12 @@ struct apply_result {
 	char *message;	 /* owned */
 	enum engine_status status;
 	enum engine_action action;
+	/*
+	 * owned, or NULL: the result's report properties (-o json|yaml|report
+	 * only): the rule's reportProperties, "exceptions", a CEL policy's
+	 * audit annotations, a VAP's "binding" (what the cluster reports carry)
+	 */
+	json_t *props;
 };
 
 struct apply_state {
@@ -631,6 +645,38 @@ struct apply_part {
 static struct apply_result *part_add(struct apply_part *pt);
 static size_t cell_width(const char *s);
 
+/* Whether the output shows results' properties (-o json|yaml|report, -p). */
+static bool wants_props(const struct apply_state *st)
+{
+	return st->out == OUT_JSON || st->out == OUT_YAML || st->out == OUT_REPORT;
+}
+
+/*
+ * A result's properties, as the cluster reports' (report.c result_props):
+ * *props (taken: set to NULL) with "exceptions" (the PolicyExceptions that
+ * made it a skip, which win over a reportProperty of that name). NULL
+ * when none.
+ */
+static json_t *props_take(json_t **props, const char *exceptions)
+{
+	json_t *o = json_object_size(*props) ? *props : NULL;
+
+	if (!o)
+		json_decref(*props);
+	*props = NULL;
+	if (!exceptions)
+		return o;
+	if (!o) {
+		o = json_object();
+	} else if (o->refcount > 1) {
+		json_t *c = json_copy(o); /* not ours to change */
+		json_decref(o);
+		o = c;
+	}
+	json_object_set_new(o, "exceptions", json_string(exceptions));
+	return o;
+}
+
 /* A CEL policy (engine/vpolicy.h) against resource r. */
 static void apply_cel(struct apply_part *pt, FILE *errs, size_t r, size_t p)
 {
@@ -678,6 +724,8 @@ static void apply_cel(struct apply_part *pt, FILE *errs, size_t r, size_t p)
 			a->message = gv_xstrdup(rep.v[i].rules[j].message);
 			a->status = rep.v[i].rules[j].status;
 			a->action = vpol_denies(lp->vpol) ? ENGINE_ENFORCE : ENGINE_AUDIT;
+			a->props = wants_props(st) ? props_take(&rep.v[i].rules[j].properties, NULL)
+						   : NULL;
 		}
 	}
 	vpol_report_release(&rep);
@@ -823,6 +871,117 @@ static char *yaml_scalar(const char *s)
 		return NULL;
 	gv_yaml_dump_string(s, strlen(s), &b);
 	return gv_buf_detach(&b);
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * The keys of props' string members ("process" left out: the offline
+ * value is written instead) and, with process, "process", sorted as a
+ * Kyverno report's properties (a Go map) are. Returns the count; *keys is
+ * owned (free()), the strings borrowed.
+ */
+static size_t props_keys(const json_t *props, bool process, const char ***keys)
+{
+	size_t n = 0;
+	const char *key;
+	json_t *v;
+
+	*keys = gv_xcalloc(json_object_size(props) + 1, sizeof(**keys));
+	json_object_foreach((json_t *)props, key, v)
+	{
+		if (json_is_string(v) && strcmp(key, "process"))
+			(*keys)[n++] = key;
+	}
+	if (process)
+		(*keys)[n++] = "process";
+	qsort(*keys, n, sizeof(**keys), key_cmp);
+	return n;
+}
+
+#define OFFLINE_PROCESS "background scan"
+
+/*
+ * "properties" as a JSON member at the given depth (after ",
+"), with
+ * process: "background scan" when process is set; nothing when there is
+ * no member at all.
+ */
+static void props_json(struct gv_buf *b, const json_t *props, int depth, bool process)
+{
+	const char **keys;
+	size_t n;
+
+	if (!json_object_size(props) && process && depth == 3) {
+		/* the common case: no properties of its own (-o report) */
+		gv_buf_adds(b, ",\n      \"properties\": {\n        \"process\": \"" OFFLINE_PROCESS
+			       "\"\n      }");
+		return;
+	}
+	n = props_keys(props, process, &keys);
+	if (n) {
+		gv_buf_adds(b, ",\n");
+		for (int i = 0; i < 2 * depth; i++)
+			gv_buf_addc(b, ' ');
+		gv_buf_adds(b, "\"properties\": {");
+		for (size_t k = 0; k < n; k++) {
+			const char *v = strcmp(keys[k], "process")
+					    ? json_string_value(json_object_get(props, keys[k]))
+					    : OFFLINE_PROCESS;
+			gv_buf_adds(b, k ? ",\n" : "\n");
+			for (int i = 0; i < 2 * depth + 2; i++)
+				gv_buf_addc(b, ' ');
+			json_quote(b, keys[k]);
+			gv_buf_adds(b, ": ");
+			json_quote(b, v);
+		}
+		gv_buf_addc(b, '\n');
+		for (int i = 0; i < 2 * depth; i++)
+			gv_buf_addc(b, ' ');
+		gv_buf_addc(b, '}');
+	}
+	free(keys);
+}
+
+/* The same as YAML, "<indent>properties:" and its members two spaces further in. */
+static void props_yaml(struct gv_buf *b, const json_t *props, int ind, bool process)
+{
+	const char **keys;
+	size_t n;
+
+	if (!json_object_size(props) && process && ind == 2) {
+		gv_buf_adds(b, "  properties:\n    process: " OFFLINE_PROCESS "\n");
+		return;
+	}
+	n = props_keys(props, process, &keys);
+	if (n) {
+		for (int i = 0; i < ind; i++)
+			gv_buf_addc(b, ' ');
+		gv_buf_adds(b, "properties:\n");
+		for (size_t k = 0; k < n; k++) {
+			const char *v = strcmp(keys[k], "process")
+					    ? json_string_value(json_object_get(props, keys[k]))
+					    : OFFLINE_PROCESS;
+			for (int i = 0; i < ind + 2; i++)
+				gv_buf_addc(b, ' ');
+			gv_yaml_dump_string(keys[k], strlen(keys[k]), b);
+			gv_buf_adds(b, ": ");
+			gv_yaml_dump_string(v, strlen(v), b);
+			gv_buf_addc(b, '\n');
+		}
+	}
+	free(keys);
+}
+
+/* The message a report result shows: the one its properties set, else the engine's. */
+static const char *report_message(const struct apply_result *a, enum engine_status reported)
+{
+	const char *m = a->props ? engine_report_message(a->props, reported) : NULL;
+
+	return m ? m : a->message;
 }
 
 static char *policy_ref(const struct load_policy *lp);
@@ -980,6 +1139,8 @@ static void fmt_json(struct apply_part *pt, const struct apply_resinfo *ri, size
 			    a->action == ENGINE_ENFORCE ? "Enforce" : "Audit");
 		json_member_raw(&pt->out, &first, 2, "scored", pi->unscored ? "false" : "true");
 		json_member(&pt->out, &first, 2, "message", a->message);
+		if (a->props)
+			props_json(&pt->out, a->props, 2, false);
 		gv_buf_adds(&pt->out, "\n  }");
 		pt->nout++;
 	}
@@ -1015,6 +1176,8 @@ static void fmt_yaml(struct apply_part *pt, const struct apply_resinfo *ri, size
 			    a->action == ENGINE_ENFORCE ? "Enforce" : "Audit");
 		gv_buf_adds(&pt->out, pi->unscored ? "  scored: false\n" : "  scored: true\n");
 		yaml_member(&pt->out, 2, "message", a->message);
+		if (a->props)
+			props_yaml(&pt->out, a->props, 2, false);
 		/* "- " replaces the indent of the element's first line */
 		pt->out.data[start] = '-';
 		pt->nout++;
@@ -1099,13 +1262,14 @@ static void fmt_report_json(struct apply_part *pt, const struct apply_resinfo *r
 		json_member(&pt->out, &first, 3, "result", engine_status_name(s));
 		json_member_raw(&pt->out, &first, 3, "scored", pi->unscored ? "false" : "true");
 		gv_buf_adds(&pt->out, pi->report_meta_json);
-		json_member(&pt->out, &first, 3, "message", a->message);
+		json_member(&pt->out, &first, 3, "message", report_message(a, s));
 		gv_buf_adds(&pt->out, ",\n      \"resources\": [\n        ");
 		gv_buf_adds(&pt->out, res.data[0] == '{' ? "{}" : "{");
 		if (res.data[0] != '{')
 			gv_buf_add(&pt->out, res.data, res.len);
-		gv_buf_adds(&pt->out, "\n      ],\n      \"properties\": {\n        \"process\": "
-				      "\"background scan\"\n      }\n    }");
+		gv_buf_adds(&pt->out, "\n      ]");
+		props_json(&pt->out, a->props, 3, true);
+		gv_buf_adds(&pt->out, "\n    }");
 		gv_buf_add(&pt->out, "", 1);
 		pt->nout++;
 	}
@@ -1145,10 +1309,10 @@ static void fmt_report(struct apply_part *pt, const struct apply_resinfo *ri, si
 		yaml_member(&pt->out, 2, "result", engine_status_name(s));
 		gv_buf_adds(&pt->out, pi->unscored ? "  scored: false\n" : "  scored: true\n");
 		gv_buf_adds(&pt->out, pi->report_meta);
-		yaml_member(&pt->out, 2, "message", a->message);
+		yaml_member(&pt->out, 2, "message", report_message(a, s));
 		gv_buf_adds(&pt->out, "  resources:\n");
 		gv_buf_add(&pt->out, res.data, res.len);
-		gv_buf_adds(&pt->out, "  properties:\n    process: background scan\n");
+		props_yaml(&pt->out, a->props, 2, true);
 		gv_buf_add(&pt->out, "", 1);
 		pt->nout++;
 	}
@@ -1191,6 +1355,7 @@ static void format_resource(struct apply_part *pt, size_t r, size_t i0)
 	for (size_t i = i0; i < pt->n; i++) {
 		free(pt->v[i].rule);
 		free(pt->v[i].message);
+		json_decref(pt->v[i].props);
 	}
 	pt->n = i0;
 }
@@ -1219,6 +1384,7 @@ static void *evaluate_range(void *arg)
 				a->message = gv_xstrdup(st->pols.v[p].unsupported);
 				a->status = ENGINE_ERROR;
 				a->action = ENGINE_AUDIT;
+				a->props = NULL;
 				continue;
 			}
 			if (st->pols.v[p].vpol) {
@@ -1249,7 +1415,7 @@ static void *evaluate_range(void *arg)
 				if (rep.v[i].policy != pol)
 					continue;
 				for (size_t j = 0; j < rep.v[i].nrules; j++) {
-					const struct engine_rule_result *rr = &rep.v[i].rules[j];
+					struct engine_rule_result *rr = &rep.v[i].rules[j];
 					struct apply_result *a = part_add(pt);
 					a->resource = r;
 					a->policy = p;
@@ -1257,6 +1423,9 @@ static void *evaluate_range(void *arg)
 					a->message = gv_xstrdup(rr->message ? rr->message : "");
 					a->status = rr->status;
 					a->action = rr->action;
+					a->props = wants_props(st)
+						       ? props_take(&rr->properties, rr->exceptions)
+						       : NULL;
 				}
 			}
 			engine_report_release(&rep);

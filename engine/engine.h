@@ -76,6 +76,17 @@ const char *engine_policy_annotation(const struct engine_policy *p, const char *
  */
 const char *engine_report_severity(const char *annotation);
 /*
+ * The message a PolicyReport result shows in place of the engine's, from
+ * the result's properties (kyverno-semantics.md 8.6: a kyverno.io rule's
+ * reportProperties; cel-semantics.md 7: also a CEL policy's audit
+ * annotations): the string "<status>Message" for the reported status
+ * (passMessage, failMessage, warnMessage, errorMessage, skipMessage), else
+ * the string "message"; NULL when neither (or properties is not an object):
+ * the engine's message stays. Borrowed from properties. Used by the
+ * background reports and gavel apply -o report.
+ */
+const char *engine_report_message(const json_t *properties, enum engine_status status);
+/*
  * The rules autogen adds to a policy document (section 9), in Kyverno's
  * order (per rule: the controllers' rule, then the CronJob rule): what
  * Kyverno writes in status.autogen.rules. New reference; [] when none.

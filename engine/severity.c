@@ -1,9 +1,11 @@
 /*
  * severity.c - the severity of a PolicyReport result, from the policy's
- * policies.kyverno.io/severity annotation (engine.h).
+ * policies.kyverno.io/severity annotation, and the message its
+ * properties may set (engine.h).
  */
 #include "engine/engine.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/gv.h"
@@ -20,4 +22,16 @@ const char *engine_report_severity(const char *annotation)
 		if (!strcmp(annotation, SEVERITIES[i]))
 			return SEVERITIES[i];
 	return NULL;
+}
+
+const char *engine_report_message(const json_t *properties, enum engine_status status)
+{
+	char key[32];
+	const char *m;
+
+	if (!json_is_object(properties))
+		return NULL;
+	snprintf(key, sizeof(key), "%sMessage", engine_status_name(status));
+	m = json_string_value(json_object_get(properties, key));
+	return m ? m : json_string_value(json_object_get(properties, "message"));
 }
