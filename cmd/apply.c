@@ -62,7 +62,10 @@
  * documents or 8 MiB), table rows and report results go to temporary
  * files; what grows with the input is 9 to 18 bytes per distinct resource
  * (the de-duplication set, exact: keys are compared, in a temporary file)
- * and the counts of each report.
+ * and the counts of each report. When a validate.cel rule reads params
+ * (paramKind), a first pass over the inputs keeps the resources of those
+ * kinds, wherever they are (Kyverno's CLI loads every resource first),
+ * stdin spooled to a temporary file for the second, evaluating, pass.
  *
  * Counting is Kyverno's: a failed rule of an unscored policy
  * (policies.kyverno.io/scored: "false"), or with --audit-warn of an Audit
@@ -130,10 +133,13 @@ struct apply_state {
 	/*
 	 * validate.cel paramKind/paramRef: the "apiVersion kind" of the kinds
 	 * read (owned array, NULL when no policy reads params), and the
-	 * resources of those kinds seen so far (the params, kept across batches)
+	 * resources of those kinds in all the inputs (the params, found by a
+	 * first pass over the inputs before any is evaluated, as Kyverno's CLI
+	 * loads every resource first)
 	 */
 	json_t *param_kinds;
 	struct load_resources params;
+	FILE *stdin_spool; /* owned: stdin as the first pass read it, or NULL */
 	struct values values;
 	struct values_userinfo ui;
 	bool has_ui;
@@ -1533,27 +1539,42 @@ static void param_kinds_find(struct apply_state *st)
 	}
 }
 
-/* Keeps the batch's resources of a paramKind (copies: the workers free st->res). */
-static void params_keep(struct apply_state *st)
+/*
+ * The first pass's batch lr[0..n): keeps (a copy of) each resource of a
+ * paramKind whose key was not kept before (the first one wins, as
+ * de-duplication does in the evaluating pass), frees the rest.
+ */
+static void params_take(struct apply_state *st, struct load_resource *lr, size_t n, json_t *keys)
 {
-	for (size_t r = 0; st->param_kinds && r < st->res.n; r++) {
-		const json_t *o = st->res.v[r].obj;
-		json_t *key = json_sprintf("%s %s", load_res_api_version(o), load_res_kind(o));
+	for (size_t r = 0; r < n; r++) {
+		const json_t *o = lr[r].obj;
+		json_t *kind = json_sprintf("%s %s", load_res_api_version(o), load_res_kind(o));
 		size_t i;
 		json_t *k;
+
 		json_array_foreach(st->param_kinds, i, k)
 		{
-			if (!json_equal(k, key))
+			char *key;
+
+			if (!json_equal(k, kind))
 				continue;
-			if ((st->params.n & (st->params.n - 1)) == 0)
-				st->params.v = gv_xrealloc(st->params.v,
-							   (st->params.n ? 2 * st->params.n : 1) *
-							       sizeof(*st->params.v));
-			st->params.v[st->params.n++] =
-			    (struct load_resource){.obj = json_deep_copy(o)};
+			key = load_resource_key(o);
+			if (!json_object_get(keys, key)) {
+				json_object_set_new(keys, key, json_true());
+				if ((st->params.n & (st->params.n - 1)) == 0)
+					st->params.v = gv_xrealloc(
+					    st->params.v, (st->params.n ? 2 * st->params.n : 1) *
+							      sizeof(*st->params.v));
+				/* a copy outside the parsing threads' chunks, which are reused */
+				st->params.v[st->params.n++] =
+				    (struct load_resource){.obj = json_deep_copy(o)};
+			}
+			free(key);
 			break;
 		}
-		json_decref(key);
+		json_decref(kind);
+		json_decref(lr[r].obj);
+		free(lr[r].file);
 	}
 }
 
@@ -1564,7 +1585,6 @@ static void evaluate_batch(struct apply_state *st)
 	struct apply_part *parts;
 	pthread_t *th;
 
-	params_keep(st);
 	if (nparts > GV_ARRAY_LEN(st->partbuf))
 		nparts = GV_ARRAY_LEN(st->partbuf);
 	if (nparts > st->res.n)
@@ -2235,7 +2255,8 @@ static void *parse_part(void *arg)
  * evaluates, prints, and frees everything of the batch. Returns the
  * number of resources evaluated.
  */
-static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size_t n)
+static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size_t n,
+			json_t *param_keys)
 {
 	size_t nparts = st->jobs > 1 ? (size_t)st->jobs : 1, per, nres = 0;
 	struct apply_batch_part *parts;
@@ -2265,6 +2286,15 @@ static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size
 	for (size_t k = 0; k < nparts; k++) {
 		if (started[k])
 			pthread_join(th[k], NULL);
+		if (param_keys) {
+			/* the first pass: its errors are the evaluating pass's to report */
+			if (st->errs[k].f && !fflush(st->errs[k].f))
+				rewind(st->errs[k].f);
+			params_take(st, parts[k].res.v, parts[k].res.n, param_keys);
+			free(parts[k].res.v);
+			json_decref(parts[k].res.index);
+			continue;
+		}
 		errs_drain(st, k);
 		st->bad = st->bad || parts[k].bad;
 		for (size_t i = 0; i < parts[k].res.n; i++) {
@@ -2298,6 +2328,8 @@ static size_t run_batch(struct apply_state *st, struct apply_chunk *chunks, size
 	free(parts);
 	free(th);
 	free(started);
+	if (param_keys)
+		return 0;
 	nres = st->res.n;
 	evaluate_batch(st);
 	batch_release(st);
@@ -2314,29 +2346,25 @@ static bool doc_start(const char *line)
 #define BATCH_BYTES (8u << 20) /* or bytes */
 
 /*
- * Reads every resource file document by document (a line "---" starts a
+ * Reads every file of files document by document (a line "---" starts a
  * document: YAML forbids it inside a scalar) and runs them in batches, so
  * that memory holds one batch, not the input. Returns the number of
- * resources evaluated.
+ * resources evaluated. With param_keys (the first pass, when a policy
+ * reads params): only keeps the params (params_take(); param_keys the
+ * keys kept), reports nothing, and spools stdin to st->stdin_spool, which
+ * the evaluating pass then reads in its place.
  */
-static size_t process_resources(struct apply_state *st)
+static size_t read_pass(struct apply_state *st, const struct load_paths *files, json_t *param_keys)
 {
-	struct load_paths files = {0};
 	struct apply_chunk *chunks = gv_xcalloc(BATCH_DOCS, sizeof(*chunks));
 	struct gv_buf text = {0}; /* the documents of the batch, one after the other */
 	size_t n = 0, bytes = 0, total = 0;
+	bool stdin_read = false;
 
-	st->seen = gv_xcalloc(1, sizeof(*st->seen));
-	st->arenas = gv_xcalloc(GV_ARRAY_LEN(st->partbuf), sizeof(*st->arenas));
-	st->sets = gv_xcalloc(st->pols.n ? st->pols.n : 1, sizeof(*st->sets));
-	for (size_t p = 0; p < st->pols.n; p++)
-		if (st->pols.v[p].policy)
-			st->sets[p] = load_policyset_new(&st->pols, &st->pols.v[p].policy, 1);
-	param_kinds_find(st);
-	expand_all(st, &st->resource_paths, &files);
-	for (size_t fi = 0; fi < files.n; fi++) {
-		const char *file = files.v[fi];
-		FILE *f;
+	for (size_t fi = 0; fi < files->n; fi++) {
+		const char *file = files->v[fi];
+		bool is_stdin = !strcmp(file, "-");
+		FILE *f, *spool = NULL;
 		char *line = NULL;
 		size_t cap = 0;
 		ssize_t got;
@@ -2344,12 +2372,28 @@ static size_t process_resources(struct apply_state *st)
 		size_t doc = text.len; /* where the document being read starts in text */
 		int cur_line = 1;
 
-		if (!check_stdin(st, file))
+		if (param_keys) {
+			if (is_stdin && stdin_read)
+				continue; /* the evaluating pass says why */
+			stdin_read = stdin_read || is_stdin;
+			if (is_stdin && !(spool = st->stdin_spool = tmpfile())) {
+				fprintf(stderr, "gavel apply: stdin: %s\n", strerror(errno));
+				exit(2);
+			}
+		} else if (!check_stdin(st, file)) {
 			continue;
-		f = strcmp(file, "-") ? fopen(file, "r") : stdin;
+		}
+		if (!is_stdin)
+			f = fopen(file, "r");
+		else if (!param_keys && st->stdin_spool)
+			f = st->stdin_spool, rewind(f);
+		else
+			f = stdin;
 		if (!f) {
-			fprintf(stderr, "%s: %s\n", file, strerror(errno));
-			st->bad = true;
+			if (!param_keys) {
+				fprintf(stderr, "%s: %s\n", file, strerror(errno));
+				st->bad = true;
+			}
 			continue;
 		}
 		for (;;) {
@@ -2371,7 +2415,7 @@ static size_t process_resources(struct apply_state *st)
 				if (n == BATCH_DOCS || bytes >= BATCH_BYTES || (got < 0 && n)) {
 					for (size_t i = 0; i < n; i++)
 						chunks[i].text = text.data + chunks[i].off;
-					total += run_batch(st, chunks, n);
+					total += run_batch(st, chunks, n, param_keys);
 					n = 0;
 					bytes = 0;
 					gv_buf_reset(
@@ -2381,18 +2425,54 @@ static size_t process_resources(struct apply_state *st)
 			}
 			if (got < 0)
 				break;
+			if (spool && fwrite(line, 1, (size_t)got, spool) != (size_t)got) {
+				fprintf(stderr, "gavel apply: stdin: %s\n", strerror(errno));
+				exit(2);
+			}
 			gv_buf_add(&text, line, (size_t)got);
 		}
-		if (ferror(f)) {
+		if (ferror(f) && !param_keys) {
 			fprintf(stderr, "%s: %s\n", file, strerror(errno));
 			st->bad = true;
 		}
-		if (f != stdin)
+		if (!is_stdin)
 			fclose(f);
 		free(line);
 	}
 	free(chunks);
 	gv_buf_release(&text);
+	return total;
+}
+
+/*
+ * Evaluates every resource of the inputs: when a policy reads params, a
+ * first pass over the inputs keeps the params (so that a param after the
+ * resource it applies to counts), then the evaluating pass. Returns the
+ * number of resources evaluated.
+ */
+static size_t process_resources(struct apply_state *st)
+{
+	struct load_paths files = {0};
+	size_t total;
+
+	st->seen = gv_xcalloc(1, sizeof(*st->seen));
+	st->arenas = gv_xcalloc(GV_ARRAY_LEN(st->partbuf), sizeof(*st->arenas));
+	st->sets = gv_xcalloc(st->pols.n ? st->pols.n : 1, sizeof(*st->sets));
+	for (size_t p = 0; p < st->pols.n; p++)
+		if (st->pols.v[p].policy)
+			st->sets[p] = load_policyset_new(&st->pols, &st->pols.v[p].policy, 1);
+	param_kinds_find(st);
+	expand_all(st, &st->resource_paths, &files);
+	if (st->param_kinds) {
+		json_t *keys = json_object();
+
+		read_pass(st, &files, keys);
+		json_decref(keys);
+	}
+	total = read_pass(st, &files, NULL);
+	if (st->stdin_spool)
+		fclose(st->stdin_spool);
+	st->stdin_spool = NULL;
 	load_paths_release(&files);
 	return total;
 }

@@ -101,6 +101,37 @@ if [ "$(grep -c '"name": "good"' "$tmp/out")" = 6 ] && [ "$(grep -c . "$tmp/err"
 	grep -q "^$d/dups.yaml:23: warning: duplicate Pod shop/good ignored (first loaded from $d/dups.yaml:1)$" "$tmp/err"; then
 	ok "duplicate resources: within a file"
 else ko "duplicate resources: within a file"; fi
+# validate.cel params from anywhere in the inputs: the param after 300
+# StatefulSets (more than one batch of 256 documents), from a file and
+# from stdin (read twice: spooled), and in a second resource file.
+i=0
+: >"$tmp/sts.yaml"
+while [ $i -lt 300 ]; do
+	printf 'apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: sts-%d, namespace: test-params}\nspec: {replicas: %d}\n---\n' \
+		$i $((2 + 2 * (i % 2))) >>"$tmp/sts.yaml"
+	i=$((i + 1))
+done
+printf 'apiVersion: rules.example.com/v1\nkind: StatefulSetReplicaLimit\nmetadata: {name: replica-limit, namespace: test-params}\nmaxReplicas: 3\n' >"$tmp/param.yaml"
+cat "$tmp/sts.yaml" "$tmp/param.yaml" >"$tmp/sts-param.yaml"
+params_pol=engine/testdata/340-validate-cel-params-by-name/policy.yaml
+params_ok() { # NAME: $tmp/out holds 150 fails, 150 passes and no error
+	if [ "$(grep -c '"result": "fail"' "$tmp/out")" = 150 ] &&
+		[ "$(grep -c '"result": "pass"' "$tmp/out")" = 150 ] &&
+		! grep -q '"result": "error"' "$tmp/out"; then ok "$1"; else
+		ko "$1" "$(grep -c '"result": "error"' "$tmp/out") errors"
+	fi
+}
+"$gavel" apply $params_pol -r "$tmp/sts-param.yaml" -o json >"$tmp/out" 2>"$tmp/err"
+params_ok "validate.cel param after 300 resources"
+"$gavel" apply $params_pol -r - -o json <"$tmp/sts-param.yaml" >"$tmp/out" 2>"$tmp/err"
+params_ok "validate.cel param after 300 resources on stdin"
+"$gavel" apply $params_pol -r - -r "$tmp/param.yaml" -o json <"$tmp/sts.yaml" >"$tmp/out" 2>"$tmp/err"
+params_ok "validate.cel param in a later file"
+"$gavel" apply $params_pol -r "$tmp/sts.yaml" -o json >"$tmp/out" 2>"$tmp/err"
+if [ "$(grep -c '"result": "error"' "$tmp/out")" = 300 ] &&
+	grep -q 'error in parameterized resource' "$tmp/out"; then
+	ok "validate.cel param missing: an error per resource"
+else ko "validate.cel param missing: an error per resource"; fi
 if grep -q 'gavel scan' "$tmp/err" 2>/dev/null || "$gavel" apply --cluster 2>&1 | grep -q 'gavel scan'; then
 	ok "--cluster says what to use"
 else ko "--cluster says what to use"; fi
