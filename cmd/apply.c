@@ -45,10 +45,10 @@
  *           ("polr-ns-<namespace>") and one ClusterPolicyReport
  *           ("clusterpolicyreport") for cluster-scoped resources, as YAML
  *           documents. Results follow Kyverno's conventions (source
- *           "gavel", scored from policies.kyverno.io/scored with an
- *           unscored fail reported as warn, severity and category from
- *           the policy annotations, a severity other than exactly
- *           critical|high|medium|low|info left out as Kyverno does
+ *           "gavel", or KyvernoValidatingPolicy / ValidatingAdmissionPolicy
+ *           for CEL policies as in gavel's cluster reports, scored from policies.kyverno.io/scored
+ * with an unscored fail reported as warn, severity and category from the policy annotations, a
+ * severity other than exactly critical|high|medium|low|info left out as Kyverno does
  *           (engine_report_severity), the resource as the only entry of
  *           `resources`), properties as -o json's and a message that a
  *           property replaces (engine_report_message: failMessage...,
@@ -99,6 +99,7 @@
 #include "cmd/load.h"
 #include "cmd/table.h"
 #include "cmd/values.h"
+#include "background/report.h"
 #include "common/utf8.h"
 #include "common/yaml.h"
 #include "engine/engine.h"
@@ -202,6 +203,12 @@ struct apply_pinfo {
 	char *yaml_ref;		/* owned: ref as a YAML scalar, or NULL */
 	char *report_meta;	/* owned: the report result's severity and category lines */
 	char *report_meta_json; /* owned: the same as JSON members (each after ",\n") */
+	/*
+	 * a report result's `source`: "gavel" for kyverno.io policies, as
+	 * gavel's cluster reports by default; a CEL policy's own, as there
+	 * (background/report.h REPORT_SOURCE_VPOL, REPORT_SOURCE_VAP)
+	 */
+	const char *source;
 };
 
 static void apply_usage(FILE *f)
@@ -1015,6 +1022,9 @@ static void pinfo_init(struct apply_state *st)
 		bool first;
 
 		pi->ref = policy_ref(lp);
+		pi->source = !lp->vpol					      ? REPORT_SOURCE
+			     : !strcmp(lp->kind, "ValidatingAdmissionPolicy") ? REPORT_SOURCE_VAP
+									      : REPORT_SOURCE_VPOL;
 		pi->unscored = scored && !strcmp(scored, "false");
 		pi->json_ref = json_quoted(pi->ref);
 		pi->yaml_ref = yaml_scalar(pi->ref);
@@ -1261,7 +1271,9 @@ static void fmt_report_json(struct apply_part *pt, const struct apply_resinfo *r
 		first = false;
 		gv_buf_add(&pt->out, ri->ns, strlen(ri->ns) + 1);
 		gv_buf_addc(&pt->out, (char)('0' + s));
-		gv_buf_adds(&pt->out, ",\n    {\n      \"source\": \"gavel\"");
+		gv_buf_adds(&pt->out, ",\n    {\n      \"source\": \"");
+		gv_buf_adds(&pt->out, pi->source);
+		gv_buf_adds(&pt->out, "\"");
 		if (pi->json_ref)
 			json_member_raw(&pt->out, &first, 3, "policy", pi->json_ref);
 		json_member(&pt->out, &first, 3, "rule", a->rule);
@@ -1305,7 +1317,9 @@ static void fmt_report(struct apply_part *pt, const struct apply_resinfo *ri, si
 
 		gv_buf_add(&pt->out, ri->ns, strlen(ri->ns) + 1);
 		gv_buf_addc(&pt->out, (char)('0' + s));
-		gv_buf_adds(&pt->out, "- source: gavel\n");
+		gv_buf_adds(&pt->out, "- source: ");
+		gv_buf_adds(&pt->out, pi->source);
+		gv_buf_addc(&pt->out, '\n');
 		if (pi->yaml_ref) {
 			gv_buf_adds(&pt->out, "  policy: ");
 			gv_buf_adds(&pt->out, pi->yaml_ref);
