@@ -118,8 +118,8 @@ struct rchunk {
 	char *digest; /* owned REPORT_ANNOTATION_SCAN_DIGEST it carries, NULL = none */
 	char *inputs; /* owned REPORT_ANNOTATION_SCAN_INPUTS it carries, NULL = none */
 	uint64_t hash;
-	char *lo,
-	    *hi; /* owned: smallest and largest result key (report_result_key()); NULL = none */
+	/* owned: smallest and largest result key (report_result_key()); NULL = none */
+	char *lo, *hi;
 };
 
 struct rgroup {
@@ -212,6 +212,7 @@ struct strays {
 
 /* ---- report_model.c ---- */
 
+/* s interned in the set's pool (NULL for NULL): equal strings, one pointer. */
 const char *report_intern(struct report_set *rs, const char *s);
 
 void report_rentry_release(struct rentry *e);
