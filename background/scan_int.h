@@ -45,6 +45,7 @@ struct target {
 	size_t nusers;
 };
 
+/* What persists between cycles: options, targets and their listings in progress. */
 struct scanner {
 	struct scan_options opt;
 	char *skip_ns; /* owned */
@@ -71,6 +72,7 @@ struct page {
 	size_t n;
 };
 
+/* A policy of the set, during one cycle. */
 struct cyc_policy {
 	const struct engine_policy *p; /* borrowed from the set */
 	char *ref;		       /* owned: report policy field */
@@ -85,6 +87,7 @@ struct cyc_policy {
 	struct scan_outcome out;
 };
 
+/* A target listed in one cycle, with the policies that need it. */
 struct cyc_target {
 	struct target *t; /* borrowed from the scanner */
 	size_t *pols;	  /* indices into the cycle's policies */
@@ -106,6 +109,7 @@ struct slot {
 	struct engine_report rep;
 };
 
+/* The workers that evaluate a page's slots (scan_options.workers). */
 struct pool {
 	pthread_mutex_t mu;
 	pthread_cond_t go, done;
@@ -122,6 +126,7 @@ struct pool {
 	const struct engine_hooks *hooks;   /* of the page being evaluated, or NULL */
 };
 
+/* One scan cycle (scanner_run). */
 struct cycle {
 	struct scanner *s;
 	const struct view_state *st;
@@ -147,6 +152,7 @@ struct cycle {
 	size_t nempties;
 };
 
+/* How scan_list_target() ended for its target. */
 enum list_end { L_FINISHED, L_BUDGET, L_SKIPPED, L_STOPPED, L_FAILED };
 
 /*
