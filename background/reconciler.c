@@ -1309,60 +1309,34 @@ static json_t *time_or_null(time_t t)
 	return t > 0 ? json_string(schedule_time_format(t, buf, sizeof(buf))) : json_null();
 }
 
-/*
- * The status of one ValidatingPolicy / NamespacedValidatingPolicy document:
- * the legacy policies' fields, its schedule read by the same code
- * (reconciler_sched_resolve, reconciler_when), state "invalid" with the
- * compiler's message when it is not in vs.
- */
-static json_t *status_cel(const json_t *doc, const struct view_vpolset *vs, const json_t *state,
-			  const json_t *counts, const struct reconciler_global *global, time_t now)
+json_t *reconciler_status_cel_row(const char *kind, const char *ref, const json_t *doc,
+				  const struct vpol_policy *p, const char *error, bool background,
+				  const json_t *state, const json_t *counts,
+				  const struct reconciler_global *global, time_t now)
 {
-	const json_t *md = json_object_get(doc, "metadata");
-	const char *name = json_string_value(json_object_get(md, "name"));
-	const char *pns = json_string_value(json_object_get(md, "namespace"));
-	const char *kind = json_string_value(json_object_get(doc, "kind"));
-	const char *uid = json_string_value(json_object_get(md, "uid"));
-	const struct vpol_policy *p = NULL;
-	const char *error = NULL;
+	const char *uid =
+	    json_string_value(json_object_get(json_object_get(doc, "metadata"), "uid"));
+	const char *source =
+	    kind && !strcmp(kind, REPORT_SOURCE_VAP) ? REPORT_SOURCE_VAP : REPORT_SOURCE_VPOL;
+	bool suspended;
 	struct reconciler_sched sched;
 	struct scanstate_entry last = {0};
 	enum reconciler_when when;
-	bool has_last = false, background;
+	bool has_last = false;
 	time_t next = 0;
 	json_t *o = json_object(), *cnt;
-	char *ref, *ckey;
-	size_t i;
-	const json_t *e;
+	char *ckey;
 
-	for (i = 0; i < view_vpolset_count(vs) && !p; i++) {
-		const struct vpol_policy *c = view_vpolset_policy(vs, i);
-		if (name && !strcmp(vpol_name(c), name) && !strcmp(vpol_kind_name(c), kind) &&
-		    !strcmp(vpol_namespace(c), pns ? pns : ""))
-			p = c;
-	}
-	json_array_foreach(view_vpolset_errors(vs), i, e)
-	{
-		if (!p && name && !strcmp(json_string_value(json_object_get(e, "name")), name))
-			error = json_string_value(json_object_get(e, "message"));
-	}
-	ref = pns && *pns ? gv_xasprintf("%s/%s", pns, name ? name : "")
-			  : gv_xstrdup(name ? name : "");
 	if (p) {
 		char *key = vpscan_state_key(p);
 		const char *text = json_string_value(json_object_get(state, key));
 		has_last = text && !scanstate_decode(text, &last, NULL);
 		free(key);
 	}
-	background =
-	    p ? vpscan_background(p)
-	      : !json_is_false(json_object_get(
-		    json_object_get(json_object_get(json_object_get(doc, "spec"), "evaluation"),
-				    "background"),
-		    "enabled"));
 	reconciler_sched_resolve(doc, ref, global, &sched);
 	when = reconciler_when(&sched, global->suspended, has_last ? &last : NULL, uid,
 			       p ? vpscan_fingerprint(p) : 0, now, &next);
+	suspended = background && (global->suspended || sched.suspended);
 	json_object_set_new(o, "policy", json_string(ref));
 	json_object_set_new(o, "kind", json_string(kind ? kind : ""));
 	json_object_set_new(o, "background", json_boolean(background));
@@ -1380,22 +1354,65 @@ static json_t *status_cel(const json_t *doc, const struct view_vpolset *vs, cons
 		if (when == RECONCILER_INVALID)
 			json_object_set_new(o, "error", json_string(sched.error));
 	}
-	json_object_set_new(o, "suspended",
-			    json_boolean(background && (global->suspended || sched.suspended)));
-	if (background && (global->suspended || sched.suspended))
+	json_object_set_new(o, "suspended", json_boolean(suspended));
+	if (suspended)
 		json_object_set_new(o, "suspendedBy",
 				    json_string(global->suspended ? "configmap" : "policy"));
 	json_object_set_new(o, "lastScan", time_or_null(has_last ? last.last_scan : 0));
 	json_object_set_new(o, "nextScan", time_or_null(next));
-	ckey = gv_xasprintf("%s/%s", REPORT_SOURCE_VPOL, ref);
+	ckey = gv_xasprintf("%s/%s", source, ref);
 	cnt = json_object_get(counts, ckey);
 	json_object_set_new(o, "results",
 			    cnt ? json_incref(cnt)
 				: json_pack("{s:i, s:i, s:i, s:i, s:i}", "pass", 0, "fail", 0,
 					    "warn", 0, "error", 0, "skip", 0));
 	free(ckey);
-	free(ref);
 	reconciler_sched_release(&sched);
+	return o;
+}
+
+/*
+ * The status of one ValidatingPolicy / NamespacedValidatingPolicy document
+ * (reconciler_status_cel_row), with the compiler's message when it is not
+ * in vs.
+ */
+static json_t *status_cel(const json_t *doc, const struct view_vpolset *vs, const json_t *state,
+			  const json_t *counts, const struct reconciler_global *global, time_t now)
+{
+	const json_t *md = json_object_get(doc, "metadata");
+	const char *name = json_string_value(json_object_get(md, "name"));
+	const char *pns = json_string_value(json_object_get(md, "namespace"));
+	const char *kind = json_string_value(json_object_get(doc, "kind"));
+	const struct vpol_policy *p = NULL;
+	const char *error = NULL;
+	bool background;
+	json_t *o;
+	char *ref;
+	size_t i;
+	const json_t *e;
+
+	for (i = 0; i < view_vpolset_count(vs) && !p; i++) {
+		const struct vpol_policy *c = view_vpolset_policy(vs, i);
+		if (name && !strcmp(vpol_name(c), name) && !strcmp(vpol_kind_name(c), kind) &&
+		    !strcmp(vpol_namespace(c), pns ? pns : ""))
+			p = c;
+	}
+	json_array_foreach(view_vpolset_errors(vs), i, e)
+	{
+		if (!p && name && !strcmp(json_string_value(json_object_get(e, "name")), name))
+			error = json_string_value(json_object_get(e, "message"));
+	}
+	ref = pns && *pns ? gv_xasprintf("%s/%s", pns, name ? name : "")
+			  : gv_xstrdup(name ? name : "");
+	background =
+	    p ? vpscan_background(p)
+	      : !json_is_false(json_object_get(
+		    json_object_get(json_object_get(json_object_get(doc, "spec"), "evaluation"),
+				    "background"),
+		    "enabled"));
+	o = reconciler_status_cel_row(kind, ref, doc, p, error, background, state, counts, global,
+				      now);
+	free(ref);
 	return o;
 }
 

@@ -245,6 +245,22 @@ enum gv_code reconciler_status(struct kube_client *client, const char *namespace
 			       const char *interval, time_t now, json_t **out, struct gv_err *err);
 
 /*
+ * One CEL policy's row of reconciler_status() (the fields above): kind
+ * (ValidatingPolicy, NamespacedValidatingPolicy or ValidatingAdmissionPolicy,
+ * whose results are counted under REPORT_SOURCE_VAP, the others' under
+ * REPORT_SOURCE_VPOL), ref its policy ref, doc the policy document (may be
+ * NULL; its schedule fields and uid), p the compiled policy (NULL: state
+ * "invalid" with error, or "not compiled"), background false: state
+ * "not-background", never suspended. state is the scan-state ConfigMap's
+ * data (vpscan_state_key), counts reconciler_result_counts()'s. New
+ * reference; all parameters borrowed.
+ */
+json_t *reconciler_status_cel_row(const char *kind, const char *ref, const json_t *doc,
+				  const struct vpol_policy *p, const char *error, bool background,
+				  const json_t *state, const json_t *counts,
+				  const struct reconciler_global *global, time_t now);
+
+/*
  * The results in gavel's reports (namespaced and cluster; a report kind
  * that is not served has none), counted per policy: *out (new reference)
  * {key: {"pass", "fail", "warn", "error", "skip"}}, the key being the

@@ -68,13 +68,6 @@ static long long ival(const json_t *o, const char *key)
 	return (long long)json_integer_value(json_object_get(o, key));
 }
 
-/* {"pass", "fail", "warn", "error", "skip"}, every count 0 (a new reference). */
-static json_t *zero_counts(void)
-{
-	return json_pack("{s:i, s:i, s:i, s:i, s:i}", "pass", 0, "fail", 0, "warn", 0, "error", 0,
-			 "skip", 0);
-}
-
 /* The names of the bindings of VAP `name` (a new array, as the API listed them). */
 static json_t *vap_bindings(const struct view_vpolset *vs, const char *name)
 {
@@ -103,58 +96,10 @@ static json_t *vap_row(const char *name, const struct vpol_policy *p, const char
 		       const struct view_vpolset *vs, const json_t *state, const json_t *counts,
 		       const struct reconciler_global *global, time_t now)
 {
-	const json_t *doc = p ? vpol_doc(p) : NULL;
-	const char *uid =
-	    json_string_value(json_object_get(json_object_get(doc, "metadata"), "uid"));
-	struct reconciler_sched sched;
-	struct scanstate_entry last = {0};
-	bool has_last = false, suspended;
-	enum reconciler_when when;
-	time_t next = 0;
-	char buf[64];
-	char *ckey = gv_xasprintf("%s/%s", REPORT_SOURCE_VAP, name);
-	json_t *o = json_object(), *cnt = json_object_get(counts, ckey);
+	json_t *o = reconciler_status_cel_row(REPORT_SOURCE_VAP, name, p ? vpol_doc(p) : NULL, p,
+					      error, true, state, counts, global, now);
 
-	free(ckey);
-
-	if (p) {
-		char *key = vpscan_state_key(p);
-		const char *text = json_string_value(json_object_get(state, key));
-		has_last = text && !scanstate_decode(text, &last, NULL);
-		free(key);
-	}
-	reconciler_sched_resolve(doc, name, global, &sched);
-	when = reconciler_when(&sched, global->suspended, has_last ? &last : NULL, uid,
-			       p ? vpscan_fingerprint(p) : 0, now, &next);
-	suspended = global->suspended || sched.suspended;
-	json_object_set_new(o, "policy", json_string(name));
-	json_object_set_new(o, "kind", json_string(REPORT_SOURCE_VAP));
-	json_object_set_new(o, "background", json_true());
-	json_object_set_new(o, "schedule", json_string(sched.text));
-	json_object_set_new(o, "source", json_string(reconciler_source_name(sched.source)));
-	if (!p) {
-		json_object_set_new(o, "state", json_string("invalid"));
-		json_object_set_new(o, "error", json_string(error ? error : "not compiled"));
-		next = 0;
-	} else {
-		json_object_set_new(o, "state", json_string(reconciler_when_name(when)));
-		if (when == RECONCILER_INVALID)
-			json_object_set_new(o, "error", json_string(sched.error));
-	}
-	json_object_set_new(o, "suspended", json_boolean(suspended));
-	if (suspended)
-		json_object_set_new(o, "suspendedBy",
-				    json_string(global->suspended ? "configmap" : "policy"));
-	json_object_set_new(o, "lastScan",
-			    has_last && last.last_scan > 0 ? json_string(schedule_time_format(
-								 last.last_scan, buf, sizeof(buf)))
-							   : json_null());
-	json_object_set_new(o, "nextScan",
-			    next > 0 ? json_string(schedule_time_format(next, buf, sizeof(buf)))
-				     : json_null());
-	json_object_set_new(o, "results", cnt ? json_incref(cnt) : zero_counts());
 	json_object_set_new(o, "bindings", vap_bindings(vs, name));
-	reconciler_sched_release(&sched);
 	return o;
 }
 
