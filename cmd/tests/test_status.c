@@ -3,7 +3,8 @@
  * (kube/tests/transport.h): the Kubernetes ValidatingAdmissionPolicies'
  * rows (bindings, global schedule, last scan from the scan state, result
  * counts of their own source), and an API server that does not serve the
- * kind (before Kubernetes 1.30), which is no error.
+ * kind at any version (before Kubernetes 1.26), which is no error, and one
+ * that serves it at v1beta1 or v1alpha1 only.
  */
 #include <setjmp.h>
 #include <stdarg.h>
