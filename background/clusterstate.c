@@ -4,6 +4,7 @@
  */
 #include "background/clusterstate.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,18 +111,59 @@ static enum gv_code list_cel(struct kube_client *client, json_t **vpols, json_t 
 	return GV_OK;
 }
 
-/* ValidatingAdmissionPolicies and their bindings (not served before Kubernetes 1.30: none). */
+/* admissionregistration.k8s.io versions that served ValidatingAdmissionPolicy, newest first */
+static const char *const vap_versions[] = {"v1", "v1beta1", "v1alpha1"};
+
+const char *const *clusterstate_vap_versions(size_t *n)
+{
+	*n = GV_ARRAY_LEN(vap_versions);
+	return vap_versions;
+}
+
+void clusterstate_vap_to_v1(json_t *doc, const char *kind)
+{
+	static const char group[] = "admissionregistration.k8s.io/";
+	const char *av = json_string_value(json_object_get(doc, "apiVersion"));
+	bool served = !av; /* none: the list's version, one of those asked */
+
+	if (!json_is_object(doc))
+		return;
+	if (!json_string_value(json_object_get(doc, "kind")))
+		json_object_set_new(doc, "kind", json_string(kind));
+	for (size_t i = 0; av && i < GV_ARRAY_LEN(vap_versions); i++)
+		served = served || (!strncmp(av, group, sizeof(group) - 1) &&
+				    !strcmp(av + sizeof(group) - 1, vap_versions[i]));
+	/* another group or version is left as it is: not one gavel compiles */
+	if (served)
+		json_object_set_new(doc, "apiVersion",
+				    json_string("admissionregistration.k8s.io/v1"));
+}
+
+enum gv_code clusterstate_list_vap(struct kube_client *client, const char *resource,
+				   const char *kind, json_t **items, struct gv_err *err)
+{
+	size_t i;
+	json_t *d;
+	enum gv_code rc = list_group_kind(client, "admissionregistration.k8s.io", resource,
+					  vap_versions, GV_ARRAY_LEN(vap_versions), items, err);
+
+	if (rc)
+		return rc;
+	json_array_foreach(*items, i, d) clusterstate_vap_to_v1(d, kind);
+	return GV_OK;
+}
+
+/* ValidatingAdmissionPolicies and their bindings (none on a server that serves no version). */
 static enum gv_code list_vap(struct kube_client *client, json_t **vaps, json_t **bindings,
 			     struct gv_err *err)
 {
-	static const char *const vers[] = {"v1"};
 	enum gv_code rc;
 
 	*vaps = *bindings = NULL;
-	if ((rc = list_group_kind(client, "admissionregistration.k8s.io",
-				  "validatingadmissionpolicies", vers, 1, vaps, err)) ||
-	    (rc = list_group_kind(client, "admissionregistration.k8s.io",
-				  "validatingadmissionpolicybindings", vers, 1, bindings, err))) {
+	if ((rc = clusterstate_list_vap(client, "validatingadmissionpolicies",
+					"ValidatingAdmissionPolicy", vaps, err)) ||
+	    (rc = clusterstate_list_vap(client, "validatingadmissionpolicybindings",
+					"ValidatingAdmissionPolicyBinding", bindings, err))) {
 		json_decref(*vaps);
 		*vaps = NULL;
 		return rc;
@@ -198,17 +240,6 @@ enum gv_code clusterstate_fetch(struct kube_client *client, const char *namespac
 	config = view_config_new(out->config_data);
 	out->state = view_state_new(set, nsmap, config);
 	out->vpolicies = json_incref(vdocs);
-	json_array_foreach(vaps, i, d)
-	{
-		if (!json_object_get(d, "kind"))
-			json_object_set_new(d, "kind", json_string("ValidatingAdmissionPolicy"));
-	}
-	json_array_foreach(vbind, i, d)
-	{
-		if (!json_object_get(d, "kind"))
-			json_object_set_new(d, "kind",
-					    json_string("ValidatingAdmissionPolicyBinding"));
-	}
 	{
 		json_t *all = json_copy(vdocs);
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "background/clusterstate.h"
 #include "common/log.h"
 #include "view/metrics.h"
 #include "common/banned.h"
@@ -25,7 +26,7 @@ enum watch_kind {
 	W_VPOL,
 	W_NVPOL,
 	W_CEXC,
-	W_VAP,	/* admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (background only) */
+	W_VAP,	/* admissionregistration.k8s.io ValidatingAdmissionPolicy (background only) */
 	W_VAPB, /* and its bindings */
 	W_COUNT
 };
@@ -369,14 +370,21 @@ static enum gv_code discover(struct snapshot *s, enum watch_kind k, char **path,
 				   &e);
 		break;
 	case W_VAP:
-		/* not served before Kubernetes 1.30 (v1): then not watched, quietly */
-		rc = kube_discover(s->client, "admissionregistration.k8s.io", "v1",
-				   "ValidatingAdmissionPolicy", &r, &e);
+	case W_VAPB: {
+		/* the first version served (v1 from Kubernetes 1.30); none: not watched, quietly */
+		size_t n;
+		const char *const *vers = clusterstate_vap_versions(&n);
+		for (size_t i = 0; i < n; i++) {
+			memset(&e, 0, sizeof(e));
+			rc = kube_discover(s->client, "admissionregistration.k8s.io", vers[i],
+					   k == W_VAP ? "ValidatingAdmissionPolicy"
+						      : "ValidatingAdmissionPolicyBinding",
+					   &r, &e);
+			if (rc != GV_ENOENT)
+				break;
+		}
 		break;
-	case W_VAPB:
-		rc = kube_discover(s->client, "admissionregistration.k8s.io", "v1",
-				   "ValidatingAdmissionPolicyBinding", &r, &e);
-		break;
+	}
 	case W_NS:
 		*path = gv_xstrdup("/api/v1/namespaces");
 		return GV_OK;
@@ -508,6 +516,16 @@ static void add_docs(json_t *out, struct watch *w, const char *kind)
 	add_docs_api(out, w, kind, "policies.kyverno.io/v1");
 }
 
+/* ValidatingAdmissionPolicies or bindings, at whichever version watched, as v1. */
+static void add_vap_docs(json_t *out, struct watch *w, const char *kind)
+{
+	size_t from = json_array_size(out);
+
+	add_docs_api(out, w, kind, NULL);
+	for (size_t i = from; i < json_array_size(out); i++)
+		clusterstate_vap_to_v1(json_array_get(out, i), kind);
+}
+
 /* ---- awaited writes (s->mu held) ---- */
 
 static void expect_release(struct expect *e)
@@ -620,10 +638,8 @@ static void rebuild(struct snapshot *s)
 		add_docs(docs_v, &s->w[W_VPOL], "ValidatingPolicy");
 		add_docs(docs_v, &s->w[W_NVPOL], "NamespacedValidatingPolicy");
 		add_docs(xs, &s->w[W_CEXC], "PolicyException");
-		add_docs_api(docs_v, &s->w[W_VAP], "ValidatingAdmissionPolicy",
-			     "admissionregistration.k8s.io/v1");
-		add_docs_api(bindings, &s->w[W_VAPB], "ValidatingAdmissionPolicyBinding",
-			     "admissionregistration.k8s.io/v1");
+		add_vap_docs(docs_v, &s->w[W_VAP], "ValidatingAdmissionPolicy");
+		add_vap_docs(bindings, &s->w[W_VAPB], "ValidatingAdmissionPolicyBinding");
 		view_vpolset_unref(s->vpols);
 		s->vpols = view_vpolset_new(docs_v, xs);
 		view_vpolset_set_bindings(s->vpols, bindings);

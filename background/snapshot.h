@@ -18,7 +18,10 @@
  * policies.kyverno.io ValidatingPolicy, NamespacedValidatingPolicy and
  * (CEL) PolicyException at that group's preferred version, compiled into
  * the state's view_vpolset (view/view.h; the CEL PolicyExceptions, like
- * kyverno.io ones, are waited for at most OPTIONAL_SYNC_WAIT_S). A kind
+ * kyverno.io ones, are waited for at most OPTIONAL_SYNC_WAIT_S);
+ * ValidatingAdmissionPolicy and its bindings at the first
+ * admissionregistration.k8s.io version served of v1, v1beta1, v1alpha1,
+ * read as v1 (clusterstate_vap_to_v1, background/clusterstate.h). A kind
  * whose CRD is not installed counts as empty, and discovery is retried
  * every SNAPSHOT_REDISCOVER_S seconds so that a CRD installed later is
  * picked up.

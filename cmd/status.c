@@ -111,39 +111,15 @@ static int row_cmp(const void *a, const void *b)
 }
 
 /*
- * Lists admissionregistration.k8s.io/v1 `resource` into *items (a new
- * array, apiVersion and kind set on each item); a server that does not
- * serve it (404) has none, as the snapshots take it (optional kinds).
+ * Lists admissionregistration.k8s.io `resource` at the first version the
+ * server serves into *items (a new array, as v1, kind set on each item); a
+ * server that serves none has none, as the snapshots take it (optional
+ * kinds).
  */
 static enum gv_code list_optional(struct kube_client *client, const char *resource,
 				  const char *kind, json_t **items, struct gv_err *err)
 {
-	char *path = gv_xasprintf("/apis/admissionregistration.k8s.io/v1/%s", resource);
-	struct kube_status st = {0};
-	struct gv_err e = {0};
-	enum gv_code rc = clusterstate_list(client, path, 500, items, &st, &e);
-
-	size_t i;
-	json_t *d;
-
-	free(path);
-	if (rc && st.http == 404) {
-		*items = json_array();
-		return GV_OK;
-	}
-	if (rc)
-		return gv_err_set(err, rc, "%s", e.msg);
-	json_array_foreach(*items, i, d)
-	{
-		if (!json_is_object(d))
-			continue;
-		if (!json_object_get(d, "apiVersion"))
-			json_object_set_new(d, "apiVersion",
-					    json_string("admissionregistration.k8s.io/v1"));
-		if (!json_object_get(d, "kind"))
-			json_object_set_new(d, "kind", json_string(kind));
-	}
-	return GV_OK;
+	return clusterstate_list_vap(client, resource, kind, items, err);
 }
 
 /* Appends the ValidatingAdmissionPolicies' rows to rows, in name order. */

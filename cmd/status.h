@@ -25,9 +25,11 @@
  *    "bindings": [names of the ValidatingAdmissionPolicyBindings whose
  *    spec.policyName is the VAP, in name order]}
  * A VAP without a binding is scanned all the same, against its own
- * matchConstraints (section 5, "No bindings"). An API server that does not
- * serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (before
- * Kubernetes 1.30) has none: no row, no error. namespace is gavel's
+ * matchConstraints (section 5, "No bindings"). They are listed at the
+ * first admissionregistration.k8s.io version served of v1, v1beta1 and
+ * v1alpha1 (clusterstate_list_vap); an API server that serves none (before
+ * Kubernetes 1.26, or without the alpha or beta API on) has none: no row,
+ * no error. namespace is gavel's
  * (NULL = "gavel"); interval is serve's --background-scan-interval (NULL =
  * 1h). GV_ENET on API errors (*out NULL).
  */

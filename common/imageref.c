@@ -206,6 +206,53 @@ out:
 	return rc;
 }
 
+/*
+ * The split alone, without the grammar's checks: Docker's default registry
+ * rule, "@" at the first '@', the tag after the last ':' of the last
+ * component, the domain up to the first '/'. Fields may be "".
+ */
+static void split_lenient(const char *img, size_t n, struct gv_imageref *out)
+{
+	const char *slash = memchr(img, '/', n);
+	char *full, *at, *lastslash, *colon, *first;
+	bool lower = true;
+
+	if (slash)
+		for (const char *p = img; p < slash; p++)
+			if (isupper((unsigned char)*p))
+				lower = false;
+	if (!slash ||
+	    (!memchr(img, '.', (size_t)(slash - img)) && !memchr(img, ':', (size_t)(slash - img)) &&
+	     !((size_t)(slash - img) == 9 && memcmp(img, "localhost", 9) == 0) && lower))
+		full = gv_xasprintf("docker.io/%.*s", (int)n, img);
+	else
+		full = gv_xstrndup(img, n);
+	memset(out, 0, sizeof(*out));
+	at = strchr(full, '@');
+	if (at) {
+		out->digest = gv_xstrdup(at + 1);
+		*at = '\0';
+	}
+	lastslash = strrchr(full, '/');
+	colon = strrchr(lastslash ? lastslash : full, ':');
+	if (colon) {
+		out->tag = gv_xstrdup(colon + 1);
+		*colon = '\0';
+	}
+	first = strchr(full, '/');
+	out->path = gv_xstrdup(first ? first + 1 : "");
+	if (first)
+		*first = '\0';
+	out->domain = full;
+}
+
+void gv_imageref_parse_lenient(const char *s, size_t n, struct gv_imageref *out)
+{
+	if (gv_imageref_parse(s, n, out, NULL) == GV_OK)
+		return;
+	split_lenient(s, strnlen(s, n), out);
+}
+
 bool gv_imageref_docker_hub(struct gv_imageref *r)
 {
 	if (!r->domain || (strcmp(r->domain, "docker.io") && strcmp(r->domain, "index.docker.io")))

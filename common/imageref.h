@@ -1,8 +1,9 @@
 /*
  * imageref.h - container image references as the distribution/reference
  * grammar reads them ("[domain/]path[:tag][@digest]"), with Docker's
- * default-registry rule. Shared by the JMESPath image_normalize() function
- * (engine/) and the registry client (kube/registry.c): one parser for both.
+ * default-registry rule. The one parser of image references: the JMESPath
+ * image_normalize() function and the `images` variable (engine/), and the
+ * registry client (kube/registry.c).
  */
 #ifndef GV_COMMON_IMAGEREF_H
 #define GV_COMMON_IMAGEREF_H
@@ -38,6 +39,20 @@ struct gv_imageref {
  */
 enum gv_code gv_imageref_parse(const char *s, size_t n, struct gv_imageref *out,
 			       struct gv_err *err);
+
+/*
+ * The reading of the `images` variable (kyverno-semantics.md section 6.5):
+ * a reference gv_imageref_parse accepts gives its result, exactly. One it
+ * refuses (uppercase in the path, a bad tag or digest, a name longer than
+ * 255 bytes, an empty tag after ':') is still split, the way gavel always
+ * read the variable: the same default registry rule, digest after the
+ * first '@', tag after the last ':' of the last component, domain up to
+ * the first '/' (never NULL then), each field "" when the separator is
+ * there with nothing after it. Kyverno fails to build the variable for
+ * such a reference; gavel keeps its split until a case says how Kyverno's
+ * rule then behaves. Never fails; release out.
+ */
+void gv_imageref_parse_lenient(const char *s, size_t n, struct gv_imageref *out);
 
 /*
  * For a reference on Docker Hub (domain "docker.io" or "index.docker.io"):

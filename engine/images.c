@@ -1,74 +1,46 @@
 /*
  * images.c - the `images` variable (kyverno-semantics.md section 6.5):
  * container image references of an object, parsed as Kyverno parses them
- * (default registry docker.io, default tag latest).
+ * (default registry docker.io, default tag latest) by common/imageref.h.
  */
 #include "engine/engine_int.h"
 
-#include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/imageref.h"
 #include "common/yaml.h"
 #include "common/banned.h"
 
 json_t *image_parse(const char *image)
 {
-	const char *slash = strchr(image, '/');
-	char *full, *at, *colon, *lastslash, *path;
-	const char *registry, *name, *rest;
-	char *tag = NULL, *digest = NULL;
+	struct gv_imageref r;
 	json_t *o = json_object();
-	bool lower = true;
+	const char *registry, *name;
+	char *repo;
 
-	if (slash)
-		for (const char *p = image; p < slash; p++)
-			if (isupper((unsigned char)*p))
-				lower = false;
-	if (!slash || (!memchr(image, '.', (size_t)(slash - image)) &&
-		       !memchr(image, ':', (size_t)(slash - image)) &&
-		       strncmp(image, "localhost/", 10) != 0 && lower))
-		full = gv_xasprintf("docker.io/%s", image);
-	else
-		full = gv_xstrdup(image);
-	at = strchr(full, '@');
-	if (at) {
-		digest = gv_xstrdup(at + 1);
-		*at = '\0';
-	}
-	lastslash = strrchr(full, '/');
-	colon = strrchr(lastslash ? lastslash : full, ':');
-	if (colon) {
-		tag = gv_xstrdup(colon + 1);
-		*colon = '\0';
-	}
-	slash = strchr(full, '/');
-	registry = full;
-	rest = slash ? slash + 1 : "";
-	if (slash)
-		full[slash - full] = '\0';
-	path = gv_xstrdup(rest);
-	name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	if (!digest && !tag)
-		tag = gv_xstrdup("latest");
+	gv_imageref_parse_lenient(image, strlen(image), &r);
+	registry = r.domain ? r.domain : "";
+	name = strrchr(r.path, '/') ? strrchr(r.path, '/') + 1 : r.path;
+	if (!r.digest && !r.tag)
+		r.tag = gv_xstrdup("latest");
+	/* no registry (a first component that is no valid domain): the path alone */
+	repo = *registry ? gv_xasprintf("%s/%s", registry, r.path) : gv_xstrdup(r.path);
 	json_object_set_new(o, "registry", json_string(registry));
-	json_object_set_new(o, "path", json_string(path));
+	json_object_set_new(o, "path", json_string(r.path));
 	json_object_set_new(o, "name", json_string(name));
-	if (tag && *tag)
-		json_object_set_new(o, "tag", json_string(tag));
-	if (digest && *digest)
-		json_object_set_new(o, "digest", json_string(digest));
-	if (digest && *digest)
+	if (r.tag && *r.tag)
+		json_object_set_new(o, "tag", json_string(r.tag));
+	if (r.digest && *r.digest) {
+		json_object_set_new(o, "digest", json_string(r.digest));
+		json_object_set_new(o, "reference", json_sprintf("%s@%s", repo, r.digest));
+	} else {
 		json_object_set_new(o, "reference",
-				    json_sprintf("%s/%s@%s", registry, path, digest));
-	else
-		json_object_set_new(o, "reference",
-				    json_sprintf("%s/%s:%s", registry, path, tag ? tag : ""));
-	json_object_set_new(o, "referenceWithTag",
-			    json_sprintf("%s/%s:%s", registry, path, tag ? tag : ""));
-	free(full);
-	free(path);
-	free(tag);
-	free(digest);
+				    json_sprintf("%s:%s", repo, r.tag ? r.tag : ""));
+	}
+	json_object_set_new(o, "referenceWithTag", json_sprintf("%s:%s", repo, r.tag ? r.tag : ""));
+	free(repo);
+	gv_imageref_release(&r);
 	return o;
 }
 

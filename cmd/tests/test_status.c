@@ -3,7 +3,8 @@
  * (kube/tests/transport.h): the Kubernetes ValidatingAdmissionPolicies'
  * rows (bindings, global schedule, last scan from the scan state, result
  * counts of their own source), and an API server that does not serve the
- * kind (before Kubernetes 1.30), which is no error.
+ * kind at any version (before Kubernetes 1.26), which is no error, and one
+ * that serves it at v1beta1 or v1alpha1 only.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,16 +21,16 @@
 #include "common/log.h"
 #include "kube/tests/transport.h"
 
-#define VAP_PATH  "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
-#define VAPB_PATH "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
+#define VAP_GROUP "/apis/admissionregistration.k8s.io/"
 
 /* 2026-01-01T00:00:00Z */
 #define T0 ((time_t)1767225600)
 
 struct fake {
-	bool vap_served; /* false: a v1.20 API server (no such resource) */
-	int vap_http;	 /* an error status for the VAP list (0 = none) */
-	int vap_lists;	 /* VAP and binding lists asked */
+	bool vap_served;	 /* false: a v1.20 API server (no such resource) */
+	int vap_http;		 /* an error status for the VAP list (0 = none) */
+	int vap_lists;		 /* VAP and binding lists asked */
+	const char *vap_version; /* the version that serves them (NULL: v1) */
 };
 
 static json_t *J(const char *text)
@@ -87,24 +88,40 @@ static bool is(const char *path, const char *want)
 	return !strncmp(path, want, n) && (path[n] == '\0' || path[n] == '?');
 }
 
+/* Whether path lists admissionregistration.k8s.io `resource` (at any version: *version). */
+static bool is_vap(const char *path, const char *resource, char *version, size_t n)
+{
+	const char *v = path + strlen(VAP_GROUP), *slash;
+
+	if (strncmp(path, VAP_GROUP, strlen(VAP_GROUP)))
+		return false;
+	slash = strchr(v, '/');
+	if (!slash || (size_t)(slash - v) >= n || !is(slash + 1, resource))
+		return false;
+	snprintf(version, n, "%.*s", (int)(slash - v), v);
+	return true;
+}
+
 static enum gv_code fake_request(void *ud, const char *method, const char *path, const json_t *body,
 				 json_t **out, struct kube_status *st, struct gv_err *err)
 {
 	struct fake *f = ud;
+	char ver[16];
 
 	(void)body;
 	if (strcmp(method, "GET"))
 		fail_msg("status wrote to the API: %s %s", method, path);
-	if (is(path, VAP_PATH) || is(path, VAPB_PATH)) {
+	if (is_vap(path, "validatingadmissionpolicies", ver, sizeof(ver)) ||
+	    is_vap(path, "validatingadmissionpolicybindings", ver, sizeof(ver))) {
 		f->vap_lists++;
-		if (!f->vap_served)
+		if (!f->vap_served || strcmp(ver, f->vap_version ? f->vap_version : "v1"))
 			return not_found(st, err);
 		if (f->vap_http) {
 			st->http = f->vap_http;
 			snprintf(st->reason, sizeof(st->reason), "Forbidden");
 			return gv_err_set(err, GV_ENET, "validatingadmissionpolicies is forbidden");
 		}
-		if (is(path, VAPB_PATH)) {
+		if (strstr(path, "bindings")) {
 			json_t *items = json_array();
 			json_array_append_new(items, binding("bind-a1", "vap-a"));
 			json_array_append_new(items, binding("bind-a2", "vap-a"));
@@ -117,6 +134,14 @@ static enum gv_code fake_request(void *ud, const char *method, const char *path,
 			json_array_append_new(items, vap("vap-b", "true"));
 			json_array_append_new(items, vap("vap-a", "has(object.metadata.labels)"));
 			*out = list_of("ValidatingAdmissionPolicyList", items);
+		}
+		if (f->vap_version) {
+			/* listed at that version, as such a server lists them */
+			json_t *items = json_object_get(*out, "items"), *d;
+			size_t i;
+			json_array_foreach(items, i, d) json_object_set_new(
+			    d, "apiVersion",
+			    json_sprintf("admissionregistration.k8s.io/%s", f->vap_version));
 		}
 		return GV_OK;
 	}
@@ -191,9 +216,10 @@ static char *dump(const json_t *j)
 	return json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 }
 
-static void test_vap_rows(void **state)
+/* The rows of a server that serves the kinds at `version` only (NULL: v1). */
+static void vap_rows_at(const char *version)
 {
-	struct fake f = {.vap_served = true};
+	struct fake f = {.vap_served = true, .vap_version = version};
 	struct fake_api fa = {.request = fake_request, .ud = &f};
 	struct kube_client *c = fake_api_client(&fa);
 	struct gv_err err = {0};
@@ -201,7 +227,6 @@ static void test_vap_rows(void **state)
 	const json_t *a, *b, *cr;
 	char *s;
 
-	(void)state;
 	/* ten minutes after vap-a's last scan */
 	assert_int_equal(cmd_status_rows(c, NULL, NULL, T0 + 600, &rows, &err), GV_OK);
 	assert_int_equal(json_array_size(rows), 3);
@@ -269,6 +294,26 @@ static void test_vap_rows(void **state)
 	kube_client_free(c);
 }
 
+static void test_vap_rows(void **state)
+{
+	(void)state;
+	vap_rows_at(NULL);
+}
+
+/* Kubernetes 1.28-1.29 with the beta API on: listed at v1beta1 (v1 is 404), read as v1 */
+static void test_vap_rows_v1beta1(void **state)
+{
+	(void)state;
+	vap_rows_at("v1beta1");
+}
+
+/* Kubernetes 1.26-1.27 with the alpha API on */
+static void test_vap_rows_v1alpha1(void **state)
+{
+	(void)state;
+	vap_rows_at("v1alpha1");
+}
+
 static void test_vap_not_served(void **state)
 {
 	struct fake f = {.vap_served = false};
@@ -307,8 +352,8 @@ static void test_vap_list_error(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_vap_rows),
-	    cmocka_unit_test(test_vap_not_served),
+	    cmocka_unit_test(test_vap_rows),	      cmocka_unit_test(test_vap_rows_v1beta1),
+	    cmocka_unit_test(test_vap_rows_v1alpha1), cmocka_unit_test(test_vap_not_served),
 	    cmocka_unit_test(test_vap_list_error),
 	};
 

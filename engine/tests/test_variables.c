@@ -6,6 +6,7 @@
 #include "engine/tests/testutil.h"
 
 #include "engine/engine_int.h"
+#include "common/imageref.h"
 
 #include "common/banned.h"
 
@@ -445,6 +446,55 @@ static void test_image_parse(void **state)
 		    "docker.io/nginx@" DIGEST);
 	check_image("reg.io/app:1.0@" DIGEST, "reg.io", "app", "app", "1.0", DIGEST,
 		    "reg.io/app@" DIGEST);
+	check_image("[::1]:5000/app:v1", "[::1]:5000", "app", "app", "v1", NULL,
+		    "[::1]:5000/app:v1");
+	/* a first component that is no domain (the grammar has no '_' in domains): all path */
+	check_image("my_reg.io/app:1", "", "my_reg.io/app", "app", "1", NULL, "my_reg.io/app:1");
+	/*
+	 * What the grammar refuses (Kyverno then has no `images` variable) is
+	 * still split as gavel always split it.
+	 */
+	check_image("Nginx:1.0", "docker.io", "Nginx", "Nginx", "1.0", NULL, "docker.io/Nginx:1.0");
+	check_image("localhost:5000/App", "localhost:5000", "App", "App", "latest", NULL,
+		    "localhost:5000/App:latest");
+	check_image("nginx:", "docker.io", "nginx", "nginx", NULL, NULL, "docker.io/nginx:");
+	check_image("reg.io/app:1.0@sha256:abc", "reg.io", "app", "app", "1.0", "sha256:abc",
+		    "reg.io/app@sha256:abc");
+	CHECK_DONE();
+}
+
+/* The variable and image_normalize() read a reference with one parser (common/imageref.h). */
+static void test_image_parse_one_parser(void **state)
+{
+	static const char *const refs[] = {"nginx",
+					   "library/nginx:1.25",
+					   "ghcr.io/org/app:1.2",
+					   "localhost/app",
+					   "localhost:5000/a/b/c:t",
+					   "127.0.0.1:5000/app",
+					   "reg.io/app:1.0@" DIGEST,
+					   "my_reg.io/app:1",
+					   "a-b.example.com:443/x__y/z-w:v_1.0"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
+		struct gv_imageref r;
+		struct gv_err e = {0};
+		json_t *o = image_parse(refs[i]);
+
+		CHECK(gv_imageref_parse(refs[i], strlen(refs[i]), &r, &e) == GV_OK, "%s: %s",
+		      refs[i], e.msg);
+		CHECK_STR(json_string_value(json_object_get(o, "registry")),
+			  r.domain ? r.domain : "");
+		CHECK_STR(json_string_value(json_object_get(o, "path")), r.path);
+		if (r.digest)
+			CHECK_STR(json_string_value(json_object_get(o, "digest")), r.digest);
+		if (r.tag || !r.digest)
+			CHECK_STR(json_string_value(json_object_get(o, "tag")),
+				  r.tag ? r.tag : "latest");
+		gv_imageref_release(&r);
+		json_decref(o);
+	}
 	CHECK_DONE();
 }
 
@@ -521,6 +571,7 @@ int main(void)
 	    cmocka_unit_test(test_var_set_path),
 	    cmocka_unit_test(test_vars_each),
 	    cmocka_unit_test(test_image_parse),
+	    cmocka_unit_test(test_image_parse_one_parser),
 	    cmocka_unit_test(test_images_extract),
 	};
 
