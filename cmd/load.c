@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "background/clusterstate.h"
 #include "common/json.h"
 #include "common/banned.h"
 
@@ -560,6 +561,14 @@ static enum gv_code load_policy_docs(struct load_policies *lp, const char *file,
 			lp->nerrors++;
 			continue;
 		}
+		/*
+		 * A ValidatingAdmissionPolicy of v1beta1 or v1alpha1 (Kubernetes
+		 * 1.26-1.29) is read as v1, as the cluster's are
+		 * (clusterstate_vap_to_v1: the versions differ only in fields
+		 * added later)
+		 */
+		if (policies && kind && !strcmp(kind, "ValidatingAdmissionPolicy"))
+			clusterstate_vap_to_v1(docs.v[i].value, kind);
 		if (policies && vpol_is_policy_doc(doc)) {
 			nfound++;
 			add_cel_policy(lp, &docs, i, errs);

@@ -136,6 +136,32 @@ if grep -q 'gavel scan' "$tmp/err" 2>/dev/null || "$gavel" apply --cluster 2>&1 
 	ok "--cluster says what to use"
 else ko "--cluster says what to use"; fi
 
+# a ValidatingAdmissionPolicy of an older served version (1.26-1.29) reads as v1
+cat >"$tmp/vap.yaml" <<'EOF'
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: ValidatingAdmissionPolicy
+metadata: {name: max-replicas}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}
+  validations:
+  - {expression: "object.spec.replicas <= 3", message: too many replicas}
+EOF
+cat >"$tmp/deploy.yaml" <<'EOF'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: big, namespace: default}
+spec: {replicas: 5}
+EOF
+for v in v1beta1 v1alpha1; do
+	sed "s|/v1beta1|/$v|" "$tmp/vap.yaml" >"$tmp/vap-$v.yaml"
+	"$gavel" apply "$tmp/vap-$v.yaml" -r "$tmp/deploy.yaml" >"$tmp/out" 2>"$tmp/err"
+	if grep -q 'too many replicas' "$tmp/out" && grep -q 'fail: 1, warn: 0, error: 0' "$tmp/out"; then
+		ok "ValidatingAdmissionPolicy $v evaluated as v1"
+	else ko "ValidatingAdmissionPolicy $v evaluated as v1"; fi
+done
+
 # test
 code 0 "test passes" test $d/test-pass
 code 1 "test fails (wrong result, missing resource)" test $d/test-fail
