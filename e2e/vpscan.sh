@@ -254,8 +254,11 @@ case_vap() {
 			"the API server does not serve admissionregistration.k8s.io ValidatingAdmissionPolicy"
 		return 0
 	fi
-	local f
-	f=$(manifest vap-team <<'EOF'
+	local f v
+	# the version the API server serves: v1 from 1.30, v1beta1 or v1alpha1 before
+	v=$(k api-resources --api-group=admissionregistration.k8s.io --no-headers 2>/dev/null |
+		awk '$1 == "validatingadmissionpolicies" { print $(NF - 2); exit }')
+	f=$(sed "s|admissionregistration.k8s.io/v1\$|${v:-admissionregistration.k8s.io/v1}|" <<'EOF' | manifest vap-team
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
 metadata: {name: vap-require-team}
