@@ -569,3 +569,105 @@ json_t *gv_json_parse_list(const char *buf, size_t len, const char *key,
 	*nspans = j.nspans;
 	return v;
 }
+
+/* ---- the per-thread arena of gv_json_parse_arena() ---- */
+
+/*
+ * A chunk: this header, then the values, bump-allocated. The first chunk is
+ * sized from the body (a parsed review takes about ARENA_RATIO times its
+ * text), later ones double, so a document seldom takes more than two.
+ */
+struct arena_chunk {
+	struct arena_chunk *next; /* older chunk, or NULL */
+	unsigned char *end;	  /* one past the last usable byte */
+};
+
+#define ARENA_HDR   ((sizeof(struct arena_chunk) + 15) & ~(size_t)15)
+#define ARENA_RATIO 8
+#define ARENA_MIN   16384
+
+static _Thread_local struct {
+	struct arena_chunk *chunks; /* newest first; NULL: no arena open */
+	unsigned char *next;	    /* next free byte of chunks */
+	bool filling;		    /* jansson's allocations go into the arena */
+} arena;
+
+static void arena_chunk_add(size_t size)
+{
+	struct arena_chunk *c = gv_xmalloc(ARENA_HDR + size);
+
+	c->next = arena.chunks;
+	c->end = (unsigned char *)c + ARENA_HDR + size;
+	arena.chunks = c;
+	arena.next = (unsigned char *)c + ARENA_HDR;
+}
+
+static bool arena_owns(const void *p)
+{
+	for (const struct arena_chunk *c = arena.chunks; c; c = c->next)
+		if ((const unsigned char *)p > (const unsigned char *)c &&
+		    (const unsigned char *)p < c->end)
+			return true;
+	return false;
+}
+
+static void arena_free(void)
+{
+	while (arena.chunks) {
+		struct arena_chunk *c = arena.chunks;
+		arena.chunks = c->next;
+		free(c);
+	}
+	arena.next = NULL;
+}
+
+void *gv_json_malloc(size_t n)
+{
+	if (arena.filling) {
+		size_t want = (n + 15) & ~(size_t)15;
+		void *p;
+		if (want > (size_t)(arena.chunks->end - arena.next)) {
+			size_t size = (size_t)(arena.chunks->end - (unsigned char *)arena.chunks);
+			arena_chunk_add(2 * size > want ? 2 * size : want);
+		}
+		p = arena.next;
+		arena.next += want;
+		return p;
+	}
+	return gv_xmalloc(n);
+}
+
+void gv_json_free(void *p)
+{
+	if (arena.chunks && arena_owns(p))
+		return; /* released whole by gv_json_arena_release() */
+	free(p);
+}
+
+json_t *gv_json_parse_arena(const char *buf, size_t len, struct gv_err *err)
+{
+	json_malloc_t m;
+	json_free_t f;
+	json_t *v;
+
+	json_get_alloc_funcs(&m, &f);
+	if (arena.chunks || m != gv_json_malloc || f != gv_json_free)
+		return gv_json_parse(buf, len, err); /* one arena a thread; gv_init() not called */
+	arena_chunk_add(len < ARENA_MIN / ARENA_RATIO ? ARENA_MIN : len * ARENA_RATIO);
+	arena.filling = true;
+	v = gv_json_parse(buf, len, err);
+	arena.filling = false;
+	if (!v)
+		arena_free();
+	return v;
+}
+
+void gv_json_arena_release(json_t *root)
+{
+	if (!root)
+		return;
+	if (arena.chunks && arena_owns(root))
+		arena_free();
+	else
+		json_decref(root);
+}
