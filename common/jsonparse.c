@@ -109,6 +109,13 @@ static void put_utf8(struct gv_buf *b, uint32_t cp)
  * points into the input; with escapes the text is decoded into *heap
  * (caller releases) and *s points there. Returns false on error.
  */
+/* The bytes a string's fast path passes over: ASCII but controls, '"' and '\\'. */
+static const unsigned char plain[256] = {
+    [0x20 ... 0x21] = 1,
+    [0x23 ... 0x5B] = 1,
+    [0x5D ... 0x7F] = 1,
+};
+
 static bool parse_string(struct jp *j, const char **s, size_t *n, struct gv_buf *heap)
 {
 	const unsigned char *p = j->p + 1, *run = p;
@@ -116,8 +123,8 @@ static bool parse_string(struct jp *j, const char **s, size_t *n, struct gv_buf 
 
 	for (;;) {
 		unsigned char c;
-		/* Fast path: plain ASCII. */
-		while (p < j->end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+		/* Fast path: plain ASCII, a table look-up a byte. */
+		while (p < j->end && plain[*p])
 			p++;
 		if (p >= j->end) {
 			j->p = p;
