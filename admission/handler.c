@@ -136,8 +136,14 @@ static const json_t *obj_field(const json_t *o, const char *key)
 	return json_is_object(v) ? v : NULL;
 }
 
-/* Fills rv from body; on a malformed review fills out with HTTP 400 and returns false. */
-static bool decode(const char *body, size_t len, struct review *rv, struct admission_reply *out)
+/*
+ * Fills rv from body; on a malformed review fills out with HTTP 400 and
+ * returns false. arena: the tree is parsed into the thread's arena
+ * (gv_json_parse_arena), for a review none of whose values outlive the
+ * request; rv->root is released with gv_json_arena_release() either way.
+ */
+static bool decode(const char *body, size_t len, bool arena, struct review *rv,
+		   struct admission_reply *out)
 {
 	struct gv_err jerr = {0};
 	const json_t *k, *dry;
@@ -145,7 +151,7 @@ static bool decode(const char *body, size_t len, struct review *rv, struct admis
 	bool op_ok = false;
 
 	memset(rv, 0, sizeof(*rv));
-	rv->root = gv_json_parse(body, len, &jerr);
+	rv->root = arena ? gv_json_parse_arena(body, len, &jerr) : gv_json_parse(body, len, &jerr);
 	if (!rv->root) {
 		reply_text(out, 400, "malformed JSON: %s", jerr.msg);
 		return false;
@@ -355,7 +361,8 @@ static struct view_audit_item *report_item(const struct review *rv, const json_t
 			o = &it->results[it->nresults++];
 			o->enforce = enforce;
 			o->exceptions = r->exceptions ? gv_xstrdup(r->exceptions) : NULL;
-			o->properties = r->properties ? json_incref(r->properties) : NULL;
+			/* a copy: the properties may hold values of the review's arena */
+			o->properties = r->properties ? json_deep_copy(r->properties) : NULL;
 			o->policy = engine_policy_ref((struct engine_policy *)resp->policy);
 			o->rule = gv_xstrdup(r->rule);
 			o->status = r->status;
@@ -577,7 +584,11 @@ void admission_handle_only(struct admission_handler *h, const char *body, size_t
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(out, 0, sizeof(*out));
-	if (!decode(body, len, &rv, out))
+	/*
+	 * The review in the arena: nothing of it outlives this call (the
+	 * audit item and the metrics copy what they keep)
+	 */
+	if (!decode(body, len, true, &rv, out))
 		goto out;
 	/*
 	 * kyverno.io writes never wait (the write awaited may be this one), nor
@@ -604,7 +615,7 @@ void admission_handle_only(struct admission_handler *h, const char *body, size_t
 		 rv.namespace, rv.name, out->allowed ? "allowed" : "denied",
 		 out->evaluated ? "" : " without evaluation", seconds_since(&t0) * 1e3);
 out:
-	json_decref(rv.root);
+	gv_json_arena_release(rv.root);
 }
 
 /* ---- POST /validate-policy ---- */
@@ -678,7 +689,8 @@ void admission_handle_policy(struct admission_handler *h, const char *body, size
 	struct admission_warnings w = {0};
 
 	memset(out, 0, sizeof(*out));
-	if (!decode(body, len, &rv, out))
+	/* on the heap: source->written may keep the policy */
+	if (!decode(body, len, false, &rv, out))
 		goto out;
 	kind = str_field(rv.object, "kind");
 	api = str_field(rv.object, "apiVersion");

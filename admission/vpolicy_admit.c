@@ -53,7 +53,8 @@ static void audit_add(struct view_audit_item *it, size_t first, struct view_vpol
 	o->rule = gv_xstrdup(rr->rule);
 	o->status = rr->status;
 	o->message = gv_xstrdup(rr->message ? rr->message : "");
-	o->properties = rr->properties ? json_incref(rr->properties) : NULL;
+	/* a copy: the properties may hold values of the review's arena (handler.c) */
+	o->properties = rr->properties ? json_deep_copy(rr->properties) : NULL;
 	o->vpols = view_vpolset_ref(set);
 	o->vpol = p;
 }

@@ -1,4 +1,5 @@
 #include "common/gv.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -151,14 +152,9 @@ void gv_sha256_text(const unsigned char *md, char out[GV_SHA256_TEXT_LEN])
 	out[7 + 64] = '\0';
 }
 
-static void *json_alloc(size_t n)
-{
-	return gv_xmalloc(n);
-}
-
 void gv_init(void)
 {
-	json_set_alloc_funcs(json_alloc, free);
+	json_set_alloc_funcs(gv_json_malloc, gv_json_free); /* common/json.h */
 	json_object_seed(0);
 }
 

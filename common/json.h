@@ -51,4 +51,32 @@ struct gv_json_span {
 json_t *gv_json_parse_list(const char *buf, size_t len, const char *key,
 			   struct gv_json_span **spans, size_t *nspans, struct gv_err *err);
 
+/*
+ * gv_json_parse() into an arena of the calling thread, for a document that
+ * lives no longer than one request (an AdmissionReview): its values are
+ * bump-allocated in a few large blocks instead of one malloc each, and
+ * gv_json_arena_release() drops them all at once instead of walking the
+ * tree. Returns a new reference as gv_json_parse() does; release it with
+ * gv_json_arena_release(), on the same thread. Until then the tree reads
+ * and references like any other (json_decref of its values frees nothing);
+ * after it, every pointer into it is dangling: a value that must outlive
+ * the request is copied (json_deep_copy, strdup), never json_incref'd.
+ * Values made while the tree lives (evaluation, the answer) are ordinary
+ * heap values. A thread whose arena is in use, or a program that did not
+ * call gv_init(), gets gv_json_parse()'s heap tree (which the release
+ * json_decref's).
+ */
+json_t *gv_json_parse_arena(const char *buf, size_t len, struct gv_err *err);
+
+/* Releases root (from gv_json_parse_arena(); NULL: nothing) and its arena. */
+void gv_json_arena_release(json_t *root);
+
+/*
+ * jansson's allocator (gv_init() installs them): gv_xmalloc, or the
+ * thread's arena while gv_json_parse_arena() fills it; free, except for
+ * memory of the thread's arena.
+ */
+void *gv_json_malloc(size_t n);
+void gv_json_free(void *p);
+
 #endif

@@ -109,6 +109,13 @@ static void put_utf8(struct gv_buf *b, uint32_t cp)
  * points into the input; with escapes the text is decoded into *heap
  * (caller releases) and *s points there. Returns false on error.
  */
+/* The bytes a string's fast path passes over: ASCII but controls, '"' and '\\'. */
+static const unsigned char plain[256] = {
+    [0x20 ... 0x21] = 1,
+    [0x23 ... 0x5B] = 1,
+    [0x5D ... 0x7F] = 1,
+};
+
 static bool parse_string(struct jp *j, const char **s, size_t *n, struct gv_buf *heap)
 {
 	const unsigned char *p = j->p + 1, *run = p;
@@ -116,8 +123,8 @@ static bool parse_string(struct jp *j, const char **s, size_t *n, struct gv_buf 
 
 	for (;;) {
 		unsigned char c;
-		/* Fast path: plain ASCII. */
-		while (p < j->end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+		/* Fast path: plain ASCII, a table look-up a byte. */
+		while (p < j->end && plain[*p])
 			p++;
 		if (p >= j->end) {
 			j->p = p;
@@ -568,4 +575,106 @@ json_t *gv_json_parse_list(const char *buf, size_t len, const char *key,
 	*spans = j.spans;
 	*nspans = j.nspans;
 	return v;
+}
+
+/* ---- the per-thread arena of gv_json_parse_arena() ---- */
+
+/*
+ * A chunk: this header, then the values, bump-allocated. The first chunk is
+ * sized from the body (a parsed review takes about ARENA_RATIO times its
+ * text), later ones double, so a document seldom takes more than two.
+ */
+struct arena_chunk {
+	struct arena_chunk *next; /* older chunk, or NULL */
+	unsigned char *end;	  /* one past the last usable byte */
+};
+
+#define ARENA_HDR   ((sizeof(struct arena_chunk) + 15) & ~(size_t)15)
+#define ARENA_RATIO 8
+#define ARENA_MIN   16384
+
+static _Thread_local struct {
+	struct arena_chunk *chunks; /* newest first; NULL: no arena open */
+	unsigned char *next;	    /* next free byte of chunks */
+	bool filling;		    /* jansson's allocations go into the arena */
+} arena;
+
+static void arena_chunk_add(size_t size)
+{
+	struct arena_chunk *c = gv_xmalloc(ARENA_HDR + size);
+
+	c->next = arena.chunks;
+	c->end = (unsigned char *)c + ARENA_HDR + size;
+	arena.chunks = c;
+	arena.next = (unsigned char *)c + ARENA_HDR;
+}
+
+static bool arena_owns(const void *p)
+{
+	for (const struct arena_chunk *c = arena.chunks; c; c = c->next)
+		if ((const unsigned char *)p > (const unsigned char *)c &&
+		    (const unsigned char *)p < c->end)
+			return true;
+	return false;
+}
+
+static void arena_free(void)
+{
+	while (arena.chunks) {
+		struct arena_chunk *c = arena.chunks;
+		arena.chunks = c->next;
+		free(c);
+	}
+	arena.next = NULL;
+}
+
+void *gv_json_malloc(size_t n)
+{
+	if (arena.filling) {
+		size_t want = (n + 15) & ~(size_t)15;
+		void *p;
+		if (want > (size_t)(arena.chunks->end - arena.next)) {
+			size_t size = (size_t)(arena.chunks->end - (unsigned char *)arena.chunks);
+			arena_chunk_add(2 * size > want ? 2 * size : want);
+		}
+		p = arena.next;
+		arena.next += want;
+		return p;
+	}
+	return gv_xmalloc(n);
+}
+
+void gv_json_free(void *p)
+{
+	if (arena.chunks && arena_owns(p))
+		return; /* released whole by gv_json_arena_release() */
+	free(p);
+}
+
+json_t *gv_json_parse_arena(const char *buf, size_t len, struct gv_err *err)
+{
+	json_malloc_t m;
+	json_free_t f;
+	json_t *v;
+
+	json_get_alloc_funcs(&m, &f);
+	if (arena.chunks || m != gv_json_malloc || f != gv_json_free)
+		return gv_json_parse(buf, len, err); /* one arena a thread; gv_init() not called */
+	arena_chunk_add(len < ARENA_MIN / ARENA_RATIO ? ARENA_MIN : len * ARENA_RATIO);
+	arena.filling = true;
+	v = gv_json_parse(buf, len, err);
+	arena.filling = false;
+	if (!v)
+		arena_free();
+	return v;
+}
+
+void gv_json_arena_release(json_t *root)
+{
+	if (!root)
+		return;
+	if (arena.chunks && arena_owns(root))
+		arena_free();
+	else
+		json_decref(root);
 }

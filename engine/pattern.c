@@ -1786,9 +1786,12 @@ char *pattern_message(const struct pattern_outcome *o, const char *rule, const c
 	struct gv_buf b = {0};
 	bool has_msg = message && *message;
 
+	/* gv_buf_adds, not a format: one message per rule and evaluation */
 	switch (o->status) {
 	case PATTERN_PASS:
-		gv_buf_addf(&b, "validation rule '%s' passed.", rule);
+		gv_buf_adds(&b, "validation rule '");
+		gv_buf_adds(&b, rule);
+		gv_buf_adds(&b, "' passed.");
 		break;
 	case PATTERN_SKIP:
 		gv_buf_adds(&b, o->msg ? o->msg : "");
@@ -1797,13 +1800,19 @@ char *pattern_message(const struct pattern_outcome *o, const char *rule, const c
 		gv_buf_adds(&b, "validation error: ");
 		if (has_msg)
 			add_message(&b, message);
-		gv_buf_addf(&b, "rule %s failed at path %s", rule, o->path ? o->path : "");
+		gv_buf_adds(&b, "rule ");
+		gv_buf_adds(&b, rule);
+		gv_buf_adds(&b, " failed at path ");
+		gv_buf_adds(&b, o->path ? o->path : "");
 		break;
 	case PATTERN_ERROR:
 		gv_buf_adds(&b, "validation error: ");
 		if (has_msg)
 			add_message(&b, message);
-		gv_buf_addf(&b, "rule %s execution error: %s", rule, o->msg ? o->msg : "");
+		gv_buf_adds(&b, "rule ");
+		gv_buf_adds(&b, rule);
+		gv_buf_adds(&b, " execution error: ");
+		gv_buf_adds(&b, o->msg ? o->msg : "");
 		break;
 	}
 	return gv_buf_detach(&b);

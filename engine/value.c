@@ -24,6 +24,10 @@ static inline uint32_t utf8_next(const unsigned char *s, size_t *len)
 {
 	unsigned cp;
 
+	if (*s && *s < 0x80) {
+		*len = 1; /* ASCII: most of what wildcards compare */
+		return *s;
+	}
 	*len = gv_utf8_decode((const char *)s, strnlen((const char *)s, 4), &cp);
 	return cp;
 }

@@ -9,7 +9,8 @@
  * Also checks the error text has its position, and that
  * gv_json_parse_list(data, "items") agrees with gv_json_parse(): it reads
  * an object exactly when gv_json_parse() does, gives the same object
- * without an "items" array, and each span parses to that array's element.
+ * without an "items" array, and each span parses to that array's element;
+ * and that gv_json_parse_arena() gives gv_json_parse()'s values.
  *
  * Input: the body. Seeds: the admission seeds.
  */
@@ -97,6 +98,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	check_list((const char *)data, size, mine);
+	{
+		/* the arena's tree: the same values, or the same refusal */
+		json_t *arena = gv_json_parse_arena((const char *)data, size, NULL);
+		if (!arena != !mine || (mine && !json_equal(arena, mine))) {
+			fprintf(stderr, "gv_json_parse_arena differs from gv_json_parse\n");
+			abort();
+		}
+		gv_json_arena_release(arena);
+	}
 	json_decref(mine);
 	json_decref(ref);
 	return 0;
