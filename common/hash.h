@@ -1,5 +1,5 @@
 /*
- * hash.h - FNV-1a hashing and a string-keyed hash map (open addressing,
+ * hash.h - FNV-1a and word-at-a-time hashing, and a string-keyed hash map (open addressing,
  * linear probing, backward-shift deletion). Not thread-safe: a map belongs
  * to one thread or to its owner's lock.
  */
@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define GV_FNV1A64_OFFSET 0xcbf29ce484222325ULL
 #define GV_FNV1A64_PRIME  0x100000001b3ULL
@@ -20,6 +21,35 @@ static inline uint64_t gv_fnv1a64(const void *p, size_t n, uint64_t h)
 	for (size_t i = 0; i < n; i++) {
 		h ^= s[i];
 		h *= GV_FNV1A64_PRIME;
+	}
+	return h;
+}
+
+#define GV_HASH_WORDS_K 0x9e3779b97f4a7c15ULL
+
+/*
+ * A 64-bit hash of n bytes at p, eight bytes a step, continuing from h (any
+ * start value): several times fewer instructions than gv_fnv1a64() on
+ * strings longer than a few bytes. For in-memory tables only: its values
+ * may change between builds, so never store or print them.
+ */
+static inline uint64_t gv_hash_words(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *s = p;
+	uint64_t w;
+
+	h = (h ^ n) * GV_HASH_WORDS_K;
+	for (; n >= 8; s += 8, n -= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * GV_HASH_WORDS_K;
+		h ^= h >> 29;
+	}
+	if (n) {
+		w = 0;
+		for (size_t i = 0; i < n; i++)
+			w |= (uint64_t)s[i] << (8 * i);
+		h = (h ^ w) * GV_HASH_WORDS_K;
+		h ^= h >> 29;
 	}
 	return h;
 }

@@ -208,14 +208,12 @@ static const char *val(const char *const *values, size_t i)
 
 static uint64_t hash_values(const struct metrics_family *f, const char *const *values)
 {
-	static const unsigned char sep = 0xff; /* ("a","") differs from ("","a") */
 	uint64_t h = GV_FNV1A64_OFFSET;
 
-	for (size_t i = 0; i < f->nlabels; i++) {
-		h = gv_fnv1a64(val(values, i), strlen(val(values, i)), h);
-		h = gv_fnv1a64(&sep, 1, h);
-	}
-	return h;
+	/* each value's length is hashed too: ("a","") differs from ("","a") */
+	for (size_t i = 0; i < f->nlabels; i++)
+		h = gv_hash_words(val(values, i), strlen(val(values, i)), h);
+	return h ^ (h >> 32); /* the shard and bucket come from the low bits */
 }
 
 static bool series_is(const struct metrics_family *f, const struct series *s, uint64_t h,

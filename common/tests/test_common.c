@@ -1,6 +1,7 @@
 /*
  * Unit tests for common/: UTF-8 decoding and encoding (utf8.h), the size
- * cap of struct gv_buf (gv.h), FNV-1a and the string-keyed map (hash.h).
+ * cap of struct gv_buf (gv.h), FNV-1a, the word-at-a-time hash and the
+ * string-keyed map (hash.h), the series of a metrics family (metrics.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 
 #include "common/gv.h"
 #include "common/hash.h"
+#include "common/metrics.h"
 #include "common/utf8.h"
 
 #include "common/banned.h"
@@ -114,6 +116,45 @@ static void test_fnv1a(void **state)
 		    gv_hash_str("foobar"));
 }
 
+static void test_hash_words(void **state)
+{
+	static const char text[] = "0123456789abcdefghij";
+	uint64_t seen[sizeof(text)];
+
+	(void)state;
+	/* every length (whole words and each tail) hashes differently */
+	for (size_t n = 0; n < sizeof(text); n++) {
+		seen[n] = gv_hash_words(text, n, 1);
+		for (size_t m = 0; m < n; m++)
+			assert_int_not_equal(seen[m], seen[n]);
+	}
+	/* the tail's bytes count, and only they (not what follows them) */
+	assert_int_not_equal(gv_hash_words("abcdefghX", 9, 1), gv_hash_words("abcdefghY", 9, 1));
+	assert_int_equal(gv_hash_words("abcdefghX1", 9, 1), gv_hash_words("abcdefghX2", 9, 1));
+	assert_int_not_equal(gv_hash_words("ab", 2, 1), gv_hash_words("ab", 2, 2));
+}
+
+/* Label values that shift between labels are different series. */
+static void test_metrics_series(void **state)
+{
+	static const char *const labels[] = {"a", "b", NULL};
+	struct metrics_registry *r = metrics_registry_new();
+	struct metrics_family *f = metrics_counter_new(r, "x_total", "Help.", labels);
+	struct gv_buf out = {0};
+
+	(void)state;
+	metrics_inc(f, (const char *const[]){"ab", ""});
+	metrics_inc(f, (const char *const[]){"a", "b"});
+	metrics_inc(f, (const char *const[]){"", "ab"});
+	metrics_add(f, (const char *const[]){"a", "b"}, 2);
+	metrics_render(r, &out);
+	assert_non_null(strstr(gv_buf_str(&out), "x_total{a=\"ab\",b=\"\"} 1\n"));
+	assert_non_null(strstr(gv_buf_str(&out), "x_total{a=\"a\",b=\"b\"} 3\n"));
+	assert_non_null(strstr(gv_buf_str(&out), "x_total{a=\"\",b=\"ab\"} 1\n"));
+	gv_buf_release(&out);
+	metrics_registry_free(r);
+}
+
 static void test_map(void **state)
 {
 	struct gv_map m = {0};
@@ -153,9 +194,13 @@ static void test_map(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_utf8_decode), cmocka_unit_test(test_utf8_valid_len_put),
-	    cmocka_unit_test(test_buf_cap),	cmocka_unit_test(test_fnv1a),
+	    cmocka_unit_test(test_utf8_decode),
+	    cmocka_unit_test(test_utf8_valid_len_put),
+	    cmocka_unit_test(test_buf_cap),
+	    cmocka_unit_test(test_fnv1a),
 	    cmocka_unit_test(test_map),
+	    cmocka_unit_test(test_hash_words),
+	    cmocka_unit_test(test_metrics_series),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
