@@ -48,32 +48,6 @@ static bool has_wild(const char *s)
 	return strchr(s, '*') || strchr(s, '?');
 }
 
-/* Kyverno's version segment: v<digits>[(alpha|beta)<digits>] or "*". */
-static bool is_version(const char *s)
-{
-	const char *p = s;
-
-	if (!strcmp(s, "*"))
-		return true;
-	if (*p++ != 'v' || *p < '0' || *p > '9')
-		return false;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (!*p)
-		return true;
-	if (!strncmp(p, "alpha", 5))
-		p += 5;
-	else if (!strncmp(p, "beta", 4))
-		p += 4;
-	else
-		return false;
-	if (*p < '0' || *p > '9')
-		return false;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	return !*p;
-}
-
 bool scan_kind_parse(const char *sel, struct scan_kind *out)
 {
 	char *parts[5] = {0};
@@ -103,13 +77,13 @@ bool scan_kind_parse(const char *sel, struct scan_kind *out)
 		kind = parts[0];
 		break;
 	case 2:
-		if (!strcmp(parts[0], "*") || !is_version(parts[0]))
+		if (!strcmp(parts[0], "*") || !engine_is_kind_version(parts[0]))
 			goto out; /* "*" slash subresource, Kind/subresource */
 		version = parts[0];
 		kind = parts[1];
 		break;
 	case 3:
-		if (is_version(parts[0]))
+		if (engine_is_kind_version(parts[0]))
 			goto out; /* v1/Kind/subresource */
 		group = parts[0];
 		version = parts[1];

@@ -27,6 +27,13 @@ enum engine_status { ENGINE_PASS, ENGINE_FAIL, ENGINE_WARN, ENGINE_ERROR, ENGINE
 /* "pass", "fail", "warn", "error", "skip". */
 const char *engine_status_name(enum engine_status s);
 
+/*
+ * Whether s is the version segment of a match kind ("v1/Pod",
+ * "apps/v1/Deployment"): "*" or v<digits>[(alpha|beta)<digits>], as
+ * Kyverno's kind parser (kyverno-semantics.md 1.1).
+ */
+bool engine_is_kind_version(const char *s);
+
 enum engine_mode { ENGINE_ADMISSION, ENGINE_BACKGROUND };
 
 enum engine_action { ENGINE_AUDIT, ENGINE_ENFORCE };

@@ -34,7 +34,7 @@ static void str_list_free(char **v, size_t n)
 	free(v);
 }
 
-static bool is_version(const char *s)
+bool engine_is_kind_version(const char *s)
 {
 	/* ^(v\d+((alpha|beta)\d+)?|\*)$ */
 	const char *p = s;
@@ -99,7 +99,7 @@ void kind_sel_parse(const char *s, struct kind_sel *k)
 			k->version = gv_xstrdup("*");
 			k->kind = parts[0];
 			k->sub = parts[1];
-		} else if (is_version(parts[0])) {
+		} else if (engine_is_kind_version(parts[0])) {
 			k->group = gv_xstrdup("*");
 			k->version = parts[0];
 			k->kind = parts[1];
@@ -111,7 +111,7 @@ void kind_sel_parse(const char *s, struct kind_sel *k)
 			k->sub = parts[1];
 		}
 	} else if (n == 3) {
-		if (is_version(parts[0])) {
+		if (engine_is_kind_version(parts[0])) {
 			k->group = gv_xstrdup("*");
 			k->version = parts[0];
 			k->kind = parts[1];
