@@ -132,39 +132,6 @@ json_t *scan_page_item(const struct page *pg, size_t i)
 	return *at == '{' ? gv_json_parse(at, pg->spans[i].len, NULL) : NULL;
 }
 
-enum gv_code scanner_list(struct scanner *s, const char *path, struct page *pg,
-			  struct kube_status *st, struct gv_err *err)
-{
-	struct gv_err perr = {0};
-	enum gv_code rc;
-
-	scan_page_release(pg);
-	memset(st, 0, sizeof(*st));
-	if ((rc = kube_get_raw(s->client, path, &pg->text, st, err)))
-		return rc;
-	if (s->opt.parse_batch >= s->opt.batch_size) {
-		/* whole pages: parsed at once, freed at once */
-		pg->head = gv_json_parse(pg->text.data ? pg->text.data : "", pg->text.len, &perr);
-		if (pg->head && !json_is_object(pg->head)) {
-			json_decref(pg->head);
-			pg->head = NULL;
-			snprintf(perr.msg, sizeof(perr.msg), "'{' expected");
-		}
-		pg->items = json_object_get(pg->head, "items");
-		pg->n = json_array_size(pg->items);
-		gv_buf_release(&pg->text);
-	} else {
-		pg->head = gv_json_parse_list(pg->text.data ? pg->text.data : "", pg->text.len,
-					      "items", &pg->spans, &pg->n, &perr);
-	}
-	if (!pg->head) {
-		scan_page_release(pg);
-		return gv_err_set(err, GV_ENET, "GET %s: response is not a list: %s", path,
-				  perr.msg);
-	}
-	return GV_OK;
-}
-
 enum gv_code scanner_discover(struct scanner *s, const struct scan_kind *k,
 			      struct kube_resource *out, struct gv_err *err)
 {

@@ -156,7 +156,9 @@ struct cycle {
 enum list_end { L_FINISHED, L_BUDGET, L_SKIPPED, L_STOPPED, L_FAILED };
 
 /*
- * The page fetcher. With the prefetch option, one thread (so one
+ * The page fetcher: it drives the target's kube_pager (kube_pager_next,
+ * then kube_pager_take, so that the page is the scan's to hold). With the
+ * prefetch option, one thread (so one
  * keep-alive connection) per cycle makes the list requests, the next page
  * requested while the scanning thread evaluates the current one; at most
  * one request is outstanding, so at most two pages are in memory. Without
@@ -171,11 +173,12 @@ struct fetcher {
 	bool running;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	char *path; /* owned: the request to make; NULL = none */
-	bool busy;  /* a request was submitted and its answer not taken yet */
-	bool done;  /* the answer is there */
+	struct kube_pager *pager; /* borrowed: the listing of the target being listed */
+	bool want;		  /* the next page is to be fetched */
+	bool busy;		  /* a page was asked for and not taken yet */
+	bool done;		  /* the answer is there */
 	bool stop;
-	struct page page; /* the answer (owned until taken) */
+	struct kube_page page; /* the answer (owned until taken, kube_pager_take) */
 	struct kube_status st;
 	struct gv_err err;
 	enum gv_code rc;
@@ -189,10 +192,6 @@ void scan_page_release(struct page *pg);
 
 /* Item i of the page (new reference), or NULL when it is not an object. */
 json_t *scan_page_item(const struct page *pg, size_t i);
-
-/* GET of one list page (pg released first; filled on GV_OK). */
-enum gv_code scanner_list(struct scanner *s, const char *path, struct page *pg,
-			  struct kube_status *st, struct gv_err *err);
 
 enum gv_code scanner_discover(struct scanner *s, const struct scan_kind *k,
 			      struct kube_resource *out, struct gv_err *err);

@@ -45,27 +45,35 @@ static char *object_key(const json_t *item)
 	return gv_xstrdup(name ? name : "");
 }
 
+/* The next page of f's pager, taken out of it (page zeroed when the listing ended). */
+static enum gv_code fetcher_fetch(struct fetcher *f, struct kube_page *page, struct kube_status *st,
+				  struct gv_err *err)
+{
+	struct kube_page *pg;
+	enum gv_code rc = kube_pager_next(f->pager, &pg, st, err);
+
+	kube_pager_take(f->pager, page);
+	return rc;
+}
+
 static void *fetcher_main(void *ud)
 {
 	struct fetcher *f = ud;
 
 	pthread_mutex_lock(&f->mu);
 	for (;;) {
-		char *path;
-		struct page page = {0};
+		struct kube_page page = {0};
 		struct kube_status st;
 		struct gv_err err = {0};
 		enum gv_code rc;
 
-		while (!f->stop && !f->path)
+		while (!f->stop && !f->want)
 			pthread_cond_wait(&f->cv, &f->mu);
 		if (f->stop)
 			break;
-		path = f->path;
-		f->path = NULL;
+		f->want = false;
 		pthread_mutex_unlock(&f->mu);
-		rc = scanner_list(f->s, path, &page, &st, &err);
-		free(path);
+		rc = fetcher_fetch(f, &page, &st, &err);
 		pthread_mutex_lock(&f->mu);
 		f->page = page;
 		f->st = st;
@@ -89,42 +97,75 @@ void scan_fetcher_start(struct fetcher *f, struct scanner *s)
 	f->running = !pthread_create(&f->th, NULL, fetcher_main, f);
 }
 
-/* Submits a request (path taken). */
-static void fetcher_submit(struct fetcher *f, char *path)
+/* Asks f's pager for its next page of at most limit items. */
+static void fetcher_submit(struct fetcher *f, size_t limit)
 {
+	/* no request in flight: the pager is the caller's to change */
+	kube_pager_set_limit(f->pager, (int)limit);
 	if (!f->running) {
 		/* no thread: the request is made when the answer is asked for */
-		f->path = path;
 		f->busy = true;
 		return;
 	}
 	pthread_mutex_lock(&f->mu);
-	f->path = path;
+	f->want = true;
 	f->busy = true;
 	f->done = false;
 	pthread_cond_broadcast(&f->cv);
 	pthread_mutex_unlock(&f->mu);
 }
 
-/* Waits for the answer of the submitted request and takes it (page released first). */
-static enum gv_code fetcher_take(struct fetcher *f, struct page *page, struct kube_status *st,
-				 struct gv_err *err)
+/*
+ * The items of a pager's page, moved into a scan page (no copy). True when
+ * the listing started over before it (an expired continue token).
+ */
+static bool page_from(struct page *pg, struct kube_page *kp)
 {
+	bool restarted = kp->restarted;
+
+	pg->text = kp->text;
+	pg->spans = kp->spans;
+	if (kp->list) {
+		/* parsed whole: the items are the list's */
+		pg->head = kp->list;
+		pg->items = json_object_get(kp->list, "items");
+		pg->n = json_array_size(pg->items);
+	} else {
+		pg->head = kp->head;
+		pg->n = kp->nspans;
+	}
+	kp->list = kp->head = NULL;
+	kp->text = (struct gv_buf){0};
+	kp->spans = NULL;
+	kube_page_release(kp);
+	return restarted;
+}
+
+/*
+ * Waits for the page asked for and takes it (page released first);
+ * *restarted: the listing started over before it (may be NULL).
+ */
+static enum gv_code fetcher_take(struct fetcher *f, struct page *page, bool *restarted,
+				 struct kube_status *st, struct gv_err *err)
+{
+	struct kube_page kp = {0};
 	enum gv_code rc;
+	bool r;
 
 	if (!f->running) {
-		char *path = f->path;
-		f->path = NULL;
 		f->busy = false;
-		rc = scanner_list(f->s, path, page, st, err);
-		free(path);
+		scan_page_release(page);
+		rc = fetcher_fetch(f, &kp, st, err);
+		r = page_from(page, &kp);
+		if (restarted)
+			*restarted = r;
 		return rc;
 	}
 	pthread_mutex_lock(&f->mu);
 	while (!f->done)
 		pthread_cond_wait(&f->cv, &f->mu);
 	scan_page_release(page);
-	*page = f->page;
+	kp = f->page;
 	*st = f->st;
 	*err = f->err;
 	rc = f->rc;
@@ -132,6 +173,9 @@ static enum gv_code fetcher_take(struct fetcher *f, struct page *page, struct ku
 	f->done = false;
 	f->busy = false;
 	pthread_mutex_unlock(&f->mu);
+	r = page_from(page, &kp);
+	if (restarted)
+		*restarted = r;
 	return rc;
 }
 
@@ -143,13 +187,10 @@ static void fetcher_discard(struct fetcher *f)
 	struct gv_err err = {0};
 
 	if (f->busy && f->running) {
-		fetcher_take(f, &page, &st, &err);
+		fetcher_take(f, &page, NULL, &st, &err);
 		scan_page_release(&page);
-	} else if (f->busy) {
-		free(f->path);
-		f->path = NULL;
-		f->busy = false;
 	}
+	f->busy = false;
 }
 
 void scan_fetcher_stop(struct fetcher *f)
@@ -162,19 +203,9 @@ void scan_fetcher_stop(struct fetcher *f)
 		pthread_mutex_unlock(&f->mu);
 		pthread_join(f->th, NULL);
 	}
-	free(f->path);
+	kube_page_release(&f->page);
 	pthread_cond_destroy(&f->cv);
 	pthread_mutex_destroy(&f->mu);
-}
-
-static char *page_path(const char *coll, size_t limit, const char *cont)
-{
-	char *econt = cont ? kube_escape(cont) : NULL;
-	char *path = gv_xasprintf("%s?limit=%zu%s%s", coll, limit, econt ? "&continue=" : "",
-				  econt ? econt : "");
-
-	free(econt);
-	return path;
 }
 
 /* Index of the first item of a page after `last` (items up to it were processed before). */
@@ -283,13 +314,18 @@ enum list_end scan_list_target(struct cycle *c, struct cyc_target *ct, struct fe
 			       struct gv_err *err)
 {
 	struct target *t = ct->t;
+	size_t batch = (size_t)c->s->opt.batch_size;
 	char *coll = kube_path(&t->res, *t->ns ? t->ns : NULL, NULL);
+	/* whole pages (parse_batch >= batch_size) are parsed at once, freed at once */
+	struct kube_list_options o = {.text = c->s->opt.parse_batch < c->s->opt.batch_size,
+				      .max_restarts = LIST_RESTARTS,
+				      .cont = t->cont};
 	/* resumed without a token (it expired): skip what was processed */
 	bool skipping = t->last && !t->cont;
-	int restarts = 0;
 	enum list_end end = L_FINISHED;
 	struct page page = {0};
 
+	f->pager = kube_pager_new(c->s->client, coll, &o);
 	c->stats->targets++;
 	if (t->cont || t->last)
 		c->inputs_lost = true; /* continued: this cycle does not see its start */
@@ -297,8 +333,10 @@ enum list_end scan_list_target(struct cycle *c, struct cyc_target *ct, struct fe
 		struct kube_status st;
 		struct gv_err e = {0};
 		size_t n, from, fresh, left;
-		const char *next;
+		const char *cont;
+		char *next;
 		double t0;
+		bool restarted = false;
 		enum gv_code rc;
 
 		if (!f->busy) {
@@ -310,27 +348,26 @@ enum list_end scan_list_target(struct cycle *c, struct cyc_target *ct, struct fe
 				end = L_BUDGET;
 				break;
 			}
-			fetcher_submit(f, page_path(coll,
-						    c->budget < (size_t)c->s->opt.batch_size
-							? c->budget
-							: (size_t)c->s->opt.batch_size,
-						    t->cont));
+			fetcher_submit(f, c->budget < batch ? c->budget : batch);
 		}
 		t0 = scan_mono_now();
-		rc = fetcher_take(f, &page, &st, &e);
+		rc = fetcher_take(f, &page, &restarted, &st, &e);
 		c->stats->list_seconds += scan_mono_now() - t0;
+		cont = kube_pager_continue(f->pager);
+		if (rc && t->cont && !cont)
+			restarted = true; /* the token expired, then listing again failed */
+		if (restarted) {
+			/* the pager listed again from the start (at most LIST_RESTARTS times) */
+			gv_info("background: listing %s: continue token expired, "
+				"listing again from the start",
+				t->key);
+			skipping = t->last != NULL;
+			c->inputs_lost = true; /* a page seen twice */
+		}
 		if (rc) {
-			if (st.http == 410 && restarts < LIST_RESTARTS) {
-				gv_info("background: listing %s: continue token expired, "
-					"listing again from the start",
-					t->key);
-				restarts++;
-				free(t->cont);
-				t->cont = NULL;
-				skipping = t->last != NULL;
-				c->inputs_lost = true; /* a page seen twice */
-				continue;
-			}
+			/* resumed next cycle from the token that failed (none after a restart) */
+			free(t->cont);
+			t->cont = cont ? gv_xstrdup(cont) : NULL;
 			if (st.http == 403 || st.http == 404 || st.http == 405) {
 				gv_warn("background: cannot list %s%s%s: %s; skipped",
 					t->res.resource, *t->ns ? " in namespace " : "", t->ns,
@@ -351,20 +388,16 @@ enum list_end scan_list_target(struct cycle *c, struct cyc_target *ct, struct fe
 		fresh = n - from;
 		if (fresh)
 			skipping = false;
-		next = jstr(json_object_get(page.head, "metadata"), "continue");
-		next = next && *next ? next : NULL;
+		/* copied: the fetcher moves the pager on while this page is evaluated */
+		next = cont ? gv_xstrdup(cont) : NULL;
 		left = c->budget == SIZE_MAX ? SIZE_MAX
 					     : c->budget - (fresh < c->budget ? fresh : c->budget);
 		/* ask for the next page now; evaluate this one meanwhile */
 		if (c->s->opt.prefetch && next && left && proceed(c))
-			fetcher_submit(f, page_path(coll,
-						    left < (size_t)c->s->opt.batch_size
-							? left
-							: (size_t)c->s->opt.batch_size,
-						    next));
+			fetcher_submit(f, left < batch ? left : batch);
 		page_process(c, ct, &page, from);
 		free(t->cont);
-		t->cont = next ? gv_xstrdup(next) : NULL;
+		t->cont = next;
 		if (c->hooks && c->hooks->page_done)
 			c->hooks->page_done(c->hooks->ud);
 		if (!t->cont) {
@@ -376,6 +409,8 @@ enum list_end scan_list_target(struct cycle *c, struct cyc_target *ct, struct fe
 	}
 	fetcher_discard(f);
 	scan_page_release(&page);
+	kube_pager_free(f->pager);
+	f->pager = NULL;
 	free(coll);
 	return end;
 }

@@ -1104,7 +1104,6 @@ struct kube_pager {
 	const atomic_bool *abort; /* borrowed, may be NULL */
 	char *cont;		  /* continue token of the next page; NULL = first page */
 	char *rv;		  /* resourceVersion of the first page */
-	char *item_kind;	  /* the last page's kind without "List" */
 	struct kube_page page;
 	unsigned long requests;
 	unsigned index;
@@ -1123,6 +1122,9 @@ struct kube_pager *kube_pager_new(struct kube_client *c, const char *path,
 		p->o = *o;
 	if (!p->o.max_restarts)
 		p->o.max_restarts = 3;
+	if (p->o.cont && *p->o.cont)
+		p->cont = gv_xstrdup(p->o.cont);
+	p->o.cont = NULL; /* borrowed: p->cont holds the copy */
 	return p;
 }
 
@@ -1137,12 +1139,36 @@ static void page_clear(struct kube_page *pg)
 	json_decref(pg->head);
 	gv_buf_release(&pg->text);
 	free(pg->spans);
+	free(pg->item_kind);
 	*pg = (struct kube_page){0};
+}
+
+void kube_page_release(struct kube_page *pg)
+{
+	if (pg)
+		page_clear(pg);
 }
 
 void kube_pager_stop(struct kube_pager *p)
 {
 	p->done = true;
+}
+
+void kube_pager_set_limit(struct kube_pager *p, int limit)
+{
+	p->o.limit = limit;
+}
+
+const char *kube_pager_continue(const struct kube_pager *p)
+{
+	return p->cont;
+}
+
+void kube_pager_take(struct kube_pager *p, struct kube_page *out)
+{
+	/* everything the page points to is its own, so it moves as is */
+	*out = p->page;
+	p->page = (struct kube_page){0};
 }
 
 const char *kube_pager_resource_version(const struct kube_pager *p)
@@ -1163,7 +1189,6 @@ void kube_pager_free(struct kube_pager *p)
 	free(p->path);
 	free(p->cont);
 	free(p->rv);
-	free(p->item_kind);
 	free(p);
 }
 
@@ -1238,8 +1263,13 @@ enum gv_code kube_pager_next(struct kube_pager *p, struct kube_page **page, stru
 							     &pg->spans, &pg->nspans, &lerr);
 		else
 			root = pg->list = gv_json_parse(pg->text.data, pg->text.len, &lerr);
+		if (root && !json_is_object(root)) {
+			json_decref(root);
+			root = pg->list = pg->head = NULL;
+			snprintf(lerr.msg, sizeof(lerr.msg), "'{' expected");
+		}
 		if (!root) {
-			rc = gv_err_set(err, GV_ENET, "GET %s: response is not JSON: %s", path,
+			rc = gv_err_set(err, GV_ENET, "GET %s: response is not a list: %s", path,
 					lerr.msg);
 			free(path);
 			page_clear(pg);
@@ -1250,12 +1280,12 @@ enum gv_code kube_pager_next(struct kube_pager *p, struct kube_page **page, stru
 			json_t *items = json_object_get(root, "items");
 
 			gv_buf_release(&pg->text);
-			/* an empty PartialObjectMetadataList has "items": null, or none */
-			if (p->o.metadata && json_is_object(root) &&
-			    (!items || json_is_null(items)))
+			/* an empty list may have "items": null (metadata lists) or none */
+			if (!items || json_is_null(items))
 				json_object_set_new(root, "items", items = json_array());
 			if (!json_is_array(items)) {
-				rc = gv_err_set(err, GV_ENET, "GET %s: not a list", path);
+				rc = gv_err_set(err, GV_ENET, "GET %s: response is not a list: %s",
+						path, "items is not an array");
 				free(path);
 				page_clear(pg);
 				p->done = true;
@@ -1279,11 +1309,8 @@ enum gv_code kube_pager_next(struct kube_pager *p, struct kube_page **page, stru
 			p->rv = v ? gv_xstrdup(v) : NULL;
 		}
 		pg->api_version = json_string_value(json_object_get(root, "apiVersion"));
-		if (kind && (n = strlen(kind)) > 4 && !strcmp(kind + n - 4, "List")) {
-			free(p->item_kind);
-			p->item_kind = gv_xstrndup(kind, n - 4);
-			pg->item_kind = p->item_kind;
-		}
+		if (kind && (n = strlen(kind)) > 4 && !strcmp(kind + n - 4, "List"))
+			pg->item_kind = gv_xstrndup(kind, n - 4);
 		if (pg->list)
 			json_array_foreach(json_object_get(root, "items"), i, item)
 			    item_fill_kind(item, pg->api_version, kind);

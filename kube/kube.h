@@ -227,18 +227,24 @@ char *kube_escape(const char *s);
  * text (pages are handed over as received and only their head is parsed,
  * for callers that parse items one at a time: gv_json_parse_list()),
  * max_restarts (how often an expired continue token, 410 Gone, starts the
- * listing over from the first page; < 0: never, 0: 3). path may carry a
- * query (labelSelector=...); limit and continue are appended.
+ * listing over from the first page; < 0: never, 0: 3), cont (a continue
+ * token to start from, copied by kube_pager_new(): a listing resumed
+ * where an earlier pager left it, kube_pager_continue(); NULL = the first
+ * page; when it has expired, the 410 starts over from the first page like
+ * any other). path may carry a query (labelSelector=...); limit and
+ * continue are appended.
  */
 struct kube_list_options {
 	int limit;
 	bool metadata;
 	bool text;
 	int max_restarts;
+	const char *cont;
 };
 
 /*
- * One page, owned by the pager and valid until the next kube_pager_next().
+ * One page, owned by the pager and valid until the next kube_pager_next()
+ * (or owned by the caller after kube_pager_take(): kube_page_release()).
  * Parsed pages (text false): list is the page with its items' apiVersion
  * and kind filled in from the list's when the server left them out.
  * Text pages: text holds the body, head the page without its items
@@ -254,8 +260,8 @@ struct kube_page {
 	json_t *head;
 	struct gv_json_span *spans;
 	size_t nspans;
-	const char *api_version; /* the list's apiVersion, or NULL */
-	const char *item_kind;	 /* the list's kind without "List", or NULL */
+	const char *api_version; /* the list's apiVersion (in list or head), or NULL */
+	char *item_kind;	 /* owned: the list's kind without "List", or NULL */
 	bool restarted;
 	unsigned index;
 };
@@ -271,13 +277,47 @@ struct kube_pager *kube_pager_new(struct kube_client *c, const char *path,
  * *page NULL when the listing is complete (after the last page, or at once
  * after kube_pager_stop()). Errors (GV_ENET, GV_ELIMIT; st filled when not
  * NULL) end the listing: later calls return GV_OK with *page NULL. More
- * than max_restarts 410s in one listing are an error.
+ * than max_restarts 410s in one listing are an error, as is a body that
+ * is not a list object (GV_ENET "GET <path>: response is not a list:
+ * <why>"); a missing or null items is an empty page.
  */
 enum gv_code kube_pager_next(struct kube_pager *p, struct kube_page **page, struct kube_status *st,
 			     struct gv_err *err);
 
 /* Ends the listing: no further page is requested. */
 void kube_pager_stop(struct kube_pager *p);
+
+/*
+ * Items per page of the requests that follow (a restart after a 410
+ * included); <= 0 asks for everything in one response. For a caller whose
+ * page size changes along the listing (a budget of objects). Not while
+ * another thread is in kube_pager_next() on p.
+ */
+void kube_pager_set_limit(struct kube_pager *p, int limit);
+
+/*
+ * The continue token the next page will be requested with (borrowed,
+ * valid until the next kube_pager_next() or kube_pager_free(); copy it to
+ * keep it): the starting token (kube_list_options.cont) before the first
+ * page, then the last page's metadata.continue; NULL when the listing is
+ * complete, or when it starts over from the first page. After an error,
+ * the token of the request that failed. A caller that stops before the
+ * end keeps it to resume the listing later with a new pager.
+ */
+const char *kube_pager_continue(const struct kube_pager *p);
+
+/*
+ * Moves the page last returned by kube_pager_next() out of the pager into
+ * *out (the returned pointer must not be used after): the caller owns it
+ * and frees it with kube_page_release(), so that it may hold it while the
+ * pager fetches the next one (two pages in memory, no copy). *out is
+ * zeroed when there is no page (before the first, after the end or after
+ * a take).
+ */
+void kube_pager_take(struct kube_pager *p, struct kube_page *out);
+
+/* Frees what a taken page holds and zeroes it (pg may be NULL). */
+void kube_page_release(struct kube_page *pg);
 
 /* The resourceVersion of the listing's first page (borrowed), NULL before it or when none. */
 const char *kube_pager_resource_version(const struct kube_pager *p);
