@@ -1229,12 +1229,17 @@ void webhookconfig_stop(struct webhookconfig *w)
 {
 	if (!w)
 		return;
-	kube_informer_stop(w->crds); /* before the thread: its callback signals it */
 	pthread_mutex_lock(&w->mu);
 	w->stop = true;
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->thread, NULL);
+	/*
+	 * After the thread, which lists the informer's CRDs while it builds
+	 * (sync_once); before the mutex and condition go, which the
+	 * informer's callback (crd_changed) signals until it is stopped
+	 */
+	kube_informer_stop(w->crds);
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->cv);
 	json_decref(w->compiled);
