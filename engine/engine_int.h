@@ -506,4 +506,7 @@ json_t *images_extract(const json_t *object);
  */
 json_t *image_parse(const char *image);
 
+/* image_parse(image)'s "reference" alone (new string). */
+char *image_reference(const char *image);
+
 #endif

@@ -12,6 +12,34 @@
 #include "common/yaml.h"
 #include "common/banned.h"
 
+/* The parts of image as Kyverno reads them; *repo: registry/path (new string). */
+static void image_parts(const char *image, struct gv_imageref *r, char **repo)
+{
+	const char *registry;
+
+	gv_imageref_parse_lenient(image, strlen(image), r);
+	registry = r->domain ? r->domain : "";
+	if (!r->digest && !r->tag)
+		r->tag = gv_xstrdup("latest");
+	/* no registry (a first component that is no valid domain): the path alone */
+	*repo = *registry ? gv_xasprintf("%s/%s", registry, r->path) : gv_xstrdup(r->path);
+}
+
+char *image_reference(const char *image)
+{
+	struct gv_imageref r;
+	char *repo, *out;
+
+	image_parts(image, &r, &repo);
+	if (r.digest && *r.digest)
+		out = gv_xasprintf("%s@%s", repo, r.digest);
+	else
+		out = gv_xasprintf("%s:%s", repo, r.tag ? r.tag : "");
+	free(repo);
+	gv_imageref_release(&r);
+	return out;
+}
+
 json_t *image_parse(const char *image)
 {
 	struct gv_imageref r;
@@ -19,13 +47,9 @@ json_t *image_parse(const char *image)
 	const char *registry, *name;
 	char *repo;
 
-	gv_imageref_parse_lenient(image, strlen(image), &r);
+	image_parts(image, &r, &repo);
 	registry = r.domain ? r.domain : "";
 	name = strrchr(r.path, '/') ? strrchr(r.path, '/') + 1 : r.path;
-	if (!r.digest && !r.tag)
-		r.tag = gv_xstrdup("latest");
-	/* no registry (a first component that is no valid domain): the path alone */
-	repo = *registry ? gv_xasprintf("%s/%s", registry, r.path) : gv_xstrdup(r.path);
 	json_object_set_new(o, "registry", json_string(registry));
 	json_object_set_new(o, "path", json_string(r.path));
 	json_object_set_new(o, "name", json_string(name));

@@ -291,19 +291,23 @@ static const char *const container_lists[] = {"initContainers", "containers",
 struct citer {
 	const json_t *spec;
 	size_t list, i;
-	const json_t *c;  /* the container */
-	char path[96];	  /* spec.<list>[i] */
+	const json_t *arr; /* the list being visited, once looked up (i > 0) */
+	const json_t *c;   /* the container */
+	char path[96];	  /* spec.<list>[i], once citer_path() made it */
 	const json_t *sc; /* its securityContext object, or NULL */
 };
 
 static bool citer_next(struct citer *it)
 {
 	while (it->list < GV_ARRAY_LEN(container_lists)) {
-		const json_t *arr = json_object_get(it->spec, container_lists[it->list]);
+		const json_t *arr;
+
+		if (!it->i)
+			it->arr = json_object_get(it->spec, container_lists[it->list]);
+		arr = it->arr;
 		if (json_is_array(arr) && it->i < json_array_size(arr)) {
 			it->c = json_array_get(arr, it->i);
-			snprintf(it->path, sizeof(it->path), "spec.%s[%zu]",
-				 container_lists[it->list], it->i);
+			it->path[0] = '\0';
 			it->sc = obj(it->c, "securityContext");
 			it->i++;
 			return true;
@@ -312,6 +316,15 @@ static bool citer_next(struct citer *it)
 		it->i = 0;
 	}
 	return false;
+}
+
+/* The path of the current container, "spec.<list>[i]": made when an error names it. */
+static const char *citer_path(struct citer *it)
+{
+	if (!it->path[0])
+		snprintf(it->path, sizeof(it->path), "spec.%s[%zu]", container_lists[it->list],
+			 it->i - 1);
+	return it->path;
 }
 
 #define FOR_CONTAINERS(it, p) for (struct citer it = {.spec = (p)->spec}; citer_next(&it);)
@@ -398,13 +411,13 @@ static void chk_allow_privilege_escalation(const struct pod *p, unsigned ver, st
 		const json_t *v = json_object_get(it.sc, "allowPrivilegeEscalation");
 		if (!it.sc)
 			add_err(r, true, NULL, "%s.securityContext.allowPrivilegeEscalation",
-				it.path);
+				citer_path(&it));
 		else if (!v || json_is_null(v))
 			add_err(r, false, json_string("nil"),
-				"%s.securityContext.allowPrivilegeEscalation", it.path);
+				"%s.securityContext.allowPrivilegeEscalation", citer_path(&it));
 		else if (json_is_true(v))
 			add_err(r, false, json_true(),
-				"%s.securityContext.allowPrivilegeEscalation", it.path);
+				"%s.securityContext.allowPrivilegeEscalation", citer_path(&it));
 	}
 }
 
@@ -441,7 +454,7 @@ static void chk_apparmor(const struct pod *p, unsigned ver, struct cres *r)
 		prof = obj(it.sc, "appArmorProfile");
 		if (prof && !apparmor_ok(prof)) {
 			add_err(r, false, json_string(str(prof, "type")),
-				"%s.securityContext.appArmorProfile.type", it.path);
+				"%s.securityContext.appArmorProfile.type", citer_path(&it));
 			json_object_set_new(bad, str(prof, "type"), json_true());
 		}
 	}
@@ -484,7 +497,7 @@ static void chk_caps_baseline(const struct pod *p, unsigned ver, struct cres *r)
 		}
 		if (json_array_size(badv))
 			add_err(r, false, sorted(badv), "%s.securityContext.capabilities.add",
-				it.path);
+				citer_path(&it));
 		else
 			json_decref(badv);
 	}
@@ -506,21 +519,21 @@ static void chk_caps_restricted(const struct pod *p, unsigned ver, struct cres *
 		size_t i;
 
 		if (!caps) {
-			add_err(r, true, NULL, "%s.securityContext.capabilities.drop", it.path);
+			add_err(r, true, NULL, "%s.securityContext.capabilities.drop", citer_path(&it));
 			continue;
 		}
 		json_array_foreach(drop, i, c) all |= !strcmp(sval(c), "ALL");
 		if (!all && json_array_size(drop))
 			add_err(r, false, sorted(strings_of(drop)),
-				"%s.securityContext.capabilities.drop", it.path);
+				"%s.securityContext.capabilities.drop", citer_path(&it));
 		else if (!all)
-			add_err(r, true, NULL, "%s.securityContext.capabilities.drop", it.path);
+			add_err(r, true, NULL, "%s.securityContext.capabilities.drop", citer_path(&it));
 		badv = json_array();
 		json_array_foreach(add, i, c) if (strcmp(sval(c), "NET_BIND_SERVICE"))
 		    json_array_append_new(badv, json_string(sval(c)));
 		if (json_array_size(badv))
 			add_err(&adds, false, sorted(badv), "%s.securityContext.capabilities.add",
-				it.path);
+				citer_path(&it));
 		else
 			json_decref(badv);
 	}
@@ -566,7 +579,7 @@ static void chk_host_ports(const struct pod *p, unsigned ver, struct cres *r)
 			json_int_t hp = 0;
 			if (int_value(json_object_get(port, "hostPort"), &hp) && hp != 0)
 				add_err(r, false, json_integer(hp), "%s.ports[%zu].hostPort",
-					it.path, j);
+					citer_path(&it), j);
 		}
 	}
 }
@@ -598,7 +611,7 @@ static void chk_privileged(const struct pod *p, unsigned ver, struct cres *r)
 	FOR_CONTAINERS(it, p)
 	{
 		if (json_is_true(json_object_get(it.sc, "privileged")))
-			add_err(r, false, json_true(), "%s.securityContext.privileged", it.path);
+			add_err(r, false, json_true(), "%s.securityContext.privileged", citer_path(&it));
 	}
 }
 
@@ -610,7 +623,7 @@ static void chk_procmount(const struct pod *p, unsigned ver, struct cres *r)
 		const json_t *pm = json_object_get(it.sc, "procMount");
 		if (json_is_string(pm) && strcmp(json_string_value(pm), "Default"))
 			add_err(r, false, json_string(json_string_value(pm)),
-				"%s.securityContext.procMount", it.path);
+				"%s.securityContext.procMount", citer_path(&it));
 	}
 }
 
@@ -677,9 +690,9 @@ static void chk_run_as_non_root(const struct pod *p, unsigned ver, struct cres *
 		if (cv && !json_is_null(cv)) {
 			if (json_is_false(cv))
 				add_err(r, false, json_false(), "%s.securityContext.runAsNonRoot",
-					it.path);
+					citer_path(&it));
 		} else if (!pod_ok) {
-			add_err(&req, true, NULL, "%s.securityContext.runAsNonRoot", it.path);
+			add_err(&req, true, NULL, "%s.securityContext.runAsNonRoot", citer_path(&it));
 		}
 	}
 	for (size_t i = 0; i < req.n; i++)
@@ -702,7 +715,7 @@ static void chk_run_as_user(const struct pod *p, unsigned ver, struct cres *r)
 	FOR_CONTAINERS(it, p)
 	{
 		if (is_root(json_object_get(it.sc, "runAsUser")))
-			add_err(r, false, json_integer(0), "%s.securityContext.runAsUser", it.path);
+			add_err(r, false, json_integer(0), "%s.securityContext.runAsUser", citer_path(&it));
 	}
 }
 
@@ -728,7 +741,11 @@ static void chk_selinux(const struct pod *p, unsigned ver, struct cres *r)
 {
 	selinux_one(obj(obj(p->spec, "securityContext"), "seLinuxOptions"), ver, "spec", r);
 	FOR_CONTAINERS(it, p)
-	selinux_one(obj(it.sc, "seLinuxOptions"), ver, it.path, r);
+	{
+		const json_t *opts = obj(it.sc, "seLinuxOptions");
+		if (opts)
+			selinux_one(opts, ver, citer_path(&it), r);
+	}
 }
 
 static bool seccomp_type_ok(const json_t *profile)
@@ -774,7 +791,7 @@ static void chk_seccomp_baseline(const struct pod *p, unsigned ver, struct cres 
 		prof = obj(it.sc, "seccompProfile");
 		if (prof && !seccomp_type_ok(prof))
 			add_err(r, false, json_string(str(prof, "type")),
-				"%s.securityContext.seccompProfile.type", it.path);
+				"%s.securityContext.seccompProfile.type", citer_path(&it));
 	}
 }
 
@@ -796,10 +813,10 @@ static void chk_seccomp_restricted(const struct pod *p, unsigned ver, struct cre
 		const json_t *cp = obj(it.sc, "seccompProfile");
 		if (cp && !seccomp_type_ok(cp))
 			add_err(r, false, json_string(str(cp, "type")),
-				"%s.securityContext.seccompProfile.type", it.path);
+				"%s.securityContext.seccompProfile.type", citer_path(&it));
 		else if (!cp && !pod_ok)
 			add_err(&req, true, NULL, "%s.securityContext.seccompProfile.type",
-				it.path);
+				citer_path(&it));
 	}
 	/* Containers that set nothing are reported only when nothing was set wrong. */
 	if (!r->n) {
@@ -856,7 +873,7 @@ static void chk_windows_host_process(const struct pod *p, unsigned ver, struct c
 		wo = obj(it.sc, "windowsOptions");
 		if (json_is_true(json_object_get(wo, "hostProcess")))
 			add_err(r, false, json_true(),
-				"%s.securityContext.windowsOptions.hostProcess", it.path);
+				"%s.securityContext.windowsOptions.hostProcess", citer_path(&it));
 	}
 }
 
@@ -1033,22 +1050,38 @@ static bool scalar_ok(const json_t *v, enum jty t)
 	}
 }
 
+/* A field's path, from the root down: formatted only when an error names it. */
+struct fpath {
+	const struct fpath *up; /* NULL: the root, whose name is the path so far */
+	const char *name;
+};
+
+static void fpath_put(struct gv_buf *b, const struct fpath *fp)
+{
+	if (fp->up) {
+		fpath_put(b, fp->up);
+		gv_buf_addc(b, '.');
+	}
+	gv_buf_adds(b, fp->name);
+}
+
 static void type_error(struct gv_buf *msg, const json_t *v, enum jty want, const char *st,
-		       const char *path, const char *type)
+		       const struct fpath *path, const char *type)
 {
 	char *val = go_value(v, want);
-	gv_buf_addf(msg, "json: cannot unmarshal %s into Go struct field %s.%s of type %s", val, st,
-		    path, type);
+	gv_buf_addf(msg, "json: cannot unmarshal %s into Go struct field %s.", val, st);
+	fpath_put(msg, path);
+	gv_buf_addf(msg, " of type %s", type);
 	free(val);
 }
 
 /* Checks o (an object) against sc; the first mismatch goes to msg. False when one was found. */
-static bool decode_check(const json_t *o, const struct schema *sc, const char *path,
+static bool decode_check(const json_t *o, const struct schema *sc, const struct fpath *path,
 			 struct gv_buf *msg)
 {
 	for (const struct fschema *f = sc->f; f->name; f++) {
 		const json_t *v = json_object_get(o, f->name);
-		char *fp;
+		struct fpath at = {path, f->name}, *fp = &at;
 		bool ok = true;
 		size_t i;
 		json_t *e;
@@ -1056,7 +1089,6 @@ static bool decode_check(const json_t *o, const struct schema *sc, const char *p
 
 		if (!v || json_is_null(v))
 			continue;
-		fp = gv_xasprintf("%s.%s", path, f->name);
 		switch (f->ty) {
 		case J_BOOL:
 		case J_STR:
@@ -1112,7 +1144,6 @@ static bool decode_check(const json_t *o, const struct schema *sc, const char *p
 			}
 			break;
 		}
-		free(fp);
 		if (!ok)
 			return false;
 	}
@@ -1132,7 +1163,7 @@ static const json_t *step(const json_t *o, const char *k, const char *st, const 
 	if (!v || json_is_null(v) || !o)
 		return NULL;
 	if (!json_is_object(v)) {
-		type_error(msg, v, J_OBJ, st, path, type);
+		type_error(msg, v, J_OBJ, st, &(struct fpath){NULL, path}, type);
 		return NULL;
 	}
 	return v;
@@ -1187,9 +1218,9 @@ static bool extract_pod(const json_t *object, const char *kind, struct pod *p, s
 	}
 	if (msg->len)
 		return false;
-	if (p->spec && !decode_check(p->spec, &s_podspec, sp, msg))
+	if (p->spec && !decode_check(p->spec, &s_podspec, &(struct fpath){NULL, sp}, msg))
 		return false;
-	if (p->meta && !decode_check(p->meta, &s_meta, mp, msg))
+	if (p->meta && !decode_check(p->meta, &s_meta, &(struct fpath){NULL, mp}, msg))
 		return false;
 	return true;
 }
@@ -1498,25 +1529,33 @@ static char *fail_message(const struct pss_spec *s, const char *rule, const char
 {
 	struct gv_buf b = {0};
 
-	gv_buf_addf(&b, "Validation rule '%s' failed. It violates PodSecurity \"%s:%s\": ", rule,
-		    s->level, s->version);
+	gv_buf_adds(&b, "Validation rule '");
+	gv_buf_adds(&b, rule);
+	gv_buf_adds(&b, "' failed. It violates PodSecurity \"");
+	gv_buf_adds(&b, s->level);
+	gv_buf_addc(&b, ':');
+	gv_buf_adds(&b, s->version);
+	gv_buf_adds(&b, "\": ");
 	for (int i = 0; i < PSS_NCHECKS; i++) {
 		const struct cres *c = &d->c[i];
 		if (!c->failed)
 			continue;
-		gv_buf_addf(&b, "(Forbidden reason: %s, field error list: [", c->reason);
+		gv_buf_adds(&b, "(Forbidden reason: ");
+		gv_buf_adds(&b, c->reason);
+		gv_buf_adds(&b, ", field error list: [");
 		for (size_t k = 0; k < c->n; k++) {
 			const struct ferr *e = &c->e[k];
 			char *f = report_field(e->field, kind);
 			if (k)
 				gv_buf_adds(&b, ", ");
+			gv_buf_adds(&b, f);
 			if (e->required)
-				gv_buf_addf(&b, "%s: Required value", f);
+				gv_buf_adds(&b, ": Required value");
 			else if (!e->value ||
 				 (json_is_string(e->value) && !*json_string_value(e->value)))
-				gv_buf_addf(&b, "%s: Forbidden", f);
+				gv_buf_adds(&b, ": Forbidden");
 			else {
-				gv_buf_addf(&b, "%s is forbidden, forbidden values found: ", f);
+				gv_buf_adds(&b, " is forbidden, forbidden values found: ");
 				add_value(&b, e->value);
 			}
 			free(f);
@@ -1559,9 +1598,12 @@ static void names_add(struct names *s, const struct pod *p, size_t list, size_t 
 {
 	if (s->n && s->list == list && s->idx == idx)
 		return;
-	gv_buf_addf(
-	    &s->q, "%s\"%s\"", s->n ? ", " : "",
-	    str(json_array_get(json_object_get(p->spec, container_lists[list]), idx), "name"));
+	if (s->n)
+		gv_buf_adds(&s->q, ", ");
+	gv_buf_addc(&s->q, '"');
+	gv_buf_adds(&s->q,
+		    str(json_array_get(json_object_get(p->spec, container_lists[list]), idx), "name"));
+	gv_buf_addc(&s->q, '"');
 	s->n++;
 	s->list = list;
 	s->idx = idx;
@@ -1569,7 +1611,8 @@ static void names_add(struct names *s, const struct pod *p, size_t list, size_t 
 
 static void names_put(struct gv_buf *b, const struct names *s)
 {
-	gv_buf_addf(b, "%s %s", s->n == 1 ? "container" : "containers", gv_buf_str(&s->q));
+	gv_buf_adds(b, s->n == 1 ? "container " : "containers ");
+	gv_buf_adds(b, gv_buf_str(&s->q));
 }
 
 /* `pod and containers "a"`: the setters of upstream's "<setters> must not set ...". */
@@ -1707,15 +1750,29 @@ static char *container_capture(const char *d)
 	return NULL;
 }
 
-/* The image reference of container `name` (containers, initContainers, ephemeralContainers). */
-static const char *container_image(const json_t *images, const char *name)
+/*
+ * The normalised image reference of container `name` (new string), as the
+ * `images` variable's "reference" (images_extract: containers, then
+ * initContainers, then ephemeralContainers; in a list the last container
+ * of that name with an image), or NULL when none has one.
+ */
+static char *container_image(const struct pod *p, const char *name)
 {
 	static const char *const lists[] = {"containers", "initContainers", "ephemeralContainers"};
 	for (size_t l = 0; l < GV_ARRAY_LEN(lists); l++) {
-		const json_t *info = json_object_get(json_object_get(images, lists[l]), name);
-		const char *ref = json_string_value(json_object_get(info, "reference"));
-		if (ref)
-			return ref;
+		const json_t *arr = json_object_get(p->spec, lists[l]), *c;
+		const char *image = NULL;
+		size_t i;
+
+		json_array_foreach(arr, i, c)
+		{
+			const char *n = json_string_value(json_object_get(c, "name"));
+			const char *im = json_string_value(json_object_get(c, "image"));
+			if (n && im && !strcmp(n, name))
+				image = im;
+		}
+		if (image)
+			return image_reference(image);
 	}
 	return NULL;
 }
@@ -1731,7 +1788,7 @@ static void json_str(struct gv_buf *b, const char *s)
 }
 
 /* Appends Kyverno's Images of one check (addImages): a JSON list, or null. */
-static void images_put(struct gv_buf *b, const char *detail, const json_t *images)
+static void images_put(struct gv_buf *b, const char *detail, const struct pod *p)
 {
 	char *cap = detail ? container_capture(detail) : NULL;
 	char *names, *w;
@@ -1751,10 +1808,11 @@ static void images_put(struct gv_buf *b, const char *detail, const json_t *image
 	for (s = names;;) {
 		const char *comma = strchr(s, ',');
 		char *name = comma ? gv_xstrndup(s, (size_t)(comma - s)) : gv_xstrdup(s);
-		const char *ref = container_image(images, name);
+		char *ref = container_image(p, name);
 		if (s != names)
 			gv_buf_addc(b, ',');
 		json_str(b, ref ? ref : name);
+		free(ref);
 		free(name);
 		if (!comma)
 			break;
@@ -1766,10 +1824,10 @@ static void images_put(struct gv_buf *b, const char *detail, const json_t *image
 }
 
 /* The podSecurity properties of a fail (section 4.2); new reference. */
-static json_t *fail_properties(const struct pss_spec *s, const json_t *object,
+static json_t *fail_properties(const struct pss_spec *s, const struct pod *p,
 			       const struct pss_checks *d, char *const *details)
 {
-	json_t *props = json_object(), *images = images_extract(object);
+	json_t *props = json_object();
 	struct gv_buf ids = {0}, js = {0};
 
 	gv_buf_addc(&js, '[');
@@ -1787,7 +1845,7 @@ static json_t *fail_properties(const struct pss_spec *s, const json_t *object,
 		gv_buf_adds(&js, ",\"Name\":");
 		json_str(&js, ctl ? ctl : "");
 		gv_buf_adds(&js, ",\"Images\":");
-		images_put(&js, details[i], images);
+		images_put(&js, details[i], p);
 		gv_buf_addc(&js, '}');
 	}
 	gv_buf_addc(&js, ']');
@@ -1797,7 +1855,6 @@ static json_t *fail_properties(const struct pss_spec *s, const json_t *object,
 	json_object_set_new(props, "controlsJSON", json_string(gv_buf_str(&js)));
 	gv_buf_release(&ids);
 	gv_buf_release(&js);
-	json_decref(images);
 	return props;
 }
 
@@ -1850,7 +1907,7 @@ enum pss_outcome pss_evaluate(const struct pss_spec *s, const char *rule, const 
 	}
 	*message = fail_message(s, rule, kind, &d);
 	if (properties)
-		*properties = fail_properties(s, object, &d, details);
+		*properties = fail_properties(s, &p, &d, details);
 	out = PSS_FAIL;
 	goto done;
 budget:
