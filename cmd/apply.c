@@ -1385,9 +1385,13 @@ static void *evaluate_range(void *arg)
 	struct apply_part *pt = arg;
 	const struct apply_state *st = pt->st;
 	FILE *errs = pt->errs;
+	/* what the policies of one resource share (the podSecurity checks) */
+	struct engine_memo *memo = engine_memo_new();
 
 	for (size_t r = pt->r0; r < pt->r1; r++) {
 		size_t i0 = pt->n;
+
+		engine_memo_clear(memo); /* a new resource may take a freed one's address */
 		for (size_t p = 0; p < st->pols.n; p++) {
 			struct engine_policy *pol = st->pols.v[p].policy;
 			struct values_eval ev;
@@ -1423,6 +1427,9 @@ static void *evaluate_range(void *arg)
 			/* validate.cel paramRef reads the given resources (the CLI's fake client)
 			 */
 			ev.param_sources[0] = &st->params;
+			/* the resource itself, not a copy values wrote into: shared by its policies
+			 */
+			ev.in.memo = ev.in.object == st->res.v[r].obj ? memo : NULL;
 			if (engine_evaluate(st->sets[p], &ev.in, ENGINE_ADMISSION, &rep, &e)) {
 				gv_err_prefix(&e, "%s:%d: %s %s: policy %s: ", st->res.v[r].file,
 					      st->res.v[r].line, load_res_kind(st->res.v[r].obj),
@@ -1456,6 +1463,7 @@ static void *evaluate_range(void *arg)
 		json_decref(st->res.v[r].obj);
 		st->res.v[r].obj = NULL;
 	}
+	engine_memo_free(memo);
 	return NULL;
 }
 

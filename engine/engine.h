@@ -304,7 +304,27 @@ struct engine_input {
 	const json_t *namespace_labels; /* labels object of the object's namespace, or NULL */
 	const json_t *request; /* whole AdmissionRequest for other request.* fields, or NULL */
 	const struct engine_hooks *hooks; /* or NULL */
+	/*
+	 * Or NULL: what calls about this same object share (struct
+	 * engine_memo), for a caller that evaluates one object policy by
+	 * policy. One engine_evaluate() evaluates a whole set with a memo of
+	 * its own.
+	 */
+	struct engine_memo *memo;
 };
+
+/*
+ * Work done once on an object and reused by later engine_evaluate() calls
+ * about the same object (engine_input.memo): the podSecurity checks. A
+ * cache, never a change of outcome. It is keyed by the object's address:
+ * use one memo for one object only (engine_memo_new() per object, or
+ * engine_memo_clear() in between), unchanged while it is used, and from one
+ * thread at a time. engine_memo_free(NULL) does nothing.
+ */
+struct engine_memo;
+struct engine_memo *engine_memo_new(void);
+void engine_memo_clear(struct engine_memo *m);
+void engine_memo_free(struct engine_memo *m);
 
 /* One rule's result (section 8.1). */
 struct engine_rule_result {

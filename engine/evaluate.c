@@ -38,6 +38,12 @@ struct eval_state {
 	bool force_create;	  /* old-object re-evaluation: request.operation stays CREATE */
 	/* what match and exclude read of object, made once (match_request_init) */
 	struct match_request mr;
+	/* podSecurity checks already run on the object (pss_evaluate); through a pointer */
+	struct pss_memo *pss, pss_store;
+};
+
+struct engine_memo {
+	struct pss_memo pss;
 };
 
 /* Outcome of one rule. */
@@ -173,6 +179,7 @@ static enum gv_code state_init(struct eval_state *st, const struct engine_policy
 	st->in = in;
 	st->env = in->hooks ? in->hooks->env : NULL;
 	st->mode = mode;
+	st->pss = in->memo ? &in->memo->pss : &st->pss_store;
 	st->operation = mode == ENGINE_BACKGROUND ? "CREATE" : str_or(in->operation, "CREATE");
 	st->op = match_op_bit(st->operation);
 	st->delete_op = !strcmp(st->operation, "DELETE");
@@ -211,8 +218,26 @@ static enum gv_code state_init(struct eval_state *st, const struct engine_policy
 	return GV_OK;
 }
 
+struct engine_memo *engine_memo_new(void)
+{
+	return gv_xcalloc(1, sizeof(struct engine_memo));
+}
+
+void engine_memo_clear(struct engine_memo *m)
+{
+	if (m)
+		pss_memo_release(&m->pss);
+}
+
+void engine_memo_free(struct engine_memo *m)
+{
+	engine_memo_clear(m);
+	free(m);
+}
+
 static void state_release(struct eval_state *st)
 {
+	pss_memo_release(&st->pss_store);
 	json_decref(st->root);
 	free(st->group_buf);
 	free(st->version_buf);
@@ -1111,7 +1136,8 @@ static void eval_pod_security(const struct eval_state *st, const struct engine_p
 		gv_buf_adds(&names, x->name);
 	}
 	json_decref(o->pss_props);
-	switch (pss_evaluate(&r->body.pss, r->name, resource, lists, n, rb, &msg, &o->pss_props)) {
+	switch (pss_evaluate(&r->body.pss, r->name, resource, lists, n, rb, st->pss, &msg,
+			     &o->pss_props)) {
 	case PSS_PASS:
 		outcome_set(o, ENGINE_PASS, msg);
 		break;

@@ -293,8 +293,8 @@ struct citer {
 	size_t list, i;
 	const json_t *arr; /* the list being visited, once looked up (i > 0) */
 	const json_t *c;   /* the container */
-	char path[96];	  /* spec.<list>[i], once citer_path() made it */
-	const json_t *sc; /* its securityContext object, or NULL */
+	char path[96];	   /* spec.<list>[i], once citer_path() made it */
+	const json_t *sc;  /* its securityContext object, or NULL */
 };
 
 static bool citer_next(struct citer *it)
@@ -519,7 +519,8 @@ static void chk_caps_restricted(const struct pod *p, unsigned ver, struct cres *
 		size_t i;
 
 		if (!caps) {
-			add_err(r, true, NULL, "%s.securityContext.capabilities.drop", citer_path(&it));
+			add_err(r, true, NULL, "%s.securityContext.capabilities.drop",
+				citer_path(&it));
 			continue;
 		}
 		json_array_foreach(drop, i, c) all |= !strcmp(sval(c), "ALL");
@@ -527,7 +528,8 @@ static void chk_caps_restricted(const struct pod *p, unsigned ver, struct cres *
 			add_err(r, false, sorted(strings_of(drop)),
 				"%s.securityContext.capabilities.drop", citer_path(&it));
 		else if (!all)
-			add_err(r, true, NULL, "%s.securityContext.capabilities.drop", citer_path(&it));
+			add_err(r, true, NULL, "%s.securityContext.capabilities.drop",
+				citer_path(&it));
 		badv = json_array();
 		json_array_foreach(add, i, c) if (strcmp(sval(c), "NET_BIND_SERVICE"))
 		    json_array_append_new(badv, json_string(sval(c)));
@@ -611,7 +613,8 @@ static void chk_privileged(const struct pod *p, unsigned ver, struct cres *r)
 	FOR_CONTAINERS(it, p)
 	{
 		if (json_is_true(json_object_get(it.sc, "privileged")))
-			add_err(r, false, json_true(), "%s.securityContext.privileged", citer_path(&it));
+			add_err(r, false, json_true(), "%s.securityContext.privileged",
+				citer_path(&it));
 	}
 }
 
@@ -692,7 +695,8 @@ static void chk_run_as_non_root(const struct pod *p, unsigned ver, struct cres *
 				add_err(r, false, json_false(), "%s.securityContext.runAsNonRoot",
 					citer_path(&it));
 		} else if (!pod_ok) {
-			add_err(&req, true, NULL, "%s.securityContext.runAsNonRoot", citer_path(&it));
+			add_err(&req, true, NULL, "%s.securityContext.runAsNonRoot",
+				citer_path(&it));
 		}
 	}
 	for (size_t i = 0; i < req.n; i++)
@@ -715,7 +719,8 @@ static void chk_run_as_user(const struct pod *p, unsigned ver, struct cres *r)
 	FOR_CONTAINERS(it, p)
 	{
 		if (is_root(json_object_get(it.sc, "runAsUser")))
-			add_err(r, false, json_integer(0), "%s.securityContext.runAsUser", citer_path(&it));
+			add_err(r, false, json_integer(0), "%s.securityContext.runAsUser",
+				citer_path(&it));
 	}
 }
 
@@ -1174,7 +1179,8 @@ static const json_t *step(const json_t *o, const char *k, const char *st, const 
  * has no pod or a field is mistyped; *spec_path and *meta_path name the
  * fields for decoding errors.
  */
-static bool extract_pod(const json_t *object, const char *kind, struct pod *p, struct gv_buf *msg)
+static bool extract_pod(const json_t *object, const char *kind, struct pod *p, bool decoded,
+			struct gv_buf *msg)
 {
 	const json_t *spec, *tmpl, *jt, *jspec;
 	const char *sp, *mp;
@@ -1218,6 +1224,8 @@ static bool extract_pod(const json_t *object, const char *kind, struct pod *p, s
 	}
 	if (msg->len)
 		return false;
+	if (decoded)
+		return true;
 	if (p->spec && !decode_check(p->spec, &s_podspec, &(struct fpath){NULL, sp}, msg))
 		return false;
 	if (p->meta && !decode_check(p->meta, &s_meta, &(struct fpath){NULL, mp}, msg))
@@ -1231,6 +1239,30 @@ static void checks_release(struct pss_checks *c)
 {
 	for (int i = 0; i < PSS_NCHECKS; i++)
 		cres_release(&c->c[i]);
+}
+
+/* dst = a deep copy of the checks of src that the level runs (baseline: the baseline ones). */
+static void checks_copy(struct pss_checks *dst, const struct pss_checks *src, bool baseline)
+{
+	memset(dst, 0, sizeof(*dst));
+	for (int i = 0; i < PSS_NCHECKS; i++) {
+		const struct cres *a = &src->c[i];
+		struct cres *b = &dst->c[i];
+
+		if (baseline && checks[i].level == RESTRICTED)
+			continue;
+		b->failed = a->failed;
+		b->reason = a->reason;
+		if (!a->n)
+			continue;
+		b->e = gv_xcalloc(a->n, sizeof(*b->e));
+		b->n = b->cap = a->n;
+		for (size_t k = 0; k < a->n; k++) {
+			b->e[k].field = gv_xstrdup(a->e[k].field);
+			b->e[k].required = a->e[k].required;
+			b->e[k].value = json_incref(a->e[k].value);
+		}
+	}
 }
 
 /* What one run of the checks over p costs: a step per container, volume, annotation. */
@@ -1268,6 +1300,51 @@ static bool run_checks(const struct pod *p, bool baseline, unsigned minor, int c
 		c->fn(p, check_version(c, minor), &out->c[i]);
 	}
 	return true;
+}
+
+/*
+ * run_checks(p, baseline, minor, -1, out, b) through memo (may be NULL):
+ * the checks of a level ran on the object once are copied, and the budget
+ * is charged as if they ran again. A restricted run serves a baseline one
+ * of the same version.
+ */
+static bool run_checks_memo(struct pss_memo *memo, const struct pod *p, bool baseline,
+			    unsigned minor, struct pss_checks *out, struct jp_budget *b)
+{
+	struct pss_memo_entry *hit = NULL;
+
+	for (size_t i = 0; memo && i < memo->n && !hit; i++)
+		if (memo->v[i].minor == minor && (baseline || !memo->v[i].baseline))
+			hit = &memo->v[i];
+	if (hit) {
+		unsigned long cost = pod_cost(p);
+
+		for (int i = 0; i < PSS_NCHECKS; i++)
+			if (!(baseline && checks[i].level == RESTRICTED) && !budget_charge(b, cost))
+				return false;
+		checks_copy(out, hit->d, baseline);
+		return true;
+	}
+	if (!run_checks(p, baseline, minor, -1, out, b))
+		return false;
+	if (memo && memo->n < GV_ARRAY_LEN(memo->v)) {
+		struct pss_memo_entry *e = &memo->v[memo->n++];
+
+		e->baseline = baseline;
+		e->minor = minor;
+		e->d = gv_xmalloc(sizeof(*e->d));
+		checks_copy(e->d, out, false);
+	}
+	return true;
+}
+
+void pss_memo_release(struct pss_memo *memo)
+{
+	for (size_t i = 0; i < memo->n; i++) {
+		checks_release(memo->v[i].d);
+		free(memo->v[i].d);
+	}
+	memset(memo, 0, sizeof(*memo));
 }
 
 /* ---- exclusions (section 5) ---- */
@@ -1601,8 +1678,8 @@ static void names_add(struct names *s, const struct pod *p, size_t list, size_t 
 	if (s->n)
 		gv_buf_adds(&s->q, ", ");
 	gv_buf_addc(&s->q, '"');
-	gv_buf_adds(&s->q,
-		    str(json_array_get(json_object_get(p->spec, container_lists[list]), idx), "name"));
+	gv_buf_adds(&s->q, str(json_array_get(json_object_get(p->spec, container_lists[list]), idx),
+			       "name"));
 	gv_buf_addc(&s->q, '"');
 	s->n++;
 	s->list = list;
@@ -1862,7 +1939,8 @@ static json_t *fail_properties(const struct pss_spec *s, const struct pod *p,
 
 enum pss_outcome pss_evaluate(const struct pss_spec *s, const char *rule, const json_t *object,
 			      const struct pss_exclusion_list *exc, size_t nexc,
-			      struct jp_budget *budget, char **message, json_t **properties)
+			      struct jp_budget *budget, struct pss_memo *memo, char **message,
+			      json_t **properties)
 {
 	const char *kind = str(object, "kind");
 	struct gv_buf msg = {0};
@@ -1874,13 +1952,19 @@ enum pss_outcome pss_evaluate(const struct pss_spec *s, const char *rule, const 
 	*message = NULL;
 	if (properties)
 		*properties = NULL;
-	if (!extract_pod(object, kind, &p, &msg)) {
+	if (memo && memo->object != object) {
+		pss_memo_release(memo);
+		memo->object = object;
+	}
+	if (!extract_pod(object, kind, &p, memo && memo->decoded, &msg)) {
 		*message = gv_xasprintf("Error while getting new resource: %s", gv_buf_str(&msg));
 		gv_buf_release(&msg);
 		return PSS_ERROR;
 	}
 	gv_buf_release(&msg);
-	if (!run_checks(&p, s->baseline, s->minor, -1, &d, budget))
+	if (memo)
+		memo->decoded = true;
+	if (!run_checks_memo(memo, &p, s->baseline, s->minor, &d, budget))
 		goto budget;
 	/* Images come from the details of the checks before exclusions (section 4.2). */
 	for (int i = 0; properties && i < PSS_NCHECKS; i++)

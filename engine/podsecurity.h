@@ -115,6 +115,27 @@ enum pss_outcome {
 };
 
 /*
+ * What pss_evaluate() found on one object, kept between the podSecurity
+ * rules of one evaluation (engine_evaluate) so that the pod is decoded once
+ * and each level's checks run once per object and version: a cache, never a
+ * change of outcome (exclusions work on a copy; the step budget is charged
+ * as if the checks ran again). Zero it before first use; it is about
+ * `object` (borrowed; another object empties it); pss_memo_release() frees
+ * what it holds.
+ */
+struct pss_checks;
+struct pss_memo {
+	const json_t *object;
+	bool decoded; /* object's pod decoded without error */
+	struct pss_memo_entry {
+		bool baseline;	      /* the baseline checks only */
+		unsigned minor;	      /* the version they ran at */
+		struct pss_checks *d; /* owned: every check's outcome (table order) */
+	} v[4];
+	size_t n;
+};
+
+/*
  * Evaluates rule `rule` (name for messages) with spec s against `object` (a
  * Pod, Deployment, DaemonSet, StatefulSet, ReplicaSet, Job,
  * ReplicationController or CronJob; borrowed), applying s's exclusions and
@@ -135,10 +156,17 @@ enum pss_outcome {
  * ForbiddenDetail names before any exclusion, their normalised image
  * reference (image_parse "reference"; the name when no container of that
  * name has an image). NULL for every other outcome.
+ *
+ * memo (may be NULL): what earlier rules of the same evaluation found on
+ * object (struct pss_memo); read and filled.
  */
 enum pss_outcome pss_evaluate(const struct pss_spec *s, const char *rule, const json_t *object,
 			      const struct pss_exclusion_list *exc, size_t nexc,
-			      struct jp_budget *budget, char **message, json_t **properties);
+			      struct jp_budget *budget, struct pss_memo *memo, char **message,
+			      json_t **properties);
+
+/* Frees what memo holds and empties it (it can be used again). */
+void pss_memo_release(struct pss_memo *memo);
 
 /* Table accessors (for tests and documentation). */
 /* Check id of check i (0 <= i < PSS_NCHECKS), in Kyverno's order. */

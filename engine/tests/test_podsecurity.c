@@ -37,7 +37,7 @@ static enum pss_outcome eval_spec(const char *spec, const char *object, char **m
 
 	if (!spec_of(spec, &s, &err))
 		fail_msg("spec does not compile: %s: %s", err.pointer, err.msg);
-	out = pss_evaluate(&s, "r", o, NULL, 0, NULL, msg, NULL);
+	out = pss_evaluate(&s, "r", o, NULL, 0, NULL, NULL, msg, NULL);
 	pss_spec_release(&s);
 	json_decref(o);
 	return out;
@@ -357,7 +357,7 @@ static void test_seccomp_annotations_before_1_19(void **state)
 	char *msg = NULL;
 	(void)state;
 
-	CHECK_INT(pss_evaluate(&s, "r", o, NULL, 0, NULL, &msg, NULL), PSS_FAIL);
+	CHECK_INT(pss_evaluate(&s, "r", o, NULL, 0, NULL, NULL, &msg, NULL), PSS_FAIL);
 	/* the 1.0 version reads annotations only, not the seccompProfile field */
 	CHECK_STR(msg, FAIL_PREFIX("baseline:v1.18") "(Forbidden reason: seccompProfile, field "
 						     "error list: "
@@ -558,18 +558,91 @@ static void test_budget(void **state)
 	o = Y(gv_buf_str(&pod));
 	if (!spec_of("{level: restricted}", &s, &err))
 		fail_msg("%s", err.msg);
-	CHECK_INT(pss_evaluate(&s, "r", o, NULL, 0, &b, &msg, NULL), PSS_ERROR);
+	CHECK_INT(pss_evaluate(&s, "r", o, NULL, 0, &b, NULL, &msg, NULL), PSS_ERROR);
 	CHECK_STR(msg, "rule evaluation step budget (1000000) exceeded");
 	free(msg);
 	/* with the rule's full budget it is evaluated */
 	b.used = 0;
 	b.max = RULE_MAX_STEPS;
-	CHECK_INT(pss_evaluate(&s, "r", o, NULL, 0, &b, &msg, NULL), PSS_FAIL);
+	CHECK_INT(pss_evaluate(&s, "r", o, NULL, 0, &b, NULL, &msg, NULL), PSS_FAIL);
 	CHECK(b.used > 0, "steps charged");
 	free(msg);
 	pss_spec_release(&s);
 	json_decref(o);
 	gv_buf_release(&pod);
+	CHECK_DONE();
+}
+
+/* The memo: the same outcome, message, properties and budget as without it. */
+static void test_memo(void **state)
+{
+	static const char *const specs[] = {
+	    "{level: restricted, version: latest}",
+	    "{level: baseline, version: latest}",
+	    "{level: restricted, version: latest, exclude: [{controlName: Capabilities, "
+	    "images: ['nginx*']}]}",
+	    "{level: restricted, version: v1.24}",
+	    "{level: baseline, version: latest, exclude: [{controlName: Privileged Containers, "
+	    "images: ['*'], restrictedField: 'spec.containers[*].securityContext.privileged', "
+	    "values: ['true']}]}",
+	};
+	static const char *const pods[] = {
+	    "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: a, "
+	    "image: nginx, securityContext: {privileged: true}}, {name: b, image: busybox}]}}",
+	    "{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {template: "
+	    "{spec: {hostNetwork: true, containers: [{name: a, image: nginx}]}}}}",
+	    "{apiVersion: v1, kind: Pod, metadata: {name: bad}, spec: {containers: 1}}",
+	};
+	struct pss_memo memo = {0};
+	(void)state;
+
+	for (size_t o = 0; o < GV_ARRAY_LEN(pods); o++) {
+		json_t *obj = Y(pods[o]);
+
+		/* every spec twice: the second time entirely from the memo */
+		for (size_t k = 0; k < 2 * GV_ARRAY_LEN(specs); k++) {
+			struct pss_spec s;
+			struct gv_err err = {0};
+			struct jp_budget b1 = {.max = RULE_MAX_STEPS}, b2 = {.max = RULE_MAX_STEPS};
+			char *m1 = NULL, *m2 = NULL;
+			json_t *p1 = NULL, *p2 = NULL;
+			enum pss_outcome o1, o2;
+
+			if (!spec_of(specs[k % GV_ARRAY_LEN(specs)], &s, &err))
+				fail_msg("%s", err.msg);
+			o1 = pss_evaluate(&s, "r", obj, NULL, 0, &b1, NULL, &m1, &p1);
+			o2 = pss_evaluate(&s, "r", obj, NULL, 0, &b2, &memo, &m2, &p2);
+			CHECK_INT(o2, o1);
+			CHECK_STR(m2, m1);
+			CHECK(json_equal(p1, p2) || (!p1 && !p2), "properties of spec %zu, pod %zu",
+			      k, o);
+			CHECK(b1.used == b2.used, "budget of spec %zu, pod %zu: %lu vs %lu", k, o,
+			      (unsigned long)b1.used, (unsigned long)b2.used);
+			free(m1);
+			free(m2);
+			json_decref(p1);
+			json_decref(p2);
+			pss_spec_release(&s);
+		}
+		CHECK(o == 2 ? !memo.decoded : memo.decoded && memo.n > 0, "memo of pod %zu", o);
+		json_decref(obj);
+	}
+	/* another object empties it */
+	{
+		json_t *obj = Y(pods[0]);
+		struct pss_spec s;
+		struct gv_err err = {0};
+		char *m = NULL;
+
+		if (!spec_of(specs[1], &s, &err))
+			fail_msg("%s", err.msg);
+		CHECK_INT(pss_evaluate(&s, "r", obj, NULL, 0, NULL, &memo, &m, NULL), PSS_FAIL);
+		CHECK(memo.object == obj && memo.n == 1, "memo about the new object only");
+		free(m);
+		pss_spec_release(&s);
+		json_decref(obj);
+	}
+	pss_memo_release(&memo);
 	CHECK_DONE();
 }
 
@@ -779,6 +852,7 @@ int main(void)
 	    cmocka_unit_test(test_integer_and_annotation_values),
 	    cmocka_unit_test(test_extraction),
 	    cmocka_unit_test(test_budget),
+	    cmocka_unit_test(test_memo),
 	    cmocka_unit_test(test_exceptions),
 	    cmocka_unit_test(test_delete_and_update),
 	    cmocka_unit_test(test_controller_update),

@@ -26,7 +26,7 @@ static enum pss_outcome props_of(const char *spec, const char *object, json_t **
 	gv_buf_adds(&ptr, "/ps");
 	if (pss_spec_compile(j, &s, &ptr, &err))
 		fail_msg("spec does not compile: %s: %s", err.pointer, err.msg);
-	out = pss_evaluate(&s, "r", o, NULL, 0, NULL, &msg, props);
+	out = pss_evaluate(&s, "r", o, NULL, 0, NULL, NULL, &msg, props);
 	pss_spec_release(&s);
 	gv_buf_release(&ptr);
 	json_decref(j);
