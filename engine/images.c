@@ -28,16 +28,21 @@ static void image_parts(const char *image, struct gv_imageref *r, char **repo)
 char *image_reference(const char *image)
 {
 	struct gv_imageref r;
-	char *repo, *out;
+	struct gv_buf b = {0};
+	char *repo;
 
 	image_parts(image, &r, &repo);
-	if (r.digest && *r.digest)
-		out = gv_xasprintf("%s@%s", repo, r.digest);
-	else
-		out = gv_xasprintf("%s:%s", repo, r.tag ? r.tag : "");
+	gv_buf_adds(&b, repo);
+	if (r.digest && *r.digest) {
+		gv_buf_addc(&b, '@');
+		gv_buf_adds(&b, r.digest);
+	} else {
+		gv_buf_addc(&b, ':');
+		gv_buf_adds(&b, r.tag ? r.tag : "");
+	}
 	free(repo);
 	gv_imageref_release(&r);
-	return out;
+	return gv_buf_detach(&b);
 }
 
 json_t *image_parse(const char *image)

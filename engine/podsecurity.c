@@ -332,6 +332,43 @@ static const char *citer_path(struct citer *it)
 static void add_err(struct cres *r, bool required, json_t *value, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Whether fmt's conversions are %s and %zu only (field_format's). */
+static bool simple_format(const char *fmt)
+{
+	for (const char *f = strchr(fmt, '%'); f; f = strchr(f, '%')) {
+		if (f[1] == 's')
+			f += 2;
+		else if (f[1] == 'z' && f[2] == 'u')
+			f += 3;
+		else
+			return false;
+	}
+	return true;
+}
+
+/* gv_buf_vaddf for a format of simple_format(): the field paths, without printf's cost. */
+static void field_format(struct gv_buf *b, const char *fmt, va_list ap)
+{
+	const char *f = fmt, *pct;
+	char num[24];
+
+	while ((pct = strchr(f, '%'))) {
+		gv_buf_add(b, f, (size_t)(pct - f));
+		if (pct[1] == 's') {
+			gv_buf_adds(b, va_arg(ap, const char *));
+			f = pct + 2;
+		} else {
+			size_t v = va_arg(ap, size_t), i = sizeof(num);
+			do
+				num[--i] = (char)('0' + v % 10);
+			while ((v /= 10));
+			gv_buf_add(b, num + i, sizeof(num) - i);
+			f = pct + 3;
+		}
+	}
+	gv_buf_adds(b, f);
+}
+
 /* Appends a field error (value stolen, may be NULL) and marks the check failed. */
 static void add_err(struct cres *r, bool required, json_t *value, const char *fmt, ...)
 {
@@ -339,7 +376,10 @@ static void add_err(struct cres *r, bool required, json_t *value, const char *fm
 	va_list ap;
 
 	va_start(ap, fmt);
-	gv_buf_vaddf(&b, fmt, ap);
+	if (simple_format(fmt))
+		field_format(&b, fmt, ap);
+	else
+		gv_buf_vaddf(&b, fmt, ap);
 	va_end(ap);
 	if (r->n == r->cap) {
 		r->cap = r->cap ? r->cap * 2 : 4;
@@ -1833,7 +1873,38 @@ static char *container_capture(const char *d)
  * initContainers, then ephemeralContainers; in a list the last container
  * of that name with an image), or NULL when none has one.
  */
-static char *container_image(const struct pod *p, const char *name)
+/* The references found so far by one fail_properties() call: name -> reference. */
+struct refs {
+	char **names, **refs; /* owned; refs[i] NULL when the container has no image */
+	size_t n;
+};
+
+static void refs_release(struct refs *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->names[i]);
+		free(c->refs[i]);
+	}
+	free(c->names);
+	free(c->refs);
+}
+
+static char *container_image_uncached(const struct pod *p, const char *name);
+
+/* container_image_uncached(p, name) through c (borrowed result, or NULL). */
+static const char *container_image(const struct pod *p, const char *name, struct refs *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->names[i], name))
+			return c->refs[i];
+	c->names = gv_xrealloc(c->names, (c->n + 1) * sizeof(*c->names));
+	c->refs = gv_xrealloc(c->refs, (c->n + 1) * sizeof(*c->refs));
+	c->names[c->n] = gv_xstrdup(name);
+	c->refs[c->n] = container_image_uncached(p, name);
+	return c->refs[c->n++];
+}
+
+static char *container_image_uncached(const struct pod *p, const char *name)
 {
 	static const char *const lists[] = {"containers", "initContainers", "ephemeralContainers"};
 	for (size_t l = 0; l < GV_ARRAY_LEN(lists); l++) {
@@ -1865,7 +1936,7 @@ static void json_str(struct gv_buf *b, const char *s)
 }
 
 /* Appends Kyverno's Images of one check (addImages): a JSON list, or null. */
-static void images_put(struct gv_buf *b, const char *detail, const struct pod *p)
+static void images_put(struct gv_buf *b, const char *detail, const struct pod *p, struct refs *refs)
 {
 	char *cap = detail ? container_capture(detail) : NULL;
 	char *names, *w;
@@ -1885,11 +1956,10 @@ static void images_put(struct gv_buf *b, const char *detail, const struct pod *p
 	for (s = names;;) {
 		const char *comma = strchr(s, ',');
 		char *name = comma ? gv_xstrndup(s, (size_t)(comma - s)) : gv_xstrdup(s);
-		char *ref = container_image(p, name);
+		const char *ref = container_image(p, name, refs);
 		if (s != names)
 			gv_buf_addc(b, ',');
 		json_str(b, ref ? ref : name);
-		free(ref);
 		free(name);
 		if (!comma)
 			break;
@@ -1906,6 +1976,7 @@ static json_t *fail_properties(const struct pss_spec *s, const struct pod *p,
 {
 	json_t *props = json_object();
 	struct gv_buf ids = {0}, js = {0};
+	struct refs refs = {0};
 
 	gv_buf_addc(&js, '[');
 	for (int i = 0; i < PSS_NCHECKS; i++) {
@@ -1922,7 +1993,7 @@ static json_t *fail_properties(const struct pss_spec *s, const struct pod *p,
 		gv_buf_adds(&js, ",\"Name\":");
 		json_str(&js, ctl ? ctl : "");
 		gv_buf_adds(&js, ",\"Images\":");
-		images_put(&js, details[i], p);
+		images_put(&js, details[i], p, &refs);
 		gv_buf_addc(&js, '}');
 	}
 	gv_buf_addc(&js, ']');
@@ -1932,6 +2003,7 @@ static json_t *fail_properties(const struct pss_spec *s, const struct pod *p,
 	json_object_set_new(props, "controlsJSON", json_string(gv_buf_str(&js)));
 	gv_buf_release(&ids);
 	gv_buf_release(&js);
+	refs_release(&refs);
 	return props;
 }
 
