@@ -1430,6 +1430,7 @@ static void *evaluate_range(void *arg)
 			/* the resource itself, not a copy values wrote into: shared by its policies
 			 */
 			ev.in.memo = ev.in.object == st->res.v[r].obj ? memo : NULL;
+			ev.in.no_pss_properties = !wants_props(st);
 			if (engine_evaluate(st->sets[p], &ev.in, ENGINE_ADMISSION, &rep, &e)) {
 				gv_err_prefix(&e, "%s:%d: %s %s: policy %s: ", st->res.v[r].file,
 					      st->res.v[r].line, load_res_kind(st->res.v[r].obj),

@@ -311,6 +311,12 @@ struct engine_input {
 	 * its own.
 	 */
 	struct engine_memo *memo;
+	/*
+	 * The caller reads no podSecurity report properties (standard,
+	 * version, controls, controlsJSON in engine_rule_result.properties):
+	 * they are not built. Outcomes and messages are the same.
+	 */
+	bool no_pss_properties;
 };
 
 /*

@@ -1137,7 +1137,7 @@ static void eval_pod_security(const struct eval_state *st, const struct engine_p
 	}
 	json_decref(o->pss_props);
 	switch (pss_evaluate(&r->body.pss, r->name, resource, lists, n, rb, st->pss, &msg,
-			     &o->pss_props)) {
+			     st->in->no_pss_properties ? NULL : &o->pss_props)) {
 	case PSS_PASS:
 		outcome_set(o, ENGINE_PASS, msg);
 		break;

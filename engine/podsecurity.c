@@ -1928,7 +1928,20 @@ static char *container_image_uncached(const struct pod *p, const char *name)
 /* Appends s as a JSON string, escaped as Go's encoding/json. */
 static void json_str(struct gv_buf *b, const char *s)
 {
-	json_t *j = json_string(s);
+	const char *c = s;
+	json_t *j;
+
+	/* printable ASCII that needs no escape (Go's HTML escapes included): as it is */
+	while (*c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\' && *c != '<' && *c != '>' &&
+	       *c != '&')
+		c++;
+	if (!*c) {
+		gv_buf_addc(b, '"');
+		gv_buf_add(b, s, (size_t)(c - s));
+		gv_buf_addc(b, '"');
+		return;
+	}
+	j = json_string(s);
 	if (!j) /* cannot happen: s comes from parsed JSON, only ASCII was cut out */
 		j = json_string("\xef\xbf\xbd");
 	jp_dump(j, b, JP_DUMP_HTML_ESCAPE);
