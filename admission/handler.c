@@ -493,8 +493,7 @@ static void judge(struct admission_handler *h, const struct review *rv, struct v
 				    .rule_execution_cause = "admission_request",
 				    .dry_run = rv->dry_run ? "true" : "false"};
 				view_result_labels_policy(&ml, resp->policy, r->action);
-				view_result_count(h->results, &ml);
-				view_result_observe(h->rule_time, &ml, r->seconds);
+				view_result_record(h->results, h->rule_time, &ml, r->seconds);
 			}
 		}
 	}

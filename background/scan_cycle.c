@@ -455,8 +455,8 @@ void scan_slot_commit(struct cycle *c, struct cyc_target *ct, struct slot *sl, i
 				    .rule_result = engine_status_name(rr->status),
 				    .rule_execution_cause = "background_scan"};
 				view_result_labels_policy(&ml, resp->policy, rr->action);
-				view_result_count(c->s->opt.results, &ml);
-				view_result_observe(c->s->opt.duration, &ml, rr->seconds);
+				view_result_record(c->s->opt.results, c->s->opt.duration, &ml,
+						   rr->seconds);
 			}
 		}
 	}

@@ -231,10 +231,9 @@ static bool series_is(const struct metrics_family *f, const struct series *s, ui
  * Finds or creates the series of values in its shard, with the shard
  * locked on return (NULL, unlocked, when the family is full).
  */
-static struct series *series_lock(struct metrics_family *f, const char *const *values,
+static struct series *series_lock(struct metrics_family *f, const char *const *values, uint64_t h,
 				  struct shard **shp)
 {
-	uint64_t h = hash_values(f, values);
 	struct shard *sh = &f->shards[h % NSHARDS];
 	struct series **chain = &sh->chains[(h / NSHARDS) % NBUCKETS];
 	struct series *s;
@@ -264,14 +263,25 @@ static struct series *series_lock(struct metrics_family *f, const char *const *v
 	return s;
 }
 
+uint64_t metrics_hash(const struct metrics_family *f, const char *const *values)
+{
+	return f ? hash_values(f, values) : 0;
+}
+
 void metrics_add(struct metrics_family *f, const char *const *values, double v)
+{
+	if (f)
+		metrics_add_hashed(f, values, hash_values(f, values), v);
+}
+
+void metrics_add_hashed(struct metrics_family *f, const char *const *values, uint64_t h, double v)
 {
 	struct shard *sh;
 	struct series *s;
 
 	if (!f || f->type == METRICS_HISTOGRAM)
 		return;
-	s = series_lock(f, values, &sh);
+	s = series_lock(f, values, h, &sh);
 	if (!s)
 		return;
 	s->value += v;
@@ -290,7 +300,7 @@ void metrics_set(struct metrics_family *f, const char *const *values, double v)
 
 	if (!f || f->type != METRICS_GAUGE)
 		return;
-	s = series_lock(f, values, &sh);
+	s = series_lock(f, values, hash_values(f, values), &sh);
 	if (!s)
 		return;
 	s->value = v;
@@ -298,6 +308,13 @@ void metrics_set(struct metrics_family *f, const char *const *values, double v)
 }
 
 void metrics_observe(struct metrics_family *f, const char *const *values, double v)
+{
+	if (f)
+		metrics_observe_hashed(f, values, hash_values(f, values), v);
+}
+
+void metrics_observe_hashed(struct metrics_family *f, const char *const *values, uint64_t h,
+			    double v)
 {
 	struct shard *sh;
 	struct series *s;
@@ -307,7 +324,7 @@ void metrics_observe(struct metrics_family *f, const char *const *values, double
 		return;
 	for (b = 0; b < f->nbuckets && v > f->buckets[b]; b++)
 		;
-	s = series_lock(f, values, &sh);
+	s = series_lock(f, values, h, &sh);
 	if (!s)
 		return;
 	s->counts[b]++;

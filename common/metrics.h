@@ -24,6 +24,7 @@
 #define GV_COMMON_METRICS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/gv.h"
 
@@ -62,6 +63,17 @@ void metrics_inc(struct metrics_family *f, const char *const *values); /* counte
 void metrics_add(struct metrics_family *f, const char *const *values, double v);     /* += v */
 void metrics_set(struct metrics_family *f, const char *const *values, double v);     /* gauge = v */
 void metrics_observe(struct metrics_family *f, const char *const *values, double v); /* histogram */
+
+/*
+ * The same for a caller that updates several families of the same number
+ * of labels with the same values: their hash (metrics_hash(), made once
+ * for all of them) is given, not computed again. h must be metrics_hash()
+ * of values for a family of that many labels.
+ */
+uint64_t metrics_hash(const struct metrics_family *f, const char *const *values);
+void metrics_add_hashed(struct metrics_family *f, const char *const *values, uint64_t h, double v);
+void metrics_observe_hashed(struct metrics_family *f, const char *const *values, uint64_t h,
+			    double v);
 
 /*
  * Adds a collector: at each render, fn appends complete exposition text

@@ -84,6 +84,20 @@ void view_result_count(struct metrics_family *f, const struct view_result_labels
 	metrics_inc(f, v);
 }
 
+void view_result_record(struct metrics_family *count, struct metrics_family *duration,
+			const struct view_result_labels *l, double seconds)
+{
+	const char *v[13];
+	uint64_t h;
+
+	if (!count && !duration)
+		return;
+	result_values(l, v);
+	h = metrics_hash(count ? count : duration, v); /* both have result_labels */
+	metrics_add_hashed(count, v, h, 1);
+	metrics_observe_hashed(duration, v, h, seconds < 0 ? 0 : seconds);
+}
+
 /* Kyverno's default histogram buckets (its metrics config's bucketBoundaries). */
 static const double duration_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 					  2.5,	 5,    10,    15,   20,	 25,   30};

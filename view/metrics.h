@@ -79,6 +79,13 @@ void view_result_count(struct metrics_family *f, const struct view_result_labels
  */
 struct metrics_family *view_policy_duration_new(struct metrics_registry *r);
 
+/*
+ * view_result_count(count, l) and view_result_observe(duration, l,
+ * seconds) with the labels hashed once (either family may be NULL).
+ */
+void view_result_record(struct metrics_family *count, struct metrics_family *duration,
+			const struct view_result_labels *l, double seconds);
+
 /* Observes seconds for the result labelled l in f (may be NULL); defaults as view_result_count. */
 void view_result_observe(struct metrics_family *f, const struct view_result_labels *l,
 			 double seconds);
