@@ -147,9 +147,23 @@ static void test_metrics_series(void **state)
 	metrics_inc(f, (const char *const[]){"a", "b"});
 	metrics_inc(f, (const char *const[]){"", "ab"});
 	metrics_add(f, (const char *const[]){"a", "b"}, 2);
+	{
+		/* one hash for two families of the same labels: the same series */
+		static const double buckets[] = {1};
+		struct metrics_family *hf =
+		    metrics_histogram_new(r, "x_seconds", "Help.", labels, buckets, 1);
+		const char *const v[] = {"a", "b"};
+		uint64_t h = metrics_hash(f, v);
+
+		metrics_add_hashed(f, v, h, 1);
+		metrics_observe_hashed(hf, v, h, 0.5);
+		metrics_observe(hf, v, 2);
+	}
 	metrics_render(r, &out);
 	assert_non_null(strstr(gv_buf_str(&out), "x_total{a=\"ab\",b=\"\"} 1\n"));
-	assert_non_null(strstr(gv_buf_str(&out), "x_total{a=\"a\",b=\"b\"} 3\n"));
+	assert_non_null(strstr(gv_buf_str(&out), "x_total{a=\"a\",b=\"b\"} 4\n"));
+	assert_non_null(strstr(gv_buf_str(&out), "x_seconds_count{a=\"a\",b=\"b\"} 2\n"));
+	assert_non_null(strstr(gv_buf_str(&out), "x_seconds_bucket{a=\"a\",b=\"b\",le=\"1\"} 1\n"));
 	assert_non_null(strstr(gv_buf_str(&out), "x_total{a=\"\",b=\"ab\"} 1\n"));
 	gv_buf_release(&out);
 	metrics_registry_free(r);
