@@ -203,6 +203,17 @@ void gv_buf_addc(struct gv_buf *b, char c)
 	gv_buf_add(b, &c, 1);
 }
 
+void gv_buf_addu(struct gv_buf *b, size_t v)
+{
+	char num[24];
+	size_t i = sizeof(num);
+
+	do
+		num[--i] = (char)('0' + v % 10);
+	while ((v /= 10));
+	gv_buf_add(b, num + i, sizeof(num) - i);
+}
+
 void gv_buf_vaddf(struct gv_buf *b, const char *fmt, va_list ap)
 {
 	va_list cp;

@@ -106,6 +106,8 @@ struct gv_buf {
 void gv_buf_add(struct gv_buf *b, const void *data, size_t n);
 void gv_buf_adds(struct gv_buf *b, const char *s);
 void gv_buf_addc(struct gv_buf *b, char c);
+/* Appends v in decimal (as "%zu" would, without printf's cost). */
+void gv_buf_addu(struct gv_buf *b, size_t v);
 void gv_buf_addf(struct gv_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gv_buf_vaddf(struct gv_buf *b, const char *fmt, va_list ap);
 void gv_buf_reset(struct gv_buf *b);

@@ -839,6 +839,7 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 		json_t *list = NULL;
 		size_t i;
 		json_t *elem;
+		char key_element[32], key_index[32]; /* element<depth>, elementIndex<depth> */
 
 		if (e->list_x && !(st->delete_op && strstr(e->list, "request.object"))) {
 			list = var_eval(e->list_x, root, &vc, NULL, &je);
@@ -862,12 +863,13 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 			json_array_append_new(w, list);
 			list = w;
 		}
+		snprintf(key_element, sizeof(key_element), "element%d", depth);
+		snprintf(key_index, sizeof(key_index), "elementIndex%d", depth);
 		json_array_foreach(list, i, elem)
 		{
 			json_t *eroot;
 			struct deferred edl;
 			struct outcome eo = {.none = true};
-			char key[32];
 			bool ok;
 			struct gv_err pe = {0};
 			const json_t *target = resource;
@@ -887,10 +889,8 @@ static void eval_foreach(const struct eval_state *st, const struct engine_policy
 			eroot = e->nctx || fvalues ? root_copy(root) : json_copy(root);
 			json_object_set(eroot, "element", elem);
 			json_object_set_new(eroot, "elementIndex", json_integer((json_int_t)i));
-			snprintf(key, sizeof(key), "element%d", depth);
-			json_object_set(eroot, key, elem);
-			snprintf(key, sizeof(key), "elementIndex%d", depth);
-			json_object_set_new(eroot, key, json_integer((json_int_t)i));
+			json_object_set(eroot, key_element, elem);
+			json_object_set_new(eroot, key_index, json_integer((json_int_t)i));
 			if (fvalues) {
 				const char *k;
 				json_t *lv;

@@ -236,7 +236,8 @@ static size_t ptr_push_index(struct cctx *c, size_t i)
 {
 	size_t old = c->ptr.len;
 
-	gv_buf_addf(&c->ptr, "/%zu", i);
+	gv_buf_addc(&c->ptr, '/');
+	gv_buf_addu(&c->ptr, i);
 	return old;
 }
 
@@ -886,8 +887,10 @@ static size_t path_push_index(struct mctx *c, size_t i)
 {
 	size_t old = c->path.len;
 
-	if (c->verbose)
-		gv_buf_addf(&c->path, "%zu/", i);
+	if (c->verbose) {
+		gv_buf_addu(&c->path, i);
+		gv_buf_addc(&c->path, '/');
+	}
 	return old;
 }
 
@@ -1770,6 +1773,18 @@ void pattern_outcome_release(struct pattern_outcome *o)
 /* ------------------------------------------------------------------ */
 /* Messages                                                            */
 
+/* "rule <rule>[<i><what><text>": one anyPattern's part of the message. */
+static void any_item(struct gv_buf *b, const char *rule, size_t i, const char *what,
+		     const char *text)
+{
+	gv_buf_adds(b, "rule ");
+	gv_buf_adds(b, rule);
+	gv_buf_addc(b, '[');
+	gv_buf_addu(b, i);
+	gv_buf_adds(b, what);
+	gv_buf_adds(b, text);
+}
+
 /* validate.message with a '.' appended when it does not end with one. */
 static void add_message(struct gv_buf *b, const char *message)
 {
@@ -1848,22 +1863,25 @@ char *pattern_any_budget(struct pattern *const *pats, size_t n, const json_t *re
 			gv_buf_release(&fails);
 			gv_buf_release(&skips);
 			*status = PATTERN_PASS;
-			return gv_xasprintf("validation rule '%s' anyPattern[%zu] passed.", rule,
-					    i);
+			gv_buf_adds(&b, "validation rule '");
+			gv_buf_adds(&b, rule);
+			gv_buf_adds(&b, "' anyPattern[");
+			gv_buf_addu(&b, i);
+			gv_buf_adds(&b, "] passed.");
+			return gv_buf_detach(&b);
 		case PATTERN_SKIP:
 			if (skips.len)
 				gv_buf_addc(&skips, ' ');
-			gv_buf_addf(&skips, "rule %s[%zu] skipped: %s", rule, i, o.msg);
+			any_item(&skips, rule, i, "] skipped: ", o.msg);
 			break;
 		case PATTERN_FAIL:
 		case PATTERN_ERROR:
 			if (fails.len)
 				gv_buf_addc(&fails, ' ');
 			if (o.status == PATTERN_FAIL && o.path[0])
-				gv_buf_addf(&fails, "rule %s[%zu] failed at path %s", rule, i,
-					    o.path);
+				any_item(&fails, rule, i, "] failed at path ", o.path);
 			else
-				gv_buf_addf(&fails, "rule %s[%zu] failed: %s", rule, i, o.msg);
+				any_item(&fails, rule, i, "] failed: ", o.msg);
 			break;
 		}
 		pattern_outcome_release(&o);

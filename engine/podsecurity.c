@@ -350,7 +350,6 @@ static bool simple_format(const char *fmt)
 static void field_format(struct gv_buf *b, const char *fmt, va_list ap)
 {
 	const char *f = fmt, *pct;
-	char num[24];
 
 	while ((pct = strchr(f, '%'))) {
 		gv_buf_add(b, f, (size_t)(pct - f));
@@ -358,11 +357,7 @@ static void field_format(struct gv_buf *b, const char *fmt, va_list ap)
 			gv_buf_adds(b, va_arg(ap, const char *));
 			f = pct + 2;
 		} else {
-			size_t v = va_arg(ap, size_t), i = sizeof(num);
-			do
-				num[--i] = (char)('0' + v % 10);
-			while ((v /= 10));
-			gv_buf_add(b, num + i, sizeof(num) - i);
+			gv_buf_addu(b, va_arg(ap, size_t));
 			f = pct + 3;
 		}
 	}
