@@ -105,6 +105,24 @@ static void test_buf_cap(void **state)
 	gv_buf_release(&u);
 }
 
+/* gv_buf_addu writes what "%zu" writes. */
+static void test_buf_addu(void **state)
+{
+	static const size_t v[] = {0, 7, 10, 99, 12345, (size_t)-1};
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct gv_buf b = {0};
+		char want[32];
+
+		gv_buf_adds(&b, "x");
+		gv_buf_addu(&b, v[i]);
+		snprintf(want, sizeof(want), "x%zu", v[i]);
+		assert_string_equal(gv_buf_str(&b), want);
+		gv_buf_release(&b);
+	}
+}
+
 static void test_fnv1a(void **state)
 {
 	(void)state;
@@ -213,6 +231,7 @@ int main(void)
 	    cmocka_unit_test(test_buf_cap),
 	    cmocka_unit_test(test_fnv1a),
 	    cmocka_unit_test(test_map),
+	    cmocka_unit_test(test_buf_addu),
 	    cmocka_unit_test(test_hash_words),
 	    cmocka_unit_test(test_metrics_series),
 	};
