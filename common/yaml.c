@@ -973,12 +973,16 @@ static void dump_scalar_string(const char *s, size_t n, struct gv_buf *out)
 		return;
 	}
 	if (all_inline(s, 1)) {
+		const char *p = s, *q;
+
 		gv_buf_addc(out, '\'');
-		for (const char *p = s; *p; p++) {
-			if (*p == '\'')
-				gv_buf_addc(out, '\'');
-			gv_buf_addc(out, *p);
+		/* runs up to and including each quote, which is then doubled */
+		while ((q = strchr(p, '\''))) {
+			gv_buf_add(out, p, (size_t)(q - p) + 1);
+			gv_buf_addc(out, '\'');
+			p = q + 1;
 		}
+		gv_buf_adds(out, p);
 		gv_buf_addc(out, '\'');
 		return;
 	}
