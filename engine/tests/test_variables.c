@@ -424,6 +424,12 @@ static void check_image(const char *image, const char *registry, const char *pat
 	else
 		CHECK(!d || !*d, "%s: digest %s, want none", image, d);
 	CHECK_STR(json_string_value(json_object_get(o, "reference")), reference);
+	{
+		/* the reference alone (podSecurity's controlsJSON) is the same */
+		char *ref = image_reference(image);
+		CHECK_STR(ref, reference);
+		free(ref);
+	}
 	json_decref(o);
 }
 
