@@ -565,6 +565,8 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	so.events = w->o->events;
 	so.duration = w->o->duration;
 	scanner = scanner_new(w->o->client, &so);
+	/* both sets live this namespace's scan: one copy of each message */
+	ro.intern_messages = true;
 	ro.journal = true;
 	scan = report_set_new(&ro);
 	ro.journal = false;
@@ -733,7 +735,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 		}
 	}
 	report_prune_live(rs, view_state_policyset(w->in->state), w->live, w->nlive);
-	report_replay(rs, scan);
+	report_replay_spend(rs, scan);
 	report_set_digest(rs, digest);
 	if (w->memo && inputs) {
 		/* stamped only when every background policy's results are now current */

@@ -108,31 +108,46 @@ void report_set_digest(struct report_set *rs, const char *digest)
 	rs->digest = dup_or_null(digest);
 }
 
+/* Record j of a journal made on dst. */
+static void replay_one(struct report_set *dst, const struct jrec *j)
+{
+	switch (j->kind) {
+	case J_REPLACE:
+		report_replace(dst, &j->res, j->policy, j->e, j->n, NULL);
+		break;
+	case J_UPSERT:
+		report_upsert(dst, &j->res, j->e, j->n, NULL);
+		break;
+	case J_RETAIN:
+		report_retain_since(dst, j->policy, j->uids, j->nuids, j->since);
+		break;
+	case J_DELETE_OBJECT:
+		report_delete_object(dst, j->ns, j->uid);
+		break;
+	case J_RETAIN_OBJECTS:
+		report_retain_objects(dst, j->res.api_version, j->res.kind, j->ns, j->uids,
+				      j->nuids, j->since);
+		break;
+	}
+}
+
 void report_replay(struct report_set *dst, const struct report_set *src)
 {
-	for (size_t i = 0; i < src->njournal; i++) {
-		const struct jrec *j = &src->journal[i];
+	for (size_t i = 0; i < src->njournal; i++)
+		replay_one(dst, &src->journal[i]);
+}
 
-		switch (j->kind) {
-		case J_REPLACE:
-			report_replace(dst, &j->res, j->policy, j->e, j->n, NULL);
-			break;
-		case J_UPSERT:
-			report_upsert(dst, &j->res, j->e, j->n, NULL);
-			break;
-		case J_RETAIN:
-			report_retain_since(dst, j->policy, (const char *const *)j->uids, j->nuids,
-					    j->since);
-			break;
-		case J_DELETE_OBJECT:
-			report_delete_object(dst, j->ns, j->uid);
-			break;
-		case J_RETAIN_OBJECTS:
-			report_retain_objects(dst, j->res.api_version, j->res.kind, j->ns,
-					      (const char *const *)j->uids, j->nuids, j->since);
-			break;
-		}
+void report_replay_spend(struct report_set *dst, struct report_set *src)
+{
+	/* src's own results first: dst's grow as the records go */
+	report_drop_groups(src);
+	for (size_t i = 0; i < src->njournal; i++) {
+		replay_one(dst, &src->journal[i]);
+		report_jrec_release(&src->journal[i]);
 	}
+	free(src->journal);
+	src->journal = NULL;
+	src->njournal = src->capjournal = 0;
 }
 
 /* base -> bit set of the chunk indexes seen (report_scan_unchanged, report_inputs_unchanged) */
