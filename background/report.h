@@ -427,7 +427,8 @@ size_t report_prune_live(struct report_set *rs, const struct engine_policyset *s
  * scanning into it directly would have).
  *
  * report_journal_digest: "sha256:<64 hex>" of the recorded changes
- * without timestamps and without their order (sorted), of salt (the
+ * without timestamps and without their order (the SHA-256 of each record's
+ * text, sorted: 32 bytes a record in memory, not its text), of salt (the
  * caller's summary of everything else the reports depend on: the
  * policies) and of the layout. Equal digests: the same objects were
  * scanned with the same results. Caller frees; NULL when SHA-256 is not
