@@ -837,6 +837,8 @@ static void *once_main(void *ud)
 			break;
 		}
 		rc = once_namespace(w, idx, budget, &partial, &fatal, &err);
+		if (w->o->release_heap)
+			gv_heap_release();
 		pthread_mutex_lock(&w->mu);
 		if (rc && !w->rc) {
 			w->rc = rc;
