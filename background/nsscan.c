@@ -1137,6 +1137,7 @@ enum gv_code nsscan_prune(const struct nsscan_options *o, const struct nsscan_in
 	char **live_refs;
 	size_t nlive;
 
+	ro.intern_messages = true; /* a set a namespace */
 	live_init(&live, &live_refs, &nlive, view_state_vpols(in->state));
 	for (size_t i = 0; i < nspaces && !rc; i++) {
 		const char *ns = i ? json_string_value(json_array_get(in->namespaces, i - 1)) : "";
@@ -1163,6 +1164,8 @@ enum gv_code nsscan_prune(const struct nsscan_options *o, const struct nsscan_in
 			gv_err_prefix(err, "%s%s: ", *ns ? "namespace " : "cluster-scoped objects",
 				      *ns ? ns : "");
 		report_set_free(rs);
+		if (o->release_heap)
+			gv_heap_release();
 	}
 	live_release(live, live_refs, nlive);
 	if (pruned)
