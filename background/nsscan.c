@@ -565,6 +565,8 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 	so.events = w->o->events;
 	so.duration = w->o->duration;
 	scanner = scanner_new(w->o->client, &so);
+	/* both sets live this namespace's scan: one copy of each message */
+	ro.intern_messages = true;
 	ro.journal = true;
 	scan = report_set_new(&ro);
 	ro.journal = false;
@@ -733,7 +735,7 @@ static enum gv_code once_namespace(struct once *w, size_t idx, size_t budget, bo
 		}
 	}
 	report_prune_live(rs, view_state_policyset(w->in->state), w->live, w->nlive);
-	report_replay(rs, scan);
+	report_replay_spend(rs, scan);
 	report_set_digest(rs, digest);
 	if (w->memo && inputs) {
 		/* stamped only when every background policy's results are now current */
@@ -835,6 +837,8 @@ static void *once_main(void *ud)
 			break;
 		}
 		rc = once_namespace(w, idx, budget, &partial, &fatal, &err);
+		if (w->o->release_heap)
+			gv_heap_release();
 		pthread_mutex_lock(&w->mu);
 		if (rc && !w->rc) {
 			w->rc = rc;
@@ -1133,6 +1137,7 @@ enum gv_code nsscan_prune(const struct nsscan_options *o, const struct nsscan_in
 	char **live_refs;
 	size_t nlive;
 
+	ro.intern_messages = true; /* a set a namespace */
 	live_init(&live, &live_refs, &nlive, view_state_vpols(in->state));
 	for (size_t i = 0; i < nspaces && !rc; i++) {
 		const char *ns = i ? json_string_value(json_array_get(in->namespaces, i - 1)) : "";
@@ -1159,6 +1164,8 @@ enum gv_code nsscan_prune(const struct nsscan_options *o, const struct nsscan_in
 			gv_err_prefix(err, "%s%s: ", *ns ? "namespace " : "cluster-scoped objects",
 				      *ns ? ns : "");
 		report_set_free(rs);
+		if (o->release_heap)
+			gv_heap_release();
 	}
 	live_release(live, live_refs, nlive);
 	if (pruned)

@@ -63,6 +63,12 @@ struct nsscan_options {
 	 * and allowed results (report.h); its split wins over `split`.
 	 */
 	const struct report_options *report;
+	/*
+	 * After each namespace, the allocator's free memory goes back to the
+	 * system (gv_heap_release): for a long-running process, whose resident
+	 * memory would otherwise add up the peaks of the threads that scanned.
+	 */
+	bool release_heap;
 	bool dry_run;	/* nothing is written */
 	bool no_inputs; /* no inputs digests: every object is evaluated */
 	/*

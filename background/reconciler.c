@@ -609,6 +609,7 @@ static void scan_setup(struct reconciler *r, const struct scan_hooks *hooks,
 	o->split = r->cfg.split;
 	o->report = &r->report;
 	o->no_inputs = !r->cfg.incremental;
+	o->release_heap = true;
 	o->hooks = hooks;
 	o->results = r->results;
 	o->processed = r->processed;

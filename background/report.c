@@ -50,6 +50,25 @@ static const char *message_override(const struct report_entry *in)
 	return engine_report_message(in->properties, in->result);
 }
 
+/* e's message: s cut to REPORT_MAX_MESSAGE, interned with report_options.intern_messages. */
+static void message_set(struct report_set *rs, struct rentry *e, const char *s)
+{
+	char *m;
+
+	if (!rs->opt.intern_messages) {
+		e->message = bounded_dup(s, REPORT_MAX_MESSAGE);
+		return;
+	}
+	e->pooled = true;
+	if (strlen(s) <= REPORT_MAX_MESSAGE) {
+		e->message = (char *)report_intern(rs, s);
+		return;
+	}
+	m = bounded_dup(s, REPORT_MAX_MESSAGE);
+	e->message = (char *)report_intern(rs, m);
+	free(m);
+}
+
 static void entry_in(struct report_set *rs, const struct report_entry *in, const char *policy,
 		     struct rentry *e)
 {
@@ -62,7 +81,7 @@ static void entry_in(struct report_set *rs, const struct report_entry *in, const
 	e->severity = severity_norm(rs, in->severity);
 	e->category = category_norm(rs, in->category);
 	e->process = report_intern(rs, report_process_name(in->process));
-	e->message = bounded_dup(override ? override : str_or(in->message, ""), REPORT_MAX_MESSAGE);
+	message_set(rs, e, override ? override : str_or(in->message, ""));
 	e->result = in->result;
 	e->scored = in->scored;
 	e->seconds = in->seconds;
@@ -127,7 +146,7 @@ bool report_entry_parse(struct report_set *rs, const json_t *r, const json_t *sc
 	e->source = report_intern(rs, jstr(r, "source"));
 	e->severity = severity_norm(rs, jstr(r, "severity"));
 	e->category = category_norm(rs, jstr(r, "category"));
-	e->message = bounded_dup(str_or(jstr(r, "message"), ""), REPORT_MAX_MESSAGE);
+	message_set(rs, e, str_or(jstr(r, "message"), ""));
 	e->result = st;
 	e->scored = json_is_boolean(scored) ? json_is_true(scored) : true;
 	e->seconds = json_integer_value(json_object_get(ts, "seconds"));
@@ -314,9 +333,9 @@ enum gv_code report_replace(struct report_set *rs, const struct report_resource 
 	if (!policy || !*policy)
 		return gv_err_set(err, GV_EINVAL, "report: no policy");
 	if ((j = report_journal_add(rs, J_REPLACE))) {
-		j->policy = gv_xstrdup(policy);
-		report_resource_copy(&j->res, res);
-		j->e = report_entries_copy(e, n);
+		j->policy = report_intern(rs, policy);
+		report_resource_copy(rs, &j->res, res);
+		j->e = report_entries_copy(rs, e, n);
 		j->n = n;
 	}
 	rinfo_in(rs, res, &ri);
@@ -352,8 +371,8 @@ enum gv_code report_upsert(struct report_set *rs, const struct report_resource *
 	if (rc)
 		return rc;
 	if ((j = report_journal_add(rs, J_UPSERT))) {
-		report_resource_copy(&j->res, res);
-		j->e = report_entries_copy(e, n);
+		report_resource_copy(rs, &j->res, res);
+		j->e = report_entries_copy(rs, e, n);
 		j->n = n;
 	}
 	rinfo_in(rs, res, &ri);
@@ -619,8 +638,8 @@ void report_delete_object(struct report_set *rs, const char *ns, const char *uid
 	if (!uid)
 		return;
 	if ((j = report_journal_add(rs, J_DELETE_OBJECT))) {
-		j->ns = dup_or_null(ns);
-		j->uid = gv_xstrdup(uid);
+		j->ns = report_intern(rs, ns);
+		j->uid = report_intern(rs, uid);
 	}
 	for (size_t i = 0; i < rs->groups.cap; i++) {
 		struct rgroup *g = rs->groups.v[i].val;
@@ -692,12 +711,12 @@ static bool match_gone(const struct rnode *nd, const struct rentry *e, const voi
 }
 
 /* The journal copy of a retain's uid list (NULL entries left out). */
-static void journal_uids(struct jrec *j, const char *const *uids, size_t n)
+static void journal_uids(struct report_set *rs, struct jrec *j, const char *const *uids, size_t n)
 {
 	j->uids = gv_xcalloc(n ? n : 1, sizeof(*j->uids));
 	for (size_t i = 0; i < n; i++)
 		if (uids[i])
-			j->uids[j->nuids++] = gv_xstrdup(uids[i]);
+			j->uids[j->nuids++] = report_intern(rs, uids[i]);
 }
 
 /* Sweeps with keep holding uids (the sweep's argument points at keep). */
@@ -723,11 +742,11 @@ void report_retain_objects(struct report_set *rs, const char *group, const char 
 	if (!kind || !*kind)
 		return;
 	if ((j = report_journal_add(rs, J_RETAIN_OBJECTS))) {
-		j->res.api_version = gv_xstrdup(a.group);
-		j->res.kind = gv_xstrdup(kind);
-		j->ns = dup_or_null(ns);
+		j->res.api_version = report_intern(rs, a.group);
+		j->res.kind = report_intern(rs, kind);
+		j->ns = report_intern(rs, ns);
 		j->since = since;
-		journal_uids(j, uids, n);
+		journal_uids(rs, j, uids, n);
 	}
 	sweep_kept(rs, &sw, &keep, uids, n);
 }
@@ -743,9 +762,9 @@ void report_retain_since(struct report_set *rs, const char *policy, const char *
 	if (!policy)
 		return;
 	if ((j = report_journal_add(rs, J_RETAIN))) {
-		j->policy = gv_xstrdup(policy);
+		j->policy = report_intern(rs, policy);
 		j->since = since;
-		journal_uids(j, uids, n);
+		journal_uids(rs, j, uids, n);
 	}
 	sweep_kept(rs, &sw, &keep, uids, n);
 }

@@ -275,6 +275,14 @@ struct report_options {
 	size_t chunk_bytes;   /* serialized results per object; 0 = REPORT_CHUNK_BYTES,
 				 at most REPORT_MAX_CHUNK_BYTES */
 	bool journal;	      /* record the changes (report_replay, report_journal_digest) */
+	/*
+	 * Result messages interned in the set's pool: one copy per distinct
+	 * text instead of one per result (a scan gives most results the same
+	 * few messages). For a set that lives one scan: a message leaves the
+	 * pool only at report_set_free, so a long-lived set would keep every
+	 * message it ever held.
+	 */
+	bool intern_messages;
 };
 
 struct report_set;
@@ -409,17 +417,18 @@ size_t report_prune_live(struct report_set *rs, const struct engine_policyset *s
 
 /*
  * With report_options.journal, a set records every report_replace,
- * report_upsert, report_retain(_since) and report_delete_object made on it (deep
- * copies), so that a scan made into an empty set can be checked against
- * the cluster's objects first and applied to the loaded reports only when
- * something changed.
+ * report_upsert, report_retain(_since) and report_delete_object made on it (its
+ * strings interned in the set's pool, properties deep copies), so that a scan made into an empty
+ * set can be checked against the cluster's objects first and applied to the loaded reports only
+ * when something changed.
  *
  * report_replay: makes the recorded changes of src on dst, in their order
  * (so scanning into src then replaying onto a loaded dst gives dst what
  * scanning into it directly would have).
  *
  * report_journal_digest: "sha256:<64 hex>" of the recorded changes
- * without timestamps and without their order (sorted), of salt (the
+ * without timestamps and without their order (the SHA-256 of each record's
+ * text, sorted: 32 bytes a record in memory, not its text), of salt (the
  * caller's summary of everything else the reports depend on: the
  * policies) and of the layout. Equal digests: the same objects were
  * scanned with the same results. Caller frees; NULL when SHA-256 is not
@@ -441,6 +450,12 @@ size_t report_prune_live(struct report_set *rs, const struct engine_policyset *s
  * objects. False when digest is NULL.
  */
 void report_replay(struct report_set *dst, const struct report_set *src);
+/*
+ * report_replay, spending src as it goes (its model is dropped first,
+ * each record once replayed), so that src's results and dst's are not
+ * all in memory at once. src is empty then: only report_set_free is left.
+ */
+void report_replay_spend(struct report_set *dst, struct report_set *src);
 char *report_journal_digest(const struct report_set *rs, const char *salt);
 void report_set_digest(struct report_set *rs, const char *digest);
 bool report_scan_unchanged(const struct report_set *scan, const char *ns, const json_t *items,

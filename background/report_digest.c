@@ -69,34 +69,57 @@ static char *jrec_text(const struct jrec *j)
 	return gv_buf_detach(&b);
 }
 
+/* The digest of one record's text: the journal digest sorts these, not the texts. */
+struct jsum {
+	unsigned char md[32];
+};
+
+static int jsum_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct jsum));
+}
+
 char *report_journal_digest(const struct report_set *rs, const char *salt)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	char **texts, *out;
+	struct jsum *sums;
+	char *out;
+	bool ok = true;
 
 	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
 		EVP_MD_CTX_free(ctx);
 		return NULL;
 	}
-	texts = gv_xcalloc(rs->njournal + 1, sizeof(*texts));
-	for (size_t i = 0; i < rs->njournal; i++)
-		texts[i] = jrec_text(&rs->journal[i]);
+	/*
+	 * 32 bytes a record rather than its text (a scan's journal holds a
+	 * record per object and policy): v2, since the digest of v1 was of
+	 * the sorted texts, so that no v1 digest compares equal.
+	 */
+	sums = gv_xcalloc(rs->njournal + 1, sizeof(*sums));
+	for (size_t i = 0; i < rs->njournal && ok; i++) {
+		char *t = jrec_text(&rs->journal[i]);
+		unsigned int n = 0;
+
+		ok = EVP_Digest(t, strlen(t), sums[i].md, &n, EVP_sha256(), NULL) && n == 32;
+		free(t);
+	}
 	/* the order of the records is the order objects were evaluated in: not part of it */
-	qsort(texts, rs->njournal, sizeof(*texts), gv_strptr_cmp);
-	EVP_DigestUpdate(ctx, "gavel-scan-v1\n", 14);
+	qsort(sums, rs->njournal, sizeof(*sums), jsum_cmp);
+	EVP_DigestUpdate(ctx, "gavel-scan-v2\n", 14);
 	EVP_DigestUpdate(ctx, salt ? salt : "", strlen(salt ? salt : ""));
 	EVP_DigestUpdate(ctx, "\n", 1);
 	EVP_DigestUpdate(ctx, report_layout_name(rs), strlen(report_layout_name(rs)));
 	for (size_t i = 0; i < rs->njournal; i++) {
 		EVP_DigestUpdate(ctx, "\n", 1);
-		EVP_DigestUpdate(ctx, texts[i], strlen(texts[i]));
-		free(texts[i]);
+		EVP_DigestUpdate(ctx, sums[i].md, sizeof(sums[i].md));
 	}
-	free(texts);
-	EVP_DigestFinal_ex(ctx, md, &mdlen);
+	free(sums);
+	ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen);
 	EVP_MD_CTX_free(ctx);
+	if (!ok)
+		return NULL;
 	out = gv_xcalloc(GV_SHA256_TEXT_LEN, 1);
 	gv_sha256_text(md, out);
 	return out;
@@ -108,31 +131,46 @@ void report_set_digest(struct report_set *rs, const char *digest)
 	rs->digest = dup_or_null(digest);
 }
 
+/* Record j of a journal made on dst. */
+static void replay_one(struct report_set *dst, const struct jrec *j)
+{
+	switch (j->kind) {
+	case J_REPLACE:
+		report_replace(dst, &j->res, j->policy, j->e, j->n, NULL);
+		break;
+	case J_UPSERT:
+		report_upsert(dst, &j->res, j->e, j->n, NULL);
+		break;
+	case J_RETAIN:
+		report_retain_since(dst, j->policy, j->uids, j->nuids, j->since);
+		break;
+	case J_DELETE_OBJECT:
+		report_delete_object(dst, j->ns, j->uid);
+		break;
+	case J_RETAIN_OBJECTS:
+		report_retain_objects(dst, j->res.api_version, j->res.kind, j->ns, j->uids,
+				      j->nuids, j->since);
+		break;
+	}
+}
+
 void report_replay(struct report_set *dst, const struct report_set *src)
 {
-	for (size_t i = 0; i < src->njournal; i++) {
-		const struct jrec *j = &src->journal[i];
+	for (size_t i = 0; i < src->njournal; i++)
+		replay_one(dst, &src->journal[i]);
+}
 
-		switch (j->kind) {
-		case J_REPLACE:
-			report_replace(dst, &j->res, j->policy, j->e, j->n, NULL);
-			break;
-		case J_UPSERT:
-			report_upsert(dst, &j->res, j->e, j->n, NULL);
-			break;
-		case J_RETAIN:
-			report_retain_since(dst, j->policy, (const char *const *)j->uids, j->nuids,
-					    j->since);
-			break;
-		case J_DELETE_OBJECT:
-			report_delete_object(dst, j->ns, j->uid);
-			break;
-		case J_RETAIN_OBJECTS:
-			report_retain_objects(dst, j->res.api_version, j->res.kind, j->ns,
-					      (const char *const *)j->uids, j->nuids, j->since);
-			break;
-		}
+void report_replay_spend(struct report_set *dst, struct report_set *src)
+{
+	/* src's own results first: dst's grow as the records go */
+	report_drop_groups(src);
+	for (size_t i = 0; i < src->njournal; i++) {
+		replay_one(dst, &src->journal[i]);
+		report_jrec_release(&src->journal[i]);
 	}
+	free(src->journal);
+	src->journal = NULL;
+	src->njournal = src->capjournal = 0;
 }
 
 /* base -> bit set of the chunk indexes seen (report_scan_unchanged, report_inputs_unchanged) */

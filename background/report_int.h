@@ -89,10 +89,11 @@ struct rentry {
 	const char *severity;	   /* interned or NULL */
 	const char *category;	   /* interned or NULL */
 	const char *process;	   /* interned or NULL */
-	char *message;		   /* owned */
+	char *message;		   /* owned, or interned when pooled */
 	json_t *props;		   /* owned: properties besides process (strings), or NULL */
 	enum engine_status result;
 	bool scored;
+	bool pooled; /* message interned (report_options.intern_messages): not owned */
 	int64_t seconds;
 	int32_t nanos;
 };
@@ -133,18 +134,23 @@ struct rgroup {
 	bool dirty; /* visit in the next flush */
 };
 
-/* One recorded change (report_options.journal), replayed by report_replay(). */
 enum jkind { J_REPLACE, J_UPSERT, J_RETAIN, J_DELETE_OBJECT, J_RETAIN_OBJECTS };
 
+/*
+ * One recorded change (report_options.journal), replayed by report_replay().
+ * Its strings are interned in the set's pool: a scan records the same
+ * policies, rules, messages and objects over and over.
+ */
 struct jrec {
 	enum jkind kind;
-	char *policy;		    /* owned: J_REPLACE, J_RETAIN */
-	struct report_resource res; /* owned strings: J_REPLACE, J_UPSERT */
-	struct report_entry *e;	    /* owned, with owned strings */
+	const char *policy;	    /* interned: J_REPLACE, J_RETAIN */
+	struct report_resource res; /* interned strings: J_REPLACE, J_UPSERT */
+	struct report_entry *e;	    /* owned, with interned strings and owned properties */
 	size_t n;
-	char **uids; /* owned: J_RETAIN */
+	const char **uids; /* owned array of interned uids: J_RETAIN */
 	size_t nuids;
-	char *ns, *uid; /* owned: J_DELETE_OBJECT, J_RETAIN_OBJECTS (ns NULL = every group) */
+	/* interned: J_DELETE_OBJECT, J_RETAIN_OBJECTS (ns NULL = every group) */
+	const char *ns, *uid;
 	/* J_RETAIN_OBJECTS: res.api_version holds the group, res.kind the kind */
 	int64_t since; /* J_RETAIN (not part of the digest: it is the scan's start) */
 };
@@ -277,9 +283,19 @@ void report_group_free(struct rgroup *g);
 /* Before the first change of a group in sync: remember the synced state. */
 void report_group_touch(struct rgroup *g);
 
-void report_resource_copy(struct report_resource *dst, const struct report_resource *src);
+/* The journal's copy of src: its strings interned in rs's pool. */
+void report_resource_copy(struct report_set *rs, struct report_resource *dst,
+			  const struct report_resource *src);
 
-struct report_entry *report_entries_copy(const struct report_entry *e, size_t n);
+/* The journal's copy of e[0..n): strings interned in rs's pool, properties deep copies. */
+struct report_entry *report_entries_copy(struct report_set *rs, const struct report_entry *e,
+					 size_t n);
+
+/* A record's own memory (its strings are the pool's). */
+void report_jrec_release(struct jrec *j);
+
+/* Frees every group of rs (its model and what it knows of the cluster's objects). */
+void report_drop_groups(struct report_set *rs);
 
 /* A new record at the end of the journal (zeroed), or NULL when there is none. */
 struct jrec *report_journal_add(struct report_set *rs, enum jkind kind);

@@ -26,14 +26,17 @@ const char *report_intern(struct report_set *rs, const char *s)
 
 void report_rentry_release(struct rentry *e)
 {
-	free(e->message);
+	if (!e->pooled)
+		free(e->message);
 	json_decref(e->props);
 }
 
 void report_rentry_copy(struct rentry *dst, const struct rentry *src)
 {
 	*dst = *src;
-	dst->message = gv_xstrdup(src->message);
+	/* a pooled message stays the pool's: entries never leave their set */
+	if (!src->pooled)
+		dst->message = gv_xstrdup(src->message);
 	dst->props = json_incref(src->props); /* never modified once built */
 }
 
@@ -367,60 +370,40 @@ enum engine_status report_status(const struct engine_policy *p, enum engine_stat
 
 /* ---- the journal ---- */
 
-void report_resource_copy(struct report_resource *dst, const struct report_resource *src)
+void report_resource_copy(struct report_set *rs, struct report_resource *dst,
+			  const struct report_resource *src)
 {
-	dst->api_version = dup_or_null(src->api_version);
-	dst->kind = dup_or_null(src->kind);
-	dst->namespace = dup_or_null(src->namespace);
-	dst->name = dup_or_null(src->name);
-	dst->uid = dup_or_null(src->uid);
+	dst->api_version = report_intern(rs, src->api_version);
+	dst->kind = report_intern(rs, src->kind);
+	dst->namespace = report_intern(rs, src->namespace);
+	dst->name = report_intern(rs, src->name);
+	dst->uid = report_intern(rs, src->uid);
 }
 
-static void resource_release(struct report_resource *r)
-{
-	free((char *)r->api_version);
-	free((char *)r->kind);
-	free((char *)r->namespace);
-	free((char *)r->name);
-	free((char *)r->uid);
-}
-
-struct report_entry *report_entries_copy(const struct report_entry *e, size_t n)
+struct report_entry *report_entries_copy(struct report_set *rs, const struct report_entry *e,
+					 size_t n)
 {
 	struct report_entry *v = gv_xcalloc(n ? n : 1, sizeof(*v));
 
 	for (size_t i = 0; i < n; i++) {
 		v[i] = e[i];
-		v[i].policy = dup_or_null(e[i].policy);
-		v[i].rule = dup_or_null(e[i].rule);
-		v[i].message = dup_or_null(e[i].message);
-		v[i].severity = dup_or_null(e[i].severity);
-		v[i].category = dup_or_null(e[i].category);
-		v[i].source = dup_or_null(e[i].source);
+		v[i].policy = report_intern(rs, e[i].policy);
+		v[i].rule = report_intern(rs, e[i].rule);
+		v[i].message = report_intern(rs, e[i].message);
+		v[i].severity = report_intern(rs, e[i].severity);
+		v[i].category = report_intern(rs, e[i].category);
+		v[i].source = report_intern(rs, e[i].source);
 		v[i].properties = e[i].properties ? json_deep_copy(e[i].properties) : NULL;
 	}
 	return v;
 }
 
-static void jrec_release(struct jrec *j)
+void report_jrec_release(struct jrec *j)
 {
-	free(j->policy);
-	resource_release(&j->res);
-	for (size_t i = 0; i < j->n; i++) {
-		free((char *)j->e[i].policy);
-		free((char *)j->e[i].rule);
-		free((char *)j->e[i].message);
-		free((char *)j->e[i].severity);
-		free((char *)j->e[i].category);
-		free((char *)j->e[i].source);
+	for (size_t i = 0; i < j->n; i++)
 		json_decref((json_t *)j->e[i].properties);
-	}
 	free(j->e);
-	for (size_t i = 0; i < j->nuids; i++)
-		free(j->uids[i]);
 	free(j->uids);
-	free(j->ns);
-	free(j->uid);
 }
 
 struct jrec *report_journal_add(struct report_set *rs, enum jkind kind)
@@ -455,14 +438,19 @@ struct report_set *report_set_new(const struct report_options *opt)
 	return rs;
 }
 
-void report_set_free(struct report_set *rs)
+void report_drop_groups(struct report_set *rs)
 {
-	if (!rs)
-		return;
 	for (size_t i = 0; i < rs->groups.cap; i++)
 		if (rs->groups.v[i].key)
 			report_group_free(rs->groups.v[i].val);
 	gv_map_release(&rs->groups);
+}
+
+void report_set_free(struct report_set *rs)
+{
+	if (!rs)
+		return;
+	report_drop_groups(rs);
 	for (size_t i = 0; i < rs->strings.cap; i++)
 		if (rs->strings.v[i].key)
 			free(rs->strings.v[i].val);
@@ -472,7 +460,7 @@ void report_set_free(struct report_set *rs)
 		free(rs->obsolete[i]);
 	free(rs->obsolete);
 	for (size_t i = 0; i < rs->njournal; i++)
-		jrec_release(&rs->journal[i]);
+		report_jrec_release(&rs->journal[i]);
 	free(rs->journal);
 	free(rs->digest);
 	free(rs->inputs);

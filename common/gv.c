@@ -2,6 +2,7 @@
 #include "common/json.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,22 @@ void gv_sha256_text(const unsigned char *md, char out[GV_SHA256_TEXT_LEN])
 		out[7 + 2 * i + 1] = hex[md[i] & 15];
 	}
 	out[7 + 64] = '\0';
+}
+
+/* jemalloc's control interface, when the process runs on it (NULL otherwise). */
+int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen)
+    __attribute__((weak));
+
+void gv_heap_release(void)
+{
+	if (mallctl) {
+		/* "arena.<MALLCTL_ARENAS_ALL>.purge": every arena's unused dirty pages */
+		mallctl("arena.4096.purge", NULL, NULL, NULL, 0);
+		return;
+	}
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
 }
 
 void gv_init(void)

@@ -86,6 +86,17 @@ void gv_sha256_text(const unsigned char *md, char out[GV_SHA256_TEXT_LEN]);
 void gv_init(void);
 
 /*
+ * Gives the allocator's free memory back to the system: jemalloc's dirty
+ * pages of every arena (when the process runs on jemalloc), the C
+ * library's free chunks (malloc_trim). For a long-running process after a
+ * burst of work done by threads of their own (a background scan's
+ * namespaces): each thread's arena would otherwise keep what the burst
+ * freed while others peak, and resident memory add up their peaks.
+ * Costs page faults when the memory is used again.
+ */
+void gv_heap_release(void);
+
+/*
  * Growable buffer. Always NUL-terminated when len > 0 or after any append.
  * Zero-initialise (`struct gv_buf b = {0};`), append, then gv_buf_release()
  * or take ownership of `b.data` with gv_buf_detach().
