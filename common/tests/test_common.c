@@ -226,14 +226,10 @@ static void test_map(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_utf8_decode),
-	    cmocka_unit_test(test_utf8_valid_len_put),
-	    cmocka_unit_test(test_buf_cap),
-	    cmocka_unit_test(test_fnv1a),
-	    cmocka_unit_test(test_map),
-	    cmocka_unit_test(test_buf_addu),
-	    cmocka_unit_test(test_hash_words),
-	    cmocka_unit_test(test_metrics_series),
+	    cmocka_unit_test(test_utf8_decode), cmocka_unit_test(test_utf8_valid_len_put),
+	    cmocka_unit_test(test_buf_cap),	cmocka_unit_test(test_fnv1a),
+	    cmocka_unit_test(test_map),		cmocka_unit_test(test_buf_addu),
+	    cmocka_unit_test(test_hash_words),	cmocka_unit_test(test_metrics_series),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
