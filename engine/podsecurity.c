@@ -332,38 +332,6 @@ static const char *citer_path(struct citer *it)
 static void add_err(struct cres *r, bool required, json_t *value, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Whether fmt's conversions are %s and %zu only (field_format's). */
-static bool simple_format(const char *fmt)
-{
-	for (const char *f = strchr(fmt, '%'); f; f = strchr(f, '%')) {
-		if (f[1] == 's')
-			f += 2;
-		else if (f[1] == 'z' && f[2] == 'u')
-			f += 3;
-		else
-			return false;
-	}
-	return true;
-}
-
-/* gv_buf_vaddf for a format of simple_format(): the field paths, without printf's cost. */
-static void field_format(struct gv_buf *b, const char *fmt, va_list ap)
-{
-	const char *f = fmt, *pct;
-
-	while ((pct = strchr(f, '%'))) {
-		gv_buf_add(b, f, (size_t)(pct - f));
-		if (pct[1] == 's') {
-			gv_buf_adds(b, va_arg(ap, const char *));
-			f = pct + 2;
-		} else {
-			gv_buf_addu(b, va_arg(ap, size_t));
-			f = pct + 3;
-		}
-	}
-	gv_buf_adds(b, f);
-}
-
 /* Appends a field error (value stolen, may be NULL) and marks the check failed. */
 static void add_err(struct cres *r, bool required, json_t *value, const char *fmt, ...)
 {
@@ -371,10 +339,7 @@ static void add_err(struct cres *r, bool required, json_t *value, const char *fm
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (simple_format(fmt))
-		field_format(&b, fmt, ap);
-	else
-		gv_buf_vaddf(&b, fmt, ap);
+	gv_buf_vaddf(&b, fmt, ap);
 	va_end(ap);
 	if (r->n == r->cap) {
 		r->cap = r->cap ? r->cap * 2 : 4;
@@ -1868,37 +1833,6 @@ static char *container_capture(const char *d)
  * initContainers, then ephemeralContainers; in a list the last container
  * of that name with an image), or NULL when none has one.
  */
-/* The references found so far by one fail_properties() call: name -> reference. */
-struct refs {
-	char **names, **refs; /* owned; refs[i] NULL when the container has no image */
-	size_t n;
-};
-
-static void refs_release(struct refs *c)
-{
-	for (size_t i = 0; i < c->n; i++) {
-		free(c->names[i]);
-		free(c->refs[i]);
-	}
-	free(c->names);
-	free(c->refs);
-}
-
-static char *container_image_uncached(const struct pod *p, const char *name);
-
-/* container_image_uncached(p, name) through c (borrowed result, or NULL). */
-static const char *container_image(const struct pod *p, const char *name, struct refs *c)
-{
-	for (size_t i = 0; i < c->n; i++)
-		if (!strcmp(c->names[i], name))
-			return c->refs[i];
-	c->names = gv_xrealloc(c->names, (c->n + 1) * sizeof(*c->names));
-	c->refs = gv_xrealloc(c->refs, (c->n + 1) * sizeof(*c->refs));
-	c->names[c->n] = gv_xstrdup(name);
-	c->refs[c->n] = container_image_uncached(p, name);
-	return c->refs[c->n++];
-}
-
 static char *container_image_uncached(const struct pod *p, const char *name)
 {
 	static const char *const lists[] = {"containers", "initContainers", "ephemeralContainers"};
@@ -1918,6 +1852,35 @@ static char *container_image_uncached(const struct pod *p, const char *name)
 			return image_reference(image);
 	}
 	return NULL;
+}
+
+/* The references found so far by one fail_properties() call: name -> reference. */
+struct refs {
+	char **names, **refs; /* owned; refs[i] NULL when the container has no image */
+	size_t n;
+};
+
+static void refs_release(struct refs *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->names[i]);
+		free(c->refs[i]);
+	}
+	free(c->names);
+	free(c->refs);
+}
+
+/* container_image_uncached(p, name) through c (borrowed result, or NULL). */
+static const char *container_image(const struct pod *p, const char *name, struct refs *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->names[i], name))
+			return c->refs[i];
+	c->names = gv_xrealloc(c->names, (c->n + 1) * sizeof(*c->names));
+	c->refs = gv_xrealloc(c->refs, (c->n + 1) * sizeof(*c->refs));
+	c->names[c->n] = gv_xstrdup(name);
+	c->refs[c->n] = container_image_uncached(p, name);
+	return c->refs[c->n++];
 }
 
 /* Appends s as a JSON string, escaped as Go's encoding/json. */
