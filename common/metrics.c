@@ -23,7 +23,9 @@ enum metrics_type { METRICS_COUNTER, METRICS_GAUGE, METRICS_HISTOGRAM };
 struct series {
 	struct series *next; /* in its hash chain */
 	uint64_t hash;
-	char **values; /* owned, nlabels strings */
+	char *key; /* owned: the values, each followed by '\0' (metrics_key) */
+	size_t keylen;
+	char **values; /* owned array of nlabels pointers into key */
 	double value;  /* counter, gauge */
 	/* histogram: */
 	uint64_t *counts; /* owned: per bucket (not cumulative), nbuckets + 1 (+Inf) */
@@ -73,8 +75,7 @@ struct metrics_registry *metrics_registry_new(void)
 
 static void series_free(struct series *s, size_t nlabels)
 {
-	for (size_t i = 0; i < nlabels; i++)
-		free(s->values[i]);
+	free(s->key);
 	free(s->values);
 	free(s->counts);
 	free(s);
@@ -206,41 +207,55 @@ static const char *val(const char *const *values, size_t i)
 	return values && values[i] ? values[i] : "";
 }
 
-static uint64_t hash_values(const struct metrics_family *f, const char *const *values)
+void metrics_key_make(const struct metrics_family *f, const char *const *values,
+		      struct metrics_key *k)
 {
-	uint64_t h = GV_FNV1A64_OFFSET;
+	size_t n = f ? f->nlabels : 0, len = 0, vn[METRICS_MAX_LABELS];
+	char *d;
 
-	/* each value's length is hashed too: ("a","") differs from ("","a") */
-	for (size_t i = 0; i < f->nlabels; i++)
-		h = gv_hash_words(val(values, i), strlen(val(values, i)), h);
-	return h ^ (h >> 32); /* the shard and bucket come from the low bits */
+	for (size_t i = 0; i < n; i++) {
+		vn[i] = strlen(val(values, i)) + 1;
+		len += vn[i];
+	}
+	k->nvalues = n;
+	k->len = len;
+	k->text = len <= sizeof(k->small) ? k->small : gv_xmalloc(len);
+	d = k->text;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(d, val(values, i), vn[i]);
+		d += vn[i];
+	}
+	/* a value holds no '\0', so ("a","") and ("","a") differ */
+	k->hash = gv_hash_words(k->text, len, GV_FNV1A64_OFFSET);
+	k->hash ^= k->hash >> 32; /* the shard and bucket come from the low bits */
 }
 
-static bool series_is(const struct metrics_family *f, const struct series *s, uint64_t h,
-		      const char *const *values)
+void metrics_key_release(struct metrics_key *k)
 {
-	if (s->hash != h)
-		return false;
-	for (size_t i = 0; i < f->nlabels; i++)
-		if (strcmp(s->values[i], val(values, i)))
-			return false;
-	return true;
+	if (k->text != k->small)
+		free(k->text);
+	k->text = k->small;
+	k->len = 0;
 }
 
 /*
- * Finds or creates the series of values in its shard, with the shard
- * locked on return (NULL, unlocked, when the family is full).
+ * Finds or creates the series of k in its shard, with the shard locked on
+ * return (NULL, unlocked, when the family is full or k is of another
+ * number of labels).
  */
-static struct series *series_lock(struct metrics_family *f, const char *const *values, uint64_t h,
+static struct series *series_lock(struct metrics_family *f, const struct metrics_key *k,
 				  struct shard **shp)
 {
-	struct shard *sh = &f->shards[h % NSHARDS];
-	struct series **chain = &sh->chains[(h / NSHARDS) % NBUCKETS];
+	struct shard *sh = &f->shards[k->hash % NSHARDS];
+	struct series **chain = &sh->chains[(k->hash / NSHARDS) % NBUCKETS];
 	struct series *s;
+	char *p;
 
+	if (k->nvalues != f->nlabels)
+		return NULL;
 	pthread_mutex_lock(&sh->mu);
 	for (s = *chain; s; s = s->next)
-		if (series_is(f, s, h, values)) {
+		if (s->hash == k->hash && s->keylen == k->len && !memcmp(s->key, k->text, k->len)) {
 			*shp = sh;
 			return s;
 		}
@@ -251,10 +266,16 @@ static struct series *series_lock(struct metrics_family *f, const char *const *v
 		return NULL;
 	}
 	s = gv_xcalloc(1, sizeof(*s));
-	s->hash = h;
+	s->hash = k->hash;
+	s->key = gv_xmalloc(k->len ? k->len : 1);
+	memcpy(s->key, k->text, k->len);
+	s->keylen = k->len;
 	s->values = gv_xcalloc(f->nlabels ? f->nlabels : 1, sizeof(*s->values));
-	for (size_t i = 0; i < f->nlabels; i++)
-		s->values[i] = gv_xstrdup(val(values, i));
+	p = s->key;
+	for (size_t i = 0; i < f->nlabels; i++) {
+		s->values[i] = p;
+		p += strlen(p) + 1;
+	}
 	if (f->type == METRICS_HISTOGRAM)
 		s->counts = gv_xcalloc(f->nbuckets + 1, sizeof(*s->counts));
 	s->next = *chain;
@@ -263,29 +284,29 @@ static struct series *series_lock(struct metrics_family *f, const char *const *v
 	return s;
 }
 
-uint64_t metrics_hash(const struct metrics_family *f, const char *const *values)
-{
-	return f ? hash_values(f, values) : 0;
-}
-
-void metrics_add(struct metrics_family *f, const char *const *values, double v)
-{
-	if (f)
-		metrics_add_hashed(f, values, hash_values(f, values), v);
-}
-
-void metrics_add_hashed(struct metrics_family *f, const char *const *values, uint64_t h, double v)
+void metrics_add_key(struct metrics_family *f, const struct metrics_key *k, double v)
 {
 	struct shard *sh;
 	struct series *s;
 
 	if (!f || f->type == METRICS_HISTOGRAM)
 		return;
-	s = series_lock(f, values, h, &sh);
+	s = series_lock(f, k, &sh);
 	if (!s)
 		return;
 	s->value += v;
 	pthread_mutex_unlock(&sh->mu);
+}
+
+void metrics_add(struct metrics_family *f, const char *const *values, double v)
+{
+	struct metrics_key k;
+
+	if (!f)
+		return;
+	metrics_key_make(f, values, &k);
+	metrics_add_key(f, &k, v);
+	metrics_key_release(&k);
 }
 
 void metrics_inc(struct metrics_family *f, const char *const *values)
@@ -295,26 +316,22 @@ void metrics_inc(struct metrics_family *f, const char *const *values)
 
 void metrics_set(struct metrics_family *f, const char *const *values, double v)
 {
+	struct metrics_key k;
 	struct shard *sh;
 	struct series *s;
 
 	if (!f || f->type != METRICS_GAUGE)
 		return;
-	s = series_lock(f, values, hash_values(f, values), &sh);
+	metrics_key_make(f, values, &k);
+	s = series_lock(f, &k, &sh);
+	metrics_key_release(&k);
 	if (!s)
 		return;
 	s->value = v;
 	pthread_mutex_unlock(&sh->mu);
 }
 
-void metrics_observe(struct metrics_family *f, const char *const *values, double v)
-{
-	if (f)
-		metrics_observe_hashed(f, values, hash_values(f, values), v);
-}
-
-void metrics_observe_hashed(struct metrics_family *f, const char *const *values, uint64_t h,
-			    double v)
+void metrics_observe_key(struct metrics_family *f, const struct metrics_key *k, double v)
 {
 	struct shard *sh;
 	struct series *s;
@@ -324,13 +341,24 @@ void metrics_observe_hashed(struct metrics_family *f, const char *const *values,
 		return;
 	for (b = 0; b < f->nbuckets && v > f->buckets[b]; b++)
 		;
-	s = series_lock(f, values, h, &sh);
+	s = series_lock(f, k, &sh);
 	if (!s)
 		return;
 	s->counts[b]++;
 	s->count++;
 	s->sum += v;
 	pthread_mutex_unlock(&sh->mu);
+}
+
+void metrics_observe(struct metrics_family *f, const char *const *values, double v)
+{
+	struct metrics_key k;
+
+	if (!f)
+		return;
+	metrics_key_make(f, values, &k);
+	metrics_observe_key(f, &k, v);
+	metrics_key_release(&k);
 }
 
 void metrics_registry_add_collector(struct metrics_registry *r,

@@ -66,14 +66,23 @@ void metrics_observe(struct metrics_family *f, const char *const *values, double
 
 /*
  * The same for a caller that updates several families of the same number
- * of labels with the same values: their hash (metrics_hash(), made once
- * for all of them) is given, not computed again. h must be metrics_hash()
- * of values for a family of that many labels.
+ * of labels with the same values: the values are joined into a key once
+ * (metrics_key_make) and the key given to each update. A key holds the
+ * values and their hash; it is the caller's, on its stack (values longer
+ * than small are copied to the heap: metrics_key_release frees them).
  */
-uint64_t metrics_hash(const struct metrics_family *f, const char *const *values);
-void metrics_add_hashed(struct metrics_family *f, const char *const *values, uint64_t h, double v);
-void metrics_observe_hashed(struct metrics_family *f, const char *const *values, uint64_t h,
-			    double v);
+struct metrics_key {
+	uint64_t hash;
+	size_t len;	/* bytes of text: each value followed by '\0' */
+	size_t nvalues; /* the family's number of labels */
+	char *text;	/* small, or heap */
+	char small[384];
+};
+void metrics_key_make(const struct metrics_family *f, const char *const *values,
+		      struct metrics_key *k);
+void metrics_key_release(struct metrics_key *k);
+void metrics_add_key(struct metrics_family *f, const struct metrics_key *k, double v);
+void metrics_observe_key(struct metrics_family *f, const struct metrics_key *k, double v);
 
 /*
  * Adds a collector: at each render, fn appends complete exposition text

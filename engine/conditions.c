@@ -436,6 +436,11 @@ static char *sprint(struct meter *m, const json_t *v)
 {
 	struct gv_buf b = {0};
 
+	if (!m->over && json_is_string(v) && json_string_length(v) <= units_left(m)) {
+		/* what value_go_format_max gives a string: its text */
+		charge(m, 1 + json_string_length(v) / 16);
+		return gv_xstrndup(json_string_value(v), json_string_length(v));
+	}
 	if (m->over || !value_go_format_max(v, &b, units_left(m))) {
 		charge(m, m->left + 1);
 		gv_buf_release(&b);

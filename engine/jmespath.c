@@ -58,8 +58,7 @@ static int field_get(struct jp_ev *ev, const struct jp_node *n, json_t *cur, jso
 	v = json_object_getn(cur, n->name, n->name_len);
 	if (!v) {
 		if (ev->kyverno)
-			return jp_fail(ev, JP_ERR_UNKNOWN_KEY, "Unknown key \"%s\" in path",
-				       n->name);
+			return jp_fail_unknown_key(ev, n->name);
 		*out = json_null();
 		return 0;
 	}

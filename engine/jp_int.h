@@ -133,6 +133,13 @@ extern const size_t jp_kyverno_nfuncs;
 int jp_fail(struct jp_ev *ev, enum jp_error_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/*
+ * jp_fail(ev, JP_ERR_UNKNOWN_KEY, "Unknown key \"%s\" in path", name)
+ * without printf: Kyverno's evaluation hits it at every absent field, and
+ * most such errors are dropped (eval_soft). Returns JP_ERR_UNKNOWN_KEY.
+ */
+int jp_fail_unknown_key(struct jp_ev *ev, const char *name);
+
 /* Charges n steps against the budget; JP_ERR_LIMIT when it runs out. */
 int jp_charge(struct jp_ev *ev, unsigned long n);
 

@@ -67,6 +67,29 @@ int jp_fail(struct jp_ev *ev, enum jp_error_kind kind, const char *fmt, ...)
 	return kind;
 }
 
+int jp_fail_unknown_key(struct jp_ev *ev, const char *name)
+{
+	static const char head[] = "Unknown key \"", tail[] = "\" in path";
+	struct jp_error *e = ev->e;
+	size_t n = 0, cap = sizeof(e->msg) - 1;
+	const char *parts[3] = {head, name, tail};
+
+	if (e->kind != JP_ERR_NONE)
+		return JP_ERR_UNKNOWN_KEY;
+	e->kind = JP_ERR_UNKNOWN_KEY;
+	e->pos = -1;
+	/* truncated as vsnprintf would */
+	for (size_t i = 0; i < 3 && n < cap; i++) {
+		size_t k = strlen(parts[i]);
+		if (k > cap - n)
+			k = cap - n;
+		memcpy(e->msg + n, parts[i], k);
+		n += k;
+	}
+	e->msg[n] = '\0';
+	return JP_ERR_UNKNOWN_KEY;
+}
+
 int jp_budget_fail(struct jp_ev *ev)
 {
 	if (ev->shared_max)

@@ -88,14 +88,15 @@ void view_result_record(struct metrics_family *count, struct metrics_family *dur
 			const struct view_result_labels *l, double seconds)
 {
 	const char *v[13];
-	uint64_t h;
+	struct metrics_key k;
 
 	if (!count && !duration)
 		return;
 	result_values(l, v);
-	h = metrics_hash(count ? count : duration, v); /* both have result_labels */
-	metrics_add_hashed(count, v, h, 1);
-	metrics_observe_hashed(duration, v, h, seconds < 0 ? 0 : seconds);
+	metrics_key_make(count ? count : duration, v, &k); /* both have result_labels */
+	metrics_add_key(count, &k, 1);
+	metrics_observe_key(duration, &k, seconds < 0 ? 0 : seconds);
+	metrics_key_release(&k);
 }
 
 /* Kyverno's default histogram buckets (its metrics config's bucketBoundaries). */

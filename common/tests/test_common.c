@@ -166,16 +166,30 @@ static void test_metrics_series(void **state)
 	metrics_inc(f, (const char *const[]){"", "ab"});
 	metrics_add(f, (const char *const[]){"a", "b"}, 2);
 	{
-		/* one hash for two families of the same labels: the same series */
+		/* one key for two families of the same labels: the same series */
 		static const double buckets[] = {1};
+		static const char *const one[] = {"a", NULL};
 		struct metrics_family *hf =
 		    metrics_histogram_new(r, "x_seconds", "Help.", labels, buckets, 1);
+		struct metrics_family *f1 = metrics_counter_new(r, "y_total", "Help.", one);
 		const char *const v[] = {"a", "b"};
-		uint64_t h = metrics_hash(f, v);
+		char big[1000];
+		struct metrics_key k;
 
-		metrics_add_hashed(f, v, h, 1);
-		metrics_observe_hashed(hf, v, h, 0.5);
+		metrics_key_make(f, v, &k);
+		metrics_add_key(f, &k, 1);
+		metrics_observe_key(hf, &k, 0.5);
+		metrics_add_key(f1, &k, 1); /* a key of two values: not for f1 */
+		metrics_key_release(&k);
 		metrics_observe(hf, v, 2);
+		/* a key longer than its buffer */
+		memset(big, 'v', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		metrics_key_make(f, (const char *const[]){big, "z"}, &k);
+		assert_true(k.text != k.small);
+		metrics_add_key(f, &k, 3);
+		metrics_key_release(&k);
+		metrics_add(f, (const char *const[]){big, "z"}, 1);
 	}
 	metrics_render(r, &out);
 	assert_non_null(strstr(gv_buf_str(&out), "x_total{a=\"ab\",b=\"\"} 1\n"));
@@ -183,6 +197,8 @@ static void test_metrics_series(void **state)
 	assert_non_null(strstr(gv_buf_str(&out), "x_seconds_count{a=\"a\",b=\"b\"} 2\n"));
 	assert_non_null(strstr(gv_buf_str(&out), "x_seconds_bucket{a=\"a\",b=\"b\",le=\"1\"} 1\n"));
 	assert_non_null(strstr(gv_buf_str(&out), "x_total{a=\"\",b=\"ab\"} 1\n"));
+	assert_null(strstr(gv_buf_str(&out), "y_total{"));
+	assert_non_null(strstr(gv_buf_str(&out), "vvvvvvvv\",b=\"z\"} 4\n"));
 	gv_buf_release(&out);
 	metrics_registry_free(r);
 }
