@@ -97,7 +97,9 @@ struct thread {
 	const struct options *o;
 	double t0, t_measure, t_end;
 	double rate; /* this thread's share; 0 = closed loop */
-	int ep, sched_fd, curl_fd;
+	int ep, sched_fd;
+	double armed;	 /* deadline sched_fd is armed for (0: disarmed) */
+	double curl_due; /* when libcurl wants its timeout action; < 0: never */
 	CURLM *multi;
 	struct slot *slots;
 	size_t nslots;
@@ -121,17 +123,25 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void arm(int fd, double at)
+/*
+ * Arms t's schedule timer for at (monotonic seconds; 0 disarms). Setting a
+ * timer costs the load tool a hypervisor exit on a virtual machine, so an
+ * unchanged deadline is not set again.
+ */
+static void arm(struct thread *t, double at)
 {
 	struct itimerspec its = {0};
 
+	if (at == t->armed)
+		return;
+	t->armed = at;
 	if (at > 0) {
 		its.it_value.tv_sec = (time_t)at;
 		its.it_value.tv_nsec = (long)((at - (double)(time_t)at) * 1e9);
 		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
 			its.it_value.tv_nsec = 1;
 	}
-	timerfd_settime(fd, at > 0 ? TFD_TIMER_ABSTIME : 0, &its, NULL);
+	timerfd_settime(t->sched_fd, at > 0 ? TFD_TIMER_ABSTIME : 0, &its, NULL);
 }
 
 static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
@@ -164,20 +174,40 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *ud, void *sp)
 	return 0;
 }
 
+/*
+ * libcurl's timer: kept as a deadline that the loop's epoll_wait timeout
+ * and curl_timeouts() honour (libcurl asks for it at every request, most
+ * often for 0 ms: a timer per request would cost more than the request).
+ */
 static int on_timer(CURLM *m, long ms, void *ud)
 {
 	struct thread *t = ud;
-	struct itimerspec its = {0};
 
 	(void)m;
-	if (ms == 0)
-		its.it_value.tv_nsec = 1;
-	else if (ms > 0) {
-		its.it_value.tv_sec = ms / 1000;
-		its.it_value.tv_nsec = (ms % 1000) * 1000000L;
-	}
-	timerfd_settime(t->curl_fd, 0, &its, NULL);
+	t->curl_due = ms < 0 ? -1 : now_s() + (double)ms / 1000;
 	return 0;
+}
+
+/* Runs libcurl's timeout action while its deadline has passed. */
+static void curl_timeouts(struct thread *t)
+{
+	int running;
+
+	while (t->curl_due >= 0 && now_s() >= t->curl_due) {
+		t->curl_due = -1;
+		curl_multi_socket_action(t->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	}
+}
+
+/* epoll_wait's timeout in ms: libcurl's deadline, at most 100 ms. */
+static int wait_ms(const struct thread *t)
+{
+	double ms;
+
+	if (t->curl_due < 0)
+		return 100;
+	ms = (t->curl_due - now_s()) * 1000;
+	return ms <= 0 ? 0 : ms >= 100 ? 100 : (int)ms + 1;
 }
 
 static void start(struct thread *t, double due)
@@ -288,11 +318,10 @@ static void *run(void *arg)
 
 	t->ep = epoll_create1(EPOLL_CLOEXEC);
 	t->sched_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	t->curl_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	t->armed = 0;
+	t->curl_due = -1;
 	epoll_ctl(t->ep, EPOLL_CTL_ADD, t->sched_fd,
 		  &(struct epoll_event){.events = EPOLLIN, .data.fd = t->sched_fd});
-	epoll_ctl(t->ep, EPOLL_CTL_ADD, t->curl_fd,
-		  &(struct epoll_event){.events = EPOLLIN, .data.fd = t->curl_fd});
 	t->multi = curl_multi_init();
 	curl_multi_setopt(t->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
 	curl_multi_setopt(t->multi, CURLMOPT_SOCKETDATA, t);
@@ -336,12 +365,12 @@ static void *run(void *arg)
 		while (t->nidle)
 			start(t, now);
 		t->primed = t->sent;
-		arm(t->sched_fd, t->t0);
+		arm(t, t->t0);
 	} else {
-		arm(t->sched_fd, t->t0 + 1e-6);
+		arm(t, t->t0 + 1e-6);
 	}
 	while (now_s() < t->t_end || t->nidle < t->nslots) {
-		int n = epoll_wait(t->ep, evs, (int)GV_ARRAY_LEN(evs), 100);
+		int n = epoll_wait(t->ep, evs, (int)GV_ARRAY_LEN(evs), wait_ms(t));
 		double now;
 		if (now_s() > t->t_end + 10)
 			break; /* answers overdue by 10 s: left out */
@@ -352,10 +381,7 @@ static void *run(void *arg)
 				if (read(fd, &x, sizeof(x)) < 0) {
 					/* spurious wake-up: nothing to read */
 				}
-			} else if (fd == t->curl_fd) {
-				if (read(fd, &x, sizeof(x)) >= 0)
-					curl_multi_socket_action(t->multi, CURL_SOCKET_TIMEOUT, 0,
-								 &running);
+				t->armed = 0; /* fired (a one-shot timer) */
 			} else {
 				int mask =
 				    (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
@@ -372,10 +398,10 @@ static void *run(void *arg)
 		 * next answer calls feed(), and a timer set in the past would only spin.
 		 */
 		if (t->rate > 0 && now < t->t_end && !t->bl_n)
-			arm(t->sched_fd, t->t0 + (double)(t->sent - t->primed + t->bl_n) / t->rate);
+			arm(t, t->t0 + (double)(t->sent - t->primed + t->bl_n) / t->rate);
 		else if (t->rate > 0)
-			arm(t->sched_fd, 0);
-		curl_multi_socket_action(t->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+			arm(t, 0);
+		curl_timeouts(t);
 		drain(t);
 		if (t->rate <= 0)
 			feed(t, now_s());
@@ -391,7 +417,6 @@ static void *run(void *arg)
 	curl_slist_free_all(resolve);
 	close(t->ep);
 	close(t->sched_fd);
-	close(t->curl_fd);
 	free(t->slots);
 	free(t->idle);
 	free(t->backlog);
