@@ -117,6 +117,53 @@ static void test_errors(void **state)
 	gv_json_arena_release(v);
 }
 
+/*
+ * The string scan takes eight bytes a step: a byte that ends the plain run
+ * ('"', an escape, a control, UTF-8, an invalid byte; 0x7F is plain) at
+ * every position of strings of 0 to 40 bytes, each parse compared with
+ * jansson's (both refuse, or the same values).
+ */
+static void test_string_scan(void **state)
+{
+	static const char *const specials[] = {"\"",	  "\\n",	  "\\u00e9", "\x01",
+					       "\xc3\xa9", "\xe2\x82\xac", "\x7f",     "\xff",
+					       "\xc3",	  "\\",	  "\x1f"};
+	int compared = 0, refused = 0;
+
+	(void)state;
+	for (size_t len = 0; len <= 40; len++) {
+		for (size_t at = 0; at <= len; at++) {
+			for (size_t k = 0; k < sizeof(specials) / sizeof(specials[0]); k++) {
+				struct gv_buf b = {0};
+				json_t *mine, *theirs;
+
+				gv_buf_adds(&b, "[\"");
+				for (size_t i = 0; i < len; i++) {
+					if (i == at)
+						gv_buf_adds(&b, specials[k]);
+					gv_buf_addc(&b, (char)('a' + i % 26));
+				}
+				if (at == len)
+					gv_buf_adds(&b, specials[k]);
+				gv_buf_adds(&b, "\",\"x\"]");
+				mine = gv_json_parse(b.data, b.len, NULL);
+				theirs = json_loadb(b.data, b.len, JSON_ALLOW_NUL, NULL);
+				assert_true(!mine == !theirs);
+				if (mine)
+					assert_true(json_equal(mine, theirs));
+				compared += mine != NULL;
+				refused += mine == NULL;
+				json_decref(mine);
+				json_decref(theirs);
+				gv_buf_release(&b);
+			}
+		}
+	}
+	/* both kinds met: the texts above are not all refused or all read */
+	assert_true(compared > 1000);
+	assert_true(refused > 1000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -125,6 +172,7 @@ int main(void)
 	    cmocka_unit_test(test_references_and_heap_values),
 	    cmocka_unit_test(test_one_arena_a_thread),
 	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_string_scan),
 	};
 
 	gv_init();
