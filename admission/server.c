@@ -19,6 +19,15 @@
  * deadline for the phase it is in, and a watchdog thread shuts down the
  * socket of a connection past its deadline; libmicrohttpd then sees the
  * connection end and closes it as usual.
+ *
+ * Accepting: libmicrohttpd's workers each watch the listening socket and
+ * take up to ten connections a wake-up, so a burst of new connections (a
+ * client opening its pool) often lands nearly all on one worker (63 of 66
+ * measured), which then serves them on one core while the others idle.
+ * The webhook's daemon is therefore quiesced as soon as it starts and an
+ * acceptor thread of ours takes the connections and hands each to
+ * MHD_add_connection(), which spreads them over the workers by descriptor
+ * number; limits stay libmicrohttpd's (per worker, per client address).
  */
 #include "admission/admission_int.h"
 
@@ -35,6 +44,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -286,6 +297,7 @@ struct listener {
 	unsigned request_timeout, idle_timeout; /* seconds */
 	atomic_llong warned;			/* monotonic ms of the last warning logged */
 	atomic_uint unwarned;			/* warnings logged at debug level since */
+	atomic_uint open;			/* connections libmicrohttpd holds */
 };
 
 /*
@@ -332,6 +344,11 @@ struct admission_server {
 	bool stopping;
 	bool watchdog_started;
 	pthread_t watchdog;
+
+	/* the webhook's acceptor: s->fd is ours again once the daemon is quiesced */
+	pthread_t acceptor;
+	bool acceptor_started;
+	int wake_fd; /* eventfd: stops the acceptor */
 };
 
 /* One request's state (*con_cls). */
@@ -517,6 +534,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
 		if (!k)
 			return;
+		atomic_fetch_sub(&l->open, 1);
 		/* Unlisted before libmicrohttpd closes the descriptor: the watchdog never
 		 * shuts down a descriptor number that was reused. */
 		pthread_mutex_lock(&s->conns_mu);
@@ -531,6 +549,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		*socket_context = NULL;
 		return;
 	}
+	atomic_fetch_add(&l->open, 1);
 	k = gv_xcalloc(1, sizeof(*k));
 	k->l = l;
 	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -1005,6 +1024,7 @@ static void listener_init(struct listener *l, struct admission_server *s, const 
 	l->idle_timeout = idle_timeout;
 	atomic_init(&l->warned, LLONG_MIN / 2);
 	atomic_init(&l->unwarned, 0);
+	atomic_init(&l->open, 0);
 }
 
 /* Reads the client CA file: PEM certificates, at least one. *out: the PEM (owned). */
@@ -1034,6 +1054,105 @@ static enum gv_code client_ca_load(const char *path, char **out, struct gv_err *
 	}
 	*out = pem;
 	return GV_OK;
+}
+
+/* A message of ours through libmicrohttpd's logger (counted and rate-limited the same way). */
+static void listener_log(struct listener *l, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	mhd_log(l, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * The acceptor (see the top of the file): waits for the listening socket
+ * or wake_fd, takes every pending connection and hands it to the daemon,
+ * which closes it when no worker has room or its client address is at its
+ * limit (and says so through mhd_log).
+ */
+static void *acceptor_main(void *arg)
+{
+	struct admission_server *s = arg;
+
+	for (;;) {
+		struct pollfd p[2] = {{.fd = s->fd, .events = POLLIN},
+				      {.fd = s->wake_fd, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			listener_log(&s->webhook, "Error accepting connection: poll: %s\n",
+				     strerror(errno));
+			struct timespec ts = {0, 100 * 1000000L};
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (p[1].revents)
+			return NULL;
+		for (;;) {
+			struct sockaddr_storage ss;
+			socklen_t sl = sizeof(ss);
+			int fd = accept4(s->fd, (struct sockaddr *)&ss, &sl,
+					 SOCK_NONBLOCK | SOCK_CLOEXEC);
+			if (fd < 0) {
+				if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+				    errno == ENOMEM) {
+					/* as libmicrohttpd does: let the server free some first */
+					listener_log(&s->webhook,
+						     "Error accepting connection: %s\n",
+						     strerror(errno));
+					struct timespec ts = {0, 10 * 1000000L};
+					nanosleep(&ts, NULL);
+				}
+				break; /* EAGAIN, or a connection gone before it was taken */
+			}
+			if (atomic_load(&s->webhook.open) >= s->webhook.conn_limit) {
+				/* libmicrohttpd would close it without a word */
+				close(fd);
+				listener_log(&s->webhook, "Server reached connection limit. "
+							  "Closing inbound connection.\n");
+				continue;
+			}
+			/* the socket is closed by libmicrohttpd either way */
+			MHD_add_connection(s->daemon, fd, (struct sockaddr *)&ss, sl);
+		}
+	}
+}
+
+static enum gv_code acceptor_start(struct admission_server *s, struct gv_err *err)
+{
+	if (MHD_quiesce_daemon(s->daemon) != s->fd) {
+		s->fd = -1; /* still the daemon's: MHD_stop_daemon closes it */
+		return gv_err_set(err, GV_EIO,
+				  "the HTTPS server's listening socket was not handed back");
+	}
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->wake_fd < 0)
+		return gv_err_set(err, GV_EIO, "eventfd: %s", strerror(errno));
+	if (pthread_create(&s->acceptor, NULL, acceptor_main, s)) {
+		close(s->wake_fd);
+		s->wake_fd = -1;
+		return gv_err_set(err, GV_EIO, "the connection acceptor did not start");
+	}
+	s->acceptor_started = true;
+	return GV_OK;
+}
+
+/* Stops taking connections: the acceptor joined, the listening socket closed. */
+static void acceptor_stop(struct admission_server *s)
+{
+	if (s->acceptor_started) {
+		uint64_t one = 1;
+		if (write(s->wake_fd, &one, sizeof(one)) < 0) {
+			/* an eventfd write only fails past 2^64 - 2: not here */
+		}
+		pthread_join(s->acceptor, NULL);
+		s->acceptor_started = false;
+	}
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	s->wake_fd = -1;
 }
 
 static void watchdog_stop(struct admission_server *s)
@@ -1073,7 +1192,7 @@ enum gv_code admission_server_start(const struct admission_server_config *cfg,
 	char *crt_path, *key_path;
 
 	*out = NULL;
-	s->fd = s->metrics_fd = -1;
+	s->fd = s->metrics_fd = s->wake_fd = -1;
 	s->handler = cfg->handler;
 	s->metrics = cfg->metrics;
 	s->tls_dir = gv_xstrdup(cfg->tls_dir ? cfg->tls_dir : ".");
@@ -1166,7 +1285,8 @@ enum gv_code admission_server_start(const struct admission_server_config *cfg,
 				cfg->listen ? cfg->listen : ":9443");
 		goto fail;
 	}
-	s->fd = -1; /* the daemon owns the socket now */
+	if ((rc = acceptor_start(s, err)))
+		goto fail; /* s->fd: the daemon's still when not handed back */
 	if (s->metrics_fd >= 0) {
 		s->metrics_daemon = MHD_start_daemon(
 		    MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
@@ -1187,6 +1307,7 @@ enum gv_code admission_server_start(const struct admission_server_config *cfg,
 	*out = s;
 	return GV_OK;
 fail:
+	acceptor_stop(s);
 	if (s->daemon)
 		MHD_stop_daemon(s->daemon);
 	if (s->fd >= 0)
@@ -1244,9 +1365,10 @@ void admission_server_stop(struct admission_server *s, int grace_ms)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (s->daemon) {
-		MHD_socket fd = MHD_quiesce_daemon(s->daemon);
-		if (fd != MHD_INVALID_SOCKET)
-			close(fd);
+		acceptor_stop(s); /* no new connections from here on */
+		if (s->fd >= 0)
+			close(s->fd);
+		s->fd = -1;
 		while (atomic_load(&s->in_flight) > 0 && elapsed(&t0) * 1000 < grace_ms) {
 			struct timespec ts = {0, 5 * 1000000L};
 			nanosleep(&ts, NULL);

@@ -125,9 +125,9 @@ static void test_errors(void **state)
  */
 static void test_string_scan(void **state)
 {
-	static const char *const specials[] = {"\"",	  "\\n",	  "\\u00e9", "\x01",
-					       "\xc3\xa9", "\xe2\x82\xac", "\x7f",     "\xff",
-					       "\xc3",	  "\\",	  "\x1f"};
+	static const char *const specials[] = {"\"",	   "\\n",	   "\\u00e9", "\x01",
+					       "\xc3\xa9", "\xe2\x82\xac", "\x7f",    "\xff",
+					       "\xc3",	   "\\",	   "\x1f"};
 	int compared = 0, refused = 0;
 
 	(void)state;
