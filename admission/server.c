@@ -27,7 +27,8 @@
  * The webhook's daemon is therefore quiesced as soon as it starts and an
  * acceptor thread of ours takes the connections and hands each to
  * MHD_add_connection(), which spreads them over the workers by descriptor
- * number; limits stay libmicrohttpd's (per worker, per client address).
+ * number; limits stay libmicrohttpd's (per worker, per client address),
+ * and a connection over the total limit is closed by the acceptor.
  */
 #include "admission/admission_int.h"
 
@@ -1139,7 +1140,7 @@ static enum gv_code acceptor_start(struct admission_server *s, struct gv_err *er
 	return GV_OK;
 }
 
-/* Stops taking connections: the acceptor joined, the listening socket closed. */
+/* Stops taking connections: the acceptor joined (the caller closes the listening socket). */
 static void acceptor_stop(struct admission_server *s)
 {
 	if (s->acceptor_started) {
