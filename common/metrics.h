@@ -67,9 +67,13 @@ void metrics_observe(struct metrics_family *f, const char *const *values, double
 /*
  * The same for a caller that updates several families of the same number
  * of labels with the same values: the values are joined into a key once
- * (metrics_key_make) and the key given to each update. A key holds the
- * values and their hash; it is the caller's, on its stack (values longer
- * than small are copied to the heap: metrics_key_release frees them).
+ * (metrics_key_make: values as for metrics_add, one per label of f; f NULL
+ * makes a key of no values) and the key given to each update. A key holds
+ * a copy of the values and their hash; it is the caller's, on its stack
+ * (values longer than small are copied to the heap: metrics_key_release
+ * frees them, and must be called once per key made). An update with a key
+ * made for a family of another number of labels, or with f NULL, changes
+ * nothing.
  */
 struct metrics_key {
 	uint64_t hash;
